@@ -1,0 +1,271 @@
+//===- Graph.h - graft's graph IR ---*- C++ -*-===//
+//
+// A Graph is an ordered (topological) list of Nodes over SSA Values, with
+// typed graph inputs (user inputs, parameters, buffers, tensor constants, each
+// constant carrying its state-dict FQN) and graph outputs (user outputs,
+// buffer mutations). Values are described by TensorProtos, never by data;
+// constant inputs may carry data (owned, mmapped, or generated on demand from
+// a seeded initializer).
+//
+//   graph @tiny {
+//     param %w : i8[64, 128] fqn="tok_embeddings.weight" = random(seed=1, min=-8, max=7)
+//     input %tokens : i64[1, 8]
+//     %out : f32[1, 8, 128] = aten.embedding.default(%dq, %tokens)
+//     output %out
+//   }
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/ir/Argument.h"
+#include "graft/ir/Shape.h"
+#include "graft/ir/Tensor.h"
+#include "graft/ir/TensorProto.h"
+#include "graft/support/Diagnostic.h"
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace graft {
+
+class Graph;
+class Node;
+struct OpSchema;
+
+/// What a Value holds. Symbolic scalars come from ops such as
+/// aten.sym_size.int or aten._local_scalar_dense.default.
+enum class ValueKind { Tensor, SymInt, SymFloat, SymBool };
+std::string_view name(ValueKind kind);
+
+/// An SSA value: a node result or a graph input.
+class Value {
+public:
+  const std::string &name() const { return name_; }
+  ValueKind kind() const { return kind_; }
+  bool isTensor() const { return kind_ == ValueKind::Tensor; }
+  const TensorProto &proto() const { return proto_; }
+  void setProto(TensorProto proto) { proto_ = std::move(proto); }
+
+  /// The producing node, or null for a graph input.
+  Node *producer() const { return producer_; }
+  /// Index among the producer's results.
+  unsigned resultIndex() const { return resultIndex_; }
+  /// The graph input this value is, or -1.
+  int inputIndex() const { return inputIndex_; }
+  /// One entry per use (a node using a value twice appears twice).
+  const std::vector<Node *> &users() const { return users_; }
+  bool hasUses() const { return !users_.empty(); }
+  /// Where the value was defined in text IR, when parsed from text.
+  const std::optional<SourceRange> &location() const { return location_; }
+  void setLocation(SourceRange r) { location_ = std::move(r); }
+
+private:
+  friend class Graph;
+  friend class Node;
+  std::string name_;
+  ValueKind kind_ = ValueKind::Tensor;
+  TensorProto proto_;
+  Node *producer_ = nullptr;
+  unsigned resultIndex_ = 0;
+  int inputIndex_ = -1;
+  std::vector<Node *> users_;
+  std::optional<SourceRange> location_;
+};
+
+/// A call of `target` ("namespace.op.overload", e.g. "aten.linear.default").
+class Node {
+public:
+  const std::string &target() const { return target_; }
+  /// The registered schema, or null for an op the registry does not know
+  /// (kept opaque: it round-trips and verifies structurally, but cannot run).
+  const OpSchema *schema() const { return schema_; }
+  void setSchema(const OpSchema *schema) { schema_ = schema; }
+
+  const std::vector<Argument> &args() const { return args_; }
+  const std::vector<std::pair<std::string, Argument>> &kwargs() const { return kwargs_; }
+  /// Keyword argument by name, or null.
+  const Argument *kwarg(std::string_view name) const;
+  /// Replaces the arguments, keeping use lists consistent.
+  void setArgs(std::vector<Argument> args, std::vector<std::pair<std::string, Argument>> kwargs);
+  /// Replaces every use of `from` among this node's arguments by `to`.
+  void replaceUsesOf(Value *from, Value *to);
+
+  const std::vector<Value *> &outputs() const { return outputs_; }
+  Value *output(unsigned i = 0) const { return outputs_.at(i); }
+  unsigned numOutputs() const { return static_cast<unsigned>(outputs_.size()); }
+  /// A name for diagnostics: the first result's name.
+  const std::string &name() const;
+
+  /// Metadata kept verbatim (stack_trace, nn_module_stack, ...), in order.
+  const std::vector<std::pair<std::string, std::string>> &metadata() const { return metadata_; }
+  std::vector<std::pair<std::string, std::string>> &metadata() { return metadata_; }
+  const std::string *meta(std::string_view key) const;
+
+  const std::optional<SourceRange> &location() const { return location_; }
+  void setLocation(SourceRange r) { location_ = std::move(r); }
+
+  /// Position in the graph after Graph::renumber().
+  uint64_t order() const { return order_; }
+  Graph *graph() const { return graph_; }
+
+  /// Calls f(Value*) for every value argument (positional then keyword).
+  template <class F> void forEachOperand(F &&f) const {
+    for (const Argument &a : args_)
+      a.forEachValue(f);
+    for (const auto &kv : kwargs_)
+      kv.second.forEachValue(f);
+  }
+
+private:
+  friend class Graph;
+  std::string target_;
+  const OpSchema *schema_ = nullptr;
+  std::vector<Argument> args_;
+  std::vector<std::pair<std::string, Argument>> kwargs_;
+  std::vector<Value *> outputs_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
+  std::optional<SourceRange> location_;
+  Graph *graph_ = nullptr;
+  uint64_t order_ = 0;
+  std::list<Node>::iterator self_;
+};
+
+enum class InputKind { UserInput, Parameter, Buffer, ConstantTensor };
+std::string_view name(InputKind kind); ///< "input", "param", "buffer", "const"
+
+enum class OutputKind { UserOutput, BufferMutation, UserInputMutation };
+std::string_view name(OutputKind kind);
+
+/// How a constant's data is produced; kept so text IR round-trips.
+struct RandomInit {
+  uint64_t seed = 0;
+  double min = 0;
+  double max = 1;
+  bool operator==(const RandomInit &) const = default;
+};
+struct FullInit {
+  double value = 0;
+  bool operator==(const FullInit &) const = default;
+};
+struct InlineInit {}; ///< values are the constant's data, printed inline
+struct FileInit {
+  std::string path; ///< as written (relative paths resolve against the IR file)
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  bool operator==(const FileInit &) const = default;
+};
+/// Data with no textual source (e.g. read from a .pt2); printed inline when
+/// small, otherwise the printer needs a sidecar data file.
+struct ExternalData {};
+using ConstantInit = std::variant<RandomInit, FullInit, InlineInit, FileInit, ExternalData>;
+
+/// Deterministic, platform-independent generation of RandomInit data
+/// (splitmix64; integers uniform in [min, max], floats uniform in [min, max)
+/// rounded to the dtype).
+Tensor generateRandom(const TensorProto &proto, const RandomInit &init);
+Tensor generateFull(const TensorProto &proto, const FullInit &init);
+
+struct GraphInput {
+  InputKind kind = InputKind::UserInput;
+  Value *value = nullptr;
+  std::string fqn; ///< state-dict name for parameters, buffers, constants
+  bool persistent = true; ///< buffers only
+  std::optional<ConstantInit> init;
+
+  bool isConstant() const { return kind != InputKind::UserInput; }
+  bool hasData() const { return init.has_value(); }
+  /// The constant's data; generated on first use for random/full initializers.
+  const Tensor &data() const;
+  void setData(Tensor data, ConstantInit init);
+
+private:
+  friend class Graph;
+  mutable Tensor data_;
+};
+
+struct GraphOutput {
+  OutputKind kind = OutputKind::UserOutput;
+  Value *value = nullptr;
+  std::string target; ///< buffer FQN / user input name for mutations
+};
+
+class Graph {
+public:
+  explicit Graph(std::string name = "main");
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+  ~Graph();
+
+  const std::string &name() const { return name_; }
+  void setName(std::string name) { name_ = std::move(name); }
+
+  SymbolTable &symbols() { return symbols_; }
+  const SymbolTable &symbols() const { return symbols_; }
+
+  //===-- Inputs and outputs --------------------------------------------===//
+  Value *addInput(InputKind kind, std::string name, TensorProto proto, std::string fqn = {});
+  /// A non-tensor user input (symint etc.).
+  Value *addScalarInput(ValueKind kind, std::string name);
+  const std::vector<GraphInput> &inputs() const { return inputs_; }
+  std::vector<GraphInput> &inputs() { return inputs_; }
+  GraphInput *inputFor(const Value *value);
+  const GraphInput *inputFor(const Value *value) const;
+  /// Constant input by FQN (parameters, buffers, tensor constants), or null.
+  const GraphInput *findConstant(std::string_view fqn) const;
+
+  void addOutput(Value *value, OutputKind kind = OutputKind::UserOutput, std::string target = {});
+  const std::vector<GraphOutput> &outputs() const { return outputs_; }
+  void setOutputValue(std::size_t index, Value *value);
+
+  //===-- Nodes ---------------------------------------------------------===//
+  struct ResultSpec {
+    std::string name; ///< empty: a fresh name is generated
+    ValueKind kind = ValueKind::Tensor;
+    TensorProto proto;
+  };
+  /// Creates a node before `before` (null: at the end).
+  Node *createNode(std::string target, std::vector<Argument> args,
+                   std::vector<std::pair<std::string, Argument>> kwargs,
+                   std::vector<ResultSpec> results, Node *before = nullptr);
+  /// Erases a node whose results have no uses.
+  void eraseNode(Node *node);
+  /// Redirects every use of `from` (including graph outputs) to `to`.
+  void replaceAllUsesWith(Value *from, Value *to);
+  /// Removes nodes without side effects whose results are unused.
+  std::size_t removeDeadNodes();
+
+  std::list<Node> &nodes() { return nodes_; }
+  const std::list<Node> &nodes() const { return nodes_; }
+  std::size_t numNodes() const { return nodes_.size(); }
+  /// Assigns Node::order() 0..n-1 in list order.
+  void renumber();
+
+  //===-- Values --------------------------------------------------------===//
+  Value *findValue(std::string_view name) const;
+  /// A name not used by any value: `base`, else `base_1`, `base_2`, ...
+  std::string uniqueName(std::string_view base) const;
+  /// Every value: inputs first, then node results in order.
+  std::vector<Value *> allValues() const;
+
+private:
+  Value *newValue(std::string name, ValueKind kind, TensorProto proto);
+  void dropUses(Node *node);
+
+  std::string name_;
+  SymbolTable symbols_;
+  std::list<Node> nodes_;
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<GraphInput> inputs_;
+  std::vector<GraphOutput> outputs_;
+  std::unordered_map<std::string, Value *> valuesByName_;
+};
+
+} // namespace graft

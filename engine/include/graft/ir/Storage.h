@@ -1,0 +1,53 @@
+//===- Storage.h - Constant bytes, owned or memory-mapped ---*- C++ -*-===//
+//
+// A Storage is an immutable span of bytes that is either owned (a vector) or
+// memory-mapped from a file (weights inside a .pt2 archive are never copied).
+// Several tensors (FQNs) may view one Storage with different offsets and
+// strides: a tied embedding / lm_head is one Storage.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/support/Expected.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace graft {
+
+class Storage {
+public:
+  /// Takes ownership of `bytes`.
+  static std::shared_ptr<Storage> owned(std::vector<uint8_t> bytes);
+  /// Zero-filled owned storage of `size` bytes.
+  static std::shared_ptr<Storage> zeros(std::size_t size);
+  /// Maps `length` bytes at `offset` of `path` read-only. Errors name the file.
+  static Expected<std::shared_ptr<Storage>> mapFile(const std::string &path, uint64_t offset,
+                                                    uint64_t length);
+
+  ~Storage();
+  Storage(const Storage &) = delete;
+  Storage &operator=(const Storage &) = delete;
+
+  const uint8_t *data() const { return data_; }
+  /// Writable pointer; only owned storages are writable.
+  uint8_t *mutableData();
+  std::size_t size() const { return size_; }
+  bool isMapped() const { return mapBase_ != nullptr; }
+  /// For mapped storages: the file it came from.
+  const std::string &path() const { return path_; }
+
+private:
+  Storage() = default;
+  std::vector<uint8_t> owned_;
+  const uint8_t *data_ = nullptr;
+  std::size_t size_ = 0;
+  void *mapBase_ = nullptr;
+  std::size_t mapLength_ = 0;
+  std::string path_;
+};
+
+} // namespace graft

@@ -1,0 +1,62 @@
+//===- ShapeInference.h - Result prototypes from argument prototypes ---*- C++ -*-===//
+//
+// Each op declares (in YAML) the name of an inference rule; rules are C++
+// functions registered by name. A rule sees the bound arguments (with the
+// prototypes of tensor arguments) and returns the result kinds and protos.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/ir/Graph.h"
+#include "graft/ops/BoundArgs.h"
+#include "graft/support/Expected.h"
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace graft {
+
+struct InferredResult {
+  ValueKind kind = ValueKind::Tensor;
+  TensorProto proto; ///< meaningful for tensors
+};
+
+struct InferContext {
+  const BoundArgs &args;
+  const SymbolTable &symbols;
+  std::string_view nodeName;
+
+  /// Prototype of tensor argument `name` (asserts it is a tensor value).
+  const TensorProto &tensor(std::string_view name) const;
+  /// Prototype of an optional tensor argument, or null when None.
+  const TensorProto *optionalTensor(std::string_view name) const;
+  /// An error diagnostic "node %x (aten.foo.default): <message>".
+  Diagnostic error(const std::string &message) const;
+};
+
+using InferFn = std::function<Expected<std::vector<InferredResult>>(const InferContext &)>;
+
+/// Named inference rules ("same_as_input", "broadcast", "linear", ...).
+class InferenceRules {
+public:
+  static const InferenceRules &builtin();
+  void add(std::string name, InferFn fn);
+  const InferFn *find(std::string_view name) const;
+  std::vector<std::string> names() const;
+
+private:
+  std::vector<std::pair<std::string, InferFn>> rules_;
+};
+
+/// Infers the results of `node` from its arguments' prototypes. Opaque
+/// (unregistered) ops and ops without a rule fail with a diagnostic.
+Expected<std::vector<InferredResult>> inferResults(const Node &node, const SymbolTable &symbols);
+
+/// Index of a possibly negative dim in a tensor of rank `rank`, or -1.
+int64_t normalizeDim(int64_t dim, int64_t rank);
+/// torch broadcasting of two shapes; nullopt if incompatible.
+std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);
+
+} // namespace graft

@@ -1,0 +1,345 @@
+//===- Graph.cpp - Graph construction and mutation ------------------------===//
+#include "graft/ir/Graph.h"
+
+#include "graft/ops/OpSchema.h"
+#include "graft/support/FloatBits.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace graft {
+
+std::string_view name(ValueKind kind) {
+  switch (kind) {
+  case ValueKind::Tensor:
+    return "tensor";
+  case ValueKind::SymInt:
+    return "symint";
+  case ValueKind::SymFloat:
+    return "symfloat";
+  case ValueKind::SymBool:
+    return "symbool";
+  }
+  return "?";
+}
+
+std::string_view name(InputKind kind) {
+  switch (kind) {
+  case InputKind::UserInput:
+    return "input";
+  case InputKind::Parameter:
+    return "param";
+  case InputKind::Buffer:
+    return "buffer";
+  case InputKind::ConstantTensor:
+    return "const";
+  }
+  return "?";
+}
+
+std::string_view name(OutputKind kind) {
+  switch (kind) {
+  case OutputKind::UserOutput:
+    return "output";
+  case OutputKind::BufferMutation:
+    return "mutate_buffer";
+  case OutputKind::UserInputMutation:
+    return "mutate_input";
+  }
+  return "?";
+}
+
+//===----------------------------------------------------------------------===//
+// Node
+//===----------------------------------------------------------------------===//
+
+const Argument *Node::kwarg(std::string_view key) const {
+  for (const auto &[k, v] : kwargs_)
+    if (k == key)
+      return &v;
+  return nullptr;
+}
+
+const std::string &Node::name() const {
+  static const std::string kAnonymous = "<node without results>";
+  return outputs_.empty() ? kAnonymous : outputs_[0]->name();
+}
+
+const std::string *Node::meta(std::string_view key) const {
+  for (const auto &[k, v] : metadata_)
+    if (k == key)
+      return &v;
+  return nullptr;
+}
+
+void Node::setArgs(std::vector<Argument> args,
+                   std::vector<std::pair<std::string, Argument>> kwargs) {
+  forEachOperand([this](Value *v) {
+    auto it = std::find(v->users_.begin(), v->users_.end(), this);
+    if (it != v->users_.end())
+      v->users_.erase(it);
+  });
+  args_ = std::move(args);
+  kwargs_ = std::move(kwargs);
+  forEachOperand([this](Value *v) { v->users_.push_back(this); });
+}
+
+void Node::replaceUsesOf(Value *from, Value *to) {
+  if (from == to)
+    return;
+  auto swap = [&](Value *&v) {
+    if (v == from) {
+      v = to;
+      auto it = std::find(from->users_.begin(), from->users_.end(), this);
+      if (it != from->users_.end())
+        from->users_.erase(it);
+      to->users_.push_back(this);
+    }
+  };
+  for (Argument &a : args_)
+    a.forEachValue(swap);
+  for (auto &kv : kwargs_)
+    kv.second.forEachValue(swap);
+}
+
+//===----------------------------------------------------------------------===//
+// Constant initializers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+};
+
+std::vector<int64_t> sizesOf(const TensorProto &proto) {
+  auto sizes = concreteSizes(proto.shape);
+  assert(sizes && "constants have concrete shapes (checked by the parser/verifier)");
+  return sizes ? *sizes : std::vector<int64_t>{};
+}
+
+} // namespace
+
+Tensor generateRandom(const TensorProto &proto, const RandomInit &init) {
+  Tensor t = Tensor::empty(proto.dtype, sizesOf(proto));
+  SplitMix64 rng{init.seed};
+  int64_t n = t.numel();
+  if (isIntegral(proto.dtype, /*includeBool=*/true)) {
+    int64_t lo = static_cast<int64_t>(std::ceil(init.min));
+    int64_t hi = static_cast<int64_t>(std::floor(init.max));
+    uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t r = span == 0 ? rng.next() : rng.next() % span;
+      t.setInt(i, lo + static_cast<int64_t>(r));
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
+      t.setDouble(i, init.min + (init.max - init.min) * u);
+    }
+  }
+  return t;
+}
+
+Tensor generateFull(const TensorProto &proto, const FullInit &init) {
+  Tensor t = Tensor::empty(proto.dtype, sizesOf(proto));
+  for (int64_t i = 0, n = t.numel(); i < n; ++i)
+    t.setDouble(i, init.value);
+  return t;
+}
+
+const Tensor &GraphInput::data() const {
+  if (!data_.defined() && init) {
+    if (const auto *r = std::get_if<RandomInit>(&*init))
+      data_ = generateRandom(value->proto(), *r);
+    else if (const auto *f = std::get_if<FullInit>(&*init))
+      data_ = generateFull(value->proto(), *f);
+  }
+  return data_;
+}
+
+void GraphInput::setData(Tensor data, ConstantInit newInit) {
+  data_ = std::move(data);
+  init = std::move(newInit);
+}
+
+//===----------------------------------------------------------------------===//
+// Graph
+//===----------------------------------------------------------------------===//
+
+Graph::Graph(std::string name) : name_(std::move(name)) {}
+Graph::~Graph() = default;
+
+Value *Graph::newValue(std::string name, ValueKind kind, TensorProto proto) {
+  if (name.empty())
+    name = uniqueName("v");
+  auto v = std::make_unique<Value>();
+  v->name_ = std::move(name);
+  v->kind_ = kind;
+  v->proto_ = std::move(proto);
+  Value *raw = v.get();
+  values_.push_back(std::move(v));
+  valuesByName_[raw->name_] = raw;
+  return raw;
+}
+
+Value *Graph::addInput(InputKind kind, std::string name, TensorProto proto, std::string fqn) {
+  Value *v = newValue(std::move(name), ValueKind::Tensor, std::move(proto));
+  v->inputIndex_ = static_cast<int>(inputs_.size());
+  GraphInput in;
+  in.kind = kind;
+  in.value = v;
+  in.fqn = std::move(fqn);
+  inputs_.push_back(std::move(in));
+  return v;
+}
+
+Value *Graph::addScalarInput(ValueKind kind, std::string name) {
+  Value *v = newValue(std::move(name), kind, TensorProto());
+  v->inputIndex_ = static_cast<int>(inputs_.size());
+  GraphInput in;
+  in.kind = InputKind::UserInput;
+  in.value = v;
+  inputs_.push_back(std::move(in));
+  return v;
+}
+
+GraphInput *Graph::inputFor(const Value *value) {
+  if (!value || value->inputIndex_ < 0)
+    return nullptr;
+  return &inputs_[static_cast<std::size_t>(value->inputIndex_)];
+}
+
+const GraphInput *Graph::inputFor(const Value *value) const {
+  return const_cast<Graph *>(this)->inputFor(value);
+}
+
+const GraphInput *Graph::findConstant(std::string_view fqn) const {
+  for (const GraphInput &in : inputs_)
+    if (in.isConstant() && in.fqn == fqn)
+      return &in;
+  return nullptr;
+}
+
+void Graph::addOutput(Value *value, OutputKind kind, std::string target) {
+  outputs_.push_back({kind, value, std::move(target)});
+}
+
+void Graph::setOutputValue(std::size_t index, Value *value) { outputs_.at(index).value = value; }
+
+Node *Graph::createNode(std::string target, std::vector<Argument> args,
+                        std::vector<std::pair<std::string, Argument>> kwargs,
+                        std::vector<ResultSpec> results, Node *before) {
+  auto pos = before ? before->self_ : nodes_.end();
+  auto it = nodes_.emplace(pos);
+  Node &n = *it;
+  n.self_ = it;
+  n.graph_ = this;
+  n.target_ = std::move(target);
+  n.args_ = std::move(args);
+  n.kwargs_ = std::move(kwargs);
+  n.forEachOperand([&n](Value *v) { v->users_.push_back(&n); });
+  unsigned i = 0;
+  for (ResultSpec &r : results) {
+    Value *v = newValue(std::move(r.name), r.kind, std::move(r.proto));
+    v->producer_ = &n;
+    v->resultIndex_ = i++;
+    n.outputs_.push_back(v);
+  }
+  return &n;
+}
+
+void Graph::dropUses(Node *node) {
+  node->forEachOperand([node](Value *v) {
+    auto it = std::find(v->users_.begin(), v->users_.end(), node);
+    if (it != v->users_.end())
+      v->users_.erase(it);
+  });
+}
+
+void Graph::eraseNode(Node *node) {
+  for (Value *v : node->outputs_) {
+    assert(v->users_.empty() && "erasing a node whose results are still used");
+    valuesByName_.erase(v->name_);
+    v->producer_ = nullptr;
+  }
+  dropUses(node);
+  // The result Values stay allocated (callers may still hold pointers for
+  // diagnostics) but are unreachable: no producer, no name entry.
+  nodes_.erase(node->self_);
+}
+
+void Graph::replaceAllUsesWith(Value *from, Value *to) {
+  std::vector<Node *> users = from->users_;
+  std::sort(users.begin(), users.end());
+  users.erase(std::unique(users.begin(), users.end()), users.end());
+  for (Node *u : users)
+    u->replaceUsesOf(from, to);
+  for (GraphOutput &o : outputs_)
+    if (o.value == from)
+      o.value = to;
+}
+
+std::size_t Graph::removeDeadNodes() {
+  std::size_t removed = 0;
+  auto isOutput = [this](const Value *v) {
+    return std::any_of(outputs_.begin(), outputs_.end(),
+                       [v](const GraphOutput &o) { return o.value == v; });
+  };
+  // Walk backwards so chains of dead nodes go in one sweep.
+  for (auto it = nodes_.end(); it != nodes_.begin();) {
+    --it;
+    Node &n = *it;
+    bool effects = n.schema() && (n.schema()->properties.sideEffects);
+    bool used = std::any_of(n.outputs_.begin(), n.outputs_.end(),
+                            [&](const Value *v) { return v->hasUses() || isOutput(v); });
+    if (!n.schema() || effects || used || n.outputs_.empty())
+      continue; // opaque ops are kept: we cannot know they are pure
+    auto next = std::next(it);
+    eraseNode(&n);
+    it = next;
+    ++removed;
+  }
+  return removed;
+}
+
+void Graph::renumber() {
+  uint64_t i = 0;
+  for (Node &n : nodes_)
+    n.order_ = i++;
+}
+
+Value *Graph::findValue(std::string_view name) const {
+  auto it = valuesByName_.find(std::string(name));
+  return it == valuesByName_.end() ? nullptr : it->second;
+}
+
+std::string Graph::uniqueName(std::string_view base) const {
+  std::string b(base);
+  if (!valuesByName_.count(b))
+    return b;
+  for (uint64_t i = 1;; ++i) {
+    std::string candidate = b + "_" + std::to_string(i);
+    if (!valuesByName_.count(candidate))
+      return candidate;
+  }
+}
+
+std::vector<Value *> Graph::allValues() const {
+  std::vector<Value *> out;
+  for (const GraphInput &in : inputs_)
+    out.push_back(in.value);
+  for (const Node &n : nodes_)
+    for (Value *v : n.outputs_)
+      out.push_back(v);
+  return out;
+}
+
+} // namespace graft

@@ -1,0 +1,47 @@
+//===- TextIR.h - The .gir text form of graphs ---*- C++ -*-===//
+//
+// Parse and print graft's readable graph format (see docs/ir.md). Printing
+// is canonical: print(parse(text)) == text for canonically written text.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/ir/Graph.h"
+#include "graft/support/Diagnostic.h"
+#include "graft/support/Expected.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace graft {
+
+class OpRegistry;
+
+struct ParseOptions {
+  /// Registry used to bind schemas (null: OpRegistry::builtin()).
+  const OpRegistry *registry = nullptr;
+  /// Directory that relative file("...") constant references resolve against.
+  std::string baseDir;
+};
+
+/// Parses one graph. Errors are located `name:line:col`. `sources`, when
+/// given, receives the text so diagnostics can be rendered with a caret.
+Expected<std::unique_ptr<Graph>> parseGraph(std::string_view text, const std::string &name,
+                                            const ParseOptions &options = {},
+                                            SourceManager *sources = nullptr);
+Expected<std::unique_ptr<Graph>> parseGraphFile(const std::string &path,
+                                                SourceManager *sources = nullptr);
+
+struct PrintOptions {
+  /// Constants with no textual initializer and more than this many elements
+  /// are written to `dataFile` and referenced with file("...").
+  int64_t maxInlineElements = 64;
+  std::string dataFile;
+  /// Print node metadata (stack_trace, nn_module_stack, ...).
+  bool printMetadata = true;
+};
+
+Expected<std::string> printGraph(const Graph &graph, const PrintOptions &options = {});
+
+} // namespace graft

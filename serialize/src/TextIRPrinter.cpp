@@ -1,0 +1,1 @@
+#include "graft/serialize/TextIR.h"

@@ -1,0 +1,241 @@
+// Core IR tests: dtypes, narrow-float conversions, symbolic dims, prototypes,
+// storage, tensors and graph mutation.
+#include "graft/ir/Graph.h"
+#include "graft/support/FileIO.h"
+#include "graft/support/FloatBits.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+using namespace graft;
+
+TEST(DType, NamesRoundTrip) {
+  for (int i = 0; i < kNumDTypes; ++i) {
+    DType d = static_cast<DType>(i);
+    EXPECT_EQ(parseDType(name(d)), d) << name(d);
+    EXPECT_EQ(parseDType(std::string("torch.") + std::string(torchName(d))), d);
+  }
+  EXPECT_EQ(parseDType("float"), DType::F32);
+  EXPECT_FALSE(parseDType("f33"));
+}
+
+TEST(DType, BoundsAndPromotion) {
+  EXPECT_EQ(integerBounds(DType::I4), std::make_pair(int64_t(-8), int64_t(7)));
+  EXPECT_EQ(integerBounds(DType::U4), std::make_pair(int64_t(0), int64_t(15)));
+  EXPECT_EQ(integerBounds(DType::I8), std::make_pair(int64_t(-128), int64_t(127)));
+  EXPECT_FALSE(integerBounds(DType::F32));
+  EXPECT_EQ(promoteTypes(DType::BF16, DType::F32), DType::F32);
+  EXPECT_EQ(promoteTypes(DType::BF16, DType::F16), DType::F32);
+  EXPECT_EQ(promoteTypes(DType::U8, DType::I8), DType::I16);
+  EXPECT_EQ(promoteTypes(DType::I32, DType::BF16), DType::BF16);
+  EXPECT_EQ(promoteTypes(DType::Bool, DType::I64), DType::I64);
+  EXPECT_EQ(promoteTypes(DType::I8, DType::I64), DType::I64);
+}
+
+TEST(FloatBits, HalfRoundsToNearestEven) {
+  // 1 + 2^-11 is exactly halfway between 1 and 1 + 2^-10: ties to even (1).
+  EXPECT_EQ(floatToHalfBits(1.0f + std::ldexp(1.0f, -11)), 0x3C00);
+  // 1 + 3*2^-11 is halfway between 1+2^-10 (odd) and 1+2^-9 (even): rounds up.
+  EXPECT_EQ(floatToHalfBits(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);
+  EXPECT_EQ(floatToHalfBits(65504.0f), 0x7BFF);
+  EXPECT_EQ(floatToHalfBits(65520.0f), 0x7C00); // overflow to inf
+  EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -24)), 0x0001); // smallest subnormal
+  EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -25)), 0x0000); // tie -> even (0)
+  EXPECT_EQ(halfBitsToFloat(0x3555), 0.333251953125f);
+  EXPECT_EQ(halfBitsToFloat(0xC000), -2.0f);
+}
+
+TEST(FloatBits, BFloat16RoundsToNearestEven) {
+  EXPECT_EQ(floatToBFloat16Bits(1.0f), 0x3F80);
+  // 1 + 2^-8 is the midpoint of 1 and 1 + 2^-7: ties to even -> 1.
+  EXPECT_EQ(floatToBFloat16Bits(1.0f + std::ldexp(1.0f, -8)), 0x3F80);
+  EXPECT_EQ(floatToBFloat16Bits(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3F82);
+  EXPECT_EQ(bfloat16BitsToFloat(floatToBFloat16Bits(0.1f)), 0.10009765625f);
+}
+
+TEST(FloatBits, Float8Formats) {
+  EXPECT_EQ(float8BitsToFloat(floatToFloat8Bits(448.0f, DType::F8E4M3FN), DType::F8E4M3FN), 448.0f);
+  EXPECT_TRUE(std::isnan(float8BitsToFloat(floatToFloat8Bits(1000.0f, DType::F8E4M3FN), DType::F8E4M3FN)));
+  EXPECT_EQ(float8BitsToFloat(floatToFloat8Bits(57344.0f, DType::F8E5M2), DType::F8E5M2), 57344.0f);
+  EXPECT_TRUE(std::isinf(float8BitsToFloat(floatToFloat8Bits(1e6f, DType::F8E5M2), DType::F8E5M2)));
+  EXPECT_EQ(floatToFloat8Bits(1.0f, DType::F8E4M3FN), 0x38);
+  EXPECT_EQ(float8BitsToFloat(0x01, DType::F8E4M3FN), std::ldexp(1.0f, -9)); // subnormal
+  // 1.0625 is the midpoint of 1 and 1.125 in e4m3: ties to even -> 1.0.
+  EXPECT_EQ(floatToFloat8Bits(1.0625f, DType::F8E4M3FN), 0x38);
+  EXPECT_EQ(float8BitsToFloat(floatToFloat8Bits(4.0f, DType::F8E8M0FNU), DType::F8E8M0FNU), 4.0f);
+  EXPECT_EQ(float8BitsToFloat(floatToFloat8Bits(1.0f, DType::F8E4M3FNUZ), DType::F8E4M3FNUZ), 1.0f);
+  EXPECT_EQ(fp4E2M1BitsToFloat(floatToFp4E2M1Bits(2.5f)), 2.0f);  // tie -> even
+  EXPECT_EQ(fp4E2M1BitsToFloat(floatToFp4E2M1Bits(-5.0f)), -4.0f); // tie -> even
+  EXPECT_EQ(fp4E2M1BitsToFloat(floatToFp4E2M1Bits(9.0f)), 6.0f);  // saturates
+}
+
+TEST(Dim, LinearArithmetic) {
+  Dim s0 = Dim::symbol("s0"), s1 = Dim::symbol("s1");
+  EXPECT_EQ((s0 * 2 + 1).str(), "2*s0+1");
+  EXPECT_EQ((s0 + s1 - s0).str(), "s1");
+  EXPECT_EQ((s0 * 4).floorDiv(2).str(), "2*s0");
+  EXPECT_TRUE((s0 * s1).isOpaque());
+  EXPECT_EQ(Dim(7).floorDiv(2), Dim(3));
+  EXPECT_EQ(Dim(-7).floorDiv(2), Dim(-4));
+  SymbolTable t;
+  t.declare("s0", {1, 2048});
+  EXPECT_EQ(t.upperBound(s0 * 2 + 1), 4097);
+  EXPECT_EQ(t.lowerBound(s0 * 2 + 1), 3);
+  EXPECT_FALSE(t.upperBound(s1));
+}
+
+TEST(TensorProto, AffineBuffers) {
+  TensorProto p(DType::F32, {64, 128});
+  AffineQuant q;
+  q.blockSize = {1, 32};
+  q.quantDType = DType::I4;
+  q.quantMin = -8;
+  q.quantMax = 7;
+  q.packedInt4 = true;
+  p.quant = q;
+  auto bufs = p.buffers();
+  ASSERT_TRUE(bufs.ok());
+  ASSERT_EQ(bufs->size(), 2u);
+  EXPECT_EQ((*bufs)[0].name, "qdata");
+  EXPECT_EQ((*bufs)[0].dtype, DType::U8);
+  EXPECT_EQ(str((*bufs)[0].shape), "[64, 64]");
+  EXPECT_EQ(str((*bufs)[1].shape), "[64, 4]");
+  EXPECT_EQ(p.totalBytes(), 64 * 64 + 64 * 4 * 4);
+  EXPECT_EQ(p.str(), "f32[64, 128]{quant=affine(block=[1, 32], qdtype=i4, range=[-8, 7], "
+                     "scale=f32, zero_point=none, packed=low_first)}");
+  q.blockSize = {1, 48};
+  p.quant = q;
+  EXPECT_FALSE(p.buffers().ok());
+}
+
+TEST(TensorProto, BlockScaledFloatBuffers) {
+  TensorProto p(DType::BF16, {Dim::symbol("s0"), 64});
+  p.quant = NvFp4{16, true};
+  auto bufs = p.buffers();
+  ASSERT_TRUE(bufs.ok());
+  ASSERT_EQ(bufs->size(), 4u);
+  EXPECT_EQ(str((*bufs)[0].shape), "[s0, 32]");
+  EXPECT_EQ((*bufs)[1].dtype, DType::F8E4M3FN);
+  EXPECT_EQ(str((*bufs)[1].shape), "[s0, 4]");
+  EXPECT_EQ((*bufs)[3].name, "row_amax");
+  EXPECT_FALSE(p.totalBytes()); // symbolic
+
+  TensorProto m(DType::F32, {4, 64});
+  m.quant = MxFp8{DType::F8E4M3FN, 32};
+  auto mb = m.buffers();
+  ASSERT_TRUE(mb.ok());
+  EXPECT_EQ((*mb)[1].dtype, DType::F8E8M0FNU);
+  EXPECT_EQ(str((*mb)[1].shape), "[4, 2]");
+
+  TensorProto b(DType::F32, {300, 256});
+  b.quant = Fp8Blockwise{DType::F8E4M3FN, {128, 128}};
+  auto bb = b.buffers();
+  ASSERT_TRUE(bb.ok());
+  EXPECT_EQ(str((*bb)[1].shape), "[3, 2]");
+}
+
+TEST(TensorProto, FlattenUnflatten) {
+  TensorProto p(DType::F32, {2, 4});
+  AffineQuant q;
+  q.blockSize = {1, 2};
+  q.zeroPointDType = DType::I8;
+  p.quant = q;
+  Tensor qdata = Tensor::fromInts(DType::I8, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Tensor scale = Tensor::fromDoubles(DType::F32, {2, 2}, {0.5, 0.25, 1, 2});
+  Tensor zp = Tensor::fromInts(DType::I8, {2, 2}, {0, 1, 0, -1});
+  auto qt = unflatten(p, {{"zero_point", zp}, {"qdata", qdata}, {"scale", scale}});
+  ASSERT_TRUE(qt.ok()) << render(qt.diags());
+  auto flat = flatten(*qt);
+  ASSERT_TRUE(flat.ok());
+  ASSERT_EQ(flat->size(), 3u);
+  EXPECT_EQ((*flat)[0].first.name, "qdata");
+  EXPECT_EQ((*flat)[2].first.name, "zero_point");
+  // Missing, mis-shaped and unknown buffers are rejected with a reason.
+  EXPECT_FALSE(unflatten(p, {{"qdata", qdata}, {"scale", scale}}).ok());
+  EXPECT_FALSE(unflatten(p, {{"qdata", qdata}, {"scale", qdata}, {"zero_point", zp}}).ok());
+  auto extra = unflatten(p, {{"qdata", qdata}, {"scale", scale}, {"zero_point", zp}, {"x", zp}});
+  ASSERT_FALSE(extra.ok());
+  EXPECT_NE(extra.diags()[0].message.find("unexpected buffer 'x'"), std::string::npos);
+}
+
+TEST(Storage, MapsFileWithoutCopy) {
+  std::string path = ::testing::TempDir() + "graft_storage_test.bin";
+  {
+    std::ofstream out(path, std::ios::binary);
+    for (int i = 0; i < 10000; ++i)
+      out.put(static_cast<char>(i & 0xFF));
+  }
+  auto s = Storage::mapFile(path, 4099, 16);
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE((*s)->isMapped());
+  EXPECT_EQ((*s)->data()[0], 4099 & 0xFF);
+  EXPECT_FALSE(Storage::mapFile(path, 9990, 16).ok());
+  EXPECT_FALSE(Storage::mapFile(path + ".missing", 0, 1).ok());
+  // Two views of one storage (tied weights) share bytes.
+  Tensor a(DType::U8, {4}, *s, 0), b(DType::U8, {2, 2}, *s, 0);
+  EXPECT_EQ(a.storage().get(), b.storage().get());
+  EXPECT_EQ(b.getInt(3), a.getInt(3));
+  std::remove(path.c_str());
+}
+
+TEST(Tensor, ConversionsFollowTorch) {
+  Tensor f = Tensor::fromDoubles(DType::F32, {4}, {2.7, -2.7, 300.0, -0.5});
+  Tensor i = f.to(DType::I8);
+  EXPECT_EQ(i.getInt(0), 2);   // truncation toward zero
+  EXPECT_EQ(i.getInt(1), -2);
+  EXPECT_EQ(i.getInt(2), 44);  // 300 wraps modulo 256 like torch on x86
+  EXPECT_EQ(i.getInt(3), 0);
+  Tensor t = Tensor(DType::F32, {2, 2}, f.storage(), 0, {1, 2}); // transposed view
+  EXPECT_FALSE(t.isContiguous());
+  EXPECT_EQ(t.getDouble(1), f.getDouble(2));
+  EXPECT_TRUE(t.contiguous().isContiguous());
+}
+
+TEST(Graph, UseListsAndRewiring) {
+  Graph g("g");
+  Value *x = g.addInput(InputKind::UserInput, "x", TensorProto(DType::F32, {4}));
+  Node *a = g.createNode("aten.relu.default", {x}, {}, {{"a", ValueKind::Tensor, TensorProto(DType::F32, {4})}});
+  Node *b = g.createNode("aten.add.Tensor", {a->output(), a->output()}, {},
+                         {{"b", ValueKind::Tensor, TensorProto(DType::F32, {4})}});
+  g.addOutput(b->output());
+  EXPECT_EQ(a->output()->users().size(), 2u);
+  g.replaceAllUsesWith(a->output(), x);
+  EXPECT_FALSE(a->output()->hasUses());
+  EXPECT_EQ(x->users().size(), 3u); // relu + add twice
+  g.eraseNode(a);
+  EXPECT_EQ(g.numNodes(), 1u);
+  EXPECT_EQ(g.findValue("a"), nullptr);
+  EXPECT_EQ(g.uniqueName("b"), "b_1");
+  EXPECT_EQ(x->users().size(), 2u);
+}
+
+TEST(Graph, RandomInitIsDeterministic) {
+  Graph g;
+  Value *w = g.addInput(InputKind::Parameter, "w", TensorProto(DType::I8, {8, 8}), "w");
+  GraphInput *in = g.inputFor(w);
+  in->init = RandomInit{7, -8, 7};
+  const Tensor &t = in->data();
+  bool sawMin = false, sawMax = false;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    int64_t v = t.getInt(i);
+    ASSERT_GE(v, -8);
+    ASSERT_LE(v, 7);
+    sawMin |= v == -8;
+    sawMax |= v == 7;
+  }
+  EXPECT_TRUE(sawMin && sawMax);
+  EXPECT_TRUE(t.equal(generateRandom(w->proto(), RandomInit{7, -8, 7})));
+  EXPECT_FALSE(t.equal(generateRandom(w->proto(), RandomInit{8, -8, 7})));
+}
+
+TEST(FileIO, AtomicWriteLeavesNoTempFiles) {
+  std::string dir = ::testing::TempDir();
+  std::string path = dir + "graft_atomic.txt";
+  ASSERT_TRUE(writeFileAtomic(path, "hello").ok());
+  EXPECT_EQ(*readFile(path), "hello");
+  EXPECT_FALSE(writeFileAtomic(dir + "no/such/dir/file.txt", "x").ok());
+  EXPECT_FALSE(readFile(dir + "does-not-exist").ok());
+}
