@@ -4,6 +4,14 @@
 // defaults the exporter omitted, and type-checks each argument. The verifier,
 // shape inference and the interpreter all read arguments through this.
 //
+// Legacy signatures: an op may declare older schemas (OpSchema::legacySchemas,
+// e.g. torchao's affine quant ops with the removed `str? zero_point_domain`).
+// bind() tries the current schema first and then each legacy one in order;
+// the first that binds wins. schema() is the schema that matched, so get()
+// and has() use its argument names; legacyIndex() says which one it was. When
+// none binds, the diagnostics are those of the current schema (the one users
+// should write), with a note per legacy schema tried.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -35,6 +43,15 @@ public:
   const Argument &at(std::size_t i) const { return values_[i]; }
   /// Argument by schema name; asserts the name exists.
   const Argument &get(std::string_view name) const;
+  /// Whether the matched schema has an argument `name` (e.g. a parameter that
+  /// exists only in a legacy signature).
+  bool has(std::string_view name) const { return schema_ && schema_->argIndex(name) >= 0; }
+  /// Argument by name, or null when the matched schema has no such argument.
+  const Argument *find(std::string_view name) const;
+  /// -1 when the current schema matched, else the index into the op's
+  /// OpSchema::legacySchemas of the legacy signature that matched.
+  int legacyIndex() const { return legacyIndex_; }
+  bool isLegacy() const { return legacyIndex_ >= 0; }
   /// Whether argument i was written by the caller (not defaulted).
   bool provided(std::size_t i) const { return provided_[i]; }
 
@@ -42,6 +59,7 @@ private:
   const OpSchema *schema_ = nullptr;
   std::vector<Argument> values_;
   std::vector<bool> provided_;
+  int legacyIndex_ = -1;
 };
 
 /// Whether an argument is acceptable for a schema type (structural check;

@@ -87,6 +87,17 @@ struct OpSchema {
   std::string doc;    ///< one-line semantics, for docs and `graft ops`
   std::string source; ///< YAML file it was declared in
 
+  /// Older signatures of the same op that graphs exported with earlier
+  /// library versions still carry. Example: torchao's affine quant ops used to
+  /// take `str? zero_point_domain="INT"`, which current torchao removed.
+  /// Declared in YAML as `legacy_schemas: [...]` on the op; each must have the
+  /// op's qualified name. BoundArgs::bind tries the current schema first, then
+  /// these in order, and records which one matched (BoundArgs::schema() is the
+  /// matched one, BoundArgs::legacyIndex() says which). Legacy schemas share
+  /// the op's properties, inference rule and kernel, which therefore read
+  /// arguments by name and test optional ones with BoundArgs::has().
+  std::vector<OpSchema> legacySchemas;
+
   /// "aten.linear.default"
   std::string qualifiedName() const { return ns + "." + name + "." + overload; }
   /// "aten::linear.default(Tensor input, ...) -> Tensor"
@@ -97,8 +108,18 @@ struct OpSchema {
   std::size_t numPositional() const;
 };
 
+/// The dtype with c10 ScalarType number `index` (0 u8, 1 i8, 2 i16, 3 i32,
+/// 4 i64, 5 f16, 6 f32, 7 f64, 11 bool, 15 bf16, ...), as schema defaults and
+/// serialized programs spell dtypes; nullopt for numbers graft has no dtype
+/// for (the bitsN types) or out of range.
+std::optional<DType> dtypeFromScalarTypeIndex(int64_t index);
+/// The inverse of dtypeFromScalarTypeIndex (-1 for graft-only dtypes).
+int64_t scalarTypeIndex(DType dtype);
+
 /// Parses one torch schema string. `overload` is taken from the name
-/// ("aten::add.Tensor") or defaults to "default".
+/// ("aten::add.Tensor") or defaults to "default". Errors quote the schema and
+/// carry a range whose column is the 1-based offset into `text` (line 1,
+/// file "<schema>"), so callers embedding the schema elsewhere can shift it.
 Expected<OpSchema> parseSchema(std::string_view text);
 
 } // namespace graft

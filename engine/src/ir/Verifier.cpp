@@ -1,0 +1,326 @@
+//===- Verifier.cpp - Graph invariants, one diagnostic per violation ------===//
+//
+// The verifier is the contract every pass and every parser output must meet.
+// Each violation becomes one Diagnostic naming the node (or input/output)
+// and a reason tagged with a stable check name in brackets, e.g.
+//   node %y (aten.linear.default): operand %w is defined after its use [use-before-def]
+// so tests and users can grep for the kind of breakage.
+//
+//===----------------------------------------------------------------------===//
+#include "graft/ir/Verifier.h"
+
+#include "graft/ops/BoundArgs.h"
+#include "graft/ops/OpSchema.h"
+#include "graft/ops/ShapeInference.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace graft {
+namespace {
+
+class GraphVerifier {
+public:
+  GraphVerifier(const Graph &graph, const VerifyOptions &options)
+      : graph_(graph), options_(options) {}
+
+  std::vector<Diagnostic> run() {
+    checkValues();
+    checkInputs();
+    checkNodes();
+    checkOutputs();
+    return std::move(diags_);
+  }
+
+private:
+  void report(const std::optional<SourceRange> &where, std::string subject, std::string reason,
+              const char *check) {
+    Diagnostic d = Diagnostic::error(std::move(subject) + ": " + std::move(reason) + " [" +
+                                     check + "]");
+    d.range = where;
+    diags_.push_back(std::move(d));
+  }
+  void reportNode(const Node &n, std::string reason, const char *check) {
+    report(n.location(), "node %" + n.name() + " (" + n.target() + ")", std::move(reason), check);
+  }
+
+  void checkDims(const Shape &shape, const std::function<void(const std::string &)> &onMissing) {
+    for (const Dim &d : shape)
+      for (const auto &[sym, coeff] : d.terms())
+        if (!graph_.symbols().find(sym))
+          onMissing(sym);
+  }
+
+  void checkValues() {
+    std::unordered_map<std::string, const Value *> byName;
+    for (const Value *v : graph_.allValues()) {
+      defined_.insert(v);
+      auto [it, inserted] = byName.emplace(v->name(), v);
+      if (!inserted)
+        report(v->location(), "value %" + v->name(), "name is defined more than once",
+               "duplicate-name");
+      if (v->isTensor()) {
+        checkDims(v->proto().shape, [&](const std::string &sym) {
+          report(v->location(), "value %" + v->name(),
+                 "shape " + v->proto().str() + " uses undeclared symbol '" + sym + "'",
+                 "undeclared-symbol");
+        });
+        if (v->proto().quant) {
+          Status s = validateQuantLayout(v->proto());
+          if (!s)
+            report(v->location(), "value %" + v->name(), s.diags()[0].message,
+                   "invalid-quant-layout");
+        }
+      }
+    }
+  }
+
+  void checkInputs() {
+    std::map<std::string, const GraphInput *> byFqn;
+    for (std::size_t i = 0; i < graph_.inputs().size(); ++i) {
+      const GraphInput &in = graph_.inputs()[i];
+      const Value *v = in.value;
+      std::string subject = std::string(name(in.kind)) + " %" + (v ? v->name() : "?");
+      if (!v) {
+        report(std::nullopt, subject, "graph input has no value", "dangling-reference");
+        continue;
+      }
+      if (v->inputIndex() != static_cast<int>(i) || v->producer())
+        report(v->location(), subject, "value does not record itself as graph input " +
+                                           std::to_string(i),
+               "def-mismatch");
+      if (!in.isConstant()) {
+        if (in.init)
+          report(v->location(), subject, "a user input cannot carry data", "input-with-data");
+        continue;
+      }
+      if (in.fqn.empty()) {
+        report(v->location(), subject, "constant input has no FQN", "missing-fqn");
+      } else {
+        auto [it, inserted] = byFqn.emplace(in.fqn, &in);
+        if (!inserted) {
+          report(v->location(), subject,
+                 "FQN \"" + in.fqn + "\" is already used by %" + it->second->value->name(),
+                 "duplicate-fqn");
+        }
+      }
+      if (!v->isTensor()) {
+        report(v->location(), subject, "constant inputs must be tensors", "constant-kind");
+        continue;
+      }
+      auto sizes = concreteSizes(v->proto().shape);
+      if (!sizes) {
+        report(v->location(), subject,
+               "constant has symbolic shape " + v->proto().str(), "symbolic-constant");
+        continue;
+      }
+      if (in.hasData() && !v->proto().quant) {
+        const Tensor &t = in.data();
+        if (t.defined() && (t.dtype() != v->proto().dtype || t.sizes() != *sizes))
+          report(v->location(), subject,
+                 "data is " + t.proto().str() + " but the value is declared " + v->proto().str(),
+                 "constant-data-mismatch");
+      }
+    }
+  }
+
+  void checkNodes() {
+    std::unordered_set<const Node *> seen;
+    std::unordered_set<const Value *> available;
+    for (const GraphInput &in : graph_.inputs())
+      if (in.value)
+        available.insert(in.value);
+    for (const Node &n : graph_.nodes()) {
+      // Operands: defined, defined earlier, use lists consistent.
+      std::map<const Value *, int> operandCounts;
+      n.forEachOperand([&](Value *v) {
+        if (!v) {
+          reportNode(n, "has a null operand", "dangling-reference");
+          return;
+        }
+        ++operandCounts[v];
+        if (!defined_.count(v) || (v->producer() == nullptr && v->inputIndex() < 0)) {
+          reportNode(n, "operand %" + v->name() + " is not defined in the graph",
+                     "dangling-reference");
+        } else if (!available.count(v)) {
+          reportNode(n, "operand %" + v->name() + " is defined after its use", "use-before-def");
+        }
+      });
+      for (const auto &[v, count] : operandCounts) {
+        auto uses = std::count(v->users().begin(), v->users().end(), &n);
+        if (uses != count)
+          reportNode(n,
+                     "operand %" + v->name() + " is used " + std::to_string(count) +
+                         " times but its use list records " + std::to_string(uses),
+                     "use-list-mismatch");
+      }
+      for (unsigned i = 0; i < n.numOutputs(); ++i) {
+        const Value *out = n.output(i);
+        if (out->producer() != &n || out->resultIndex() != i)
+          reportNode(n, "result " + std::to_string(i) + " (%" + out->name() +
+                            ") does not name this node as its producer",
+                     "def-mismatch");
+        available.insert(out);
+        for (const Node *user : out->users())
+          if (!user || user->graph() != &graph_ || !nodeInGraph(user))
+            reportNode(n, "result %" + out->name() + " lists a user that is not in the graph",
+                       "use-list-mismatch");
+      }
+      seen.insert(&n);
+      checkSchema(n);
+    }
+  }
+
+  bool nodeInGraph(const Node *node) {
+    if (nodeSet_.empty())
+      for (const Node &n : graph_.nodes())
+        nodeSet_.insert(&n);
+    return nodeSet_.count(node) != 0;
+  }
+
+  void checkSchema(const Node &n) {
+    const OpSchema *schema = n.schema();
+    if (!schema)
+      return; // opaque op: kept as is, checked only structurally
+    auto bound = BoundArgs::bind(n);
+    if (!bound) {
+      for (const Diagnostic &d : bound.diags())
+        reportNode(n, stripNodePrefix(d.message), "bad-arguments");
+      return;
+    }
+    // Results must match the schema's returns.
+    bool listReturn = schema->returns.size() == 1 && schema->returns[0].type.isList;
+    if (!listReturn && n.numOutputs() != schema->returns.size()) {
+      reportNode(n,
+                 "has " + std::to_string(n.numOutputs()) + " results but " +
+                     schema->qualifiedName() + " returns " +
+                     std::to_string(schema->returns.size()),
+                 "result-count");
+      return;
+    }
+    for (unsigned i = 0; i < n.numOutputs() && !listReturn; ++i) {
+      const SchemaType &t = schema->returns[i].type;
+      ValueKind expected = expectedKind(t);
+      ValueKind actual = n.output(i)->kind();
+      // A Scalar return is whichever symbolic scalar the value holds.
+      bool ok = t.base == SchemaType::Base::Scalar ? actual != ValueKind::Tensor
+                                                     : actual == expected;
+      if (!ok)
+        reportNode(n,
+                   "result %" + n.output(i)->name() + " is a " +
+                       std::string(name(n.output(i)->kind())) + " but the schema returns " +
+                       t.str(),
+                   "result-kind");
+    }
+    if (!options_.checkInference || schema->inferRule.empty())
+      return;
+    auto inferred = inferResults(n, graph_.symbols());
+    if (!inferred) {
+      for (const Diagnostic &d : inferred.diags())
+        reportNode(n, stripNodePrefix(d.message), "inference-failed");
+      return;
+    }
+    if (inferred->size() != n.numOutputs()) {
+      reportNode(n,
+                 "shape inference yields " + std::to_string(inferred->size()) +
+                     " results, the node declares " + std::to_string(n.numOutputs()),
+                 "result-count");
+      return;
+    }
+    for (unsigned i = 0; i < n.numOutputs(); ++i) {
+      const Value *out = n.output(i);
+      const InferredResult &r = (*inferred)[i];
+      if (r.kind != out->kind()) {
+        reportNode(n, "result %" + out->name() + " is declared " + std::string(name(out->kind())) +
+                          " but inferred " + std::string(name(r.kind)),
+                   "result-kind");
+        continue;
+      }
+      if (!out->isTensor())
+        continue;
+      const TensorProto &declared = out->proto();
+      if (!declared.sameShapeAndDType(r.proto))
+        reportNode(n, "result %" + out->name() + " is declared " + declared.str() +
+                          " but inferred " + r.proto.str(),
+                   "proto-mismatch");
+    }
+  }
+
+  static ValueKind expectedKind(const SchemaType &t) {
+    switch (t.base) {
+    case SchemaType::Base::SymInt:
+    case SchemaType::Base::Int:
+      return ValueKind::SymInt;
+    case SchemaType::Base::Float:
+      return ValueKind::SymFloat;
+    case SchemaType::Base::Bool:
+      return ValueKind::SymBool;
+    case SchemaType::Base::Scalar:
+      return ValueKind::SymInt;
+    default:
+      return ValueKind::Tensor;
+    }
+  }
+
+  /// BoundArgs/inference diagnostics already start with "node %x (op): ";
+  /// the verifier adds its own prefix, so drop theirs.
+  static std::string stripNodePrefix(const std::string &message) {
+    if (message.rfind("node %", 0) == 0) {
+      auto pos = message.find("): ");
+      if (pos != std::string::npos)
+        return message.substr(pos + 3);
+    }
+    return message;
+  }
+
+  void checkOutputs() {
+    if (graph_.outputs().empty())
+      report(std::nullopt, "graph @" + graph_.name(), "has no outputs", "no-outputs");
+    std::set<std::string> buffers;
+    std::set<std::string> userInputs;
+    for (const GraphInput &in : graph_.inputs()) {
+      if (in.kind == InputKind::Buffer)
+        buffers.insert(in.fqn);
+      if (in.kind == InputKind::UserInput && in.value)
+        userInputs.insert(in.value->name());
+    }
+    for (std::size_t i = 0; i < graph_.outputs().size(); ++i) {
+      const GraphOutput &o = graph_.outputs()[i];
+      std::string subject = "output " + std::to_string(i);
+      if (!o.value || !defined_.count(o.value) ||
+          (o.value->producer() == nullptr && o.value->inputIndex() < 0)) {
+        report(std::nullopt, subject,
+               "refers to " + (o.value ? "%" + o.value->name() : std::string("nothing")) +
+                   ", which is not defined in the graph",
+               "dangling-reference");
+        continue;
+      }
+      if (o.kind == OutputKind::BufferMutation && !buffers.count(o.target))
+        report(o.value->location(), subject,
+               "mutates buffer \"" + o.target + "\", which is not a buffer input of the graph",
+               "bad-mutation-target");
+      if (o.kind == OutputKind::UserInputMutation && !userInputs.count(o.target))
+        report(o.value->location(), subject,
+               "mutates input \"" + o.target + "\", which is not a user input of the graph",
+               "bad-mutation-target");
+    }
+  }
+
+  const Graph &graph_;
+  const VerifyOptions &options_;
+  std::vector<Diagnostic> diags_;
+  std::unordered_set<const Value *> defined_;
+  std::unordered_set<const Node *> nodeSet_;
+};
+
+} // namespace
+
+std::vector<Diagnostic> verify(const Graph &graph, const VerifyOptions &options) {
+  return GraphVerifier(graph, options).run();
+}
+
+} // namespace graft

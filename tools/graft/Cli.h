@@ -1,0 +1,61 @@
+//===- Cli.h - Shared plumbing for graft subcommands ---*- C++ -*-===//
+//
+// Exit codes: 0 success, 1 user error (diagnostics printed), 2 internal
+// error (a graft bug). Every subcommand answers --help.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/support/Diagnostic.h"
+#include "graft/support/Expected.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace graft::cli {
+
+enum ExitCode { kOk = 0, kUserError = 1, kInternalError = 2 };
+
+/// A parsed command line: flags (--name value / --name=value / --bool) and
+/// positional arguments, validated against the subcommand's declared flags.
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::vector<std::string>> values;
+  bool has(const std::string &flag) const { return values.count(flag) != 0; }
+  std::optional<std::string> get(const std::string &flag) const;
+  const std::vector<std::string> &all(const std::string &flag) const;
+};
+
+struct FlagSpec {
+  std::string name; ///< without dashes
+  bool takesValue = false;
+  std::string help;
+  std::string metavar = "VALUE";
+};
+
+struct Command {
+  std::string name;
+  std::string usage;   ///< "graft print FILE [-o OUT]"
+  std::string summary; ///< one line
+  std::string details; ///< paragraph for --help
+  std::vector<FlagSpec> flags;
+  std::function<int(const Args &)> run;
+};
+
+/// Parses argv for `cmd`; prints an error and returns nullopt on bad flags.
+std::optional<Args> parseArgs(const Command &cmd, const std::vector<std::string> &argv);
+std::string helpText(const Command &cmd);
+
+/// Prints diagnostics (rendered with source lines when available) to stderr
+/// and returns the exit code they call for (1 user, 2 internal).
+int reportFailure(const std::vector<Diagnostic> &diags, const SourceManager *sources = nullptr);
+
+Command makePrintCommand();
+Command makeVerifyCommand();
+Command makeRunCommand();
+Command makeOpsCommand();
+
+} // namespace graft::cli

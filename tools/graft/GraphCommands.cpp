@@ -1,0 +1,111 @@
+//===- GraphCommands.cpp - graft print / verify / ops ---------------------===//
+#include "Cli.h"
+
+#include "graft/ir/Verifier.h"
+#include "graft/ops/OpRegistry.h"
+#include "graft/serialize/TextIR.h"
+#include "graft/support/FileIO.h"
+
+#include <iostream>
+
+namespace graft::cli {
+
+Command makePrintCommand() {
+  Command c;
+  c.name = "print";
+  c.usage = "graft print FILE [-o OUT] [--no-metadata] [--data-file BIN]";
+  c.summary = "Parse a graph and print it in canonical text form.";
+  c.details = "Large constants without a textual initializer are written to --data-file.\n"
+              "With -o the output is written atomically (temp file, then rename).";
+  c.flags = {{"o", true, "write to OUT instead of stdout", "OUT"},
+             {"no-metadata", false, "omit node metadata (stack_trace, nn_module_stack)"},
+             {"data-file", true, "sidecar file for large constant data", "BIN"}};
+  c.run = [](const Args &args) {
+    if (args.positional.size() != 1) {
+      std::cerr << "graft print: error: expected exactly one FILE\n";
+      return int(kUserError);
+    }
+    SourceManager sources;
+    auto graph = parseGraphFile(args.positional[0], &sources);
+    if (!graph)
+      return reportFailure(graph.diags(), &sources);
+    PrintOptions opts;
+    opts.printMetadata = !args.has("no-metadata");
+    if (auto df = args.get("data-file"))
+      opts.dataFile = *df;
+    auto text = printGraph(**graph, opts);
+    if (!text)
+      return reportFailure(text.diags());
+    if (auto out = args.get("o")) {
+      Status s = writeFileAtomic(*out, *text);
+      if (!s)
+        return reportFailure(s.diags());
+    } else {
+      std::cout << *text;
+    }
+    return int(kOk);
+  };
+  return c;
+}
+
+Command makeVerifyCommand() {
+  Command c;
+  c.name = "verify";
+  c.usage = "graft verify FILE... [--no-inference]";
+  c.summary = "Check graph invariants; print one diagnostic per violation.";
+  c.details = "Checks use-def consistency, topological order, dangling references, arity and\n"
+              "argument types per op schema, and that inferred result prototypes agree with\n"
+              "the declared ones. Exit status 1 if any graph is invalid.";
+  c.flags = {{"no-inference", false, "skip re-running shape/dtype inference"}};
+  c.run = [](const Args &args) {
+    if (args.positional.empty()) {
+      std::cerr << "graft verify: error: expected at least one FILE\n";
+      return int(kUserError);
+    }
+    int status = kOk;
+    for (const std::string &path : args.positional) {
+      SourceManager sources;
+      auto graph = parseGraphFile(path, &sources);
+      if (!graph) {
+        status = std::max(status, reportFailure(graph.diags(), &sources));
+        continue;
+      }
+      VerifyOptions opts;
+      opts.checkInference = !args.has("no-inference");
+      auto diags = verify(**graph, opts);
+      if (!diags.empty()) {
+        status = std::max(status, reportFailure(diags, &sources));
+        std::cerr << path << ": " << diags.size() << " error" << (diags.size() == 1 ? "" : "s")
+                  << "\n";
+      } else {
+        std::cout << path << ": ok (" << (*graph)->numNodes() << " nodes, "
+                  << (*graph)->inputs().size() << " inputs, " << (*graph)->outputs().size()
+                  << " outputs)\n";
+      }
+    }
+    return status;
+  };
+  return c;
+}
+
+Command makeOpsCommand() {
+  Command c;
+  c.name = "ops";
+  c.usage = "graft ops [--filter TEXT]";
+  c.summary = "List the registered ops with their schemas.";
+  c.flags = {{"filter", true, "only ops whose qualified name contains TEXT", "TEXT"}};
+  c.run = [](const Args &args) {
+    std::string filter = args.get("filter").value_or("");
+    for (const OpSchema *op : OpRegistry::builtin().all()) {
+      if (!filter.empty() && op->qualifiedName().find(filter) == std::string::npos)
+        continue;
+      std::cout << op->str() << "\n";
+      if (!op->doc.empty())
+        std::cout << "    " << op->doc << "\n";
+    }
+    return int(kOk);
+  };
+  return c;
+}
+
+} // namespace graft::cli

@@ -1,0 +1,350 @@
+//===- RunCommand.cpp - graft run: execute with the reference interpreter -===//
+#include "Cli.h"
+
+#include "graft/interp/Interpreter.h"
+#include "graft/ir/Verifier.h"
+#include "graft/serialize/TextIR.h"
+#include "graft/support/FileIO.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+
+namespace graft::cli {
+namespace {
+
+Diagnostic inputError(const std::string &spec, const std::string &why) {
+  return Diagnostic::error("--inputs " + spec + ": " + why);
+}
+
+Expected<std::pair<std::string, int64_t>> parseSymSpec(const std::string &spec) {
+  auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return Diagnostic::error("--sym " + spec + ": expected NAME=INT");
+  try {
+    std::size_t used = 0;
+    int64_t v = std::stoll(spec.substr(eq + 1), &used);
+    if (used != spec.size() - eq - 1)
+      throw std::invalid_argument("trailing");
+    return std::make_pair(spec.substr(0, eq), v);
+  } catch (const std::exception &) {
+    return Diagnostic::error("--sym " + spec + ": '" + spec.substr(eq + 1) + "' is not an integer");
+  }
+}
+
+/// Sizes of an input prototype given known symbol values; a single unknown
+/// symbolic dim is solved from `numel` when provided.
+Expected<std::vector<int64_t>> resolveSizes(const Graph &graph, const TensorProto &proto,
+                                            std::map<std::string, int64_t> &symbols,
+                                            std::optional<int64_t> numel,
+                                            const std::string &spec) {
+  std::vector<int64_t> sizes;
+  int unknown = -1;
+  int64_t known = 1;
+  for (std::size_t i = 0; i < proto.shape.size(); ++i) {
+    auto v = graph.symbols().evaluate(proto.shape[i], symbols);
+    if (v) {
+      sizes.push_back(*v);
+      known *= *v;
+      continue;
+    }
+    if (unknown >= 0 || !numel || !proto.shape[i].isSymbol())
+      return inputError(spec, "cannot determine dim " + proto.shape[i].str() + " of " +
+                                  proto.str() + "; pass --sym NAME=INT");
+    unknown = static_cast<int>(i);
+    sizes.push_back(0);
+  }
+  if (unknown >= 0) {
+    if (known == 0 || *numel % known != 0)
+      return inputError(spec, std::to_string(*numel) + " values do not fit " + proto.str());
+    sizes[static_cast<std::size_t>(unknown)] = *numel / known;
+    symbols[proto.shape[static_cast<std::size_t>(unknown)].terms()[0].first] =
+        *numel / known;
+  }
+  return sizes;
+}
+
+Expected<std::vector<double>> parseValueList(const std::string &text, const std::string &spec) {
+  std::string body = text;
+  if (body.size() < 2 || body.front() != '[' || body.back() != ']')
+    return inputError(spec, "values must be written [v, v, ...] or @FILE");
+  body = body.substr(1, body.size() - 2);
+  std::vector<double> out;
+  std::stringstream ss(body);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    if (b == std::string::npos) {
+      if (out.empty() && body.find_first_not_of(" \t") == std::string::npos)
+        break;
+      return inputError(spec, "empty value in list");
+    }
+    std::string v = item.substr(b, e - b + 1);
+    char *end = nullptr;
+    double d = std::strtod(v.c_str(), &end);
+    if (!end || *end != '\0')
+      return inputError(spec, "'" + v + "' is not a number");
+    out.push_back(d);
+  }
+  return out;
+}
+
+Expected<std::vector<RuntimeValue>>
+buildInputs(const Graph &graph, const Args &args, uint64_t seed,
+            std::map<std::string, int64_t> &symbols) {
+  std::map<std::string, std::string> given;
+  for (const std::string &spec : args.all("inputs")) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return inputError(spec, "expected NAME=[values] or NAME=@FILE");
+    std::string name = spec.substr(0, eq);
+    if (!name.empty() && name[0] == '%')
+      name = name.substr(1);
+    given[name] = spec;
+  }
+  // Explicit inputs first: they may bind symbols the random ones need.
+  std::vector<std::optional<RuntimeValue>> values;
+  std::vector<const GraphInput *> userInputs;
+  for (const GraphInput &in : graph.inputs())
+    if (in.kind == InputKind::UserInput)
+      userInputs.push_back(&in);
+  values.resize(userInputs.size());
+  for (std::size_t i = 0; i < userInputs.size(); ++i) {
+    const Value *v = userInputs[i]->value;
+    auto it = given.find(v->name());
+    if (it == given.end())
+      continue;
+    const std::string &spec = it->second;
+    std::string rhs = spec.substr(spec.find('=') + 1);
+    given.erase(it);
+    if (!v->isTensor()) {
+      char *end = nullptr;
+      long long iv = std::strtoll(rhs.c_str(), &end, 10);
+      if (!end || *end)
+        return inputError(spec, "symbolic input %" + v->name() + " needs an integer");
+      values[i] = RuntimeValue(int64_t(iv));
+      continue;
+    }
+    const TensorProto &proto = v->proto();
+    if (rhs.size() > 1 && rhs[0] == '@') {
+      GRAFT_TRY(std::string bytes, readFile(rhs.substr(1)));
+      std::size_t es = elementSize(proto.dtype);
+      if (bytes.size() % es != 0)
+        return inputError(spec, "file size " + std::to_string(bytes.size()) +
+                                    " is not a multiple of the element size " + std::to_string(es));
+      GRAFT_TRY(auto sizes, resolveSizes(graph, proto, symbols,
+                                          int64_t(bytes.size() / es), spec));
+      Tensor t = Tensor::empty(proto.dtype, sizes);
+      if (t.nbytes() != bytes.size())
+        return inputError(spec, "file has " + std::to_string(bytes.size()) + " bytes, " +
+                                    proto.str() + " needs " + std::to_string(t.nbytes()));
+      std::memcpy(t.mutableRawData(), bytes.data(), bytes.size());
+      values[i] = RuntimeValue(t);
+    } else {
+      GRAFT_TRY(auto list, parseValueList(rhs, spec));
+      GRAFT_TRY(auto sizes, resolveSizes(graph, proto, symbols, int64_t(list.size()), spec));
+      Tensor t = Tensor::empty(proto.dtype, sizes);
+      if (t.numel() != static_cast<int64_t>(list.size()))
+        return inputError(spec, std::to_string(list.size()) + " values given, " + proto.str() +
+                                    " has " + std::to_string(t.numel()));
+      for (std::size_t k = 0; k < list.size(); ++k)
+        t.setDouble(static_cast<int64_t>(k), list[k]);
+      values[i] = RuntimeValue(t);
+    }
+  }
+  if (!given.empty())
+    return inputError(given.begin()->second,
+                      "graph has no user input named %" + given.begin()->first);
+  GRAFT_TRY(auto random, makeRandomInputs(graph, seed, symbols));
+  std::vector<RuntimeValue> out;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    out.push_back(values[i] ? *values[i] : random.at(i));
+  return out;
+}
+
+struct Summary {
+  double min = 0, max = 0, mean = 0;
+  int64_t nonFinite = 0;
+};
+
+Summary summarize(const Tensor &t) {
+  Summary s;
+  int64_t n = t.numel(), finite = 0;
+  double sum = 0;
+  bool first = true;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = t.getDouble(i);
+    if (!std::isfinite(v)) {
+      ++s.nonFinite;
+      continue;
+    }
+    if (first || v < s.min)
+      s.min = v;
+    if (first || v > s.max)
+      s.max = v;
+    first = false;
+    sum += v;
+    ++finite;
+  }
+  s.mean = finite ? sum / double(finite) : 0;
+  return s;
+}
+
+nlohmann::json toJson(const RuntimeValue &v, bool allValues) {
+  nlohmann::json j;
+  if (const Tensor *t = std::get_if<Tensor>(&v)) {
+    j["dtype"] = std::string(name(t->dtype()));
+    j["shape"] = t->sizes();
+    Summary s = summarize(*t);
+    j["min"] = s.min;
+    j["max"] = s.max;
+    j["mean"] = s.mean;
+    j["non_finite"] = s.nonFinite;
+    int64_t n = allValues ? t->numel() : std::min<int64_t>(t->numel(), 16);
+    nlohmann::json vals = nlohmann::json::array();
+    for (int64_t i = 0; i < n; ++i) {
+      double d = t->getDouble(i);
+      if (isFloatingPoint(t->dtype()))
+        vals.push_back(std::isfinite(d) ? nlohmann::json(d) : nlohmann::json(std::to_string(d)));
+      else
+        vals.push_back(t->getInt(i));
+    }
+    j["values"] = vals;
+    j["truncated"] = n < t->numel();
+  } else if (const int64_t *i = std::get_if<int64_t>(&v)) {
+    j["int"] = *i;
+  } else if (const double *d = std::get_if<double>(&v)) {
+    j["float"] = *d;
+  } else if (const bool *b = std::get_if<bool>(&v)) {
+    j["bool"] = *b;
+  }
+  return j;
+}
+
+} // namespace
+
+Command makeRunCommand() {
+  Command c;
+  c.name = "run";
+  c.usage = "graft run FILE [--seed N] [--inputs NAME=VALUES]... [--sym NAME=INT]... [--json] "
+            "[--all-values]";
+  c.summary = "Execute a graph with the reference interpreter and print its outputs.";
+  c.details =
+      "User inputs not given with --inputs are random, generated from their prototypes with\n"
+      "--seed (floats uniform in [-1, 1), index inputs within the consumer's range).\n"
+      "VALUES is a flat row-major list '[1, 2, 3]' or '@FILE' holding raw little-endian\n"
+      "elements of the input's dtype. Symbolic dims take --sym values, or are solved from\n"
+      "the number of values given, or default to the symbol's range minimum.";
+  c.flags = {{"seed", true, "seed for random inputs (default 0)", "N"},
+             {"inputs", true, "value for one user input (repeatable)", "NAME=VALUES"},
+             {"sym", true, "value of a symbolic dim (repeatable)", "NAME=INT"},
+             {"json", false, "print one JSON object instead of text"},
+             {"all-values", false, "print every element, not the first 16"},
+             {"no-verify", false, "skip verifying the graph before running"}};
+  c.run = [](const Args &args) {
+    if (args.positional.size() != 1) {
+      std::cerr << "graft run: error: expected exactly one FILE\n";
+      return int(kUserError);
+    }
+    uint64_t seed = 0;
+    if (auto s = args.get("seed")) {
+      char *end = nullptr;
+      seed = std::strtoull(s->c_str(), &end, 10);
+      if (s->empty() || !end || *end) {
+        std::cerr << "graft run: error: --seed expects a non-negative integer, got '" << *s
+                  << "'\n";
+        return int(kUserError);
+      }
+    }
+    std::map<std::string, int64_t> symbols;
+    for (const std::string &spec : args.all("sym")) {
+      auto sv = parseSymSpec(spec);
+      if (!sv)
+        return reportFailure(sv.diags());
+      symbols[sv->first] = sv->second;
+    }
+    SourceManager sources;
+    auto graph = parseGraphFile(args.positional[0], &sources);
+    if (!graph)
+      return reportFailure(graph.diags(), &sources);
+    if (!args.has("no-verify")) {
+      auto diags = verify(**graph);
+      if (!diags.empty())
+        return reportFailure(diags, &sources);
+    }
+    auto inputs = buildInputs(**graph, args, seed, symbols);
+    if (!inputs)
+      return reportFailure(inputs.diags());
+    Interpreter interp;
+    auto outputs = interp.run(**graph, *inputs);
+    if (!outputs)
+      return reportFailure(outputs.diags(), &sources);
+
+    const Graph &g = **graph;
+    bool all = args.has("all-values");
+    if (args.has("json")) {
+      nlohmann::json j;
+      j["graph"] = g.name();
+      j["seed"] = seed;
+      j["nodes"] = g.numNodes();
+      nlohmann::json ins = nlohmann::json::array();
+      std::size_t k = 0;
+      for (const GraphInput &in : g.inputs()) {
+        if (in.kind != InputKind::UserInput)
+          continue;
+        nlohmann::json ij = toJson((*inputs)[k++], all);
+        ij["name"] = in.value->name();
+        ins.push_back(ij);
+      }
+      j["inputs"] = ins;
+      nlohmann::json outs = nlohmann::json::array();
+      for (std::size_t i = 0; i < outputs->size(); ++i) {
+        nlohmann::json oj = toJson((*outputs)[i], all);
+        const GraphOutput &o = g.outputs()[i];
+        oj["name"] = o.value->name();
+        oj["kind"] = std::string(name(o.kind));
+        if (!o.target.empty())
+          oj["target"] = o.target;
+        outs.push_back(oj);
+      }
+      j["outputs"] = outs;
+      std::cout << j.dump(2) << "\n";
+      return int(kOk);
+    }
+    std::size_t constants = 0, users = 0;
+    for (const GraphInput &in : g.inputs())
+      (in.isConstant() ? constants : users) += 1;
+    std::cout << "graph @" << g.name() << ": " << g.numNodes() << " nodes, " << constants
+              << " constants, " << users << " user inputs (seed " << seed << ")\n";
+    std::size_t k = 0;
+    for (const GraphInput &in : g.inputs()) {
+      if (in.kind != InputKind::UserInput)
+        continue;
+      std::cout << "input  %" << in.value->name() << " = "
+                << str((*inputs)[k++], all ? INT64_MAX : 8) << "\n";
+    }
+    for (std::size_t i = 0; i < outputs->size(); ++i) {
+      const GraphOutput &o = g.outputs()[i];
+      const RuntimeValue &v = (*outputs)[i];
+      std::cout << (o.kind == OutputKind::UserOutput ? "output" : std::string(name(o.kind)))
+                << " %" << o.value->name();
+      if (!o.target.empty())
+        std::cout << " -> \"" << o.target << "\"";
+      std::cout << " = " << str(v, all ? INT64_MAX : 16) << "\n";
+      if (const Tensor *t = std::get_if<Tensor>(&v); t && t->numel() > 0) {
+        Summary s = summarize(*t);
+        std::cout << "       min " << s.min << "  max " << s.max << "  mean " << s.mean;
+        if (s.nonFinite)
+          std::cout << "  non-finite " << s.nonFinite;
+        std::cout << "\n";
+      }
+    }
+    return int(kOk);
+  };
+  return c;
+}
+
+} // namespace graft::cli
