@@ -3,7 +3,8 @@
 // Binding follows Python call semantics as torch applies them to schemas:
 // positionals fill the leading non-keyword-only parameters, keywords fill any
 // parameter by name, omitted ones take their defaults, and each argument must
-// structurally fit its declared type. Ops with legacy signatures are tried
+// structurally fit its declared type (Python numbers are accepted for the
+// Tensor operands of elementwise ops, as torch wraps them). Ops with legacy signatures are tried
 // current-first (see BoundArgs.h).
 //
 //===----------------------------------------------------------------------===//
@@ -158,10 +159,18 @@ BindAttempt bindOne(const OpSchema &schema, const std::vector<Argument> &args,
       if (sa.defaultValue)
         r.values[i] = *sa.defaultValue;
       else
-        r.diags.push_back(Diagnostic::error(prefix + "missing required argument '" + sa.name +
-                                            "'"));
+        r.diags.push_back(
+            Diagnostic::error(prefix + "missing required argument '" + sa.name + "'"));
       continue;
     }
+    // Exported graphs pass Python numbers straight to the Tensor operands of
+    // pointwise ops (`aten.mul.Tensor(%x, 0.5)`); torch wraps them as 0-dim
+    // "wrapped number" tensors, so elementwise ops accept them for every
+    // tensor operand but the first (which decides the result's shape).
+    const Argument &v = r.values[i];
+    if (i > 0 && schema.properties.elementwise && sa.type.base == B::Tensor && !sa.type.isList &&
+        (v.isInt() || v.isFloat() || v.isBool()))
+      continue;
     if (auto m = mismatch(r.values[i], sa.type))
       r.diags.push_back(Diagnostic::error(prefix + "argument '" + sa.name + "' expects " +
                                           sa.type.str() + " but got " + *m));

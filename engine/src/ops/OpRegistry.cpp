@@ -102,8 +102,8 @@ Status applyProperties(OpSchema &schema, const YAML::Node &props, const std::str
 Expected<OpSchema> parseEntry(const YAML::Node &entry, const std::string &source) {
   if (!entry.IsMap())
     return errorAt(source, entry.Mark(), "each op declaration must be a mapping");
-  static const char *const kKeys[] = {"schema",     "infer",         "kernel", "doc",
-                                      "properties", "legacy_schemas"};
+  static const char *const kKeys[] = {"schema", "infer",      "kernel",
+                                      "doc",    "properties", "legacy_schemas"};
   for (const auto &kv : entry) {
     std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
     bool known = false;

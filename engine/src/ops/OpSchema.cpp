@@ -29,15 +29,16 @@ namespace graft {
 namespace {
 // Index = c10::ScalarType value; nullopt where graft has no such dtype.
 const std::array<std::optional<DType>, 46> kScalarTypes = {{
-    DType::U8,         DType::I8,         DType::I16,  DType::I32,  DType::I64,  DType::F16,
-    DType::F32,        DType::F64,        DType::C32,  DType::C64,  DType::C128, DType::Bool,
-    DType::QI8,        DType::QU8,        DType::QI32, DType::BF16, DType::QU4x2, DType::QU2x4,
-    std::nullopt,      std::nullopt,      std::nullopt, std::nullopt, std::nullopt, // bits*
-    DType::F8E5M2,     DType::F8E4M3FN,   DType::F8E5M2FNUZ, DType::F8E4M3FNUZ,
-    DType::U16,        DType::U32,        DType::U64,  DType::U1,   DType::U2,   DType::U3,
-    DType::U4,         DType::U5,         DType::U6,   DType::U7,   DType::I1,   DType::I2,
-    DType::I3,         DType::I4,         DType::I5,   DType::I6,   DType::I7,   DType::F8E8M0FNU,
-    DType::F4E2M1FNx2,
+    DType::U8,     DType::I8,        DType::I16,        DType::I32,        DType::I64,
+    DType::F16,    DType::F32,       DType::F64,        DType::C32,        DType::C64,
+    DType::C128,   DType::Bool,      DType::QI8,        DType::QU8,        DType::QI32,
+    DType::BF16,   DType::QU4x2,     DType::QU2x4,      std::nullopt,      std::nullopt,
+    std::nullopt,  std::nullopt,     std::nullopt, // bits*
+    DType::F8E5M2, DType::F8E4M3FN,  DType::F8E5M2FNUZ, DType::F8E4M3FNUZ, DType::U16,
+    DType::U32,    DType::U64,       DType::U1,         DType::U2,         DType::U3,
+    DType::U4,     DType::U5,        DType::U6,         DType::U7,         DType::I1,
+    DType::I2,     DType::I3,        DType::I4,         DType::I5,         DType::I6,
+    DType::I7,     DType::F8E8M0FNU, DType::F4E2M1FNx2,
 }};
 } // namespace
 
@@ -294,8 +295,8 @@ private:
     range.begin.line = 1;
     range.begin.column = static_cast<uint32_t>(at + 1);
     std::string caret(at, ' ');
-    Diagnostic d = Diagnostic::error(
-        range, "invalid op schema, column " + std::to_string(at + 1) + ": " + message);
+    Diagnostic d = Diagnostic::error(range, "invalid op schema, column " + std::to_string(at + 1) +
+                                                ": " + message);
     d.note("in schema: " + std::string(text_));
     d.note("           " + caret + "^");
     return d;
@@ -428,7 +429,8 @@ private:
         std::size_t b2 = pos_;
         while (std::isdigit(static_cast<unsigned char>(peek())))
           ++pos_;
-        type.fixedLength = std::strtoll(std::string(text_.substr(b2, pos_ - b2)).c_str(), nullptr, 10);
+        type.fixedLength =
+            std::strtoll(std::string(text_.substr(b2, pos_ - b2)).c_str(), nullptr, 10);
       }
       skipSpace();
       if (peek() != ']')
@@ -717,6 +719,8 @@ private:
 
 } // namespace
 
-Expected<OpSchema> parseSchema(std::string_view text) { return SchemaParser(text).parse(); }
+Expected<OpSchema> parseSchema(std::string_view text) {
+  return SchemaParser(text).parse();
+}
 
 } // namespace graft

@@ -36,9 +36,9 @@ struct SchemaType {
     Any,
   };
   Base base = Base::Tensor;
-  bool optional = false;      ///< `T?`
-  bool isList = false;        ///< `T[]` / `T[N]`
-  int64_t fixedLength = -1;   ///< N of `T[N]`
+  bool optional = false;        ///< `T?`
+  bool isList = false;          ///< `T[]` / `T[N]`
+  int64_t fixedLength = -1;     ///< N of `T[N]`
   bool elementOptional = false; ///< `Tensor?[]`
   /// Alias annotation text, e.g. "a" or "a!" (mutated) for `Tensor(a!)`.
   std::string alias;

@@ -12,6 +12,7 @@
 #include "graft/support/Expected.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,16 @@ struct InferContext {
   const TensorProto *optionalTensor(std::string_view name) const;
   /// An error diagnostic "node %x (aten.foo.default): <message>".
   Diagnostic error(const std::string &message) const;
+
+  /// Argument by name (None when the matched schema lacks it, see
+  /// BoundArgs::has for legacy signatures).
+  const Argument &arg(std::string_view name) const;
+  /// An Int or SymInt argument as a Dim (see dimOfSymInt); nullopt otherwise.
+  std::optional<Dim> dim(std::string_view name) const;
+  /// An int/SymInt list argument (a single Int counts as a one-element list).
+  std::optional<std::vector<Dim>> dims(std::string_view name) const;
+  /// A ScalarType argument, nullopt when None.
+  std::optional<DType> dtype(std::string_view name) const;
 };
 
 using InferFn = std::function<Expected<std::vector<InferredResult>>(const InferContext &)>;
@@ -53,6 +64,14 @@ private:
 /// Infers the results of `node` from its arguments' prototypes. Opaque
 /// (unregistered) ops and ops without a rule fail with a diagnostic.
 Expected<std::vector<InferredResult>> inferResults(const Node &node, const SymbolTable &symbols);
+
+/// The Dim a SymInt value stands for: `aten.sym_size.int(x, d)` results are
+/// x's size d (resolved through chains of sym_size); any other SymInt value
+/// (a graph input, an unbacked `_local_scalar_dense` result) is the symbol
+/// named after the value itself.
+Dim dimOfSymInt(const Value &value);
+/// An Int argument or a SymInt value argument as a Dim.
+std::optional<Dim> argumentDim(const Argument &arg);
 
 /// Index of a possibly negative dim in a tensor of rank `rank`, or -1.
 int64_t normalizeDim(int64_t dim, int64_t rank);

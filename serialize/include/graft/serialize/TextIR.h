@@ -40,8 +40,21 @@ struct PrintOptions {
   std::string dataFile;
   /// Print node metadata (stack_trace, nn_module_stack, ...).
   bool printMetadata = true;
+  /// How the printed text names `dataFile` in file("..."); it resolves
+  /// against the directory of the .gir that will hold the text. Empty: the
+  /// data file's name without its directory (the two live side by side).
+  std::string dataFileRef;
 };
 
+/// Prints canonically. Fails (naming the constant) when a constant must be
+/// spilled but no `dataFile` is set, or when writing the data file fails.
 Expected<std::string> printGraph(const Graph &graph, const PrintOptions &options = {});
+
+/// The shortest decimal text that reads back as exactly `value`, always
+/// spelled as a float: "1.0", "0.1", "1e-05", "inf", "-inf", "nan".
+std::string formatFloat(double value);
+/// The shortest decimal text that, read as a double and rounded to `dtype`
+/// (a float dtype; others fall back to f64), gives `value` back.
+std::string formatFloat(double value, DType dtype);
 
 } // namespace graft

@@ -1,0 +1,78 @@
+//===- Kernels.h - Shared helpers and registration hooks of the kernels -*- C++ -*-===//
+//
+// Each kernel family lives in its own file and registers itself through an
+// explicit function called from KernelRegistry::builtin() (static
+// initializers in a static library would be dropped by the linker).
+//
+// Internal to the interpreter; not a public API.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "TorchOps.h"
+
+#include "graft/interp/Interpreter.h"
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace graft::interp {
+
+using Results = Expected<std::vector<RuntimeValue>>;
+
+inline Results one(Tensor t) { return std::vector<RuntimeValue>{std::move(t)}; }
+
+/// Whether the bound schema has an argument called `name` (legacy and
+/// current signatures differ, and so may registry spellings).
+bool hasArg(const KernelArgs &args, std::string_view name);
+/// The first of `names` the bound schema has, or empty.
+std::string pickArg(const KernelArgs &args, std::initializer_list<std::string_view> names);
+
+/// A Tensor or Scalar argument as an elementwise operand (Python numbers
+/// keep their int/float/bool kind for type promotion).
+Operand operand(const KernelArgs &args, std::string_view name);
+/// A Python-number argument (int, float, bool, or a resolved SymInt).
+std::optional<Number> optionalNumberArg(const KernelArgs &args, std::string_view name);
+
+/// torch's ScalarType enum value -> DType (old schemas write defaults such
+/// as `ScalarType output_dtype=6`).
+std::optional<DType> dtypeFromTorchEnum(int64_t value);
+
+void registerElementwiseKernels(KernelRegistry &registry);
+void registerShapeKernels(KernelRegistry &registry);
+void registerLinalgKernels(KernelRegistry &registry);
+void registerReductionKernels(KernelRegistry &registry);
+void registerScalarKernels(KernelRegistry &registry);
+void registerTorchaoQuantKernels(KernelRegistry &registry);
+void registerDecomposedQuantKernels(KernelRegistry &registry);
+void registerVulkanOpKernels(KernelRegistry &registry);
+
+//===-- Quantization building blocks shared by the quant kernel files -----===//
+
+/// torchao _get_reduction_params: the shape to view the input as, and the
+/// dims of that shape reduced over (block dims).
+struct ReductionParams {
+  std::vector<int64_t> shapeForReduction;
+  std::vector<int64_t> reductionDims;
+  /// shapeForReduction with the reduction dims set to 1 (what scale and
+  /// zero_point are viewed as).
+  std::vector<int64_t> shapeAfterReduction;
+};
+Expected<ReductionParams> reductionParams(const std::vector<int64_t> &blockSize,
+                                          const std::vector<int64_t> &inputSize);
+
+/// torchao _get_and_check_qmin_qmax: defaults from the dtype, bounds checked.
+Expected<std::pair<int64_t, int64_t>> checkedQuantRange(DType dtype, std::optional<Number> qmin,
+                                                        std::optional<Number> qmax);
+
+/// torchao dequantize_affine (current signature, INT domain) on runtime
+/// tensors, for kernels whose upstream reference calls it.
+Expected<Tensor> torchaoDequantizeAffine(const Tensor &input, const std::vector<int64_t> &blockSize,
+                                         const Tensor &scale, const Tensor *zeroPoint,
+                                         DType inputDType, int64_t quantMin, int64_t quantMax,
+                                         DType outputDType);
+
+} // namespace graft::interp

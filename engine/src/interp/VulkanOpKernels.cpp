@@ -1,0 +1,318 @@
+//===- VulkanOpKernels.cpp - ET-VK custom ops (et_vk namespace) -----------===//
+//
+// Reference semantics of the fused ops ExecuTorch's Vulkan backend
+// introduces, transcribed from backends/vulkan/custom_ops_lib.py and
+// patterns/rope.py (executorch cff6f4dd). Packing conventions:
+//
+//  * linear_q4gsw / linear_dq8ca_q4gsw: weight [N, K/2] u8, LOW nibble =
+//    even k, value = nibble - 8; scales stored transposed [groups, N_pad];
+//    dequantized with torchao.dequantize_affine([1, group_size]) in f32, then
+//    F.linear. linear_dq8ca_q4gsw's reference ignores the activation
+//    quantization parameters (upstream's reference does; the GPU quantizes
+//    activations per token, so comparisons against it need a tolerance).
+//  * embedding_q4gsw: is_linear_weight selects LOW-first (true) or
+//    HIGH-first (false) nibble order; value = nibble - 8; scales [V, groups];
+//    dequantized as int8.float() * scales.float(), result f32.
+//  * linear_qcs4w: HIGH nibble = even k. The Python reference omits the -8,
+//    but the packing pass stores w + 8 and every shader subtracts 8; graft
+//    implements what the op computes on device: (nibble - 8) * scale[n].
+//  * linear_q8ta_q8csw: per-channel int8 weights (zero point 0) times
+//    scales; an integer activation is dequantized per tensor first.
+//
+// Where upstream pads N (scales, bias) to a multiple of 4, the padding is
+// sliced off (the Python reference would fail to broadcast; the GPU ignores
+// it). Where upstream's F.linear would reject mixed dtypes (f16 activations
+// with the f32 dequantized weight), the weight is rounded to the activation
+// dtype first. See docs/numerics.md.
+//
+//===----------------------------------------------------------------------===//
+#include "Kernels.h"
+
+namespace graft::interp {
+
+namespace {
+
+/// F.linear after converting weight/bias to the input's dtype.
+Expected<Tensor> linearAs(const Tensor &x, const Tensor &w, const std::optional<Tensor> &bias) {
+  Tensor wc = w.dtype() == x.dtype() ? w : w.to(x.dtype());
+  std::optional<Tensor> bc;
+  if (bias)
+    bc = bias->dtype() == x.dtype() ? *bias : bias->to(x.dtype());
+  return linear(x, wc, bc ? &*bc : nullptr);
+}
+
+/// First `n` entries along dim 0 (drops upstream's alignment padding).
+Expected<Tensor> trimRows(const KernelArgs &a, const Tensor &t, int64_t n, const char *what) {
+  if (t.rank() == 0 || t.size(0) < n)
+    return a.error(std::string(what) + " has " + std::to_string(t.rank() ? t.size(0) : 0) +
+                   " entries, fewer than the " + std::to_string(n) + " output channels");
+  if (t.size(0) == n)
+    return t;
+  return slice(t, 0, 0, n, 1);
+}
+
+/// unpack_4bit_weight_tensor: unpacked[:, ::2] = low, [:, 1::2] = high,
+/// .to(int8) - 8, trimmed to `k` columns.
+Expected<Tensor> unpackLowFirst(const KernelArgs &a, const Tensor &w, int64_t k) {
+  if (w.rank() != 2 || (w.dtype() != DType::U8 && w.dtype() != DType::I8))
+    return a.error("packed 4-bit weight must be a 2-D uint8 tensor, got " + std::string(name(w.dtype())) +
+                   " of rank " + std::to_string(w.rank()));
+  GRAFT_TRY(Tensor low, binary(BinaryOp::BitAnd, w, Operand::integer(0x0F)));
+  GRAFT_TRY(Tensor sh, binary(BinaryOp::Shr, w, Operand::integer(4)));
+  GRAFT_TRY(Tensor high, binary(BinaryOp::BitAnd, sh, Operand::integer(0x0F)));
+  GRAFT_TRY(Tensor st, stack({low, high}, -1));
+  GRAFT_TRY(Tensor u, reshape(st, {w.size(0), -1}));
+  GRAFT_TRY(Tensor centered, binary(BinaryOp::Sub, u.to(DType::I8), Operand::integer(8)));
+  if (k > centered.size(1))
+    return a.error("input has " + std::to_string(k) + " features but the packed weight holds only " +
+                   std::to_string(centered.size(1)));
+  if (k == centered.size(1))
+    return centered;
+  return slice(centered, 1, 0, k, 1);
+}
+
+Results linearQ4gsw(const KernelArgs &a, const char *xName) {
+  const Tensor &x = a.tensor(xName);
+  const Tensor &w = a.tensor("weights");
+  const Tensor &scales = a.tensor("weight_scales");
+  if (!x.defined() || !w.defined() || !scales.defined())
+    return a.error(std::string("expects tensors '") + xName + "', 'weights' and 'weight_scales'");
+  if (x.rank() == 0)
+    return a.error("input must have at least 1 dim");
+  int64_t groupSize = a.integer("group_size");
+  if (groupSize <= 0)
+    return a.error("group_size must be positive");
+  if (scales.rank() != 2)
+    return a.error("weight_scales must be 2-D [groups, N], got rank " + std::to_string(scales.rank()));
+  int64_t K = x.size(-1), N = w.size(0);
+  GRAFT_TRY(Tensor wq, unpackLowFirst(a, w, K));
+  GRAFT_TRY(Tensor st, transpose(scales, 0, 1));
+  GRAFT_TRY(Tensor s, trimRows(a, st, N, "weight_scales (transposed)"));
+  Tensor zeros = Tensor::empty(DType::I32, s.sizes());
+  auto dq = torchaoDequantizeAffine(wq, {1, groupSize}, s, &zeros, DType::I8, -8, 7, DType::F32);
+  if (!dq.ok())
+    return a.error("dequantizing the weight: " + dq.diags()[0].message);
+  std::optional<Tensor> bias;
+  if (const Tensor *b = a.optionalTensor("bias")) {
+    GRAFT_TRY(Tensor bt, trimRows(a, *b, N, "bias"));
+    bias = bt;
+  }
+  GRAFT_TRY(Tensor out, linearAs(x, *dq, bias));
+  return one(out);
+}
+
+Results linearQcs4w(const KernelArgs &a) {
+  const Tensor &x = a.tensor("self");
+  const Tensor &w = a.tensor("weight");
+  const Tensor &scales = a.tensor("scales");
+  if (!x.defined() || !w.defined() || !scales.defined())
+    return a.error("expects tensors 'self', 'weight' and 'scales'");
+  if (w.rank() != 2)
+    return a.error("weight must be 2-D [N, K/2]");
+  int64_t N = w.size(0);
+  GRAFT_TRY(Tensor sh, binary(BinaryOp::Shr, w, Operand::integer(4)));
+  GRAFT_TRY(Tensor even, binary(BinaryOp::BitAnd, sh, Operand::integer(0x0F)));
+  GRAFT_TRY(Tensor odd, binary(BinaryOp::BitAnd, w, Operand::integer(0x0F)));
+  GRAFT_TRY(Tensor st, stack({even, odd}, -1));
+  GRAFT_TRY(Tensor u, reshape(st, {N, -1}));
+  GRAFT_TRY(Tensor wq, binary(BinaryOp::Sub, u.to(DType::I8), Operand::integer(8)));
+  GRAFT_TRY(Tensor s0, trimRows(a, scales, N, "scales"));
+  // dequantize_per_channel(w, scales, None, axis 0): input * scales.view(N, 1)
+  GRAFT_TRY(Tensor s, reshape(s0, {N, 1}));
+  GRAFT_TRY(Tensor dq, binary(BinaryOp::Mul, wq, s));
+  if (x.rank() == 0 || x.size(-1) != dq.size(1))
+    return a.error("input features do not match the unpacked weight's " + std::to_string(dq.size(1)));
+  GRAFT_TRY(Tensor out, linearAs(x, dq.to(DType::F32), std::nullopt));
+  return one(out);
+}
+
+Results linearQ8taQ8csw(const KernelArgs &a) {
+  Tensor x = a.tensor("x");
+  const Tensor &w = a.tensor("weights");
+  const Tensor &scales = a.tensor("weight_scales");
+  if (!x.defined() || !w.defined() || !scales.defined())
+    return a.error("expects tensors 'x', 'weights' and 'weight_scales'");
+  if (w.rank() != 2)
+    return a.error("weights must be 2-D [N, K]");
+  int64_t N = w.size(0);
+  if (isIntegral(x.dtype())) {
+    // A statically quantized int8 activation: dequantize_per_tensor first.
+    GRAFT_TRY(Tensor d, binary(BinaryOp::Sub, x.to(DType::F32),
+                               Operand::integer(a.integer("input_zero_point"))));
+    GRAFT_TRY(x, binary(BinaryOp::Mul, d, Operand::num(a.number("input_scale"))));
+  }
+  GRAFT_TRY(Tensor s0, trimRows(a, scales, N, "weight_scales"));
+  GRAFT_TRY(Tensor s, reshape(s0, {N, 1}));
+  // dequantize_per_channel(w, scales, zeros_like(scales, int32), 0, ...):
+  // (w - zeros) in int32, times scales.
+  Tensor zeros = Tensor::empty(DType::I32, {N, 1});
+  GRAFT_TRY(Tensor d, binary(BinaryOp::Sub, w, zeros));
+  GRAFT_TRY(Tensor dq, binary(BinaryOp::Mul, d, s));
+  GRAFT_TRY(Tensor out, linearAs(x, dq.to(DType::F32), std::nullopt));
+  if (const Tensor *b = a.optionalTensor("bias")) {
+    GRAFT_TRY(Tensor bt, trimRows(a, *b, N, "bias"));
+    GRAFT_TRY(out, binary(BinaryOp::Add, out, bt));
+  }
+  return one(out);
+}
+
+Results embeddingQ4gsw(const KernelArgs &a) {
+  const Tensor &w = a.tensor("weight");
+  const Tensor &scales = a.tensor("weight_scales");
+  const Tensor &idx = a.tensor("indices");
+  if (!w.defined() || !scales.defined() || !idx.defined())
+    return a.error("expects tensors 'weight', 'weight_scales' and 'indices'");
+  if (w.rank() != 2)
+    return a.error("weight must be 2-D [V, D/2]");
+  if (!isIntegral(idx.dtype()))
+    return a.error("indices must be an integer tensor");
+  int64_t V = w.size(0);
+  int64_t groupSize = a.integer("group_size");
+  bool linearWeight = a.boolean("is_linear_weight");
+  // high = (w >> 4).to(int8) - 8; low = (w & 0xF).to(int8) - 8
+  GRAFT_TRY(Tensor sh, binary(BinaryOp::Shr, w, Operand::integer(4)));
+  GRAFT_TRY(Tensor high, binary(BinaryOp::Sub, sh.to(DType::I8), Operand::integer(8)));
+  GRAFT_TRY(Tensor lo, binary(BinaryOp::BitAnd, w, Operand::integer(0x0F)));
+  GRAFT_TRY(Tensor low, binary(BinaryOp::Sub, lo.to(DType::I8), Operand::integer(8)));
+  GRAFT_TRY(Tensor st, linearWeight ? stack({low, high}, -1) : stack({high, low}, -1));
+  GRAFT_TRY(Tensor unpacked, reshape(st, {V, -1}));
+  int64_t D = unpacked.size(1);
+  int64_t groups = scales.rank() > 1 ? scales.size(1) : 1;
+  if (groupSize <= 0 || groups * groupSize != D)
+    return a.error("group_size " + std::to_string(groupSize) + " times " + std::to_string(groups) +
+                   " groups does not cover the embedding dim " + std::to_string(D));
+  GRAFT_TRY(Tensor grouped, reshape(unpacked, {V, groups, groupSize}));
+  Tensor s;
+  if (scales.rank() > 1) {
+    GRAFT_TRY(s, unsqueeze(scales, -1));
+  } else if (scales.numel() == 1) {
+    GRAFT_TRY(s, reshape(scales, {1, 1, 1}));
+  } else {
+    // 1-D per-row scales [V] (the shader reads scales[row * 1 + 0]).
+    GRAFT_TRY(s, reshape(scales, {-1, 1, 1}));
+  }
+  auto dq = binary(BinaryOp::Mul, grouped.to(DType::F32), s.to(DType::F32));
+  if (!dq.ok())
+    return a.error("weight_scales do not match the weight: " + dq.diags()[0].message);
+  GRAFT_TRY(Tensor table, reshape(*dq, {V, -1}));
+  std::vector<int64_t> outSizes = idx.sizes();
+  outSizes.push_back(D);
+  Tensor out = Tensor::empty(DType::F32, outSizes);
+  Tensor tc = table.contiguous();
+  for (int64_t i = 0, n = idx.numel(); i < n; ++i) {
+    int64_t row = idx.getInt(i);
+    if (row < 0 || row >= V)
+      return a.error("index " + std::to_string(row) + " is out of range for " + std::to_string(V) +
+                     " rows");
+    for (int64_t j = 0; j < D; ++j)
+      out.setDouble(i * D + j, tc.getDouble(row * D + j));
+  }
+  return one(out);
+}
+
+Results rmsNorm(const KernelArgs &a) {
+  const Tensor &x = a.tensor("x");
+  const Tensor &w = a.tensor("weight");
+  if (!x.defined() || !w.defined())
+    return a.error("expects tensors 'x' and 'weight'");
+  if (!isFloatingPoint(x.dtype()))
+    return a.error("x must be floating point");
+  // variance = x.float().pow(2).mean(-1, keepdim=True)
+  Tensor xf = x.to(DType::F32);
+  GRAFT_TRY(Tensor sq, binary(BinaryOp::Pow, xf, Operand::num(2.0)));
+  GRAFT_TRY(Tensor var, reduce(ReduceOp::Mean, sq, {-1}, true));
+  // x_normed = x.float() * rsqrt(variance + eps)
+  GRAFT_TRY(Tensor ve, binary(BinaryOp::Add, var, Operand::num(a.number("eps"))));
+  GRAFT_TRY(Tensor normed, binary(BinaryOp::Mul, xf, unary(UnaryOp::Rsqrt, ve)));
+  // (x_normed * weight.float()).to(input_dtype)
+  GRAFT_TRY(Tensor out, binary(BinaryOp::Mul, normed, w.to(DType::F32)));
+  return one(out.to(x.dtype()));
+}
+
+/// _reshape_for_broadcast in RotaryEmbeddingPattern.
+Expected<Tensor> freqsForBroadcast(const KernelArgs &a, const Tensor &f, const Tensor &xr) {
+  int64_t nd = xr.rank();
+  std::vector<int64_t> shape(static_cast<std::size_t>(nd), 1);
+  if (f.rank() == 3) {
+    if (nd < 3 || f.size(0) != xr.size(-3) || f.size(1) != xr.size(-2) || f.size(2) != xr.size(-1))
+      return a.error("3-D freqs must be [seq_len, n_heads, head_dim/2] of the input");
+    for (int64_t i = nd - 3; i < nd; ++i)
+      shape[static_cast<std::size_t>(i)] = xr.size(i);
+  } else {
+    if (f.rank() != 2 || nd < 2 || f.size(0) != xr.size(1) || f.size(1) != xr.size(-1))
+      return a.error("freqs must be [seq_len, head_dim/2] matching dim 1 and the last dim of the "
+                     "input");
+    shape[1] = xr.size(1);
+    shape[static_cast<std::size_t>(nd - 1)] = xr.size(-1);
+  }
+  return reshape(f, shape);
+}
+
+Results applyRotaryEmb(const KernelArgs &a) {
+  const Tensor &xq = a.tensor("xq");
+  const Tensor &xk = a.tensor("xk");
+  const Tensor &cos0 = a.tensor("freqs_cos");
+  const Tensor &sin0 = a.tensor("freqs_sin");
+  if (!xq.defined() || !xk.defined() || !cos0.defined() || !sin0.defined())
+    return a.error("expects tensors 'xq', 'xk', 'freqs_cos' and 'freqs_sin'");
+  if (xq.rank() < 2 || xk.rank() < 2 || xq.size(-1) % 2 || xk.size(-1) % 2)
+    return a.error("xq and xk need an even last dim");
+  // x.float().reshape(x.shape[:-1] + (-1, 2)).unbind(-1)
+  auto split = [&](const Tensor &x) -> Expected<std::pair<Tensor, Tensor>> {
+    std::vector<int64_t> s = x.sizes();
+    s.back() = -1;
+    s.push_back(2);
+    GRAFT_TRY(Tensor v, reshape(x.to(DType::F32), s));
+    GRAFT_TRY(Tensor re, select(v, -1, 0));
+    GRAFT_TRY(Tensor im, select(v, -1, 1));
+    return std::make_pair(re, im);
+  };
+  GRAFT_TRY(auto q, split(xq));
+  GRAFT_TRY(auto k, split(xk));
+  GRAFT_TRY(Tensor cosv, freqsForBroadcast(a, cos0, q.first));
+  GRAFT_TRY(Tensor sinv, freqsForBroadcast(a, sin0, q.first));
+  auto rotate = [&](const std::pair<Tensor, Tensor> &x, const Tensor &orig) -> Expected<Tensor> {
+    // out_r = x_r * cos - x_i * sin ; out_i = x_r * sin + x_i * cos
+    GRAFT_TRY(Tensor rc, binary(BinaryOp::Mul, x.first, cosv));
+    GRAFT_TRY(Tensor is, binary(BinaryOp::Mul, x.second, sinv));
+    GRAFT_TRY(Tensor outR, binary(BinaryOp::Sub, rc, is));
+    GRAFT_TRY(Tensor rs, binary(BinaryOp::Mul, x.first, sinv));
+    GRAFT_TRY(Tensor ic, binary(BinaryOp::Mul, x.second, cosv));
+    GRAFT_TRY(Tensor outI, binary(BinaryOp::Add, rs, ic));
+    GRAFT_TRY(Tensor st, stack({outR, outI}, -1));
+    GRAFT_TRY(Tensor flat, reshape(st, orig.sizes()));
+    return flat.to(orig.dtype()); // type_as
+  };
+  auto qo = rotate(q, xq);
+  if (!qo.ok())
+    return a.error("rotating xq: " + qo.diags()[0].message);
+  auto ko = rotate(k, xk);
+  if (!ko.ok())
+    return a.error("rotating xk: " + ko.diags()[0].message);
+  return std::vector<RuntimeValue>{*qo, *ko};
+}
+
+} // namespace
+
+void registerVulkanOpKernels(KernelRegistry &r) {
+  r.add("et_vk.linear_q4gsw.default", [](const KernelArgs &a) { return linearQ4gsw(a, "self"); });
+  r.add("et_vk.linear_dq8ca_q4gsw.default",
+        [](const KernelArgs &a) { return linearQ4gsw(a, "input"); });
+  r.add("et_vk.linear_qcs4w.default", linearQcs4w);
+  r.add("et_vk.linear_q8ta_q8csw.default", linearQ8taQ8csw);
+  r.add("et_vk.embedding_q4gsw.default", embeddingQ4gsw);
+  r.add("et_vk.rms_norm.default", rmsNorm);
+  r.add("et_vk.apply_rotary_emb.default", applyRotaryEmb);
+  // _local_scalar_dense(select_copy.int(x, dim, index)), fused.
+  r.add("et_vk.select_as_symint.default", [](const KernelArgs &a) -> Results {
+    const Tensor &x = a.tensor("x");
+    if (!x.defined())
+      return a.error("expects tensor 'x'");
+    GRAFT_TRY(Tensor s, select(x, a.integer("dim"), a.integer("index")));
+    if (s.numel() != 1 || !isIntegral(s.dtype(), true))
+      return a.error("the selected slice must be a single integer element");
+    return std::vector<RuntimeValue>{s.getInt(0)};
+  });
+}
+
+} // namespace graft::interp

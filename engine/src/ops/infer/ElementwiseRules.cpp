@@ -1,0 +1,221 @@
+//===- ElementwiseRules.cpp - Inference for pointwise ops -----------------===//
+//
+// Unary ops, broadcasting binary ops with torch's type promotion (including
+// Python-scalar operands), softmax, dtype conversions and factory ops. Shapes
+// broadcast right-aligned; dtypes follow torch.result_type, then the op's own
+// rule (true division and the float-only unary functions turn integer results
+// into the default float dtype).
+//
+//===----------------------------------------------------------------------===//
+#include "InferUtil.h"
+
+namespace graft::infer {
+
+namespace {
+
+// Shape/proto of an operand that may be a tensor or a wrapped scalar.
+const TensorProto *operandTensor(const Argument &a) {
+  if (a.isValue() && a.value()->isTensor())
+    return &a.value()->proto();
+  return nullptr;
+}
+
+// Broadcast + promote over the named operands (tensors or scalars).
+Expected<std::pair<Shape, DType>> broadcastOperands(const InferContext &ctx,
+                                                    std::initializer_list<const char *> names) {
+  TypePromotion tp;
+  Shape shape;
+  bool first = true;
+  for (const char *n : names) {
+    const Argument &a = ctx.arg(n);
+    if (const TensorProto *t = operandTensor(a)) {
+      tp.addTensor(*t);
+      if (first) {
+        shape = t->shape;
+        first = false;
+      } else {
+        auto b = broadcastShapes(shape, t->shape);
+        if (!b)
+          return ctx.error("shapes " + shapeStr(shape) + " and " + shapeStr(t->shape) +
+                           " cannot be broadcast together");
+        shape = *b;
+      }
+    } else if (!a.isNone()) {
+      tp.addScalar(a);
+    }
+  }
+  auto dt = tp.result();
+  if (!dt)
+    return ctx.error("no operand determines the result dtype");
+  return std::make_pair(shape, *dt);
+}
+
+const TensorProto *firstTensor(const InferContext &ctx, std::initializer_list<const char *> names) {
+  for (const char *n : names)
+    if (const TensorProto *t = operandTensor(ctx.arg(n)))
+      return t;
+  return nullptr;
+}
+
+Results binaryRule(const InferContext &ctx) {
+  GRAFT_TRY(auto sd, broadcastOperands(ctx, {"self", "other"}));
+  return one(tensorResult(sd.second, sd.first, firstTensor(ctx, {"self", "other"})));
+}
+
+// True division: integer (and bool) results become the default float dtype.
+Results divRule(const InferContext &ctx) {
+  GRAFT_TRY(auto sd, broadcastOperands(ctx, {"self", "other"}));
+  DType dt = sd.second;
+  const Argument &mode = ctx.arg("rounding_mode");
+  bool trueDiv = mode.isNone();
+  if (mode.isString() && mode.string() != "trunc" && mode.string() != "floor")
+    return ctx.error("rounding_mode must be 'trunc', 'floor' or None, got '" + mode.string() + "'");
+  if (trueDiv && !isFloatingPoint(dt) && !isComplex(dt))
+    dt = kDefaultFloat;
+  return one(tensorResult(dt, sd.first, firstTensor(ctx, {"self", "other"})));
+}
+
+Results powRule(const InferContext &ctx) {
+  GRAFT_TRY(auto sd, broadcastOperands(ctx, {"self", "exponent"}));
+  return one(tensorResult(sd.second, sd.first, firstTensor(ctx, {"self", "exponent"})));
+}
+
+Results sameAsInput(const InferContext &ctx) {
+  const TensorProto &t = ctx.tensor("self");
+  return one(tensorResult(t.dtype, t.shape, &t));
+}
+
+// sqrt, rsqrt, sigmoid, ...: integer and bool inputs compute in the default float dtype.
+Results unaryFloat(const InferContext &ctx) {
+  const TensorProto &t = ctx.tensor("self");
+  DType dt = isFloatingPoint(t.dtype) || isComplex(t.dtype) ? t.dtype : kDefaultFloat;
+  return one(tensorResult(dt, t.shape, &t));
+}
+
+// silu, gelu: float-only functions (torch rejects integer inputs).
+Results floatOnly(const InferContext &ctx) {
+  const TensorProto &t = ctx.tensor("self");
+  if (!isFloatingPoint(t.dtype))
+    return ctx.error("expects a floating-point input, got " + std::string(name(t.dtype)));
+  if (const Argument *a = ctx.args.find("approximate"))
+    if (a->isString() && a->string() != "none" && a->string() != "tanh")
+      return ctx.error("approximate must be 'none' or 'tanh', got '" + a->string() + "'");
+  return one(tensorResult(t.dtype, t.shape, &t));
+}
+
+Results softmaxRule(const InferContext &ctx) {
+  const TensorProto &t = ctx.tensor("self");
+  GRAFT_CHECK_OK(checkedDim(ctx, ctx.arg("dim").integer(), t.rank()));
+  DType dt = t.dtype;
+  if (auto d = ctx.dtype("dtype"))
+    dt = *d;
+  if (ctx.args.has("half_to_float") && ctx.arg("half_to_float").boolean()) {
+    if (t.dtype != DType::F16 && t.dtype != DType::BF16)
+      return ctx.error("half_to_float=True needs a half-precision input, got " +
+                       std::string(name(t.dtype)));
+    dt = DType::F32;
+  }
+  if (!isFloatingPoint(dt))
+    return ctx.error("softmax needs a floating-point dtype, got " + std::string(name(dt)));
+  return one(tensorResult(dt, t.shape, &t));
+}
+
+Results toCopyRule(const InferContext &ctx) {
+  const TensorProto &t = ctx.tensor("self");
+  DType dt = ctx.dtype("dtype").value_or(t.dtype);
+  InferredResult r = tensorResult(dt, t.shape, &t);
+  const Argument &dev = ctx.arg("device");
+  if (dev.kind() == Argument::Kind::Device)
+    r.proto.device = dev.device();
+  if (const Argument *order = ctx.args.find("dim_order"); order && order->isList()) {
+    auto ints = order->intList();
+    std::vector<bool> seen(static_cast<std::size_t>(t.rank()), false);
+    bool ok = ints && static_cast<int64_t>(ints->size()) == t.rank();
+    for (int64_t d : ints.value_or(std::vector<int64_t>{})) {
+      ok = ok && d >= 0 && d < t.rank() && !seen[static_cast<std::size_t>(d)];
+      if (ok)
+        seen[static_cast<std::size_t>(d)] = true;
+    }
+    if (!ok)
+      return ctx.error("dim_order must be a permutation of 0.." + std::to_string(t.rank() - 1));
+  }
+  return one(std::move(r));
+}
+
+// aten.full: dtype from the kwarg, else from the fill value's Python type.
+Results fullRule(const InferContext &ctx) {
+  auto sizes = ctx.dims("size");
+  if (!sizes)
+    return ctx.error("size must be a list of ints or SymInts");
+  for (const Dim &d : *sizes)
+    if (d.isConstant() && d.constant() < 0)
+      return ctx.error("size " + shapeStr(*sizes) + " has a negative dimension");
+  DType dt;
+  if (auto d = ctx.dtype("dtype")) {
+    dt = *d;
+  } else {
+    const Argument &v = ctx.arg("fill_value");
+    TypePromotion tp;
+    tp.addScalar(v);
+    dt = tp.result().value_or(kDefaultFloat);
+  }
+  InferredResult r = tensorResult(dt, *sizes);
+  const Argument &dev = ctx.arg("device");
+  if (dev.kind() == Argument::Kind::Device)
+    r.proto.device = dev.device();
+  return one(std::move(r));
+}
+
+// et_vk.rms_norm(x, weight, eps): x's shape and dtype; weight covers the last dim.
+Results rmsNormRule(const InferContext &ctx) {
+  const TensorProto &x = ctx.tensor("x");
+  const TensorProto &w = ctx.tensor("weight");
+  if (x.rank() == 0)
+    return ctx.error("x must have at least one dimension");
+  if (w.rank() != 1 || !mayBeEqual(w.shape[0], x.shape.back()))
+    return ctx.error("weight " + shapeStr(w.shape) +
+                     " must be 1-D of size x.shape[-1] = " + x.shape.back().str());
+  if (!isFloatingPoint(x.dtype))
+    return ctx.error("x must be floating point, got " + std::string(name(x.dtype)));
+  return one(tensorResult(x.dtype, x.shape, &x));
+}
+
+// et_vk.apply_rotary_emb(xq, xk, freqs_cos, freqs_sin) -> (xq', xk').
+Results rotaryRule(const InferContext &ctx) {
+  const TensorProto &xq = ctx.tensor("xq");
+  const TensorProto &xk = ctx.tensor("xk");
+  const TensorProto &cos = ctx.tensor("freqs_cos");
+  const TensorProto &sin = ctx.tensor("freqs_sin");
+  for (const TensorProto *t : {&xq, &xk})
+    if (t->rank() != 4)
+      return ctx.error("xq and xk must be 4-D [batch, seq, heads, head_dim], got " +
+                       shapeStr(t->shape));
+  if (!cos.sameShapeAndDType(sin) || cos.rank() != 2)
+    return ctx.error("freqs_cos and freqs_sin must be 2-D [seq, head_dim/2] of one shape, got " +
+                     shapeStr(cos.shape) + " and " + shapeStr(sin.shape));
+  if (!mayBeEqual(xq.shape[3], xk.shape[3]) || !mayBeEqual(cos.shape[1] * 2, xq.shape[3]))
+    return ctx.error("head_dim mismatch: xq " + shapeStr(xq.shape) + ", xk " + shapeStr(xk.shape) +
+                     ", freqs " + shapeStr(cos.shape));
+  std::vector<InferredResult> out;
+  out.push_back(tensorResult(xq.dtype, xq.shape, &xq));
+  out.push_back(tensorResult(xk.dtype, xk.shape, &xk));
+  return out;
+}
+
+} // namespace
+
+void registerElementwiseRules(InferenceRules &rules) {
+  rules.add("binary", binaryRule);
+  rules.add("div", divRule);
+  rules.add("pow", powRule);
+  rules.add("same_as_input", sameAsInput);
+  rules.add("unary_float", unaryFloat);
+  rules.add("float_only", floatOnly);
+  rules.add("softmax", softmaxRule);
+  rules.add("to_copy", toCopyRule);
+  rules.add("full", fullRule);
+  rules.add("rms_norm", rmsNormRule);
+  rules.add("rotary_emb", rotaryRule);
+}
+
+} // namespace graft::infer

@@ -1,0 +1,339 @@
+//===- QuantRules.cpp - Inference for quantization ops --------------------===//
+//
+// torchao affine primitives (current and legacy `zero_point_domain`
+// signatures), quantized_decomposed per-tensor/channel/group/token ops and
+// embedding_4bit, and the ET-VK fused quantized linear/embedding ops.
+//
+// Quantize ops return the input's shape in the requested integer dtype;
+// dequantize ops return it in their output dtype (torchao default f32,
+// quantized_decomposed per-tensor/per-channel `out_dtype` default f32,
+// per-token/per-group an explicit `output_dtype`). choose_qparams ops return
+// (scale, zero_point) shaped by the block size. The ET-VK ops take weights in
+// their serialized packed layouts (two int4 per byte along K), so the output
+// feature count comes from the packed weight's rows.
+//
+//===----------------------------------------------------------------------===//
+#include "InferUtil.h"
+
+namespace graft::infer {
+
+namespace {
+
+std::string dtName(DType d) {
+  return std::string(name(d));
+}
+
+bool isSubByteUint(DType d) {
+  return d == DType::U1 || d == DType::U2 || d == DType::U3 || d == DType::U4 || d == DType::U5 ||
+         d == DType::U6 || d == DType::U7;
+}
+
+bool isFloatIO(DType d) {
+  return d == DType::F32 || d == DType::F16 || d == DType::BF16;
+}
+
+Status requireFloat(const InferContext &ctx, const TensorProto &t, const char *what) {
+  if (!isFloatingPoint(t.dtype))
+    return ctx.error(std::string(what) + " must be floating point, got " + dtName(t.dtype));
+  return okStatus();
+}
+
+Expected<std::vector<Dim>> blockSize(const InferContext &ctx, const TensorProto &t) {
+  auto bs = ctx.dims("block_size");
+  if (!bs)
+    return ctx.error("block_size must be a list of ints");
+  if (static_cast<int64_t>(bs->size()) != t.rank())
+    return ctx.error("block_size " + shapeStr(*bs) + " must have one entry per input dim (rank " +
+                     std::to_string(t.rank()) + ")");
+  for (const Dim &d : *bs)
+    if (d.isConstant() && d.constant() <= 0)
+      return ctx.error("block_size " + shapeStr(*bs) + " entries must be positive");
+  return *bs;
+}
+
+//===-- torchao --------------------------------------------------------===//
+
+Results quantizeAffine(const InferContext &ctx) {
+  const TensorProto &x = ctx.tensor("input");
+  GRAFT_CHECK_OK(requireFloat(ctx, x, "input"));
+  GRAFT_TRY(std::vector<Dim> bs, blockSize(ctx, x));
+  (void)bs;
+  auto dt = ctx.dtype("output_dtype");
+  if (!dt)
+    return ctx.error("output_dtype must be a dtype");
+  // torchao stores sub-byte unsigned results in uint8.
+  DType out = isSubByteUint(*dt) ? DType::U8 : *dt;
+  if (!integerBounds(*dt))
+    return ctx.error("output_dtype " + dtName(*dt) + " is not an integer quantization dtype");
+  return one(tensorResult(out, x.shape, &x));
+}
+
+Results dequantizeAffine(const InferContext &ctx) {
+  const TensorProto &x = ctx.tensor("input");
+  GRAFT_TRY(std::vector<Dim> bs, blockSize(ctx, x));
+  (void)bs;
+  auto in = ctx.dtype("input_dtype");
+  if (!in)
+    return ctx.error("input_dtype must be a dtype");
+  if (!x.quant && !isSubByteUint(*in) && x.dtype != *in)
+    return ctx.error("input is " + dtName(x.dtype) + " but input_dtype says " + dtName(*in));
+  DType out = ctx.dtype("output_dtype").value_or(DType::F32);
+  if (!isFloatIO(out))
+    return ctx.error("output_dtype must be f32, f16 or bf16, got " + dtName(out));
+  if (ctx.args.has("zero_point_domain")) {
+    const Argument &zpd = ctx.arg("zero_point_domain");
+    if (zpd.isString() && zpd.string() != "INT" && zpd.string() != "FLOAT" &&
+        zpd.string() != "NONE")
+      return ctx.error("zero_point_domain must be INT, FLOAT or NONE, got '" + zpd.string() + "'");
+  }
+  return one(tensorResult(out, x.shape, &x));
+}
+
+Results fakeQuantizeAffine(const InferContext &ctx) {
+  const TensorProto &x = ctx.tensor("input");
+  GRAFT_CHECK_OK(requireFloat(ctx, x, "input"));
+  GRAFT_TRY(std::vector<Dim> bs, blockSize(ctx, x));
+  (void)bs;
+  return one(tensorResult(x.dtype, x.shape, &x));
+}
+
+// Scale/zero-point shape per torchao _get_reduction_params: a dim whose block
+// is neither 1 nor the whole dim splits into (size/block, block) and the
+// block part is reduced; a whole-dim block reduces the dim; block 1 keeps it.
+// keepdim=True reshapes to [size_i / block_i] for every dim.
+Results chooseQparamsAffine(const InferContext &ctx) {
+  const TensorProto *x = ctx.optionalTensor("input");
+  if (!x) {
+    // Legacy signature: input may be None when min_val/max_val are given.
+    const TensorProto *mn = ctx.optionalTensor("min_val");
+    if (!mn)
+      return ctx.error("needs an input tensor (or min_val/max_val in the legacy signature)");
+    DType s = ctx.dtype("scale_dtype").value_or(mn->dtype);
+    DType z = ctx.dtype("zero_point_dtype").value_or(mn->dtype);
+    std::vector<InferredResult> out;
+    out.push_back(tensorResult(s, mn->shape, mn));
+    out.push_back(tensorResult(z, mn->shape, mn));
+    return out;
+  }
+  GRAFT_CHECK_OK(requireFloat(ctx, *x, "input"));
+  GRAFT_TRY(std::vector<Dim> bs, blockSize(ctx, *x));
+  const Argument &mt = ctx.arg("mapping_type");
+  std::string mapping = mt.isString() ? mt.string() : std::string();
+  if (mapping != "SYMMETRIC" && mapping != "ASYMMETRIC" && mapping != "SYMMETRIC_NO_CLIPPING_ERR")
+    return ctx.error("mapping_type must be SYMMETRIC, ASYMMETRIC or SYMMETRIC_NO_CLIPPING_ERR, "
+                     "got '" +
+                     mapping + "'");
+  auto target = ctx.dtype("target_dtype");
+  if (!target || !integerBounds(*target))
+    return ctx.error("target_dtype must be an integer quantization dtype");
+  bool keepdim = ctx.args.has("keepdim") && ctx.arg("keepdim").boolean();
+  Shape kept, full;
+  bool anyReduced = false;
+  for (std::size_t i = 0; i < bs.size(); ++i) {
+    const Dim &size = x->shape[i];
+    const Dim &b = bs[i];
+    if (size == b) {
+      full.push_back(Dim(1));
+      // A whole-dim block of 1 is a kept dim of size 1; larger ones reduce away.
+      if (b.isConstant() && b.constant() == 1)
+        kept.push_back(size);
+      else
+        anyReduced = true;
+      continue;
+    }
+    if (!b.isConstant())
+      return ctx.error("symbolic block size " + b.str() + " must equal its dim " + size.str());
+    if (b.constant() == 1) {
+      full.push_back(size);
+      kept.push_back(size);
+      continue;
+    }
+    if (size.isConstant() && size.constant() % b.constant() != 0)
+      return ctx.error("dim " + std::to_string(i) + " of size " + size.str() +
+                       " is not divisible by block size " + b.str());
+    Dim groups =
+        size.isConstant() ? Dim(size.constant() / b.constant()) : size.floorDiv(b.constant());
+    anyReduced = true;
+    full.push_back(groups);
+    kept.push_back(groups);
+  }
+  // amin/amax over an empty dim list reduce everything.
+  Shape shape = keepdim ? full : (anyReduced ? kept : Shape{});
+  DType scaleDt = ctx.dtype("scale_dtype").value_or(x->dtype);
+  DType zpDt;
+  if (auto z = ctx.dtype("zero_point_dtype"))
+    zpDt = *z;
+  else if (ctx.args.isLegacy())
+    zpDt = x->dtype; // legacy torchao: zero points default to the input dtype
+  else
+    // Current torchao: asymmetric defaults to int32; symmetric zero points
+    // are built with full_like(scale) and keep the input dtype.
+    zpDt = mapping == "ASYMMETRIC" ? DType::I32 : x->dtype;
+  std::vector<InferredResult> out;
+  out.push_back(tensorResult(scaleDt, shape, x));
+  out.push_back(tensorResult(zpDt, shape, x));
+  return out;
+}
+
+//===-- quantized_decomposed --------------------------------------------===//
+
+// quantize_per_tensor / per_channel / per_token / per_channel_group.
+Results qdQuantize(const InferContext &ctx) {
+  const TensorProto &x = ctx.tensor("input");
+  GRAFT_CHECK_OK(requireFloat(ctx, x, "input"));
+  auto dt = ctx.dtype("dtype");
+  if (!dt || !integerBounds(*dt))
+    return ctx.error("dtype must be an integer quantization dtype");
+  if (ctx.args.has("group_size") && x.rank() != 2)
+    return ctx.error("per-channel-group quantization needs a 2-D input, got " + shapeStr(x.shape));
+  if (ctx.args.has("axis")) {
+    GRAFT_CHECK_OK(checkedDim(ctx, ctx.arg("axis").integer(), x.rank(), "axis"));
+  }
+  return one(tensorResult(*dt, x.shape, &x));
+}
+
+// dequantize_per_tensor / per_channel (out_dtype, default f32), per_token /
+// per_channel_group (output_dtype, required).
+Results qdDequantize(const InferContext &ctx) {
+  const TensorProto &x = ctx.tensor("input");
+  auto in = ctx.dtype("dtype");
+  if (!in)
+    return ctx.error("dtype must be a dtype");
+  if (!x.quant && x.dtype != *in)
+    return ctx.error("input is " + dtName(x.dtype) + " but dtype says " + dtName(*in));
+  DType out = DType::F32;
+  if (ctx.args.has("out_dtype"))
+    out = ctx.dtype("out_dtype").value_or(DType::F32);
+  else if (auto o = ctx.dtype("output_dtype"))
+    out = *o;
+  if (!isFloatingPoint(out))
+    return ctx.error("output dtype must be floating point, got " + dtName(out));
+  if (ctx.args.has("group_size") && x.rank() != 2)
+    return ctx.error("per-channel-group dequantization needs a 2-D input, got " +
+                     shapeStr(x.shape));
+  if (ctx.args.has("axis")) {
+    GRAFT_CHECK_OK(checkedDim(ctx, ctx.arg("axis").integer(), x.rank(), "axis"));
+  }
+  return one(tensorResult(out, x.shape, &x));
+}
+
+// choose_qparams_per_token_asymmetric -> (f64 scale [..., 1], i64 zero_point [..., 1]).
+Results chooseQparamsPerToken(const InferContext &ctx) {
+  const TensorProto &x = ctx.tensor("input");
+  GRAFT_CHECK_OK(requireFloat(ctx, x, "input"));
+  if (x.rank() == 0)
+    return ctx.error("input must have at least one dimension");
+  Shape s = x.shape;
+  s.back() = Dim(1);
+  std::vector<InferredResult> out;
+  out.push_back(tensorResult(DType::F64, s, &x));
+  out.push_back(tensorResult(DType::I64, s, &x));
+  return out;
+}
+
+// embedding_4bit(.dtype): weight [V, D/2] packed (high nibble first) -> [*indices, D].
+Results embedding4bit(const InferContext &ctx) {
+  const TensorProto &w = ctx.tensor("weight");
+  const TensorProto &s = ctx.tensor("weight_scales");
+  const TensorProto &idx = ctx.tensor("indices");
+  if (w.rank() != 2 || (w.dtype != DType::U8 && w.dtype != DType::I8))
+    return ctx.error("weight must be a 2-D uint8/int8 packed tensor, got " + w.str());
+  if (s.rank() < 1 || s.rank() > 2 || !mayBeEqual(s.shape[0], w.shape[0]))
+    return ctx.error("weight_scales must be 1-D or 2-D with " + w.shape[0].str() + " rows, got " +
+                     shapeStr(s.shape));
+  if (!isFloatIO(s.dtype))
+    return ctx.error("weight_scales must be f32, f16 or bf16, got " + dtName(s.dtype));
+  if (const TensorProto *zp = ctx.optionalTensor("weight_zero_points"); zp && zp->dtype != s.dtype)
+    return ctx.error("weight_zero_points must have the scales' dtype " + dtName(s.dtype));
+  if (ctx.arg("weight_quant_min").integer() != -8 || ctx.arg("weight_quant_max").integer() != 7)
+    return ctx.error("embedding_4bit expects weight_quant_min == -8 and weight_quant_max == 7");
+  if (idx.dtype != DType::I64 && idx.dtype != DType::I32)
+    return ctx.error("indices must be int32 or int64, got " + dtName(idx.dtype));
+  DType dt = ctx.dtype("dtype").value_or(s.dtype);
+  Shape out = idx.shape;
+  out.push_back(w.shape[1] * 2);
+  return one(tensorResult(dt, out, &s));
+}
+
+//===-- et_vk ------------------------------------------------------------===//
+
+// Shared by linear_q4gsw / linear_dq8ca_q4gsw / linear_qcs4w / linear_q8ta_q8csw:
+// input [..., K], weight [N, K'] -> [..., N] in the input dtype. `packed`
+// weights hold two 4-bit values per byte along K (K may be zero-padded, so
+// 2*K' >= K); unpacked int8 weights have K' == K.
+Results vkLinear(const InferContext &ctx, const char *inputName, const char *weightName,
+                 bool packed) {
+  const TensorProto &x = ctx.tensor(inputName);
+  const TensorProto &w = ctx.tensor(weightName);
+  if (x.rank() == 0)
+    return ctx.error(std::string(inputName) + " must have at least one dimension");
+  GRAFT_CHECK_OK(requireFloat(ctx, x, inputName));
+  if (w.rank() != 2)
+    return ctx.error(std::string(weightName) + " must be 2-D [N, K" + (packed ? "/2" : "") +
+                     "], got " + shapeStr(w.shape));
+  if (packed && w.dtype != DType::U8 && w.dtype != DType::I8)
+    return ctx.error(std::string(weightName) + " must hold packed 4-bit values (uint8), got " +
+                     dtName(w.dtype));
+  if (!packed && w.dtype != DType::I8)
+    return ctx.error(std::string(weightName) + " must be int8, got " + dtName(w.dtype));
+  const Dim &k = x.shape.back();
+  Dim wk = packed ? w.shape[1] * 2 : w.shape[1];
+  if (k.isConstant() && wk.isConstant() &&
+      (packed ? wk.constant() < k.constant() : wk.constant() != k.constant()))
+    return ctx.error(std::string(inputName) + " " + shapeStr(x.shape) + " has K = " + k.str() +
+                     " but " + weightName + " " + shapeStr(w.shape) + " holds K = " + wk.str());
+  if (ctx.args.has("group_size")) {
+    int64_t g = ctx.arg("group_size").integer();
+    if (g <= 0 || (k.isConstant() && k.constant() % g != 0))
+      return ctx.error("group_size " + std::to_string(g) +
+                       " must be positive and divide K = " + k.str());
+  }
+  Shape out = x.shape;
+  out.back() = w.shape[0];
+  return one(tensorResult(x.dtype, out, &x));
+}
+
+// embedding_q4gsw(weight [V, D/2], scales [V, G], group_size, indices) -> [*indices, D].
+Results vkEmbedding(const InferContext &ctx) {
+  const TensorProto &w = ctx.tensor("weight");
+  const TensorProto &s = ctx.tensor("weight_scales");
+  const TensorProto &idx = ctx.tensor("indices");
+  if (w.rank() != 2 || (w.dtype != DType::U8 && w.dtype != DType::I8))
+    return ctx.error("weight must be a 2-D packed uint8 tensor [V, D/2], got " + w.str());
+  if (!isFloatIO(s.dtype))
+    return ctx.error("weight_scales must be f32, f16 or bf16, got " + dtName(s.dtype));
+  if (idx.dtype != DType::I64 && idx.dtype != DType::I32)
+    return ctx.error("indices must be int32 or int64, got " + dtName(idx.dtype));
+  Dim d = w.shape[1] * 2;
+  int64_t g = ctx.arg("group_size").integer();
+  if (g <= 0 || (d.isConstant() && d.constant() % g != 0))
+    return ctx.error("group_size " + std::to_string(g) +
+                     " must be positive and divide D = " + d.str());
+  Shape out = idx.shape;
+  out.push_back(d);
+  return one(tensorResult(s.dtype, out, &s));
+}
+
+} // namespace
+
+void registerQuantRules(InferenceRules &rules) {
+  rules.add("quantize_affine", quantizeAffine);
+  rules.add("dequantize_affine", dequantizeAffine);
+  rules.add("fake_quantize_affine", fakeQuantizeAffine);
+  rules.add("choose_qparams_affine", chooseQparamsAffine);
+  rules.add("qd_quantize", qdQuantize);
+  rules.add("qd_dequantize", qdDequantize);
+  rules.add("choose_qparams_per_token_asymmetric", chooseQparamsPerToken);
+  rules.add("embedding_4bit", embedding4bit);
+  rules.add("vk_linear_q4gsw",
+            [](const InferContext &c) { return vkLinear(c, "self", "weights", true); });
+  rules.add("vk_linear_dq8ca_q4gsw",
+            [](const InferContext &c) { return vkLinear(c, "input", "weights", true); });
+  rules.add("vk_linear_qcs4w",
+            [](const InferContext &c) { return vkLinear(c, "self", "weight", true); });
+  rules.add("vk_linear_q8ta_q8csw",
+            [](const InferContext &c) { return vkLinear(c, "x", "weights", false); });
+  rules.add("vk_embedding_q4gsw", vkEmbedding);
+}
+
+} // namespace graft::infer
