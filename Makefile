@@ -7,6 +7,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
 GRAFT      := $(BUILD_DIR)/tools/graft
 DEMO_GRAPH ?= examples/llama_block_8da4w.gir
+DEMO_ARGS  ?= --sym s0=8
 
 .PHONY: all deps configure build demo test test-asan bench format check-format clean
 
@@ -27,7 +28,7 @@ build: configure
 # the reference interpreter and print its outputs.
 demo: build
 	$(GRAFT) verify $(DEMO_GRAPH)
-	$(GRAFT) run $(DEMO_GRAPH) --seed 0
+	$(GRAFT) run $(DEMO_GRAPH) --seed 0 $(DEMO_ARGS)
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)

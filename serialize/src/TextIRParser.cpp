@@ -90,9 +90,7 @@ enum class K : uint8_t {
   MutateKind,
 };
 
-template <K Kind> struct Tag {
-  static constexpr K kKind = Kind;
-};
+template <K Kind> struct Tag { static constexpr K kKind = Kind; };
 
 /// A rule used only at a commit point: failing it is a syntax error with
 /// `Message`. (must_if raises for any rule with a message, so these wrap the
@@ -121,18 +119,21 @@ template <typename Str> struct Kw : peg::seq<Str, KwEnd> {};
 struct Digits : peg::plus<peg::digit> {};
 struct Exponent : peg::seq<peg::one<'e', 'E'>, peg::opt<peg::one<'+', '-'>>, Digits> {};
 struct FloatLit
-    : peg::seq<peg::opt<peg::one<'-'>>,
-               peg::sor<peg::seq<Digits, peg::sor<peg::seq<peg::one<'.'>, Digits, peg::opt<Exponent>>,
-                                                  Exponent>>,
-                        GRAFT_KW("inf"), GRAFT_KW("nan")>,
-               peg::not_at<IdentOther>>,
+    : peg::seq<
+          peg::opt<peg::one<'-'>>,
+          peg::sor<peg::seq<Digits, peg::sor<peg::seq<peg::one<'.'>, Digits, peg::opt<Exponent>>,
+                                             Exponent>>,
+                   GRAFT_KW("inf"), GRAFT_KW("nan")>,
+          peg::not_at<IdentOther>>,
       Tag<K::FloatLit> {};
-struct IntLit : peg::seq<peg::opt<peg::one<'-'>>, Digits, peg::not_at<peg::sor<IdentOther, peg::one<'.'>>>>,
-                Tag<K::IntLit> {};
+struct IntLit
+    : peg::seq<peg::opt<peg::one<'-'>>, Digits, peg::not_at<peg::sor<IdentOther, peg::one<'.'>>>>,
+      Tag<K::IntLit> {};
 struct Number : peg::sor<FloatLit, IntLit> {};
 
 GRAFT_EXPECT(EscapeSeq, "unknown escape sequence (expected \\\" \\\\ \\n \\t \\r or \\xHH)",
-             peg::sor<peg::one<'"', '\\', 'n', 't', 'r'>, peg::seq<peg::one<'x'>, peg::xdigit, peg::xdigit>>);
+             peg::sor<peg::one<'"', '\\', 'n', 't', 'r'>,
+                      peg::seq<peg::one<'x'>, peg::xdigit, peg::xdigit>>);
 struct Escape : peg::seq<peg::one<'\\'>, peg::must<EscapeSeq>> {};
 struct StringChar : peg::sor<Escape, peg::not_one<'"', '\\', '\n', '\r'>> {};
 GRAFT_EXPECT(StringEnd, "unterminated string (missing closing '\"' on this line)", peg::one<'"'>);
@@ -185,12 +186,12 @@ GRAFT_EXPECT(DimParenEnd, "expected ')' in dimension expression", peg::one<')'>)
 struct DimInt : Digits, Tag<K::DimInt> {};
 struct DimSym : Identifier, Tag<K::DimSym> {};
 struct DimCallName : Identifier, Tag<K::DimCallName> {};
-struct DimCall
-    : peg::seq<DimCallName, peg::one<'('>, DimWs, peg::must<ExpectDim>,
-               peg::star<DimWs, peg::one<','>, DimWs, peg::must<ExpectDim>>, DimWs,
-               peg::must<DimParenEnd>>,
-      Tag<K::DimCall> {};
-struct DimParen : peg::seq<peg::one<'('>, DimWs, peg::must<ExpectDim>, DimWs, peg::must<DimParenEnd>> {};
+struct DimCall : peg::seq<DimCallName, peg::one<'('>, DimWs, peg::must<ExpectDim>,
+                          peg::star<DimWs, peg::one<','>, DimWs, peg::must<ExpectDim>>, DimWs,
+                          peg::must<DimParenEnd>>,
+                 Tag<K::DimCall> {};
+struct DimParen
+    : peg::seq<peg::one<'('>, DimWs, peg::must<ExpectDim>, DimWs, peg::must<DimParenEnd>> {};
 struct DimAtom : peg::sor<DimInt, DimCall, DimSym, DimParen> {};
 struct DimNeg : peg::seq<peg::one<'-'>, DimWs, peg::must<ExpectDimOperand>>, Tag<K::DimNeg> {};
 struct DimUnary : peg::sor<DimNeg, DimAtom> {};
@@ -228,8 +229,8 @@ struct QuantAttr
     : peg::seq<GRAFT_KW("quant"), Ws, peg::must<ExpectEquals>, Ws, peg::must<ExpectLayout>>,
       Tag<K::QuantAttr> {};
 struct TypeAttr : peg::sor<StridesAttr, OffsetAttr, DeviceAttr, QuantAttr> {};
-GRAFT_EXPECT(ExpectTypeAttr, "expected a tensor attribute: strides=, offset=, device= or quant=",
-             TypeAttr);
+GRAFT_EXPECT(ExpectTypeAttr,
+             "expected a tensor attribute: strides=, offset=, device= or quant=", TypeAttr);
 GRAFT_EXPECT(TypeAttrsEnd, "expected ',' or '}' after a tensor attribute", peg::one<'}'>);
 struct TypeAttrs : peg::seq<peg::one<'{'>, Ws, peg::must<ExpectTypeAttr>,
                             peg::star<Ws, peg::one<','>, Ws, peg::must<ExpectTypeAttr>>, Ws,
@@ -267,11 +268,10 @@ struct InputAttr : peg::seq<AttrKey, Ws, peg::one<'='>, Ws, peg::must<ExpectAttr
 struct Initializer : peg::sor<FuncCall, ListLit> {};
 GRAFT_EXPECT(ExpectInitializer,
              "expected an initializer: random(...), full(...), file(...) or [values]", Initializer);
-struct InputDecl
-    : peg::seq<InputKindKw, Ws, peg::must<ExpectValueDef>, Ws, peg::must<ExpectColon>, Ws,
-               peg::must<ExpectType>, peg::star<Ws, InputAttr>,
-               peg::opt<Ws, peg::one<'='>, Ws, peg::must<ExpectInitializer>>>,
-      Tag<K::InputDecl> {};
+struct InputDecl : peg::seq<InputKindKw, Ws, peg::must<ExpectValueDef>, Ws, peg::must<ExpectColon>,
+                            Ws, peg::must<ExpectType>, peg::star<Ws, InputAttr>,
+                            peg::opt<Ws, peg::one<'='>, Ws, peg::must<ExpectInitializer>>>,
+                   Tag<K::InputDecl> {};
 
 // output %x / mutate buffer "fqn" = %x
 GRAFT_EXPECT(ExpectValueRef, "expected a value reference such as %x", ValueRef);
@@ -281,8 +281,8 @@ struct MutateKind : peg::sor<GRAFT_KW("buffer"), GRAFT_KW("input")>, Tag<K::Muta
 GRAFT_EXPECT(ExpectMutateKind, "expected 'buffer' or 'input' after 'mutate'", MutateKind);
 GRAFT_EXPECT(ExpectString, "expected a string", StringLit);
 struct MutateStmt
-    : peg::seq<GRAFT_KW("mutate"), Ws, peg::must<ExpectMutateKind>, Ws, peg::must<ExpectString>,
-               Ws, peg::must<ExpectEquals>, Ws, peg::must<ExpectValueRef>>,
+    : peg::seq<GRAFT_KW("mutate"), Ws, peg::must<ExpectMutateKind>, Ws, peg::must<ExpectString>, Ws,
+               peg::must<ExpectEquals>, Ws, peg::must<ExpectValueRef>>,
       Tag<K::MutateStmt> {};
 
 // %a : T, %b : T = ns.op.overload(args) {key="value"}   and the bare call form.
@@ -316,18 +316,16 @@ struct NodeStmt
 struct BareNode : peg::seq<peg::at<Identifier, peg::one<'.'>>, OpCall, peg::opt<Ws, Metadata>>,
                   Tag<K::BareNode> {};
 
-struct Statement
-    : peg::sor<SymDecl, InputDecl, OutputStmt, MutateStmt, NodeStmt, BareNode> {};
+struct Statement : peg::sor<SymDecl, InputDecl, OutputStmt, MutateStmt, NodeStmt, BareNode> {};
 GRAFT_EXPECT(ExpectStatement,
              "expected a statement (sym, input, param, buffer, const, '%name : type = op(...)', "
              "op(...), mutate or output) or '}'",
              Statement);
 GRAFT_EXPECT(ExpectRBrace, "expected a statement or '}'", peg::one<'}'>);
-struct GraphBody
-    : peg::seq<Ws,
-               peg::star<peg::not_at<peg::one<'}'>>, peg::not_at<peg::eof>,
-                         peg::must<ExpectStatement>, Ws>,
-               peg::must<ExpectRBrace>> {};
+struct GraphBody : peg::seq<Ws,
+                            peg::star<peg::not_at<peg::one<'}'>>, peg::not_at<peg::eof>,
+                                      peg::must<ExpectStatement>, Ws>,
+                            peg::must<ExpectRBrace>> {};
 
 GRAFT_EXPECT(ExpectGraphKw, "expected 'graph'", GRAFT_KW("graph"));
 GRAFT_EXPECT(ExpectGraphAt, "expected '@name' after 'graph'", peg::one<'@'>);
@@ -353,7 +351,7 @@ struct Ast : peg::parse_tree::basic_node<Ast> {
   std::string_view text() const { return string_view(); }
 };
 
-template <typename Rule> struct Selector : std::bool_constant<requires { Rule::kKind; }> {};
+template <typename Rule> struct Selector : std::bool_constant < requires { Rule::kKind; } > {};
 
 template <typename Rule> constexpr const char *expectedMessage() {
   if constexpr (requires { Rule::kExpected; })
@@ -370,8 +368,9 @@ template <typename Rule> struct Control : peg::must_if<Errors>::control<Rule> {}
 /// input cannot overflow the stack (the Builder's walk is bounded by it too).
 constexpr std::size_t kMaxNesting = 64;
 struct NestingLimit : peg::maybe_nothing {
-  template <typename Rule, peg::apply_mode A, peg::rewind_mode M, template <typename...> class Action,
-            template <typename...> class Ctrl, typename ParseInput, typename... States>
+  template <typename Rule, peg::apply_mode A, peg::rewind_mode M,
+            template <typename...> class Action, template <typename...> class Ctrl,
+            typename ParseInput, typename... States>
   static bool match(ParseInput &in, States &&...st) {
     struct Depth {
       std::size_t &d;
@@ -450,9 +449,7 @@ std::string unescape(std::string_view lit) {
       out += '\r';
       break;
     case 'x': {
-      auto hex = [](char h) {
-        return h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10;
-      };
+      auto hex = [](char h) { return h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10; };
       out += static_cast<char>(hex(lit[i + 1]) * 16 + hex(lit[i + 2]));
       i += 2;
       break;
@@ -465,7 +462,7 @@ std::string unescape(std::string_view lit) {
 }
 
 const std::set<std::string, std::less<>> &deviceTypes() {
-  static const std::set<std::string, std::less<>> kTypes = {"cpu", "cuda", "meta",
+  static const std::set<std::string, std::less<>> kTypes = {"cpu", "cuda",   "meta",
                                                             "mps", "vulkan", "xpu"};
   return kTypes;
 }
@@ -498,8 +495,8 @@ std::string int128Str(Int128 v) {
   if (v == 0)
     return "0";
   bool neg = v < 0;
-  unsigned __int128 m = neg ? static_cast<unsigned __int128>(-(v + 1)) + 1
-                            : static_cast<unsigned __int128>(v);
+  unsigned __int128 m =
+      neg ? static_cast<unsigned __int128>(-(v + 1)) + 1 : static_cast<unsigned __int128>(v);
   std::string s;
   while (m) {
     s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(m % 10)));
@@ -516,6 +513,13 @@ bool fitsFloatDType(double v, DType dt) {
   if (!std::isfinite(f))
     return false;
   return std::isfinite(roundToDType(f, dt));
+}
+
+/// A number as a message shows it: integral values without a fraction.
+std::string numberStr(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 0x1p63)
+    return std::to_string(static_cast<int64_t>(v));
+  return formatFloat(v);
 }
 
 std::string paren(const Dim &d) {
@@ -656,8 +660,8 @@ private:
       const Ast &key = *c.children[0];
       const Ast *&slot = key.text() == "fqn" ? fqnNode : persistentNode;
       if (key.text() != "fqn" && key.text() != "persistent")
-        return error(key, "unknown attribute " + quoted(key.text()) +
-                              " (expected fqn= or persistent=)");
+        return error(key,
+                     "unknown attribute " + quoted(key.text()) + " (expected fqn= or persistent=)");
       if (slot)
         return error(key, "duplicate attribute " + quoted(key.text()));
       slot = &c;
@@ -750,8 +754,8 @@ private:
       }
     }
 
-    Node *node = graph_->createNode(std::string(target.text()), std::move(args),
-                                    std::move(kwargs), std::move(results));
+    Node *node = graph_->createNode(std::string(target.text()), std::move(args), std::move(kwargs),
+                                    std::move(results));
     node->setLocation(rangeOf(target));
     for (std::size_t i = 0; i < defs.size(); ++i)
       node->output(static_cast<unsigned>(i))->setLocation(rangeOf(*defs[i]));
@@ -870,7 +874,8 @@ private:
     if (stridesNode) {
       if (proto.strides.size() != proto.shape.size())
         return error(*stridesNode, "strides has " + std::to_string(proto.strides.size()) +
-                                       " entries for a rank-" + std::to_string(proto.shape.size()) +
+                                       (proto.strides.size() == 1 ? " entry" : " entries") +
+                                       " for a rank-" + std::to_string(proto.shape.size()) +
                                        " tensor");
       // Contiguous strides are the default; keep one canonical spelling.
       if (proto.strides == contiguousStrides(proto.shape))
@@ -891,8 +896,9 @@ private:
     std::size_t colon = t.find(':');
     std::string_view type = t.substr(0, colon);
     if (!deviceTypes().count(type))
-      return error(n, "unknown device " + quoted(t) + " (expected cpu, cuda, meta, mps, vulkan or "
-                                                      "xpu, optionally with :index)");
+      return error(n, "unknown device " + quoted(t) +
+                          " (expected cpu, cuda, meta, mps, vulkan or "
+                          "xpu, optionally with :index)");
     Device d;
     d.type = std::string(type);
     if (colon != std::string_view::npos) {
@@ -1015,9 +1021,8 @@ private:
         list += (list.empty() ? "" : ", ") + std::string(s);
       for (std::size_t i = 1; i < call.children.size(); ++i)
         if (call.children[i]->kind == K::KwArg && call.children[i]->children[0]->text() == k)
-          return error(*call.children[i]->children[0],
-                       "unknown parameter " + quoted(k) + " for " + what + " (expected " + list +
-                           ")");
+          return error(*call.children[i]->children[0], "unknown parameter " + quoted(k) + " for " +
+                                                           what + " (expected " + list + ")");
     }
     return okStatus();
   }
@@ -1259,14 +1264,14 @@ private:
       auto [lo, hi] = intRange(dt);
       if (!std::isfinite(v) || v != std::floor(v) || v < static_cast<double>(lo) ||
           v > static_cast<double>(hi))
-        return error(at, "value " + formatFloat(v) + " does not fit " + std::string(name(dt)) +
+        return error(at, "value " + numberStr(v) + " does not fit " + std::string(name(dt)) +
                              " (range [" + int128Str(lo) + ", " + int128Str(hi) + "])");
       return okStatus();
     }
     case ElementForm::Float:
       if (!fitsFloatDType(v, dt))
-        return error(at, "value " + formatFloat(v) + " is out of range for " +
-                             std::string(name(dt)));
+        return error(at,
+                     "value " + formatFloat(v) + " is out of range for " + std::string(name(dt)));
       return okStatus();
     case ElementForm::None:
       break;
@@ -1302,8 +1307,8 @@ private:
     };
     DType dt = proto.dtype;
     if ((fn == "random" || fn == "full") && elementForm(dt) == ElementForm::None)
-      return error(nameNode, std::string(fn) + "() is not supported for dtype " +
-                                 std::string(name(dt)));
+      return error(nameNode,
+                   std::string(fn) + "() is not supported for dtype " + std::string(name(dt)));
     if (fn == "random") {
       GRAFT_CHECK_OK(onlyKeys(n, p, {"seed", "min", "max"}, "random(...)"));
       if (!p.positional.empty())
@@ -1340,13 +1345,13 @@ private:
   }
 
   Status checkRandomRange(const Ast &at, const RandomInit &init, DType dt) {
-    std::string range = "[" + formatFloat(init.min) + ", " + formatFloat(init.max) + "]";
+    std::string range = "[" + numberStr(init.min) + ", " + numberStr(init.max) + "]";
     if (!std::isfinite(init.min) || !std::isfinite(init.max) || init.min > init.max)
       return error(at, "random() needs finite min <= max, got " + range);
     if (elementForm(dt) == ElementForm::Float) {
       if (!fitsFloatDType(init.min, dt) || !fitsFloatDType(init.max, dt))
-        return error(at, "random() range " + range + " is out of range for " +
-                             std::string(name(dt)));
+        return error(at,
+                     "random() range " + range + " is out of range for " + std::string(name(dt)));
       return okStatus();
     }
     auto [lo, hi] = intRange(dt);
@@ -1355,8 +1360,7 @@ private:
       return error(at, "random() range " + range + " contains no integer");
     // generateRandom draws in int64; u64 beyond that is not reachable.
     Int128 top = std::min<Int128>(hi, std::numeric_limits<int64_t>::max());
-    if (cmin < static_cast<double>(lo) || fmax > static_cast<double>(top) ||
-        fmax >= 0x1p63)
+    if (cmin < static_cast<double>(lo) || fmax > static_cast<double>(top) || fmax >= 0x1p63)
       return error(at, "random() range " + range + " exceeds " + std::string(name(dt)) +
                            " range [" + int128Str(lo) + ", " + int128Str(top) + "]");
     return okStatus();
@@ -1473,8 +1477,7 @@ private:
 } // namespace
 
 Expected<std::unique_ptr<Graph>> parseGraph(std::string_view text, const std::string &name,
-                                            const ParseOptions &options,
-                                            SourceManager *sources) {
+                                            const ParseOptions &options, SourceManager *sources) {
   if (sources)
     sources->add(name, std::string(text));
   peg::memory_input<> in(text.data(), text.size(), name);

@@ -269,8 +269,8 @@ private:
       return Diagnostic::error("constant '" + in.fqn + "' holds " + t.proto().str() +
                                " data but its type is " + proto.str());
     DType dt = t.dtype();
-    bool textual = dt == DType::Bool || (isFloatingPoint(dt) && dt != DType::F4E2M1FNx2) ||
-                   isIntegral(dt);
+    bool textual =
+        dt == DType::Bool || (isFloatingPoint(dt) && dt != DType::F4E2M1FNx2) || isIntegral(dt);
     if (textual && t.numel() <= options_.maxInlineElements)
       return inlineValues(t);
     return spill(in, t);

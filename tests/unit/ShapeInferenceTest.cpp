@@ -262,6 +262,9 @@ TEST_F(Infer, PermuteTransposeAndSqueeze) {
   EXPECT_PROTO(one("aten.transpose.int", {x, int64_t(0), int64_t(-1)}), "f32[4, s0, 2]");
   EXPECT_PROTO(one("aten.transpose_copy.int", {x, int64_t(1), int64_t(2)}), "f32[2, 4, s0]");
   EXPECT_ERR(err("aten.transpose.int", {x, int64_t(0), int64_t(3)}), "dim1 3 is out of range");
+  // `int dim` also binds a SymInt value, but a dim must be concrete.
+  EXPECT_ERR(err("aten.transpose.int", {x, int64_t(0), symInput("d0")}),
+             "argument 'dim1' must be a concrete int here");
   Value *m = in("m", DType::F32, {3, 5});
   EXPECT_PROTO(one("aten.t.default", {m}), "f32[5, 3]");
   EXPECT_PROTO(one("aten.t_copy.default", {in("v", DType::F32, {7})}), "f32[7]");

@@ -318,7 +318,8 @@ Command makeRunCommand() {
     for (const GraphInput &in : g.inputs())
       (in.isConstant() ? constants : users) += 1;
     std::cout << "graph @" << g.name() << ": " << g.numNodes() << " nodes, " << constants
-              << " constants, " << users << " user inputs (seed " << seed << ")\n";
+              << " constants, " << users << " user input" << (users == 1 ? "" : "s") << " (seed "
+              << seed << ")\n";
     std::size_t k = 0;
     for (const GraphInput &in : g.inputs()) {
       if (in.kind != InputKind::UserInput)

@@ -28,9 +28,15 @@ namespace graft::interp {
 
 namespace {
 
-Expected<Tensor> mul(const Operand &a, const Operand &b) { return binary(BinaryOp::Mul, a, b); }
-Expected<Tensor> sub(const Operand &a, const Operand &b) { return binary(BinaryOp::Sub, a, b); }
-Expected<Tensor> add(const Operand &a, const Operand &b) { return binary(BinaryOp::Add, a, b); }
+Expected<Tensor> mul(const Operand &a, const Operand &b) {
+  return binary(BinaryOp::Mul, a, b);
+}
+Expected<Tensor> sub(const Operand &a, const Operand &b) {
+  return binary(BinaryOp::Sub, a, b);
+}
+Expected<Tensor> add(const Operand &a, const Operand &b) {
+  return binary(BinaryOp::Add, a, b);
+}
 
 Expected<Tensor> rdivOne(const Tensor &t) {
   return mul(unary(UnaryOp::Reciprocal, t), Operand::num(1.0));
@@ -277,11 +283,11 @@ Status perTokenDimCheck(const KernelArgs &a, const Tensor &x, const Tensor &scal
   for (int64_t i = 0; i + 1 < x.rank(); ++i)
     tokens *= x.size(i);
   if (scales.numel() != tokens)
-    return a.error("num_tokens: " + std::to_string(tokens) + " scales: " +
-                   std::to_string(scales.numel()) + " elements");
+    return a.error("num_tokens: " + std::to_string(tokens) +
+                   " scales: " + std::to_string(scales.numel()) + " elements");
   if (zps.numel() != tokens)
-    return a.error("num_tokens: " + std::to_string(tokens) + " zero_points: " +
-                   std::to_string(zps.numel()) + " elements");
+    return a.error("num_tokens: " + std::to_string(tokens) +
+                   " zero_points: " + std::to_string(zps.numel()) + " elements");
   return okStatus();
 }
 
@@ -399,10 +405,11 @@ Results embedding4bit(const KernelArgs &a, bool hasDType) {
   Tensor asInt8(DType::I8, unpacked.sizes(), copy(unpacked).storage());
   GRAFT_TRY(Tensor centered, binary(BinaryOp::Add, asInt8, Operand::integer(-8)));
   DType out = s.dtype();
-  if (hasDType) {
-    // .dtype with dtype=None: upstream's dequantize call would reject None;
-    // the op's fake kernel (what export records) produces f32.
-    out = a.isNone("dtype") ? DType::F32 : a.dtype("dtype");
+  if (hasDType && !a.isNone("dtype")) {
+    // .dtype with dtype=None: upstream's eager dequantize call would reject
+    // None; graft uses the scales' dtype, as the .default overload and the
+    // registry's shape rule do.
+    out = a.dtype("dtype");
   }
   GRAFT_TRY(Tensor dq, dequantPerChannelGroup(a, centered, s, zp, groupSize, out));
   if (!isIntegral(idx.dtype()))

@@ -37,8 +37,9 @@ Kernel divModeKernel() {
     else if (mode == "floor")
       op = BinaryOp::DivFloor;
     else if (!mode.empty())
-      return a.error("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '" +
-                     mode + "'");
+      return a.error(
+          "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '" + mode +
+          "'");
     GRAFT_TRY(Tensor r, binary(op, operand(a, "self"), operand(a, "other")));
     return one(std::move(r));
   };

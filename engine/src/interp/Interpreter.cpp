@@ -125,8 +125,9 @@ std::string matchShape(const Shape &shape, const std::vector<int64_t> &sizes,
     if (!v)
       continue; // depends on a symbol not seen yet
     if (*v != sizes[i])
-      return "dim " + std::to_string(i) + " is " + std::to_string(sizes[i]) + " but the prototype says " +
-             d.str() + (d.isConstant() ? "" : " = " + std::to_string(*v));
+      return "dim " + std::to_string(i) + " is " + std::to_string(sizes[i]) +
+             " but the prototype says " + d.str() +
+             (d.isConstant() ? "" : " = " + std::to_string(*v));
   }
   return {};
 }
@@ -270,8 +271,9 @@ Interpreter::run(const Graph &graph, const std::vector<RuntimeValue> &userInputs
                                    ov->proto().str());
         std::string why = matchShape(ov->proto().shape, t->sizes(), symbols, bindings);
         if (!why.empty())
-          return Diagnostic::error(what + " " + sizesStr(t->sizes()) + " does not match its prototype " +
-                                   ov->proto().str() + ": " + why);
+          return Diagnostic::error(what + " " + sizesStr(t->sizes()) +
+                                   " does not match its prototype " + ov->proto().str() + ": " +
+                                   why);
         break;
       }
       case ValueKind::SymInt:
@@ -408,8 +410,9 @@ makeRandomInputs(const Graph &graph, uint64_t seed,
       else
         s = graph.symbols().evaluate(d, values);
       if (!s)
-        return Diagnostic::error("input %" + v->name() + " " + p.str() + ": cannot choose a size for dim " +
-                                 d.str() + "; give the symbol a value");
+        return Diagnostic::error("input %" + v->name() + " " + p.str() +
+                                 ": cannot choose a size for dim " + d.str() +
+                                 "; give the symbol a value");
       sizes.push_back(std::max<int64_t>(*s, 0));
     }
     if (!isComputable(p.dtype))

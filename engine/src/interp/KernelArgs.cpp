@@ -127,11 +127,13 @@ std::optional<int64_t> KernelArgs::optionalInteger(std::string_view name) const 
   }
   auto d = numberOf(*this, a, a.isValue() ? resolve(a) : nullptr);
   if (d)
-    return static_cast<int64_t>(std::trunc(*d));
+    return interp::truncToInt64(*d);
   return std::nullopt;
 }
 
-double KernelArgs::number(std::string_view name) const { return optionalNumber(name).value_or(0); }
+double KernelArgs::number(std::string_view name) const {
+  return optionalNumber(name).value_or(0);
+}
 
 std::optional<double> KernelArgs::optionalNumber(std::string_view name) const {
   if (!interp::hasArg(*this, name))
@@ -284,6 +286,12 @@ Operand operand(const KernelArgs &args, std::string_view name) {
   if (auto n = optionalNumberArg(args, name))
     return Operand(*n);
   return Operand(Tensor());
+}
+
+std::optional<int64_t> truncToInt64(double value) {
+  if (!(value >= -9.2233720368547758e18 && value < 9.2233720368547758e18))
+    return std::nullopt;
+  return static_cast<int64_t>(std::trunc(value));
 }
 
 std::optional<DType> dtypeFromTorchEnum(int64_t v) {

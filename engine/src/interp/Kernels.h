@@ -23,7 +23,9 @@ namespace graft::interp {
 
 using Results = Expected<std::vector<RuntimeValue>>;
 
-inline Results one(Tensor t) { return std::vector<RuntimeValue>{std::move(t)}; }
+inline Results one(Tensor t) {
+  return std::vector<RuntimeValue>{std::move(t)};
+}
 
 /// Whether the bound schema has an argument called `name` (legacy and
 /// current signatures differ, and so may registry spellings).
@@ -36,6 +38,10 @@ std::string pickArg(const KernelArgs &args, std::initializer_list<std::string_vi
 Operand operand(const KernelArgs &args, std::string_view name);
 /// A Python-number argument (int, float, bool, or a resolved SymInt).
 std::optional<Number> optionalNumberArg(const KernelArgs &args, std::string_view name);
+
+/// A double truncated toward zero to int64, or nullopt for NaN and values
+/// outside int64's range (a plain cast would be undefined behaviour).
+std::optional<int64_t> truncToInt64(double value);
 
 /// torch's ScalarType enum value -> DType (old schemas write defaults such
 /// as `ScalarType output_dtype=6`).

@@ -217,8 +217,7 @@ void registerLinalgKernels(KernelRegistry &r) {
   });
   r.add("aten.mm.default", [](const KernelArgs &a) { return mmKernel(a, "self", "mat2", 2); });
   r.add("aten.bmm.default", [](const KernelArgs &a) { return mmKernel(a, "self", "mat2", 3); });
-  r.add("aten.matmul.default",
-        [](const KernelArgs &a) { return mmKernel(a, "self", "other", 0); });
+  r.add("aten.matmul.default", [](const KernelArgs &a) { return mmKernel(a, "self", "other", 0); });
   r.add("aten.addmm.default", addmmKernel);
   r.add("aten._weight_int8pack_mm.default", weightInt8PackMm);
   r.add("aten.scaled_dot_product_attention.default", sdpaKernel);

@@ -35,8 +35,12 @@ Results constrainRange(const KernelArgs &a, bool forSize) {
     return a.error("Max must be greater than or equal to min. Got min=" + std::to_string(lo) +
                    " max=" + std::to_string(hi));
   int64_t v = size->i;
-  if (size->kind == Number::Kind::Float)
-    v = static_cast<int64_t>(size->f);
+  if (size->kind == Number::Kind::Float) {
+    auto t = truncToInt64(size->f);
+    if (!t)
+      return a.error("size " + std::to_string(size->f) + " is not an integer");
+    v = *t;
+  }
   if (v < lo || v > hi)
     return a.error("Invalid value range for " + std::to_string(v) + " between [" +
                    std::to_string(lo) + ", " + std::to_string(hi) + "].");

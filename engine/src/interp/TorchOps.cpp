@@ -43,10 +43,14 @@ std::optional<DType> promoteOpt(std::optional<DType> a, DType b) {
 }
 
 /// Opmath of a float dtype: float for f16/bf16/f32 (and f8), double for f64.
-bool opmathIsDouble(DType d) { return d == DType::F64; }
+bool opmathIsDouble(DType d) {
+  return d == DType::F64;
+}
 
 /// Whether the dtype stores values we read through getInt (exact int64).
-bool isIntLike(DType d) { return isIntegral(d, /*includeBool=*/true); }
+bool isIntLike(DType d) {
+  return isIntegral(d, /*includeBool=*/true);
+}
 
 double loadDouble(const Tensor &t, int64_t i) {
   if (isIntLike(t.dtype()))
@@ -137,11 +141,9 @@ template <class T> T applyFloat(BinaryOp op, T a, T b, T alpha) {
   case BinaryOp::Pow:
     return powFloat(a, b);
   case BinaryOp::Maximum:
-    return (std::isnan(a) || std::isnan(b)) ? std::numeric_limits<T>::quiet_NaN()
-                                            : std::max(a, b);
+    return (std::isnan(a) || std::isnan(b)) ? std::numeric_limits<T>::quiet_NaN() : std::max(a, b);
   case BinaryOp::Minimum:
-    return (std::isnan(a) || std::isnan(b)) ? std::numeric_limits<T>::quiet_NaN()
-                                            : std::min(a, b);
+    return (std::isnan(a) || std::isnan(b)) ? std::numeric_limits<T>::quiet_NaN() : std::min(a, b);
   case BinaryOp::Lt:
     return a < b;
   case BinaryOp::Le:
@@ -466,7 +468,8 @@ Expected<Tensor> binary(BinaryOp op, const Operand &a, const Operand &b, double 
     }
     case BinaryOp::Shr: {
       // BinaryOpsKernel.cpp rshift: keeps the sign bit for signed types.
-      int64_t bits = static_cast<int64_t>(elementSize(common)) * 8 - (isSignedIntegral(common) ? 1 : 0);
+      int64_t bits =
+          static_cast<int64_t>(elementSize(common)) * 8 - (isSignedIntegral(common) ? 1 : 0);
       int64_t s = (y < 0 || y >= bits) ? bits : y;
       if (isSignedIntegral(common))
         r = x >> s;
@@ -645,8 +648,8 @@ Expected<int64_t> wrapDim(int64_t dim, int64_t rank, const char *what) {
 Expected<Tensor> permute(const Tensor &x, const std::vector<int64_t> &dims) {
   int64_t r = x.rank();
   if (static_cast<int64_t>(dims.size()) != r)
-    return Diagnostic::error("permute: " + std::to_string(dims.size()) + " dims for a tensor of rank " +
-                             std::to_string(r));
+    return Diagnostic::error("permute: " + std::to_string(dims.size()) +
+                             " dims for a tensor of rank " + std::to_string(r));
   std::vector<bool> seen(static_cast<std::size_t>(r), false);
   std::vector<int64_t> sizes, strides;
   for (int64_t d : dims) {
@@ -678,7 +681,8 @@ namespace {
 
 /// ATen's computeStride: strides for viewing `x` as `sizes` without copying,
 /// or nullopt when impossible.
-std::optional<std::vector<int64_t>> viewStrides(const Tensor &x, const std::vector<int64_t> &sizes) {
+std::optional<std::vector<int64_t>> viewStrides(const Tensor &x,
+                                                const std::vector<int64_t> &sizes) {
   const auto &oldSizes = x.sizes();
   const auto &oldStrides = x.strides();
   std::vector<int64_t> newStrides(sizes.size(), 0);
@@ -825,7 +829,8 @@ Expected<Tensor> select(const Tensor &x, int64_t dim, int64_t index) {
 Expected<Tensor> unsqueeze(const Tensor &x, int64_t dim) {
   GRAFT_TRY(int64_t d, wrapDim(dim, x.rank() + 1));
   std::vector<int64_t> sizes = x.sizes(), strides = x.strides();
-  int64_t st = d < x.rank() ? sizes[static_cast<std::size_t>(d)] * strides[static_cast<std::size_t>(d)] : 1;
+  int64_t st =
+      d < x.rank() ? sizes[static_cast<std::size_t>(d)] * strides[static_cast<std::size_t>(d)] : 1;
   sizes.insert(sizes.begin() + d, 1);
   strides.insert(strides.begin() + d, st);
   return Tensor(x.dtype(), sizes, x.storage(), x.offset(), strides);
@@ -854,7 +859,9 @@ Expected<Tensor> squeeze(const Tensor &x, const std::vector<int64_t> &dims) {
   return Tensor(x.dtype(), sizes, x.storage(), x.offset(), strides);
 }
 
-Tensor copy(const Tensor &x) { return x.clone(); }
+Tensor copy(const Tensor &x) {
+  return x.clone();
+}
 
 Expected<Tensor> cat(const std::vector<Tensor> &xs, int64_t dim) {
   // Legacy behaviour: 1-D empty tensors are skipped.
@@ -1064,8 +1071,8 @@ Expected<Tensor> softmax(const Tensor &x, int64_t dim, DType outDType) {
       }
       float inv = 1.0f / sum;
       for (int64_t k = 0; k < len; ++k)
-        po.setDouble(base + k,
-                     castValue(static_cast<float>(buf[static_cast<std::size_t>(k)]) * inv, outDType));
+        po.setDouble(base + k, castValue(static_cast<float>(buf[static_cast<std::size_t>(k)]) * inv,
+                                         outDType));
     }
   }
   return out;

@@ -28,13 +28,23 @@ namespace graft::interp {
 
 namespace {
 
-Expected<Tensor> mul(const Operand &a, const Operand &b) { return binary(BinaryOp::Mul, a, b); }
-Expected<Tensor> sub(const Operand &a, const Operand &b) { return binary(BinaryOp::Sub, a, b); }
-Expected<Tensor> add(const Operand &a, const Operand &b) { return binary(BinaryOp::Add, a, b); }
-Expected<Tensor> div(const Operand &a, const Operand &b) { return binary(BinaryOp::Div, a, b); }
+Expected<Tensor> mul(const Operand &a, const Operand &b) {
+  return binary(BinaryOp::Mul, a, b);
+}
+Expected<Tensor> sub(const Operand &a, const Operand &b) {
+  return binary(BinaryOp::Sub, a, b);
+}
+Expected<Tensor> add(const Operand &a, const Operand &b) {
+  return binary(BinaryOp::Add, a, b);
+}
+Expected<Tensor> div(const Operand &a, const Operand &b) {
+  return binary(BinaryOp::Div, a, b);
+}
 
 /// `1.0 / t` in Python: torch/_tensor.py __rdiv__ is t.reciprocal() * 1.0.
-Expected<Tensor> rdivOne(const Tensor &t) { return mul(unary(UnaryOp::Reciprocal, t), Operand::num(1.0)); }
+Expected<Tensor> rdivOne(const Tensor &t) {
+  return mul(unary(UnaryOp::Reciprocal, t), Operand::num(1.0));
+}
 
 bool isTorchaoFp8(DType d) {
   return d == DType::F8E4M3FN || d == DType::F8E5M2 || d == DType::F8E4M3FNUZ ||
@@ -70,7 +80,9 @@ int64_t fp8Max(DType d) {
   }
 }
 
-Number qnum(int64_t v) { return Number::fromInt(v); }
+Number qnum(int64_t v) {
+  return Number::fromInt(v);
+}
 
 /// The quant range as Python numbers (user-given ones keep their kind).
 struct QRange {
@@ -260,8 +272,8 @@ Results chooseQParamsAffine(const KernelArgs &a) {
     mapping = mapping.substr(dot + 1);
   if (mapping != "SYMMETRIC" && mapping != "SYMMETRIC_NO_CLIPPING_ERR" && mapping != "ASYMMETRIC")
     return a.error("Unsupported mapping type: " + mapping);
-  DType scaleDType = a.isNone("scale_dtype") ? ref.dtype()
-                                             : a.optionalDType("scale_dtype").value_or(ref.dtype());
+  DType scaleDType =
+      a.isNone("scale_dtype") ? ref.dtype() : a.optionalDType("scale_dtype").value_or(ref.dtype());
   std::optional<DType> zpDType;
   if (!a.isNone("zero_point_dtype"))
     zpDType = a.optionalDType("zero_point_dtype");
@@ -388,10 +400,9 @@ Expected<ReductionParams> reductionParams(const std::vector<int64_t> &blockSize,
     int64_t b = blockSize[i], s = inputSize[i];
     if (b != s && b > 1) {
       if (s % b != 0)
-        return Diagnostic::error("Expecting input size at " + std::to_string(i) +
-                                 " dimension: " + std::to_string(s) +
-                                 " to be divisible by block_size at " + std::to_string(i) +
-                                 " dimension: " + std::to_string(b));
+        return Diagnostic::error("Expecting input size at " + std::to_string(i) + " dimension: " +
+                                 std::to_string(s) + " to be divisible by block_size at " +
+                                 std::to_string(i) + " dimension: " + std::to_string(b));
       rp.shapeForReduction.push_back(s / b);
       rp.shapeForReduction.push_back(b);
       rp.reductionDims.push_back(cur + 1);
@@ -423,8 +434,11 @@ Expected<std::pair<int64_t, int64_t>> checkedQuantRange(DType dtype, std::option
   } else {
     return Diagnostic::error("Unsupported dtype: " + std::string(torchName(dtype)));
   }
-  int64_t mn = qmin ? static_cast<int64_t>(std::floor(qmin->toDouble())) : lo;
-  int64_t mx = qmax ? static_cast<int64_t>(std::floor(qmax->toDouble())) : hi;
+  std::optional<int64_t> mnv = qmin ? truncToInt64(std::floor(qmin->toDouble())) : lo;
+  std::optional<int64_t> mxv = qmax ? truncToInt64(std::floor(qmax->toDouble())) : hi;
+  if (!mnv || !mxv)
+    return Diagnostic::error("quant_min/quant_max must be finite integers");
+  int64_t mn = *mnv, mx = *mxv;
   if (mn < lo)
     return Diagnostic::error("quant_min out of bound for dtype, quant_min_lower_bound: " +
                              std::to_string(lo) + " quant_min: " + std::to_string(mn));
@@ -438,8 +452,8 @@ Expected<Tensor> torchaoDequantizeAffine(const Tensor &input, const std::vector<
                                          const Tensor &scale, const Tensor *zeroPoint,
                                          DType inputDType, int64_t quantMin, int64_t quantMax,
                                          DType outputDType) {
-  GRAFT_TRY(auto range, checkedQuantRange(inputDType, Number::fromInt(quantMin),
-                                          Number::fromInt(quantMax)));
+  GRAFT_TRY(auto range,
+            checkedQuantRange(inputDType, Number::fromInt(quantMin), Number::fromInt(quantMax)));
   QRange r{range.first, range.second, qnum(range.first), qnum(range.second)};
   return dequantizeNoCheck(input, blockSize, scale, zeroPoint, r, "INT", false, outputDType);
 }

@@ -12,7 +12,8 @@
 //    activations per token, so comparisons against it need a tolerance).
 //  * embedding_q4gsw: is_linear_weight selects LOW-first (true) or
 //    HIGH-first (false) nibble order; value = nibble - 8; scales [V, groups];
-//    dequantized as int8.float() * scales.float(), result f32.
+//    dequantized as int8.float() * scales.float() in f32, then rounded to
+//    the scales' dtype (the dtype the fused node declares).
 //  * linear_qcs4w: HIGH nibble = even k. The Python reference omits the -8,
 //    but the packing pass stores w + 8 and every shader subtracts 8; graft
 //    implements what the op computes on device: (nibble - 8) * scale[n].
@@ -55,8 +56,8 @@ Expected<Tensor> trimRows(const KernelArgs &a, const Tensor &t, int64_t n, const
 /// .to(int8) - 8, trimmed to `k` columns.
 Expected<Tensor> unpackLowFirst(const KernelArgs &a, const Tensor &w, int64_t k) {
   if (w.rank() != 2 || (w.dtype() != DType::U8 && w.dtype() != DType::I8))
-    return a.error("packed 4-bit weight must be a 2-D uint8 tensor, got " + std::string(name(w.dtype())) +
-                   " of rank " + std::to_string(w.rank()));
+    return a.error("packed 4-bit weight must be a 2-D uint8 tensor, got " +
+                   std::string(name(w.dtype())) + " of rank " + std::to_string(w.rank()));
   GRAFT_TRY(Tensor low, binary(BinaryOp::BitAnd, w, Operand::integer(0x0F)));
   GRAFT_TRY(Tensor sh, binary(BinaryOp::Shr, w, Operand::integer(4)));
   GRAFT_TRY(Tensor high, binary(BinaryOp::BitAnd, sh, Operand::integer(0x0F)));
@@ -64,7 +65,8 @@ Expected<Tensor> unpackLowFirst(const KernelArgs &a, const Tensor &w, int64_t k)
   GRAFT_TRY(Tensor u, reshape(st, {w.size(0), -1}));
   GRAFT_TRY(Tensor centered, binary(BinaryOp::Sub, u.to(DType::I8), Operand::integer(8)));
   if (k > centered.size(1))
-    return a.error("input has " + std::to_string(k) + " features but the packed weight holds only " +
+    return a.error("input has " + std::to_string(k) +
+                   " features but the packed weight holds only " +
                    std::to_string(centered.size(1)));
   if (k == centered.size(1))
     return centered;
@@ -83,7 +85,8 @@ Results linearQ4gsw(const KernelArgs &a, const char *xName) {
   if (groupSize <= 0)
     return a.error("group_size must be positive");
   if (scales.rank() != 2)
-    return a.error("weight_scales must be 2-D [groups, N], got rank " + std::to_string(scales.rank()));
+    return a.error("weight_scales must be 2-D [groups, N], got rank " +
+                   std::to_string(scales.rank()));
   int64_t K = x.size(-1), N = w.size(0);
   GRAFT_TRY(Tensor wq, unpackLowFirst(a, w, K));
   GRAFT_TRY(Tensor st, transpose(scales, 0, 1));
@@ -121,7 +124,8 @@ Results linearQcs4w(const KernelArgs &a) {
   GRAFT_TRY(Tensor s, reshape(s0, {N, 1}));
   GRAFT_TRY(Tensor dq, binary(BinaryOp::Mul, wq, s));
   if (x.rank() == 0 || x.size(-1) != dq.size(1))
-    return a.error("input features do not match the unpacked weight's " + std::to_string(dq.size(1)));
+    return a.error("input features do not match the unpacked weight's " +
+                   std::to_string(dq.size(1)));
   GRAFT_TRY(Tensor out, linearAs(x, dq.to(DType::F32), std::nullopt));
   return one(out);
 }
@@ -197,7 +201,10 @@ Results embeddingQ4gsw(const KernelArgs &a) {
   GRAFT_TRY(Tensor table, reshape(*dq, {V, -1}));
   std::vector<int64_t> outSizes = idx.sizes();
   outSizes.push_back(D);
-  Tensor out = Tensor::empty(DType::F32, outSizes);
+  // Upstream's reference returns the f32 product; the fused node keeps the
+  // replaced embedding's dtype, which graft declares as the scales' dtype.
+  // Round the f32 values to it (a no-op for f32 scales).
+  Tensor out = Tensor::empty(scales.dtype(), outSizes);
   Tensor tc = table.contiguous();
   for (int64_t i = 0, n = idx.numel(); i < n; ++i) {
     int64_t row = idx.getInt(i);

@@ -151,7 +151,7 @@ private:
         }
       });
       for (const auto &[v, count] : operandCounts) {
-        auto uses = std::count(v->users().begin(), v->users().end(), &n);
+        auto uses = recordedUses(v, &n);
         if (uses != count)
           reportNode(n,
                      "operand %" + v->name() + " is used " + std::to_string(count) +
@@ -173,6 +173,20 @@ private:
       seen.insert(&n);
       checkSchema(n);
     }
+  }
+
+  /// How often `v`'s use list names `user`. Built once per value so values
+  /// with thousands of users (a shared sym_size) stay linear.
+  long recordedUses(const Value *v, const Node *user) {
+    auto it = useCounts_.find(v);
+    if (it == useCounts_.end()) {
+      std::unordered_map<const Node *, long> counts;
+      for (const Node *u : v->users())
+        ++counts[u];
+      it = useCounts_.emplace(v, std::move(counts)).first;
+    }
+    auto c = it->second.find(user);
+    return c == it->second.end() ? 0 : c->second;
   }
 
   bool nodeInGraph(const Node *node) {
@@ -202,6 +216,7 @@ private:
                  "result-count");
       return;
     }
+    bool kindsOk = true;
     for (unsigned i = 0; i < n.numOutputs() && !listReturn; ++i) {
       const SchemaType &t = schema->returns[i].type;
       ValueKind expected = expectedKind(t);
@@ -209,6 +224,7 @@ private:
       // A Scalar return is whichever symbolic scalar the value holds.
       bool ok = t.base == SchemaType::Base::Scalar ? actual != ValueKind::Tensor
                                                      : actual == expected;
+      kindsOk &= ok;
       if (!ok)
         reportNode(n,
                    "result %" + n.output(i)->name() + " is a " +
@@ -216,8 +232,8 @@ private:
                        t.str(),
                    "result-kind");
     }
-    if (!options_.checkInference || schema->inferRule.empty())
-      return;
+    if (!kindsOk || !options_.checkInference || schema->inferRule.empty())
+      return; // a kind mismatch is already reported; inference would repeat it
     auto inferred = inferResults(n, graph_.symbols());
     if (!inferred) {
       for (const Diagnostic &d : inferred.diags())
@@ -315,6 +331,7 @@ private:
   std::vector<Diagnostic> diags_;
   std::unordered_set<const Value *> defined_;
   std::unordered_set<const Node *> nodeSet_;
+  std::unordered_map<const Value *, std::unordered_map<const Node *, long>> useCounts_;
 };
 
 } // namespace

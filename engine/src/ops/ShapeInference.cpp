@@ -312,5 +312,26 @@ Expected<int64_t> checkedDim(const InferContext &ctx, int64_t dim, int64_t rank,
   return d;
 }
 
+Expected<int64_t> intArg(const InferContext &ctx, const char *name) {
+  const Argument &a = ctx.arg(name);
+  if (!a.isInt())
+    return ctx.error(std::string("argument '") + name + "' must be a concrete int here, got " +
+                     std::string(graft::name(a.kind())));
+  return a.integer();
+}
+
+Expected<bool> boolArg(const InferContext &ctx, const char *name) {
+  const Argument &a = ctx.arg(name);
+  if (!a.isBool())
+    return ctx.error(std::string("argument '") + name + "' must be a concrete bool here, got " +
+                     std::string(graft::name(a.kind())));
+  return a.boolean();
+}
+
+Expected<int64_t> dimArg(const InferContext &ctx, const char *name, int64_t rank) {
+  GRAFT_TRY(int64_t d, intArg(ctx, name));
+  return checkedDim(ctx, d, rank, name);
+}
+
 } // namespace infer
 } // namespace graft

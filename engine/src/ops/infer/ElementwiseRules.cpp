@@ -105,11 +105,15 @@ Results floatOnly(const InferContext &ctx) {
 
 Results softmaxRule(const InferContext &ctx) {
   const TensorProto &t = ctx.tensor("self");
-  GRAFT_CHECK_OK(checkedDim(ctx, ctx.arg("dim").integer(), t.rank()));
+  GRAFT_CHECK_OK(dimArg(ctx, "dim", t.rank()));
   DType dt = t.dtype;
   if (auto d = ctx.dtype("dtype"))
     dt = *d;
-  if (ctx.args.has("half_to_float") && ctx.arg("half_to_float").boolean()) {
+  bool halfToFloat = false;
+  if (ctx.args.has("half_to_float")) {
+    GRAFT_TRY(halfToFloat, boolArg(ctx, "half_to_float"));
+  }
+  if (halfToFloat) {
     if (t.dtype != DType::F16 && t.dtype != DType::BF16)
       return ctx.error("half_to_float=True needs a half-precision input, got " +
                        std::string(name(t.dtype)));

@@ -56,6 +56,13 @@ private:
 /// The dtype torch uses for float results of integer inputs (torch.get_default_dtype()).
 inline constexpr DType kDefaultFloat = DType::F32;
 
+/// A concrete int / bool argument. `int` and `bool` parameters also accept
+/// symbolic values, which rules that need the value reject with a diagnostic.
+Expected<int64_t> intArg(const InferContext &ctx, const char *name);
+Expected<bool> boolArg(const InferContext &ctx, const char *name);
+/// The normalized dim given by int argument `name`, checked against `rank`.
+Expected<int64_t> dimArg(const InferContext &ctx, const char *name, int64_t rank);
+
 /// Normalizes a dim argument against `rank`, or returns an error diagnostic.
 Expected<int64_t> checkedDim(const InferContext &ctx, int64_t dim, int64_t rank,
                              const char *what = "dim");

@@ -126,7 +126,10 @@ Results chooseQparamsAffine(const InferContext &ctx) {
   auto target = ctx.dtype("target_dtype");
   if (!target || !integerBounds(*target))
     return ctx.error("target_dtype must be an integer quantization dtype");
-  bool keepdim = ctx.args.has("keepdim") && ctx.arg("keepdim").boolean();
+  bool keepdim = false;
+  if (ctx.args.has("keepdim")) {
+    GRAFT_TRY(keepdim, boolArg(ctx, "keepdim"));
+  }
   Shape kept, full;
   bool anyReduced = false;
   for (std::size_t i = 0; i < bs.size(); ++i) {
@@ -187,7 +190,7 @@ Results qdQuantize(const InferContext &ctx) {
   if (ctx.args.has("group_size") && x.rank() != 2)
     return ctx.error("per-channel-group quantization needs a 2-D input, got " + shapeStr(x.shape));
   if (ctx.args.has("axis")) {
-    GRAFT_CHECK_OK(checkedDim(ctx, ctx.arg("axis").integer(), x.rank(), "axis"));
+    GRAFT_CHECK_OK(dimArg(ctx, "axis", x.rank()));
   }
   return one(tensorResult(*dt, x.shape, &x));
 }
@@ -212,7 +215,7 @@ Results qdDequantize(const InferContext &ctx) {
     return ctx.error("per-channel-group dequantization needs a 2-D input, got " +
                      shapeStr(x.shape));
   if (ctx.args.has("axis")) {
-    GRAFT_CHECK_OK(checkedDim(ctx, ctx.arg("axis").integer(), x.rank(), "axis"));
+    GRAFT_CHECK_OK(dimArg(ctx, "axis", x.rank()));
   }
   return one(tensorResult(out, x.shape, &x));
 }
@@ -245,7 +248,9 @@ Results embedding4bit(const InferContext &ctx) {
     return ctx.error("weight_scales must be f32, f16 or bf16, got " + dtName(s.dtype));
   if (const TensorProto *zp = ctx.optionalTensor("weight_zero_points"); zp && zp->dtype != s.dtype)
     return ctx.error("weight_zero_points must have the scales' dtype " + dtName(s.dtype));
-  if (ctx.arg("weight_quant_min").integer() != -8 || ctx.arg("weight_quant_max").integer() != 7)
+  GRAFT_TRY(int64_t qmin, intArg(ctx, "weight_quant_min"));
+  GRAFT_TRY(int64_t qmax, intArg(ctx, "weight_quant_max"));
+  if (qmin != -8 || qmax != 7)
     return ctx.error("embedding_4bit expects weight_quant_min == -8 and weight_quant_max == 7");
   if (idx.dtype != DType::I64 && idx.dtype != DType::I32)
     return ctx.error("indices must be int32 or int64, got " + dtName(idx.dtype));
@@ -283,7 +288,7 @@ Results vkLinear(const InferContext &ctx, const char *inputName, const char *wei
     return ctx.error(std::string(inputName) + " " + shapeStr(x.shape) + " has K = " + k.str() +
                      " but " + weightName + " " + shapeStr(w.shape) + " holds K = " + wk.str());
   if (ctx.args.has("group_size")) {
-    int64_t g = ctx.arg("group_size").integer();
+    GRAFT_TRY(int64_t g, intArg(ctx, "group_size"));
     if (g <= 0 || (k.isConstant() && k.constant() % g != 0))
       return ctx.error("group_size " + std::to_string(g) +
                        " must be positive and divide K = " + k.str());
@@ -305,7 +310,7 @@ Results vkEmbedding(const InferContext &ctx) {
   if (idx.dtype != DType::I64 && idx.dtype != DType::I32)
     return ctx.error("indices must be int32 or int64, got " + dtName(idx.dtype));
   Dim d = w.shape[1] * 2;
-  int64_t g = ctx.arg("group_size").integer();
+  GRAFT_TRY(int64_t g, intArg(ctx, "group_size"));
   if (g <= 0 || (d.isConstant() && d.constant() % g != 0))
     return ctx.error("group_size " + std::to_string(g) +
                      " must be positive and divide D = " + d.str());

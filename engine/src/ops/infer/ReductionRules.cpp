@@ -16,13 +16,13 @@ enum class Kind { Sum, Mean, MinMax };
 
 Results reduce(const InferContext &ctx, Kind kind) {
   const TensorProto &t = ctx.tensor("self");
-  const Argument &dimArg = ctx.arg("dim");
+  const Argument &dimList = ctx.arg("dim");
   std::vector<bool> reduced(static_cast<std::size_t>(t.rank()), false);
-  bool all = dimArg.isNone() || (dimArg.isList() && dimArg.list().empty());
+  bool all = dimList.isNone() || (dimList.isList() && dimList.list().empty());
   if (all) {
     reduced.assign(reduced.size(), true);
   } else {
-    auto dims = dimArg.intList();
+    auto dims = dimList.intList();
     if (!dims)
       return ctx.error("dim must be a list of ints");
     for (int64_t d : *dims) {
@@ -35,7 +35,7 @@ Results reduce(const InferContext &ctx, Kind kind) {
       reduced[static_cast<std::size_t>(n)] = true;
     }
   }
-  bool keepdim = ctx.arg("keepdim").isBool() && ctx.arg("keepdim").boolean();
+  GRAFT_TRY(bool keepdim, boolArg(ctx, "keepdim"));
   Shape out;
   for (std::size_t i = 0; i < t.shape.size(); ++i) {
     if (!reduced[i])

@@ -137,8 +137,8 @@ Results transposeRule(const InferContext &ctx) {
   Shape out = t.shape;
   if (t.rank() == 0)
     return one(tensorResult(t.dtype, out, &t));
-  GRAFT_TRY(int64_t a, checkedDim(ctx, ctx.arg("dim0").integer(), t.rank(), "dim0"));
-  GRAFT_TRY(int64_t b, checkedDim(ctx, ctx.arg("dim1").integer(), t.rank(), "dim1"));
+  GRAFT_TRY(int64_t a, dimArg(ctx, "dim0", t.rank()));
+  GRAFT_TRY(int64_t b, dimArg(ctx, "dim1", t.rank()));
   std::swap(out[static_cast<std::size_t>(a)], out[static_cast<std::size_t>(b)]);
   return one(tensorResult(t.dtype, out, &t));
 }
@@ -154,7 +154,7 @@ Results tRule(const InferContext &ctx) {
 
 Results unsqueezeRule(const InferContext &ctx) {
   const TensorProto &t = ctx.tensor("self");
-  int64_t d = ctx.arg("dim").integer();
+  GRAFT_TRY(int64_t d, intArg(ctx, "dim"));
   int64_t n = d < 0 ? d + t.rank() + 1 : d;
   if (n < 0 || n > t.rank())
     return ctx.error("dim " + std::to_string(d) + " is out of range for unsqueeze of rank " +
@@ -275,7 +275,7 @@ Results sliceRule(const InferContext &ctx) {
   const TensorProto &t = ctx.tensor("self");
   if (t.rank() == 0)
     return ctx.error("slice() cannot be applied to a 0-dim tensor");
-  GRAFT_TRY(int64_t d, checkedDim(ctx, ctx.arg("dim").integer(), t.rank()));
+  GRAFT_TRY(int64_t d, dimArg(ctx, "dim", t.rank()));
   const Dim &size = t.shape[static_cast<std::size_t>(d)];
   auto step = ctx.dim("step");
   if (!step || !step->isConstant() || step->constant() <= 0)
@@ -303,7 +303,7 @@ Results selectRule(const InferContext &ctx) {
   const TensorProto &t = ctx.tensor("self");
   if (t.rank() == 0)
     return ctx.error("select() cannot be applied to a 0-dim tensor");
-  GRAFT_TRY(int64_t d, checkedDim(ctx, ctx.arg("dim").integer(), t.rank()));
+  GRAFT_TRY(int64_t d, dimArg(ctx, "dim", t.rank()));
   const Dim &size = t.shape[static_cast<std::size_t>(d)];
   auto idx = ctx.dim("index");
   if (idx && idx->isConstant() && size.isConstant()) {
@@ -340,7 +340,7 @@ Results catRule(const InferContext &ctx) {
     return one(tensorResult(dt, ts[0]->shape, ts[0]));
   if (ref->rank() == 0)
     return ctx.error("zero-dimensional tensors cannot be concatenated");
-  GRAFT_TRY(int64_t d, checkedDim(ctx, ctx.arg("dim").integer(), ref->rank()));
+  GRAFT_TRY(int64_t d, dimArg(ctx, "dim", ref->rank()));
   Shape out = ref->shape;
   Dim total(0);
   for (std::size_t i = 0; i < ts.size(); ++i) {
@@ -366,7 +366,7 @@ Results catRule(const InferContext &ctx) {
 
 Results symSizeRule(const InferContext &ctx) {
   const TensorProto &t = ctx.tensor("self");
-  GRAFT_CHECK_OK(checkedDim(ctx, ctx.arg("dim").integer(), t.rank()));
+  GRAFT_CHECK_OK(dimArg(ctx, "dim", t.rank()));
   InferredResult r;
   r.kind = ValueKind::SymInt;
   return one(std::move(r));
@@ -390,7 +390,7 @@ Results selectAsSymIntRule(const InferContext &ctx) {
   const TensorProto &t = ctx.tensor("x");
   if (t.rank() == 0)
     return ctx.error("select() cannot be applied to a 0-dim tensor");
-  GRAFT_CHECK_OK(checkedDim(ctx, ctx.arg("dim").integer(), t.rank()));
+  GRAFT_CHECK_OK(dimArg(ctx, "dim", t.rank()));
   if (!isIntegral(t.dtype))
     return ctx.error("x must be an integer tensor, got " + std::string(name(t.dtype)));
   InferredResult r;

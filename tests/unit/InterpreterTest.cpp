@@ -1,0 +1,301 @@
+//===- InterpreterTest.cpp - Interpreter diagnostics and random inputs ----===//
+//
+// Errors must name the node (or input) at fault: unknown ops, constants
+// without data, failed runtime assertions, results that disagree with their
+// declared prototypes (dtype, concrete and symbolic dims). Random inputs are
+// deterministic per seed and respect index bounds and symbol ranges.
+//
+//===----------------------------------------------------------------------===//
+#include "graft/interp/Interpreter.h"
+#include "graft/ir/Graph.h"
+#include "graft/ops/OpRegistry.h"
+
+#include <gtest/gtest.h>
+
+using namespace graft;
+
+namespace {
+
+/// Builds a small graph through the Graph API, binds it to the builtin op
+/// registry and runs it on the reference interpreter.
+class TestGraph {
+public:
+  Graph g;
+  std::vector<RuntimeValue> inputs;
+
+  Value *input(const std::string &name, const Tensor &t) {
+    Value *v = g.addInput(InputKind::UserInput, name, t.proto());
+    inputs.emplace_back(t);
+    return v;
+  }
+  Value *constant(const std::string &name, const Tensor &t) {
+    Value *v = g.addInput(InputKind::Parameter, name, t.proto(), name);
+    g.inputs().back().setData(t, InlineInit{});
+    return v;
+  }
+  Value *op(const std::string &target, std::vector<Argument> args,
+            std::vector<std::pair<std::string, Argument>> kwargs, DType dtype,
+            std::vector<int64_t> sizes) {
+    return opN(target, std::move(args), std::move(kwargs), {{dtype, std::move(sizes)}})[0];
+  }
+  std::vector<Value *> opN(const std::string &target, std::vector<Argument> args,
+                           std::vector<std::pair<std::string, Argument>> kwargs,
+                           std::vector<std::pair<DType, std::vector<int64_t>>> results) {
+    std::vector<Graph::ResultSpec> specs;
+    for (auto &[d, s] : results) {
+      Shape shape(s.begin(), s.end());
+      specs.push_back({"", ValueKind::Tensor, TensorProto(d, shape)});
+    }
+    Node *n = g.createNode(target, std::move(args), std::move(kwargs), std::move(specs));
+    return n->outputs();
+  }
+  Expected<std::vector<RuntimeValue>> run(std::vector<Value *> outs) {
+    for (Value *o : outs)
+      g.addOutput(o);
+    OpRegistry::builtin().bind(g);
+    return Interpreter().run(g, inputs);
+  }
+  /// Runs and returns the single tensor output (fails the test on error).
+  Tensor run1(Value *out) {
+    auto r = run({out});
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : render(r.diags()));
+    if (!r.ok())
+      return Tensor();
+    return std::get<Tensor>((*r)[0]);
+  }
+};
+
+std::vector<double> values(const Tensor &t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numel(); ++i)
+    v.push_back(t.getDouble(i));
+  return v;
+}
+
+Tensor f32(std::vector<int64_t> sizes, std::vector<double> v) {
+  return Tensor::fromDoubles(DType::F32, std::move(sizes), v);
+}
+
+std::string firstError(const Expected<std::vector<RuntimeValue>> &r) {
+  return r.ok() ? std::string("<no error>") : r.diags()[0].message;
+}
+
+TEST(Interpreter, UnknownOpNamesTheNode) {
+  TestGraph t;
+  Value *x = t.input("x", f32({2}, {1, 2}));
+  Value *y = t.op("foo.bar.default", {x}, {}, DType::F32, {2});
+  auto r = t.run({y});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(firstError(r), "node %" + y->name() +
+                               ": no reference kernel for op 'foo.bar.default' (the op is not "
+                               "registered)");
+}
+
+TEST(Interpreter, MissingConstantDataNamesTheFqn) {
+  TestGraph t;
+  Value *x = t.input("x", f32({2}, {1, 2}));
+  Value *w = t.g.addInput(InputKind::Parameter, "w", TensorProto(DType::F32, {2}),
+                          "layers.0.attention.wq.weight");
+  Value *y = t.op("aten.add.Tensor", {x, w}, {}, DType::F32, {2});
+  auto r = t.run({y});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(firstError(r).find("layers.0.attention.wq.weight"), std::string::npos) << firstError(r);
+  EXPECT_NE(firstError(r).find("has no data"), std::string::npos) << firstError(r);
+}
+
+TEST(Interpreter, FailedAssertScalarIsAUserError) {
+  TestGraph t;
+  Value *x = t.input("x", Tensor::fromInts(DType::I64, {}, {0}));
+  Node *item = t.g.createNode("aten._local_scalar_dense.default", {x}, {},
+                              {{"u0", ValueKind::SymInt, TensorProto()}});
+  t.g.createNode("aten._assert_scalar.default",
+                 {item->output(), "Runtime assertion failed for expression u0 >= 1"}, {}, {});
+  auto r = t.run({item->output()});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.diags()[0].kind, DiagKind::User);
+  EXPECT_EQ(firstError(r), "node #1 (aten._assert_scalar.default): assertion failed: Runtime "
+                           "assertion failed for expression u0 >= 1");
+}
+
+TEST(Interpreter, ConstrainRangeViolation) {
+  TestGraph t;
+  Value *x = t.input("x", Tensor::fromInts(DType::I64, {}, {500}));
+  Node *item = t.g.createNode("aten._local_scalar_dense.default", {x}, {},
+                              {{"u0", ValueKind::SymInt, TensorProto()}});
+  t.g.createNode("aten.sym_constrain_range_for_size.default", {item->output()},
+                 {{"max", int64_t(100)}}, {});
+  auto r = t.run({item->output()});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(firstError(r), "node #1 (aten.sym_constrain_range_for_size.default): Invalid value "
+                           "range for 500 between [0, 100].");
+}
+
+TEST(Interpreter, ResultShapeMismatchNamesNodeAndPrototype) {
+  TestGraph t;
+  Value *x = t.input("x", f32({2}, {1, 2}));
+  Value *y = t.op("aten.neg.default", {x}, {}, DType::F32, {3});
+  auto r = t.run({y});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(firstError(r), "node %" + y->name() + " (aten.neg.default): result %" + y->name() +
+                               " [2] does not match its prototype f32[3]: dim 0 is 2 but the "
+                               "prototype says 3");
+}
+
+TEST(Interpreter, ResultDTypeMismatch) {
+  TestGraph t;
+  Value *x = t.input("x", f32({2}, {1, 2}));
+  Value *y = t.op("aten.neg.default", {x}, {}, DType::F16, {2});
+  auto r = t.run({y});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(firstError(r).find("is f32[2] but its prototype is f16[2]"), std::string::npos)
+      << firstError(r);
+  // With checking off, the same graph runs.
+  t.g.renumber();
+  auto unchecked = Interpreter(InterpreterOptions{false}).run(t.g, t.inputs);
+  EXPECT_TRUE(unchecked.ok());
+}
+
+TEST(Interpreter, SymbolicDimsBindOnFirstSight) {
+  Graph g;
+  g.symbols().declare("s0", SymbolRange{2, 64});
+  Value *x = g.addInput(InputKind::UserInput, "x", TensorProto(DType::F32, {Dim::symbol("s0"), 2}));
+  Node *ok =
+      g.createNode("aten.neg.default", {x}, {},
+                   {{"y", ValueKind::Tensor, TensorProto(DType::F32, {Dim::symbol("s0"), 2})}});
+  Node *cat =
+      g.createNode("aten.cat.default", {Argument::List{x, x}, int64_t(0)}, {},
+                   {{"z", ValueKind::Tensor, TensorProto(DType::F32, {Dim::symbol("s0") * 2, 2})}});
+  g.addOutput(ok->output());
+  g.addOutput(cat->output());
+  OpRegistry::builtin().bind(g);
+  Tensor in = f32({3, 2}, {1, 2, 3, 4, 5, 6});
+  auto r = Interpreter().run(g, {in});
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  EXPECT_EQ(std::get<Tensor>((*r)[1]).sizes(), (std::vector<int64_t>{6, 2}));
+
+  // A result that contradicts the binding s0 = 3 is reported.
+  Graph h;
+  h.symbols().declare("s0", SymbolRange{2, 64});
+  Value *hx =
+      h.addInput(InputKind::UserInput, "x", TensorProto(DType::F32, {Dim::symbol("s0"), 2}));
+  Node *bad =
+      h.createNode("aten.cat.default", {Argument::List{hx, hx}, int64_t(0)}, {},
+                   {{"z", ValueKind::Tensor, TensorProto(DType::F32, {Dim::symbol("s0") + 1, 2})}});
+  h.addOutput(bad->output());
+  OpRegistry::builtin().bind(h);
+  auto r2 = Interpreter().run(h, {in});
+  ASSERT_FALSE(r2.ok());
+  EXPECT_NE(firstError(r2).find("node %z (aten.cat.default)"), std::string::npos) << firstError(r2);
+  EXPECT_NE(firstError(r2).find("dim 0 is 6 but the prototype says s0+1 = 4"), std::string::npos)
+      << firstError(r2);
+
+  // An input outside the symbol's range is rejected at the input.
+  auto r3 = Interpreter().run(h, {f32({1, 2}, {1, 2})});
+  ASSERT_FALSE(r3.ok());
+  EXPECT_NE(firstError(r3).find("input %x"), std::string::npos) << firstError(r3);
+  EXPECT_NE(firstError(r3).find("outside the range of symbol s0"), std::string::npos)
+      << firstError(r3);
+}
+
+TEST(Interpreter, BadUserInputs) {
+  TestGraph t;
+  Value *x = t.input("x", f32({2}, {1, 2}));
+  Value *y = t.op("aten.neg.default", {x}, {}, DType::F32, {2});
+  t.g.addOutput(y);
+  OpRegistry::builtin().bind(t.g);
+  auto none = Interpreter().run(t.g, {});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(firstError(none).find("has 1 user inputs but 0 were given"), std::string::npos);
+  auto wrong = Interpreter().run(t.g, {Tensor::fromInts(DType::I32, {2}, {1, 2})});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(firstError(wrong), "input %x expects dtype f32, got i32");
+}
+
+TEST(Interpreter, KernelErrorsNameTheNode) {
+  TestGraph t;
+  Value *x = t.input("x", f32({2, 3}, {1, 2, 3, 4, 5, 6}));
+  Value *y = t.input("y", f32({4}, {1, 2, 3, 4}));
+  Value *z = t.op("aten.add.Tensor", {x, y}, {}, DType::F32, {2, 3});
+  auto r = t.run({z});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(firstError(r),
+            "node %" + z->name() + " (aten.add.Tensor): shapes [2, 3] and [4] do not broadcast");
+}
+
+TEST(Interpreter, OutputsInOrderIncludingInputsAndMutations) {
+  TestGraph t;
+  Value *x = t.input("x", f32({1}, {2}));
+  Value *y = t.op("aten.neg.default", {x}, {}, DType::F32, {1});
+  t.g.addOutput(y);
+  t.g.addOutput(x, OutputKind::BufferMutation, "cache");
+  OpRegistry::builtin().bind(t.g);
+  auto r = Interpreter().run(t.g, t.inputs);
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ(values(std::get<Tensor>((*r)[0])), (std::vector<double>{-2}));
+  EXPECT_EQ(values(std::get<Tensor>((*r)[1])), (std::vector<double>{2}));
+}
+
+TEST(Interpreter, RandomInputsAreDeterministic) {
+  Graph g;
+  g.symbols().declare("s0", SymbolRange{3, 16});
+  Value *w = g.addInput(InputKind::Parameter, "w", TensorProto(DType::F32, {5, 4}), "emb.weight");
+  g.inputs().back().setData(Tensor::empty(DType::F32, {5, 4}), FullInit{0});
+  Value *tok = g.addInput(InputKind::UserInput, "tok", TensorProto(DType::I64, {1, 64}));
+  Value *x =
+      g.addInput(InputKind::UserInput, "x", TensorProto(DType::BF16, {Dim::symbol("s0"), 8}));
+  Node *e = g.createNode("aten.embedding.default", {w, tok}, {},
+                         {{"e", ValueKind::Tensor, TensorProto(DType::F32, {1, 64, 4})}});
+  g.addOutput(e->output());
+  g.addOutput(x);
+  auto a = makeRandomInputs(g, 42);
+  auto b = makeRandomInputs(g, 42);
+  auto c = makeRandomInputs(g, 43);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  const Tensor &ta = std::get<Tensor>((*a)[0]);
+  EXPECT_TRUE(ta.equal(std::get<Tensor>((*b)[0])));
+  EXPECT_TRUE(std::get<Tensor>((*a)[1]).equal(std::get<Tensor>((*b)[1])));
+  EXPECT_FALSE(std::get<Tensor>((*a)[1]).equal(std::get<Tensor>((*c)[1])));
+  // Token ids stay below the embedding's vocab (5) and cover more than one id.
+  int64_t maxId = 0, minId = 5;
+  for (int64_t i = 0; i < ta.numel(); ++i) {
+    maxId = std::max(maxId, ta.getInt(i));
+    minId = std::min(minId, ta.getInt(i));
+  }
+  EXPECT_LT(maxId, 5);
+  EXPECT_GE(minId, 0);
+  EXPECT_GT(maxId, minId);
+  // s0 takes its range minimum (3); floats lie in [-1, 1).
+  const Tensor &tx = std::get<Tensor>((*a)[1]);
+  EXPECT_EQ(tx.sizes(), (std::vector<int64_t>{3, 8}));
+  for (int64_t i = 0; i < tx.numel(); ++i) {
+    EXPECT_GE(tx.getDouble(i), -1.0);
+    EXPECT_LT(tx.getDouble(i), 1.0);
+  }
+  // An explicit symbol value wins, and the inputs run.
+  auto d = makeRandomInputs(g, 42, {{"s0", 5}});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(std::get<Tensor>((*d)[1]).sizes(), (std::vector<int64_t>{5, 8}));
+  OpRegistry::builtin().bind(g);
+  auto r = Interpreter().run(g, *d);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : render(r.diags()));
+}
+
+TEST(Interpreter, StrOfRuntimeValues) {
+  EXPECT_EQ(str(RuntimeValue(int64_t(7))), "7");
+  EXPECT_EQ(str(RuntimeValue(true)), "true");
+  EXPECT_EQ(str(RuntimeValue(0.5)), "0.5");
+  EXPECT_EQ(str(RuntimeValue(Tensor::fromInts(DType::I8, {2}, {1, -2}))), "i8[2] {1, -2}");
+}
+
+TEST(Interpreter, EveryRegisteredOpHasAKernel) {
+  // The registry's ops and the interpreter's kernels are declared in two
+  // places; keep them in sync.
+  const KernelRegistry &k = KernelRegistry::builtin();
+  for (const OpSchema *s : OpRegistry::builtin().all()) {
+    std::string kernel = s->kernel.empty() ? s->qualifiedName() : s->kernel;
+    EXPECT_NE(k.find(kernel), nullptr) << "no reference kernel for " << s->qualifiedName();
+  }
+}
+
+} // namespace

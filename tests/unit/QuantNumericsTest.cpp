@@ -1,0 +1,663 @@
+//===- QuantNumericsTest.cpp - Golden tests of the quantization primitives -===//
+//
+// Every expected value is a literal worked out by hand (the arithmetic is in
+// the comment next to it), following the upstream Python each kernel
+// transcribes (torchao quant_primitives.py, torch _decomposed.py, ExecuTorch
+// _quant_patterns_and_replacements.py and backends/vulkan/custom_ops_lib.py).
+// Each op runs through the real Interpreter on a small graph built with the
+// Graph API and bound to the builtin op registry.
+//
+//===----------------------------------------------------------------------===//
+#include "graft/interp/Interpreter.h"
+#include "graft/ir/Graph.h"
+#include "graft/ops/OpRegistry.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+
+using namespace graft;
+
+namespace {
+
+/// Builds a small graph through the Graph API, binds it to the builtin op
+/// registry and runs it on the reference interpreter.
+class TestGraph {
+public:
+  Graph g;
+  std::vector<RuntimeValue> inputs;
+
+  Value *input(const std::string &name, const Tensor &t) {
+    Value *v = g.addInput(InputKind::UserInput, name, t.proto());
+    inputs.emplace_back(t);
+    return v;
+  }
+  Value *constant(const std::string &name, const Tensor &t) {
+    Value *v = g.addInput(InputKind::Parameter, name, t.proto(), name);
+    g.inputs().back().setData(t, InlineInit{});
+    return v;
+  }
+  Value *op(const std::string &target, std::vector<Argument> args,
+            std::vector<std::pair<std::string, Argument>> kwargs, DType dtype,
+            std::vector<int64_t> sizes) {
+    return opN(target, std::move(args), std::move(kwargs), {{dtype, std::move(sizes)}})[0];
+  }
+  std::vector<Value *> opN(const std::string &target, std::vector<Argument> args,
+                           std::vector<std::pair<std::string, Argument>> kwargs,
+                           std::vector<std::pair<DType, std::vector<int64_t>>> results) {
+    std::vector<Graph::ResultSpec> specs;
+    for (auto &[d, s] : results) {
+      Shape shape(s.begin(), s.end());
+      specs.push_back({"", ValueKind::Tensor, TensorProto(d, shape)});
+    }
+    Node *n = g.createNode(target, std::move(args), std::move(kwargs), std::move(specs));
+    return n->outputs();
+  }
+  Expected<std::vector<RuntimeValue>> run(std::vector<Value *> outs) {
+    for (Value *o : outs)
+      g.addOutput(o);
+    OpRegistry::builtin().bind(g);
+    return Interpreter().run(g, inputs);
+  }
+  /// Runs and returns the single tensor output (fails the test on error).
+  Tensor run1(Value *out) {
+    auto r = run({out});
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : render(r.diags()));
+    if (!r.ok())
+      return Tensor();
+    return std::get<Tensor>((*r)[0]);
+  }
+};
+
+std::vector<double> values(const Tensor &t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numel(); ++i)
+    v.push_back(t.getDouble(i));
+  return v;
+}
+
+Tensor f32(std::vector<int64_t> sizes, std::vector<double> v) {
+  return Tensor::fromDoubles(DType::F32, std::move(sizes), v);
+}
+
+//===----------------------------------------------------------------------===//
+// quantized_decomposed.quantize_per_tensor / dequantize_per_tensor
+//===----------------------------------------------------------------------===//
+
+Value *quantizePerTensor(TestGraph &t, Value *x, double scale, int64_t zp, int64_t qmin,
+                         int64_t qmax, DType dtype) {
+  return t.op("quantized_decomposed.quantize_per_tensor.default", {x, scale, zp, qmin, qmax, dtype},
+              {}, dtype,
+              x->proto().shape.size() == 1 ? std::vector<int64_t>{*x->proto().shape[0].value()}
+                                           : std::vector<int64_t>{});
+}
+
+TEST(QuantNumerics, PerTensorRoundsHalfToEven) {
+  TestGraph t;
+  Value *x = t.input("x", f32({8}, {0.5, 1.5, 2.5, 3.5, -0.5, -1.5, -2.5, 2.4999}));
+  Tensor q = t.run1(quantizePerTensor(t, x, 1.0, 0, -128, 127, DType::I8));
+  // round(x * (1/1.0)): ties go to the even neighbour.
+  //   0.5 -> 0, 1.5 -> 2, 2.5 -> 2, 3.5 -> 4, -0.5 -> -0 = 0, -1.5 -> -2,
+  //   -2.5 -> -2, 2.4999 -> 2
+  EXPECT_EQ(values(q), (std::vector<double>{0, 2, 2, 4, 0, -2, -2, 2}));
+  EXPECT_EQ(q.dtype(), DType::I8);
+}
+
+TEST(QuantNumerics, PerTensorSaturatesAtQuantRange) {
+  TestGraph t;
+  Value *x = t.input("x", f32({4}, {1000.0, -1000.0, 127.5, -128.5}));
+  Tensor q = t.run1(quantizePerTensor(t, x, 1.0, 0, -128, 127, DType::I8));
+  // 1000 -> clamp 127; -1000 -> clamp -128; 127.5 -> round 128 (even) -> 127;
+  // -128.5 -> round -128 (even) -> -128
+  EXPECT_EQ(values(q), (std::vector<double>{127, -128, 127, -128}));
+
+  TestGraph u;
+  Value *y = u.input("y", f32({3}, {-200.0, 200.0, 0.0}));
+  Tensor qu = u.run1(quantizePerTensor(u, y, 1.0, 128, 0, 255, DType::U8));
+  // uint8, zp 128: -200 + 128 = -72 -> 0; 200 + 128 = 328 -> 255; 0 + 128 = 128
+  EXPECT_EQ(values(qu), (std::vector<double>{0, 255, 128}));
+}
+
+TEST(QuantNumerics, PerTensorNegativeZeroPoint) {
+  TestGraph t;
+  Value *x = t.input("x", f32({3}, {1.0, -1.0, 2.25}));
+  Tensor q = t.run1(quantizePerTensor(t, x, 0.5, -3, -128, 127, DType::I8));
+  // x * (1/0.5) = x * 2 = [2, -2, 4.5]; round -> [2, -2, 4]; + (-3) -> [-1, -5, 1]
+  EXPECT_EQ(values(q), (std::vector<double>{-1, -5, 1}));
+}
+
+TEST(QuantNumerics, ClampHappensAfterAddingZeroPoint) {
+  TestGraph t;
+  Value *x = t.input("x", f32({2}, {9.0, -12.0}));
+  Tensor q = t.run1(quantizePerTensor(t, x, 1.0, -4, -8, 7, DType::I8));
+  // int4 range [-8, 7], zp -4:
+  //   9:   round 9 + (-4) = 5, inside the range -> 5
+  //        (clamping first would give clamp(9) = 7, then 7 - 4 = 3)
+  //   -12: round -12 + (-4) = -16 -> clamp -8
+  //        (clamping first would give -8 - 4 = -12)
+  EXPECT_EQ(values(q), (std::vector<double>{5, -8}));
+}
+
+TEST(QuantNumerics, PerTensorMultipliesByTheReciprocal) {
+  // scale 0.1 (f32 0x3DCCCCCD = 0.100000001490116), x = 1.55f
+  // (0x3FC66666 = 1.5499999523162842).
+  //   upstream: inv = 1.0 / 0.1 = 10.0 (exactly, in double and in f32)
+  //             x * 10.0 = 15.4999995..., rounded to f32 = 15.5 -> round -> 16
+  //   dividing instead: x / 0.100000001 = 15.4999990 in f32 -> round -> 15
+  float x = std::bit_cast<float>(0x3FC66666u);
+  TestGraph t;
+  Value *in = t.input("x", f32({1}, {x}));
+  Tensor q = t.run1(quantizePerTensor(t, in, static_cast<double>(0.1f), 0, -128, 127, DType::I8));
+  EXPECT_EQ(q.getInt(0), 16);
+}
+
+TEST(QuantNumerics, PerTensorUpcastsHalfInputs) {
+  TestGraph t;
+  Value *x = t.input("x", Tensor::fromDoubles(DType::BF16, {2}, {2.5, -3.5}));
+  Tensor q = t.run1(quantizePerTensor(t, x, 1.0, 1, -128, 127, DType::I8));
+  // bf16 -> f32 (exact), round(2.5) = 2 + 1 = 3; round(-3.5) = -4 + 1 = -3
+  EXPECT_EQ(values(q), (std::vector<double>{3, -3}));
+}
+
+TEST(QuantNumerics, PerTensorTensorOverloadUsesItem) {
+  TestGraph t;
+  Value *x = t.input("x", f32({3}, {0.75, -0.25, 1.25}));
+  Value *s = t.constant("s", f32({1}, {0.5}));
+  Value *z = t.constant("z", Tensor::fromInts(DType::I64, {1}, {2}));
+  Value *q = t.op("quantized_decomposed.quantize_per_tensor.tensor",
+                  {x, s, z, int64_t(-128), int64_t(127), DType::I8}, {}, DType::I8, {3});
+  // x * 2 = [1.5, -0.5, 2.5] -> round [2, -0, 2] -> + 2 = [4, 2, 4]
+  EXPECT_EQ(values(t.run1(q)), (std::vector<double>{4, 2, 4}));
+}
+
+TEST(QuantNumerics, DequantizePerTensor) {
+  TestGraph t;
+  Value *q = t.input("q", Tensor::fromInts(DType::I8, {3}, {-128, 0, 127}));
+  Value *d =
+      t.op("quantized_decomposed.dequantize_per_tensor.default",
+           {q, 0.5, int64_t(-3), int64_t(-128), int64_t(127), DType::I8}, {}, DType::F32, {3});
+  // (q - (-3)) * 0.5 = [-125 * 0.5, 3 * 0.5, 130 * 0.5] = [-62.5, 1.5, 65]
+  EXPECT_EQ(values(t.run1(d)), (std::vector<double>{-62.5, 1.5, 65}));
+}
+
+TEST(QuantNumerics, DequantizePerTensorBf16RoundsOnce) {
+  TestGraph t;
+  Value *q = t.input("q", Tensor::fromInts(DType::I8, {1}, {-124}));
+  Value *d = t.op("quantized_decomposed.dequantize_per_tensor.default",
+                  {q, 0.1, int64_t(0), int64_t(-128), int64_t(127), DType::I8},
+                  {{"out_dtype", DType::BF16}}, DType::BF16, {1});
+  // q.to(bf16) - 0 = -124; * 0.1 with the scalar kept in f32 (reduced-float
+  // mul uses the original scalar): -124 * 0.100000001 = -12.4000006 in f32,
+  // rounded once to bf16 (step 0.0625 in [8, 16)) -> -12.375.
+  // Rounding 0.1 to bf16 first (0.10009765625) would give -12.41 -> -12.4375.
+  EXPECT_EQ(values(t.run1(d)), (std::vector<double>{-12.375}));
+}
+
+//===----------------------------------------------------------------------===//
+// Per-channel
+//===----------------------------------------------------------------------===//
+
+TEST(QuantNumerics, PerChannelAxis0And1) {
+  Tensor x = f32({2, 3}, {1.0, 2.0, 3.0, -1.0, -2.0, -3.0});
+  {
+    TestGraph t;
+    Value *in = t.input("x", x);
+    Value *s = t.constant("s", f32({2}, {0.5, 2.0}));
+    Value *z = t.constant("z", Tensor::fromInts(DType::I64, {2}, {1, -1}));
+    Value *q =
+        t.op("quantized_decomposed.quantize_per_channel.default",
+             {in, s, z, int64_t(0), int64_t(-128), int64_t(127), DType::I8}, {}, DType::I8, {2, 3});
+    // row 0: x * (1/0.5) = [2, 4, 6] + 1 = [3, 5, 7]
+    // row 1: x * (1/2) = [-0.5, -1, -1.5] -> round [-0, -1, -2] + (-1) = [-1, -2, -3]
+    EXPECT_EQ(values(t.run1(q)), (std::vector<double>{3, 5, 7, -1, -2, -3}));
+  }
+  {
+    TestGraph t;
+    Value *in = t.input("x", x);
+    Value *s = t.constant("s", f32({3}, {1.0, 0.5, 4.0}));
+    Value *z = t.constant("z", Tensor::fromInts(DType::I64, {3}, {0, 0, 10}));
+    Value *q =
+        t.op("quantized_decomposed.quantize_per_channel.default",
+             {in, s, z, int64_t(1), int64_t(-128), int64_t(127), DType::I8}, {}, DType::I8, {2, 3});
+    // col 0: x/1 = [1, -1]; col 1: x*2 = [4, -4]; col 2: x*0.25 = [0.75, -0.75]
+    //   -> round [1, -1] + 10 = [11, 9]
+    EXPECT_EQ(values(t.run1(q)), (std::vector<double>{1, 4, 11, -1, -4, 9}));
+  }
+  {
+    TestGraph t;
+    Value *q = t.input("q", Tensor::fromInts(DType::I8, {2, 3}, {3, 5, 7, -1, -2, -3}));
+    Value *s = t.constant("s", f32({2}, {0.5, 2.0}));
+    Value *z = t.constant("z", Tensor::fromInts(DType::I64, {2}, {1, -1}));
+    Value *d =
+        t.op("quantized_decomposed.dequantize_per_channel.default",
+             {q, s, z, int64_t(0), int64_t(-128), int64_t(127), DType::I8}, {}, DType::F32, {2, 3});
+    // row 0: ([3, 5, 7] - 1) * 0.5 = [1, 2, 3]; row 1: ([-1, -2, -3] + 1) * 2 = [0, -2, -4]
+    EXPECT_EQ(values(t.run1(d)), (std::vector<double>{1, 2, 3, 0, -2, -4}));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Per-group
+//===----------------------------------------------------------------------===//
+
+TEST(QuantNumerics, DequantizePerChannelGroup) {
+  TestGraph t;
+  Value *q = t.input("q", Tensor::fromInts(DType::I8, {2, 4}, {-8, 7, 1, 2, 3, -3, 0, 5}));
+  Value *s = t.constant("s", f32({2, 2}, {0.5, 0.25, 2.0, 1.0}));
+  Value *z = t.constant("z", Tensor::fromInts(DType::I32, {2, 2}, {0, -2, 1, 0}));
+  Value *d = t.op("quantized_decomposed.dequantize_per_channel_group.default",
+                  {q, s, z, int64_t(-8), int64_t(7), DType::I8, int64_t(2), DType::F32}, {},
+                  DType::F32, {2, 4});
+  // groups of 2 along the row: (q - zp[g]) * s[g]
+  //   [-8, 7] - 0 -> * 0.5 = [-4, 3.5]   [1, 2] + 2 -> [3, 4] * 0.25 = [0.75, 1]
+  //   [3, -3] - 1 -> [2, -4] * 2 = [4, -8]   [0, 5] * 1 = [0, 5]
+  EXPECT_EQ(values(t.run1(d)), (std::vector<double>{-4, 3.5, 0.75, 1, 4, -8, 0, 5}));
+}
+
+TEST(QuantNumerics, QuantizeAffineGroupwise) {
+  TestGraph t;
+  Value *x = t.input("x", f32({2, 4}, {0.3, -0.3, 1.0, 1.6, 5.0, -5.0, 0.125, 0.375}));
+  Value *s = t.constant("s", f32({2, 2}, {0.1, 0.2, 2.0, 0.25}));
+  Value *z = t.constant("z", Tensor::fromInts(DType::I32, {2, 2}, {0, 1, -1, 0}));
+  Value *q = t.op("torchao.quantize_affine.default",
+                  {x, Argument::ints({1, 2}), s, z, DType::I8, int64_t(-8), int64_t(7)}, {},
+                  DType::I8, {2, 4});
+  // group (0,0): 1/0.1f = 10.0f; 0.3f*10 = 3.0000001 -> 3 ; -0.3 -> -3 ; + 0
+  // group (0,1): 1/0.2f = 5.0f; 1.0*5 = 5 + 1 = 6 ; 1.6f*5 = 8.0000002 -> 8 + 1 = 9 -> clamp 7
+  // group (1,0): 1/2 = 0.5; 5*0.5 = 2.5 -> 2 (even) - 1 = 1 ; -2.5 -> -2 - 1 = -3
+  // group (1,1): 1/0.25 = 4; 0.125*4 = 0.5 -> 0 ; 0.375*4 = 1.5 -> 2
+  EXPECT_EQ(values(t.run1(q)), (std::vector<double>{3, -3, 6, 7, 1, -3, 0, 2}));
+}
+
+//===----------------------------------------------------------------------===//
+// Per-token
+//===----------------------------------------------------------------------===//
+
+TEST(QuantNumerics, PerTokenChooseQuantizeDequantize) {
+  TestGraph t;
+  // row 0 spans [-1, 127/128]; row 1 is all positive with max 255/64.
+  Value *x = t.input(
+      "x", f32({2, 4}, {-1.0, 0.9921875, 0.00390625, 0.01171875, 0.5, 1.0078125, 3.984375, 0.25}));
+  auto qp = t.opN("quantized_decomposed.choose_qparams_per_token_asymmetric.default",
+                  {x, DType::I8}, {}, {{DType::F64, {2, 1}}, {DType::I64, {2, 1}}});
+  Value *q = t.op("quantized_decomposed.quantize_per_token.default",
+                  {x, qp[0], qp[1], int64_t(-128), int64_t(127), DType::I8}, {}, DType::I8, {2, 4});
+  Value *d = t.op("quantized_decomposed.dequantize_per_token.default",
+                  {q, qp[0], qp[1], int64_t(-128), int64_t(127), DType::I8, DType::F32}, {},
+                  DType::F32, {2, 4});
+  auto r = t.run({qp[0], qp[1], q, d});
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  // row 0: min_neg = -1, max_pos = 127/128; scale = (255/128) / 255 = 1/128
+  //   descaled_min = -128, descaled_max = 127; (-128 + -128) + (127 + 127) = -2
+  //   is not > 0, so zp = qmax - descaled_max = 127 - 127 = 0
+  // row 1: min_neg = 0, max_pos = 255/64; scale = 1/64
+  //   descaled (0, 255); (-128 + 0) + (127 + 255) = 254 > 0, so
+  //   zp = qmin - descaled_min = -128
+  EXPECT_EQ(values(std::get<Tensor>((*r)[0])), (std::vector<double>{0.0078125, 0.015625}));
+  EXPECT_EQ(values(std::get<Tensor>((*r)[1])), (std::vector<double>{0, -128}));
+  // quantize (in f64: f32 x * f64 (1/scale)), add zp, THEN round, clamp:
+  //   row 0 * 128: [-128, 127, 0.5 -> 0 (even), 1.5 -> 2]
+  //   row 1 * 64 - 128: [32 - 128 = -96, 64.5 - 128 = -63.5 -> -64 (even),
+  //                      255 - 128 = 127, 16 - 128 = -112]
+  EXPECT_EQ(values(std::get<Tensor>((*r)[2])),
+            (std::vector<double>{-128, 127, 0, 2, -96, -64, 127, -112}));
+  // dequantize: (q - zp) * scale in f64, then to f32:
+  //   row 0: q / 128 = [-1, 0.9921875, 0, 0.015625]
+  //   row 1: (q + 128) / 64 = [0.5, 1, 3.984375, 0.25]
+  EXPECT_EQ(values(std::get<Tensor>((*r)[3])),
+            (std::vector<double>{-1, 0.9921875, 0, 0.015625, 0.5, 1, 3.984375, 0.25}));
+}
+
+//===----------------------------------------------------------------------===//
+// torchao
+//===----------------------------------------------------------------------===//
+
+TEST(QuantNumerics, TorchaoQuantizeUsesReciprocalOfF32Scale) {
+  // Same pair as the per-tensor case: 1.0f / 0.1f = 10.0f exactly, and
+  // 1.55f * 10 rounds to 15.5f, which rounds half-even to 16 (x / s = 15.4999990 -> 15).
+  TestGraph t;
+  Value *x = t.input("x", f32({1}, {std::bit_cast<float>(0x3FC66666u)}));
+  Value *s = t.constant("s", f32({1}, {0.1}));
+  Value *q = t.op("torchao.quantize_affine.default",
+                  {x, Argument::ints({1}), s, Argument::none(), DType::I8}, {}, DType::I8, {1});
+  EXPECT_EQ(values(t.run1(q)), (std::vector<double>{16}));
+}
+
+TEST(QuantNumerics, TorchaoDequantizeBf16Output) {
+  TestGraph t;
+  Value *q = t.input("q", Tensor::fromInts(DType::I8, {2}, {-124, 3}));
+  Value *s = t.constant("s", f32({1}, {0.1}));
+  Value *z = t.constant("z", Tensor::fromInts(DType::I32, {1}, {0}));
+  Value *d = t.op("torchao.dequantize_affine.default",
+                  {q, Argument::ints({2}), s, z, DType::I8, int64_t(-128), int64_t(127)},
+                  {{"output_dtype", DType::BF16}}, DType::BF16, {2});
+  // q.to(bf16) - zp.to(bf16) = [-124, 3]; * f32 scale promotes to f32:
+  //   -124 * 0.100000001 = -12.4000006 -> bf16 -12.375 (not -12.4375, which a
+  //   bf16-rounded scale 0.10009765625 would give)
+  //   3 * 0.100000001 = 0.300000004 -> bf16: 0.3 = 1.0011001100..b * 2^-2,
+  //   7 fraction bits round up to 1.0011010b -> 0.30078125
+  EXPECT_EQ(values(t.run1(d)), (std::vector<double>{-12.375, 0.30078125}));
+}
+
+TEST(QuantNumerics, TorchaoDequantizeDoesNotClamp) {
+  TestGraph t;
+  Value *q = t.input("q", Tensor::fromInts(DType::I8, {2}, {100, -100}));
+  Value *s = t.constant("s", f32({1}, {0.5}));
+  Value *z = t.constant("z", Tensor::fromInts(DType::I8, {1}, {-2}));
+  Value *d =
+      t.op("torchao.dequantize_affine.default",
+           {q, Argument::ints({2}), s, z, DType::I8, int64_t(-8), int64_t(7)}, {}, DType::F32, {2});
+  // qmin/qmax are only validated: (100 + 2) * 0.5 = 51, (-100 + 2) * 0.5 = -49
+  EXPECT_EQ(values(t.run1(d)), (std::vector<double>{51, -49}));
+}
+
+TEST(QuantNumerics, TorchaoSubByteUintOutputIsUint8) {
+  TestGraph t;
+  Value *x = t.input("x", f32({3}, {0.0, 7.5, 100.0}));
+  Value *s = t.constant("s", f32({1}, {1.0}));
+  Value *z = t.constant("z", Tensor::fromInts(DType::I32, {1}, {8}));
+  Value *q = t.op("torchao.quantize_affine.default", {x, Argument::ints({3}), s, z, DType::U4}, {},
+                  DType::U8, {3});
+  // uint4 default range [0, 15]: 0 + 8 = 8; round(7.5) = 8 + 8 = 16 -> 15; 100 -> 15
+  Tensor r = t.run1(q);
+  EXPECT_EQ(r.dtype(), DType::U8);
+  EXPECT_EQ(values(r), (std::vector<double>{8, 15, 15}));
+}
+
+TEST(QuantNumerics, TorchaoLegacyFloatZeroPointDomain) {
+  TestGraph t;
+  Value *x = t.input("x", f32({3}, {1.0, 4.5, -3.25}));
+  Value *s = t.constant("s", f32({1}, {0.5}));
+  Value *z = t.constant("z", f32({1}, {1.0}));
+  Value *q = t.op("torchao.quantize_affine.default",
+                  {x, Argument::ints({3}), s, z, DType::U8, int64_t(0), int64_t(15), "FLOAT"}, {},
+                  DType::U8, {3});
+  Value *d = t.op("torchao.dequantize_affine.default",
+                  {q, Argument::ints({3}), s, z, DType::U8, int64_t(0), int64_t(15), "FLOAT"},
+                  {{"output_dtype", DType::F32}}, DType::F32, {3});
+  auto r = t.run({q, d});
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  // tinygemm: mid = (15 + 0 + 1) / 2 = 8; min_val = zp - s * mid = 1 - 4 = -3
+  //   q = clamp(round((x + 3) / 0.5)): 1 -> 8; 4.5 -> 15; -3.25 -> round(-0.5) = -0 -> 0
+  EXPECT_EQ(values(std::get<Tensor>((*r)[0])), (std::vector<double>{8, 15, 0}));
+  //   dq = (q - 8) * 0.5 + 1 = [1, 4.5, -3]
+  EXPECT_EQ(values(std::get<Tensor>((*r)[1])), (std::vector<double>{1, 4.5, -3}));
+}
+
+TEST(QuantNumerics, ChooseQParamsSymmetric) {
+  TestGraph t;
+  // row 0: amax = max(1.0, 1.9921875) = 1.9921875 = 255/128
+  // row 1: all zeros
+  Value *x = t.input("x", f32({2, 4}, {-1.0, 0.5, 1.9921875, 0.0, 0, 0, 0, 0}));
+  auto qp = t.opN("torchao.choose_qparams_affine.default",
+                  {x, "SYMMETRIC", Argument::ints({1, 4}), DType::I8}, {},
+                  {{DType::F32, {2}}, {DType::F32, {2}}});
+  auto r = t.run({qp[0], qp[1]});
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  // int8: scale = amax / ((127 - (-128)) / 2) = (255/128) / 127.5 = 1/64
+  // zeros: scale = 0 -> clamp(min = finfo(f32).smallest_normal = 2^-126)
+  EXPECT_EQ(values(std::get<Tensor>((*r)[0])),
+            (std::vector<double>{0.015625, std::ldexp(1.0, -126)}));
+  // zero_point = int((127 + (-128) + 1) / 2) = 0, in the scale's dtype
+  // (zero_point_dtype=None keeps full_like(scale)'s f32)
+  EXPECT_EQ(values(std::get<Tensor>((*r)[1])), (std::vector<double>{0, 0}));
+}
+
+TEST(QuantNumerics, ChooseQParamsInt4SymmetricVariants) {
+  TestGraph t;
+  Value *x = t.input("x", f32({1, 4}, {-2.0, 1.0, 0.5, 0.0}));
+  auto sym = t.opN("torchao.choose_qparams_affine.default",
+                   {x, "SYMMETRIC", Argument::ints({1, 4}), DType::I8, int64_t(-8), int64_t(7)},
+                   {{"zero_point_dtype", DType::I8}}, {{DType::F32, {1}}, {DType::I8, {1}}});
+  auto nce = t.opN(
+      "torchao.choose_qparams_affine.default",
+      {x, "SYMMETRIC_NO_CLIPPING_ERR", Argument::ints({1, 4}), DType::I8, int64_t(-8), int64_t(7)},
+      {}, {{DType::F32, {1}}, {DType::F32, {1}}});
+  auto r = t.run({sym[0], sym[1], nce[0]});
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  // SYMMETRIC: amax = max(2, 1) = 2; scale = 2 / ((7 + 8) / 2) = 2 / 7.5 = 0.26666668f
+  EXPECT_EQ(std::get<Tensor>((*r)[0]).getDouble(0), static_cast<double>(2.0f / 7.5f));
+  // zero point int((7 - 8 + 1) / 2) = 0
+  EXPECT_EQ(std::get<Tensor>((*r)[1]).getInt(0), 0);
+  // NO_CLIPPING_ERR: smin = -2 / -8 = 0.25, smax = 1 / 7 = 0.142857; smin > smax -> 0.25
+  EXPECT_EQ(std::get<Tensor>((*r)[2]).getDouble(0), 0.25);
+}
+
+TEST(QuantNumerics, ChooseQParamsAsymmetric) {
+  TestGraph t;
+  Value *x = t.input("x", f32({1, 4}, {-0.984375, 0.0, 3.0, 2.0}));
+  auto qp = t.opN("torchao.choose_qparams_affine.default",
+                  {x, "ASYMMETRIC", Argument::ints({1, 4}), DType::U8}, {},
+                  {{DType::F32, {1}}, {DType::I32, {1}}});
+  auto r = t.run({qp[0], qp[1]});
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  // min_neg = -63/64, max_pos = 3; scale = (3 + 63/64) / (255 - 0) = (255/64) / 255 = 1/64
+  EXPECT_EQ(values(std::get<Tensor>((*r)[0])), (std::vector<double>{0.015625}));
+  // zp = qmin - round(min_neg / scale) = 0 - round(-63) = 63, clamp [0, 255], int32
+  EXPECT_EQ(values(std::get<Tensor>((*r)[1])), (std::vector<double>{63}));
+  EXPECT_EQ(std::get<Tensor>((*r)[1]).dtype(), DType::I32);
+}
+
+TEST(QuantNumerics, FakeQuantizeEqualsDequantizeOfQuantize) {
+  TestGraph t;
+  std::vector<double> xs;
+  for (int i = 0; i < 16; ++i)
+    xs.push_back(std::sin(0.37 * i) * 3.0);
+  Value *x = t.input("x", f32({2, 8}, xs));
+  Value *s = t.constant("s", f32({2, 2}, {0.1, 0.07, 0.3, 0.013}));
+  Value *z = t.constant("z", Tensor::fromInts(DType::I32, {2, 2}, {0, 3, -2, 1}));
+  auto block = Argument::ints({1, 4});
+  Value *fq = t.op("torchao.fake_quantize_affine.default",
+                   {x, block, s, z, DType::I8, int64_t(-8), int64_t(7)}, {}, DType::F32, {2, 8});
+  Value *q = t.op("torchao.quantize_affine.default",
+                  {x, block, s, z, DType::I8, int64_t(-8), int64_t(7)}, {}, DType::I8, {2, 8});
+  Value *dq = t.op("torchao.dequantize_affine.default",
+                   {q, block, s, z, DType::I8, int64_t(-8), int64_t(7)}, {}, DType::F32, {2, 8});
+  auto r = t.run({fq, dq});
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  EXPECT_TRUE(std::get<Tensor>((*r)[0]).equal(std::get<Tensor>((*r)[1])));
+
+  // And a hand-worked one: x = 1.0, s = 0.3, zp = 0, int4:
+  //   1/0.3f = 3.3333333f; 1 * 3.3333333 -> round 3; dq = 3 * 0.3f = 0.90000004f
+  TestGraph u;
+  Value *x1 = u.input("x", f32({1}, {1.0}));
+  Value *s1 = u.constant("s", f32({1}, {0.3}));
+  Value *f1 =
+      u.op("torchao.fake_quantize_affine.default",
+           {x1, Argument::ints({1}), s1, Argument::none(), DType::I8, int64_t(-8), int64_t(7)}, {},
+           DType::F32, {1});
+  EXPECT_EQ(u.run1(f1).getDouble(0), static_cast<double>(3.0f * 0.3f));
+}
+
+//===----------------------------------------------------------------------===//
+// 4-bit embeddings: nibble orders
+//===----------------------------------------------------------------------===//
+
+TEST(QuantNumerics, Int4NibbleOrders) {
+  // One row of two bytes: 0x1F, 0xA3.
+  Tensor packed = Tensor::fromInts(DType::U8, {1, 2}, {0x1F, 0xA3});
+  Tensor scales = f32({1, 1}, {0.5});
+  Tensor idx = Tensor::fromInts(DType::I64, {1}, {0});
+  {
+    // quantized_decomposed.embedding_4bit: even = byte div 16 (HIGH nibble)
+    //   0x1F -> even 1 - 8 = -7, odd 15 - 8 = 7; 0xA3 -> 10 - 8 = 2, 3 - 8 = -5
+    //   times 0.5 -> [-3.5, 3.5, 1, -2.5]
+    TestGraph t;
+    Value *w = t.constant("w", packed);
+    Value *s = t.constant("s", scales);
+    Value *i = t.input("i", idx);
+    Value *e = t.op("quantized_decomposed.embedding_4bit.dtype",
+                    {w, s, Argument::none(), int64_t(-8), int64_t(7), i}, {{"dtype", DType::F32}},
+                    DType::F32, {1, 4});
+    EXPECT_EQ(values(t.run1(e)), (std::vector<double>{-3.5, 3.5, 1, -2.5}));
+  }
+  {
+    // et_vk.embedding_q4gsw with is_linear_weight = true: LOW nibble first
+    //   0x1F -> 15 - 8 = 7, 1 - 8 = -7; 0xA3 -> 3 - 8 = -5, 10 - 8 = 2
+    //   times 0.5 -> [3.5, -3.5, -2.5, 1]
+    TestGraph t;
+    Value *w = t.constant("w", packed);
+    Value *s = t.constant("s", scales);
+    Value *i = t.input("i", idx);
+    Value *e =
+        t.op("et_vk.embedding_q4gsw.default", {w, s, int64_t(4), i, true}, {}, DType::F32, {1, 4});
+    EXPECT_EQ(values(t.run1(e)), (std::vector<double>{3.5, -3.5, -2.5, 1}));
+  }
+  {
+    // is_linear_weight = false reads the embedding_4bit (HIGH-first) order.
+    TestGraph t;
+    Value *w = t.constant("w", packed);
+    Value *s = t.constant("s", scales);
+    Value *i = t.input("i", idx);
+    Value *e =
+        t.op("et_vk.embedding_q4gsw.default", {w, s, int64_t(4), i, false}, {}, DType::F32, {1, 4});
+    EXPECT_EQ(values(t.run1(e)), (std::vector<double>{-3.5, 3.5, 1, -2.5}));
+  }
+}
+
+TEST(QuantNumerics, Embedding4bitGroupsAndZeroPoints) {
+  // 2 rows, 4 columns, groups of 2: row 1 bytes 0x80, 0x9F -> even/odd
+  //   0x80 -> 8 - 8 = 0, 0 - 8 = -8; 0x9F -> 9 - 8 = 1, 15 - 8 = 7
+  Tensor packed = Tensor::fromInts(DType::U8, {2, 2}, {0x88, 0x88, 0x80, 0x9F});
+  TestGraph t;
+  Value *w = t.constant("w", packed);
+  Value *s = t.constant("s", f32({2, 2}, {1.0, 1.0, 0.25, 2.0}));
+  Value *z = t.constant("z", f32({2, 2}, {0, 0, -4, 1}));
+  Value *i = t.input("i", Tensor::fromInts(DType::I64, {2}, {1, 0}));
+  Value *e = t.op("quantized_decomposed.embedding_4bit.default",
+                  {w, s, z, int64_t(-8), int64_t(7), i}, {}, DType::F32, {2, 4});
+  // row 1: group 0 ([0, -8] - (-4)) * 0.25 = [1, -1]; group 1 ([1, 7] - 1) * 2 = [0, 12]
+  // row 0: 0x88 -> [0, 0, 0, 0]
+  EXPECT_EQ(values(t.run1(e)), (std::vector<double>{1, -1, 0, 12, 0, 0, 0, 0}));
+}
+
+//===----------------------------------------------------------------------===//
+// et_vk linear ops
+//===----------------------------------------------------------------------===//
+
+TEST(QuantNumerics, LinearQ4gswLowNibbleFirstTransposedScales) {
+  // W (N=2, K=4) = [[-7, 7, 2, -5], [0, 1, -8, 3]], packed low-first:
+  //   byte = ((w_odd + 8) << 4) | (w_even + 8)
+  //   row 0: (15 << 4 | 1) = 0xF1, (3 << 4 | 10) = 0x3A
+  //   row 1: (9 << 4 | 8) = 0x98, (11 << 4 | 0) = 0xB0
+  // scales [N, groups=2] = [[0.5, 1], [2, 0.25]], stored transposed [2, N]
+  // and padded to N = 4 with zeros: [[0.5, 2, 0, 0], [1, 0.25, 0, 0]].
+  TestGraph t;
+  Value *x = t.input("x", f32({1, 4}, {1.0, 2.0, 3.0, 4.0}));
+  Value *w = t.constant("w", Tensor::fromInts(DType::U8, {2, 2}, {0xF1, 0x3A, 0x98, 0xB0}));
+  Value *s = t.constant("s", f32({2, 4}, {0.5, 2.0, 0, 0, 1.0, 0.25, 0, 0}));
+  Value *b = t.constant("b", f32({4}, {0.5, -1.0, 0, 0}));
+  Value *y = t.op("et_vk.linear_q4gsw.default", {x, w, s, int64_t(2), b}, {}, DType::F32, {1, 2});
+  // dequantized row 0: [-7, 7] * 0.5 = [-3.5, 3.5], [2, -5] * 1 = [2, -5]
+  //   x . w0 = -3.5 + 7 + 6 - 20 = -10.5; + 0.5 = -10
+  // row 1: [0, 1] * 2 = [0, 2], [-8, 3] * 0.25 = [-2, 0.75]
+  //   x . w1 = 0 + 4 - 6 + 3 = 1; - 1 = 0
+  EXPECT_EQ(values(t.run1(y)), (std::vector<double>{-10, 0}));
+}
+
+TEST(QuantNumerics, LinearQcs4wHighNibbleFirst) {
+  // Same W as above packed the legacy way: byte = ((w_even + 8) << 4) | (w_odd + 8)
+  //   row 0: (1 << 4 | 15) = 0x1F, (10 << 4 | 3) = 0xA3
+  //   row 1: (8 << 4 | 9) = 0x89, (0 << 4 | 11) = 0x0B
+  TestGraph t;
+  Value *x = t.input("x", f32({1, 4}, {1.0, 2.0, 3.0, 4.0}));
+  Value *w = t.constant("w", Tensor::fromInts(DType::U8, {2, 2}, {0x1F, 0xA3, 0x89, 0x0B}));
+  Value *s = t.constant("s", f32({2}, {0.5, 2.0}));
+  Value *y = t.op("et_vk.linear_qcs4w.default", {x, w, s}, {}, DType::F32, {1, 2});
+  // row 0: [-7, 7, 2, -5] * 0.5 -> x . = (-7 + 14 + 6 - 20) * 0.5 = -3.5
+  // row 1: [0, 1, -8, 3] * 2   -> x . = (0 + 2 - 24 + 12) * 2 = -20
+  EXPECT_EQ(values(t.run1(y)), (std::vector<double>{-3.5, -20}));
+}
+
+TEST(QuantNumerics, LinearQ8taQ8cswDequantizesIntActivation) {
+  TestGraph t;
+  Value *x = t.input("x", Tensor::fromInts(DType::I8, {1, 2}, {10, -6}));
+  Value *w = t.constant("w", Tensor::fromInts(DType::I8, {2, 2}, {1, 2, -3, 4}));
+  Value *sums = t.constant("sums", Tensor::fromInts(DType::I32, {4}, {3, 1, 0, 0}));
+  Value *s = t.constant("s", f32({4}, {0.5, 1.0, 0, 0}));
+  Value *y = t.op("et_vk.linear_q8ta_q8csw.default", {x, 0.25, int64_t(2), w, sums, s}, {},
+                  DType::F32, {1, 2});
+  // x_f = (x - 2) * 0.25 = [2, -2]; w_f = [[0.5, 1], [-3, 4]]
+  //   out = [2*0.5 - 2*1, 2*(-3) - 2*4] = [-1, -14]
+  EXPECT_EQ(values(t.run1(y)), (std::vector<double>{-1, -14}));
+}
+
+TEST(QuantNumerics, QuantizePerChannelGroupRoundsAfterZeroPoint) {
+  TestGraph t;
+  Value *x = t.input("x", f32({1, 4}, {0.5, -1.5, 0.25, 3.0}));
+  Value *s = t.constant("s", f32({2}, {1.0, 0.25}));
+  Value *z = t.constant("z", Tensor::fromInts(DType::I32, {2}, {0, 2}));
+  Value *q = t.op("quantized_decomposed.quantize_per_channel_group.default",
+                  {x, s, z, int64_t(-8), int64_t(7), DType::I8, int64_t(2)}, {}, DType::I8, {1, 4});
+  // group 0 (s 1, zp 0): 0.5 -> round(0.5) = 0; -1.5 -> -2
+  // group 1 (s 0.25, zp 2): 0.25 * 4 + 2 = 3 -> 3; 3 * 4 + 2 = 14 -> clamp 7
+  EXPECT_EQ(values(t.run1(q)), (std::vector<double>{0, -2, 3, 7}));
+}
+
+TEST(QuantNumerics, DequantizePerTensorTensorOverload) {
+  TestGraph t;
+  Value *q = t.input("q", Tensor::fromInts(DType::U8, {2}, {0, 255}));
+  Value *s = t.constant("s", f32({1}, {0.25}));
+  Value *z = t.constant("z", Tensor::fromInts(DType::I64, {1}, {128}));
+  Value *d = t.op("quantized_decomposed.dequantize_per_tensor.tensor",
+                  {q, s, z, int64_t(0), int64_t(255), DType::U8}, {}, DType::F32, {2});
+  // (0 - 128) * 0.25 = -32; (255 - 128) * 0.25 = 31.75
+  EXPECT_EQ(values(t.run1(d)), (std::vector<double>{-32, 31.75}));
+}
+
+TEST(QuantNumerics, TorchaoLegacyNoneDomainIgnoresZeroPoint) {
+  TestGraph t;
+  Value *q = t.input("q", Tensor::fromInts(DType::I8, {2}, {3, -4}));
+  Value *s = t.constant("s", f32({1}, {0.5}));
+  Value *z = t.constant("z", Tensor::fromInts(DType::I32, {1}, {100}));
+  Value *d = t.op("torchao.dequantize_affine.default",
+                  {q, Argument::ints({2}), s, z, DType::I8, int64_t(-128), int64_t(127), "NONE"},
+                  {}, DType::F32, {2});
+  // NONE: q * s = [1.5, -2] (the zero point 100 is not used)
+  EXPECT_EQ(values(t.run1(d)), (std::vector<double>{1.5, -2}));
+}
+
+TEST(QuantNumerics, EmbeddingResultDTypeFollowsScales) {
+  // embedding_q4gsw computes in f32 and rounds to the scales' dtype (f16):
+  //   0x1F low-first -> [7, -7] * 0.1 (f16 0.0999755859375) = 0.6998291015625 in f32
+  //   -> f16 0.69970703125 (step 2^-11 in [0.5, 1))
+  // embedding_4bit.dtype with dtype=None also takes the scales' dtype.
+  Tensor packed = Tensor::fromInts(DType::U8, {1, 1}, {0x1F});
+  Tensor scales = Tensor::fromDoubles(DType::F16, {1, 1}, {0.1});
+  TestGraph t;
+  Value *w = t.constant("w", packed);
+  Value *s = t.constant("s", scales);
+  Value *i = t.input("i", Tensor::fromInts(DType::I64, {1}, {0}));
+  Value *e =
+      t.op("et_vk.embedding_q4gsw.default", {w, s, int64_t(2), i, true}, {}, DType::F16, {1, 2});
+  Value *e4 = t.op("quantized_decomposed.embedding_4bit.dtype",
+                   {w, s, Argument::none(), int64_t(-8), int64_t(7), i}, {}, DType::F16, {1, 2});
+  auto r = t.run({e, e4});
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  EXPECT_EQ(values(std::get<Tensor>((*r)[0])),
+            (std::vector<double>{0.69970703125, -0.69970703125}));
+  // high-first: [-7, 7] * f16 0.1 -> int8 * f16 computes in f32, rounds to f16
+  EXPECT_EQ(values(std::get<Tensor>((*r)[1])),
+            (std::vector<double>{-0.69970703125, 0.69970703125}));
+}
+
+TEST(QuantNumerics, LinearDq8caQ4gswFollowsTheQ4gswReference) {
+  // Upstream's reference of linear_dq8ca_q4gsw is linear_q4gsw on the float
+  // input: the activation scales/zero points and weight sums are not used.
+  TestGraph t;
+  Value *x = t.input("x", f32({1, 4}, {1.0, 2.0, 3.0, 4.0}));
+  Value *is = t.constant("is", f32({1, 1}, {123.0}));
+  Value *iz = t.constant("iz", Tensor::fromInts(DType::I32, {1, 1}, {7}));
+  Value *w = t.constant("w", Tensor::fromInts(DType::U8, {2, 2}, {0xF1, 0x3A, 0x98, 0xB0}));
+  Value *sums =
+      t.constant("sums", Tensor::fromInts(DType::I32, {2, 8}, std::vector<int64_t>(16, 0)));
+  Value *s = t.constant("s", f32({2, 4}, {0.5, 2.0, 0, 0, 1.0, 0.25, 0, 0}));
+  Value *y = t.op("et_vk.linear_dq8ca_q4gsw.default", {x, is, iz, w, sums, s, int64_t(2)}, {},
+                  DType::F32, {1, 2});
+  // same weights as LinearQ4gswLowNibbleFirstTransposedScales, no bias:
+  //   row 0: -3.5 + 7 + 6 - 20 = -10.5; row 1: 0 + 4 - 6 + 3 = 1
+  EXPECT_EQ(values(t.run1(y)), (std::vector<double>{-10.5, 1}));
+}
+
+} // namespace
