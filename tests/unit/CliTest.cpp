@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -25,19 +26,25 @@ std::string slurp(const std::string &path) {
 }
 
 RunResult graft(const std::string &args) {
-  std::string dir = ::testing::TempDir();
-  std::string out = dir + "cli_out.txt", err = dir + "cli_err.txt";
+  // CTest runs each test as its own process, possibly in parallel: keep the
+  // capture files per process and per call.
+  static int counter = 0;
+  std::string stem = ::testing::TempDir() + "cli_" + std::to_string(::getpid()) + "_" +
+                     std::to_string(counter++);
+  std::string out = stem + ".out", err = stem + ".err";
   std::string cmd = std::string(GRAFT_CLI_PATH) + " " + args + " >" + out + " 2>" + err;
   int status = std::system(cmd.c_str());
   RunResult r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = slurp(out);
   r.err = slurp(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
   return r;
 }
 
 std::string writeTemp(const std::string &name, const std::string &text) {
-  std::string path = ::testing::TempDir() + name;
+  std::string path = ::testing::TempDir() + std::to_string(::getpid()) + "_" + name;
   std::ofstream(path) << text;
   return path;
 }
@@ -80,7 +87,7 @@ TEST(Cli, PrintIsCanonicalAndAtomic) {
   auto r = graft("print " + in);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, kGoodGraph);
-  std::string out = ::testing::TempDir() + "cli_printed.gir";
+  std::string out = ::testing::TempDir() + std::to_string(::getpid()) + "_cli_printed.gir";
   std::remove(out.c_str());
   ASSERT_EQ(graft("print " + in + " -o " + out).code, 0);
   EXPECT_EQ(slurp(out), kGoodGraph);

@@ -627,6 +627,11 @@ TEST_F(Infer, EtVkOps) {
                    {x8, 0.05, int64_t(3), in("w8", DType::I8, {10, 64}), in("ws", DType::I32, {12}),
                     in("wsc", DType::F32, {12})}),
                "f32[4, 10]");
+  // The statically quantized int8 activation itself yields f32.
+  EXPECT_PROTO(one("et_vk.linear_q8ta_q8csw.default",
+                   {in("xq", DType::I8, {4, 64}), 0.05, int64_t(3), in("w8b", DType::I8, {10, 64}),
+                    in("wsb", DType::I32, {12}), in("wscb", DType::F32, {12})}),
+               "f32[4, 10]");
   EXPECT_ERR(err("et_vk.linear_q8ta_q8csw.default",
                  {x8, 0.05, int64_t(3), in("w9", DType::I8, {10, 32}), in("ws2", DType::I32, {12}),
                   in("wsc2", DType::F32, {12})}),

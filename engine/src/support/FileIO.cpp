@@ -15,11 +15,11 @@ namespace graft {
 Expected<std::string> readFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return Diagnostic::error(path + ": error: cannot open file: " + std::strerror(errno));
+    return Diagnostic::error("cannot open '" + path + "': " + std::strerror(errno));
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad())
-    return Diagnostic::error(path + ": error: read failed");
+    return Diagnostic::error("cannot read '" + path + "'");
   return ss.str();
 }
 

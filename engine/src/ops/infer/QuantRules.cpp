@@ -272,7 +272,11 @@ Results vkLinear(const InferContext &ctx, const char *inputName, const char *wei
   const TensorProto &w = ctx.tensor(weightName);
   if (x.rank() == 0)
     return ctx.error(std::string(inputName) + " must have at least one dimension");
-  GRAFT_CHECK_OK(requireFloat(ctx, x, inputName));
+  // linear_q8ta_q8csw's activation is the statically quantized int8 tensor
+  // itself (the fusion passes the q node's output); it yields f32.
+  bool quantizedInput = !packed && x.dtype == DType::I8;
+  if (!quantizedInput)
+    GRAFT_CHECK_OK(requireFloat(ctx, x, inputName));
   if (w.rank() != 2)
     return ctx.error(std::string(weightName) + " must be 2-D [N, K" + (packed ? "/2" : "") +
                      "], got " + shapeStr(w.shape));
@@ -295,7 +299,7 @@ Results vkLinear(const InferContext &ctx, const char *inputName, const char *wei
   }
   Shape out = x.shape;
   out.back() = w.shape[0];
-  return one(tensorResult(x.dtype, out, &x));
+  return one(tensorResult(quantizedInput ? DType::F32 : x.dtype, out, &x));
 }
 
 // embedding_q4gsw(weight [V, D/2], scales [V, G], group_size, indices) -> [*indices, D].
