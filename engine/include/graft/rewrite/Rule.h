@@ -1,0 +1,176 @@
+//===- Rule.h - The compiled form of a fusion rule ---*- C++ -*-===//
+//
+// A Rule is what a `.pat` rule lowers to and what the matcher and rewrite
+// driver execute. The DSL front end (dsl/) produces Rules; the engine never
+// sees DSL syntax. Every pattern element and expression keeps the SourceRange
+// of the .pat text it came from so `explain`, `verify-rules` and runtime
+// errors can point at it.
+//
+//   rule torchao_embedding_q4gsw benefit 10 {
+//     match {
+//       %dq  = torchao.dequantize_affine(param $w : i8[$V, $D], [1, $G], param $s, $zp,
+//                                        i8, -8, 7, output_dtype = $odt)
+//       %out = aten.embedding(%dq, $idx)
+//     }
+//     where   { $D % $G == 0; $zp is none or all_zero($zp) }
+//     rewrite {
+//       $packed = pack_int4($w, nibbles = low_first)
+//       %out    = et_vk.embedding_q4gsw($packed, $s, $G, $idx, is_linear_weight = true)
+//     }
+//   }
+//
+// lowers to two PatternNodes (%dq, then the root %out), one where-Expr per
+// predicate, and two RewriteStmts.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/ir/Argument.h"
+#include "graft/ir/DType.h"
+#include "graft/support/Diagnostic.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace graft::rewrite {
+
+//===----------------------------------------------------------------------===//
+// Expressions (where-clauses, computed attributes, rewrite arguments)
+//===----------------------------------------------------------------------===//
+
+struct Expr;
+using ExprPtr = std::shared_ptr<const Expr>;
+
+struct Expr {
+  enum class Kind {
+    Literal,   ///< `literal`: int, float, bool, string, dtype, none, list of literals
+    Var,       ///< `$name`: a capture
+    PatResult, ///< `%name`: a matched (or, in rewrite, newly built) value
+    List,      ///< `[e, e]` with non-literal elements
+    Unary,     ///< op: "-", "!"
+    Binary,    ///< op: + - * / // % == != < <= > >= && ||
+    Call,      ///< builtin function/predicate (all_zero, values_in, dim, rank, dtype,
+               ///< numel, is_none, is_param, fqn, ...) or, in rewrite, a constant transform
+  };
+  Kind kind = Kind::Literal;
+  SourceRange loc;
+  Argument literal;                                 ///< Literal
+  std::string name;                                 ///< Var / PatResult / Call / op of Unary/Binary
+  std::vector<ExprPtr> operands;                    ///< List elems, Unary/Binary operands, Call args
+  std::vector<std::pair<std::string, ExprPtr>> kwargs; ///< Call keyword args
+};
+
+//===----------------------------------------------------------------------===//
+// Match patterns
+//===----------------------------------------------------------------------===//
+
+/// A pattern for one dimension inside a shape pattern: an integer, a
+/// capture (`$D`, binds the Dim; symbolic dims bind symbolically) or `_`.
+struct DimPattern {
+  enum class Kind { Any, Literal, Var } kind = Kind::Any;
+  int64_t value = 0;
+  std::string var;
+  SourceRange loc;
+};
+
+/// `i8[$V, $D]`, `$dt[...]`: constrains a tensor value's dtype and shape.
+struct TypePattern {
+  std::optional<DType> dtype;   ///< literal dtype
+  std::string dtypeVar;         ///< or a dtype capture ("" if none)
+  bool anyRank = false;         ///< shape written `[...]` or omitted: any rank
+  std::vector<DimPattern> dims; ///< exact rank otherwise
+  SourceRange loc;
+};
+
+/// A pattern for one argument of an op pattern.
+struct ArgPattern {
+  enum class Kind {
+    Wildcard,     ///< `_`: anything, including an absent optional argument
+    Var,          ///< `$x`: binds the argument (value, int, list, ...); bound twice = equal
+    PatResult,    ///< `%name`: the value must be produced by pattern node `name`
+    Literal,      ///< an int/float/bool/string/dtype/none literal (or list of them)
+    List,         ///< `[p, p]`: list argument, elementwise patterns, exact length
+    Alternatives, ///< `p | p`: first alternative that matches (with binding rollback)
+  };
+  Kind kind = Kind::Wildcard;
+  SourceRange loc;
+  std::string name;                ///< Var / PatResult
+  Argument literal;                ///< Literal
+  std::vector<ArgPattern> elements; ///< List elements or Alternatives
+  /// `param $w`: the bound value must be a constant graph input with an FQN.
+  bool mustBeParam = false;
+  /// `$w : i8[$V, $D]`: type constraint on a tensor value.
+  std::optional<TypePattern> type;
+};
+
+/// One op in the match DAG.
+struct PatternNode {
+  /// Result names; more than one for multi-output ops (`%s, %zp = ...`).
+  std::vector<std::string> results;
+  /// Accepted targets. "ns.name.overload" matches exactly; "ns.name" (written
+  /// without overload in the .pat) matches any overload. Several entries come
+  /// from `opA | opB` alternatives.
+  std::vector<std::string> targets;
+  std::vector<ArgPattern> args;
+  std::vector<std::pair<std::string, ArgPattern>> kwargs;
+  /// `?`: the node may be absent; then results[0] stands for the value its
+  /// argument `passthroughArg` would have been (an optional view/relu/t).
+  bool optional = false;
+  unsigned passthroughArg = 0;
+  /// `shared`: interior results may have users outside the match.
+  bool shared = false;
+  SourceRange loc;
+};
+
+//===----------------------------------------------------------------------===//
+// Rewrite
+//===----------------------------------------------------------------------===//
+
+struct RewriteStmt {
+  enum class Kind {
+    ConstTransform, ///< `$packed = pack_int4($w, nibbles = low_first)`: a registered
+                    ///< constant transform; the result is a new constant (FQN-registered)
+    Let,            ///< `$n = dim($w, 0) * 2`: a computed attribute
+    NewNode,        ///< `%out = et_vk.linear_q4gsw(...)`: a new node
+  };
+  Kind kind = Kind::NewNode;
+  SourceRange loc;
+  std::vector<std::string> results; ///< `$name` for ConstTransform/Let, `%name`s for NewNode
+  /// NewNode: target "ns.name.overload"; ConstTransform: transform name.
+  std::string target;
+  std::vector<ExprPtr> args;
+  std::vector<std::pair<std::string, ExprPtr>> kwargs;
+  ExprPtr value; ///< Let
+};
+
+/// The values a rule's `example` block gives each capture, used by
+/// verify-rules to build instances: `V = 64` or `G = [32, 64]` or `D = 32..256 step 32`.
+struct ExampleDomain {
+  std::map<std::string, std::vector<int64_t>> ints;
+  std::map<std::string, std::vector<DType>> dtypes;
+};
+
+struct Rule {
+  std::string name;
+  std::string doc; ///< from `///` comments
+  int benefit = 1;
+  std::vector<std::string> tags;
+  std::string backend; ///< e.g. "vulkan"; empty = any
+  /// Pattern nodes in dependency order; `root` indexes the one whose results
+  /// are not consumed by another pattern node.
+  std::vector<PatternNode> nodes;
+  std::size_t root = 0;
+  std::vector<ExprPtr> where;
+  std::vector<RewriteStmt> rewrite;
+  ExampleDomain example;
+  /// Max abs / rel difference verify-rules accepts between before and after.
+  double atol = 0.0;
+  double rtol = 0.0;
+  SourceRange loc;
+};
+
+} // namespace graft::rewrite
