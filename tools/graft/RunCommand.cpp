@@ -117,7 +117,7 @@ buildInputs(const Graph &graph, const Args &args, uint64_t seed,
     auto it = given.find(v->name());
     if (it == given.end())
       continue;
-    const std::string &spec = it->second;
+    const std::string spec = it->second; // a copy: the map entry is erased next
     std::string rhs = spec.substr(spec.find('=') + 1);
     given.erase(it);
     if (!v->isTensor()) {
