@@ -45,8 +45,8 @@ inline std::string llamaGir(const LlamaShape &s) {
   for (int l = 0; l < s.layers; ++l) {
     std::string p = "l" + std::to_string(l) + "_";
     std::string f = "layers." + std::to_string(l) + ".";
-    os << "  param %" << p << "an : f32[" << s.dim << "] fqn=\"" << f
-       << "attention_norm.weight\"" << init(seed++, "0.9", "1.1") << "\n";
+    os << "  param %" << p << "an : f32[" << s.dim << "] fqn=\"" << f << "attention_norm.weight\""
+       << init(seed++, "0.9", "1.1") << "\n";
     os << "  param %" << p << "fn : f32[" << s.dim << "] fqn=\"" << f << "ffn_norm.weight\""
        << init(seed++, "0.9", "1.1") << "\n";
     for (const char *w : {"wq", "wk", "wv", "wo"})
@@ -74,16 +74,14 @@ inline std::string llamaGir(const LlamaShape &s) {
     os << "  %" << out << "_rs : f32[1, s0, 1] = aten.rsqrt.default(%" << out << "_eps)\n";
     os << "  %" << out << "_n : f32" << seq << " = aten.mul.Tensor(%" << x << ", %" << out
        << "_rs)\n";
-    os << "  %" << out << " : f32" << seq << " = aten.mul.Tensor(%" << out << "_n, %" << w
-       << ")\n";
+    os << "  %" << out << " : f32" << seq << " = aten.mul.Tensor(%" << out << "_n, %" << w << ")\n";
   };
   dq("tok", s.vocab, s.dim);
   os << "  %h0 : f32" << seq << " = aten.embedding.default(%tok_dq, %tokens)\n";
   os << "  %seq : symint = aten.sym_size.int(%tokens, 1)\n";
   std::string h = "h0";
   const std::string heads = "[1, s0, " + std::to_string(s.heads) + ", " + std::to_string(hd) + "]";
-  const std::string headsT =
-      "[1, " + std::to_string(s.heads) + ", s0, " + std::to_string(hd) + "]";
+  const std::string headsT = "[1, " + std::to_string(s.heads) + ", s0, " + std::to_string(hd) + "]";
   for (int l = 0; l < s.layers; ++l) {
     std::string p = "l" + std::to_string(l) + "_";
     rmsNorm(p + "x", h, p + "an");
@@ -92,8 +90,7 @@ inline std::string llamaGir(const LlamaShape &s) {
       linear(o, p + "x", p + w, s.dim, s.dim);
       os << "  %" << o << "_v : f32" << heads << " = aten.view.default(%" << o << ", [1, %seq, "
          << s.heads << ", " << hd << "])\n";
-      os << "  %" << o << "_t : f32" << headsT << " = aten.transpose.int(%" << o
-         << "_v, 1, 2)\n";
+      os << "  %" << o << "_t : f32" << headsT << " = aten.transpose.int(%" << o << "_v, 1, 2)\n";
     }
     os << "  %" << p << "attn : f32" << headsT << " = aten.scaled_dot_product_attention.default(%"
        << p << "wq_o_t, %" << p << "wk_o_t, %" << p << "wv_o_t, is_causal=true)\n";
@@ -102,15 +99,14 @@ inline std::string llamaGir(const LlamaShape &s) {
     os << "  %" << p << "attn_v : f32" << seq << " = aten.view.default(%" << p
        << "attn_t, [1, %seq, " << s.dim << "])\n";
     linear(p + "wo_o", p + "attn_v", p + "wo", s.dim, s.dim);
-    os << "  %" << p << "h : f32" << seq << " = aten.add.Tensor(%" << h << ", %" << p
-       << "wo_o)\n";
+    os << "  %" << p << "h : f32" << seq << " = aten.add.Tensor(%" << h << ", %" << p << "wo_o)\n";
     rmsNorm(p + "y", p + "h", p + "fn");
     linear(p + "w1_o", p + "y", p + "w1", s.hidden, s.dim);
     linear(p + "w3_o", p + "y", p + "w3", s.hidden, s.dim);
     os << "  %" << p << "act : f32[1, s0, " << s.hidden << "] = aten.silu.default(%" << p
        << "w1_o)\n";
-    os << "  %" << p << "gate : f32[1, s0, " << s.hidden << "] = aten.mul.Tensor(%" << p
-       << "act, %" << p << "w3_o)\n";
+    os << "  %" << p << "gate : f32[1, s0, " << s.hidden << "] = aten.mul.Tensor(%" << p << "act, %"
+       << p << "w3_o)\n";
     linear(p + "w2_o", p + "gate", p + "w2", s.dim, s.hidden);
     os << "  %" << p << "out : f32" << seq << " = aten.add.Tensor(%" << p << "h, %" << p
        << "w2_o)\n";

@@ -29,8 +29,8 @@ RunResult graft(const std::string &args) {
   // CTest runs each test as its own process, possibly in parallel: keep the
   // capture files per process and per call.
   static int counter = 0;
-  std::string stem = ::testing::TempDir() + "cli_" + std::to_string(::getpid()) + "_" +
-                     std::to_string(counter++);
+  std::string stem =
+      ::testing::TempDir() + "cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
   std::string out = stem + ".out", err = stem + ".err";
   std::string cmd = std::string(GRAFT_CLI_PATH) + " " + args + " >" + out + " 2>" + err;
   int status = std::system(cmd.c_str());

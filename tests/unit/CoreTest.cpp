@@ -41,7 +41,7 @@ TEST(FloatBits, HalfRoundsToNearestEven) {
   // 1 + 3*2^-11 is halfway between 1+2^-10 (odd) and 1+2^-9 (even): rounds up.
   EXPECT_EQ(floatToHalfBits(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);
   EXPECT_EQ(floatToHalfBits(65504.0f), 0x7BFF);
-  EXPECT_EQ(floatToHalfBits(65520.0f), 0x7C00); // overflow to inf
+  EXPECT_EQ(floatToHalfBits(65520.0f), 0x7C00);              // overflow to inf
   EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -24)), 0x0001); // smallest subnormal
   EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -25)), 0x0000); // tie -> even (0)
   EXPECT_EQ(halfBitsToFloat(0x3555), 0.333251953125f);
@@ -58,7 +58,8 @@ TEST(FloatBits, BFloat16RoundsToNearestEven) {
 
 TEST(FloatBits, Float8Formats) {
   EXPECT_EQ(float8BitsToFloat(floatToFloat8Bits(448.0f, DType::F8E4M3FN), DType::F8E4M3FN), 448.0f);
-  EXPECT_TRUE(std::isnan(float8BitsToFloat(floatToFloat8Bits(1000.0f, DType::F8E4M3FN), DType::F8E4M3FN)));
+  EXPECT_TRUE(
+      std::isnan(float8BitsToFloat(floatToFloat8Bits(1000.0f, DType::F8E4M3FN), DType::F8E4M3FN)));
   EXPECT_EQ(float8BitsToFloat(floatToFloat8Bits(57344.0f, DType::F8E5M2), DType::F8E5M2), 57344.0f);
   EXPECT_TRUE(std::isinf(float8BitsToFloat(floatToFloat8Bits(1e6f, DType::F8E5M2), DType::F8E5M2)));
   EXPECT_EQ(floatToFloat8Bits(1.0f, DType::F8E4M3FN), 0x38);
@@ -67,9 +68,9 @@ TEST(FloatBits, Float8Formats) {
   EXPECT_EQ(floatToFloat8Bits(1.0625f, DType::F8E4M3FN), 0x38);
   EXPECT_EQ(float8BitsToFloat(floatToFloat8Bits(4.0f, DType::F8E8M0FNU), DType::F8E8M0FNU), 4.0f);
   EXPECT_EQ(float8BitsToFloat(floatToFloat8Bits(1.0f, DType::F8E4M3FNUZ), DType::F8E4M3FNUZ), 1.0f);
-  EXPECT_EQ(fp4E2M1BitsToFloat(floatToFp4E2M1Bits(2.5f)), 2.0f);  // tie -> even
+  EXPECT_EQ(fp4E2M1BitsToFloat(floatToFp4E2M1Bits(2.5f)), 2.0f);   // tie -> even
   EXPECT_EQ(fp4E2M1BitsToFloat(floatToFp4E2M1Bits(-5.0f)), -4.0f); // tie -> even
-  EXPECT_EQ(fp4E2M1BitsToFloat(floatToFp4E2M1Bits(9.0f)), 6.0f);  // saturates
+  EXPECT_EQ(fp4E2M1BitsToFloat(floatToFp4E2M1Bits(9.0f)), 6.0f);   // saturates
 }
 
 TEST(Dim, LinearArithmetic) {
@@ -184,9 +185,9 @@ TEST(Storage, MapsFileWithoutCopy) {
 TEST(Tensor, ConversionsFollowTorch) {
   Tensor f = Tensor::fromDoubles(DType::F32, {4}, {2.7, -2.7, 300.0, -0.5});
   Tensor i = f.to(DType::I8);
-  EXPECT_EQ(i.getInt(0), 2);   // truncation toward zero
+  EXPECT_EQ(i.getInt(0), 2); // truncation toward zero
   EXPECT_EQ(i.getInt(1), -2);
-  EXPECT_EQ(i.getInt(2), 44);  // 300 wraps modulo 256 like torch on x86
+  EXPECT_EQ(i.getInt(2), 44); // 300 wraps modulo 256 like torch on x86
   EXPECT_EQ(i.getInt(3), 0);
   Tensor t = Tensor(DType::F32, {2, 2}, f.storage(), 0, {1, 2}); // transposed view
   EXPECT_FALSE(t.isContiguous());
@@ -197,7 +198,8 @@ TEST(Tensor, ConversionsFollowTorch) {
 TEST(Graph, UseListsAndRewiring) {
   Graph g("g");
   Value *x = g.addInput(InputKind::UserInput, "x", TensorProto(DType::F32, {4}));
-  Node *a = g.createNode("aten.relu.default", {x}, {}, {{"a", ValueKind::Tensor, TensorProto(DType::F32, {4})}});
+  Node *a = g.createNode("aten.relu.default", {x}, {},
+                         {{"a", ValueKind::Tensor, TensorProto(DType::F32, {4})}});
   Node *b = g.createNode("aten.add.Tensor", {a->output(), a->output()}, {},
                          {{"b", ValueKind::Tensor, TensorProto(DType::F32, {4})}});
   g.addOutput(b->output());

@@ -9,7 +9,9 @@ using namespace graft;
 
 namespace {
 
-TensorProto f32(Shape s) { return TensorProto(DType::F32, std::move(s)); }
+TensorProto f32(Shape s) {
+  return TensorProto(DType::F32, std::move(s));
+}
 
 Graph::ResultSpec result(std::string name, TensorProto proto) {
   return {std::move(name), ValueKind::Tensor, std::move(proto)};
@@ -99,8 +101,8 @@ TEST(Verifier, WrongArity) {
   OpRegistry::builtin().bind(*g);
   expectOne(*g, "bad-arguments");
   auto g2 = validGraph();
-  Node *n2 = g2->createNode("aten.linear.default", {g2->findValue("x")}, {},
-                            {result("z", f32({2, 4}))});
+  Node *n2 =
+      g2->createNode("aten.linear.default", {g2->findValue("x")}, {}, {result("z", f32({2, 4}))});
   g2->addOutput(n2->output());
   OpRegistry::builtin().bind(*g2);
   auto msg = expectOne(*g2, "bad-arguments");
@@ -228,8 +230,8 @@ TEST(Verifier, OpaqueOpsAreCheckedStructurallyOnly) {
 
 TEST(Verifier, ReportsEveryViolation) {
   auto g = validGraph();
-  g->addInput(InputKind::Parameter, "p", f32({1}));           // missing-fqn
-  g->addInput(InputKind::UserInput, "t", f32({Dim::symbol("s9")})); // undeclared-symbol
+  g->addInput(InputKind::Parameter, "p", f32({1}));                    // missing-fqn
+  g->addInput(InputKind::UserInput, "t", f32({Dim::symbol("s9")}));    // undeclared-symbol
   g->addOutput(g->findValue("m"), OutputKind::BufferMutation, "nope"); // bad-mutation-target
   auto diags = verify(*g);
   EXPECT_EQ(diags.size(), 3u) << render(diags);

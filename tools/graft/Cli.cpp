@@ -34,7 +34,8 @@ std::optional<Args> parseArgs(const Command &cmd, const std::vector<std::string>
         args.positional.push_back(argv[i]);
       break;
     }
-    if (a.size() > 1 && a[0] == '-' && !(a.size() > 1 && std::isdigit(static_cast<unsigned char>(a[1])))) {
+    if (a.size() > 1 && a[0] == '-' &&
+        !(a.size() > 1 && std::isdigit(static_cast<unsigned char>(a[1])))) {
       std::string name = a.substr(a[1] == '-' ? 2 : 1);
       std::optional<std::string> inlineValue;
       if (auto eq = name.find('='); eq != std::string::npos) {

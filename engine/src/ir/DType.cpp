@@ -58,12 +58,18 @@ constexpr std::array<DTypeInfo, kNumDTypes> kInfo = {{
     {DType::QU2x4, "qu2x4", "quint2x4", 1, 8},
 }};
 
-const DTypeInfo &info(DType d) { return kInfo[static_cast<std::size_t>(d)]; }
+const DTypeInfo &info(DType d) {
+  return kInfo[static_cast<std::size_t>(d)];
+}
 
 } // namespace
 
-std::string_view name(DType dtype) { return info(dtype).shortName; }
-std::string_view torchName(DType dtype) { return info(dtype).torchName; }
+std::string_view name(DType dtype) {
+  return info(dtype).shortName;
+}
+std::string_view torchName(DType dtype) {
+  return info(dtype).torchName;
+}
 
 std::optional<DType> parseDType(std::string_view text) {
   if (text.substr(0, 6) == "torch.")
@@ -93,8 +99,12 @@ std::optional<DType> parseDType(std::string_view text) {
   return std::nullopt;
 }
 
-std::size_t elementSize(DType dtype) { return info(dtype).bytes; }
-int bitWidth(DType dtype) { return info(dtype).bits; }
+std::size_t elementSize(DType dtype) {
+  return info(dtype).bytes;
+}
+int bitWidth(DType dtype) {
+  return info(dtype).bits;
+}
 
 bool isFloat8(DType d) {
   return d == DType::F8E4M3FN || d == DType::F8E4M3FNUZ || d == DType::F8E5M2 ||
@@ -102,11 +112,13 @@ bool isFloat8(DType d) {
 }
 
 bool isFloatingPoint(DType d) {
-  return d == DType::F16 || d == DType::BF16 || d == DType::F32 || d == DType::F64 ||
-         isFloat8(d) || d == DType::F4E2M1FNx2;
+  return d == DType::F16 || d == DType::BF16 || d == DType::F32 || d == DType::F64 || isFloat8(d) ||
+         d == DType::F4E2M1FNx2;
 }
 
-bool isComplex(DType d) { return d == DType::C32 || d == DType::C64 || d == DType::C128; }
+bool isComplex(DType d) {
+  return d == DType::C32 || d == DType::C64 || d == DType::C128;
+}
 
 bool isSignedIntegral(DType d) {
   switch (d) {

@@ -232,7 +232,9 @@ void Graph::addOutput(Value *value, OutputKind kind, std::string target) {
   outputs_.push_back({kind, value, std::move(target)});
 }
 
-void Graph::setOutputValue(std::size_t index, Value *value) { outputs_.at(index).value = value; }
+void Graph::setOutputValue(std::size_t index, Value *value) {
+  outputs_.at(index).value = value;
+}
 
 Node *Graph::createNode(std::string target, std::vector<Argument> args,
                         std::vector<std::pair<std::string, Argument>> kwargs,

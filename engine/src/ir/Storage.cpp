@@ -51,7 +51,8 @@ Expected<std::shared_ptr<Storage>> Storage::mapFile(const std::string &path, uin
   long page = ::sysconf(_SC_PAGESIZE);
   uint64_t alignedOffset = offset - offset % static_cast<uint64_t>(page);
   std::size_t mapLength = static_cast<std::size_t>(length + (offset - alignedOffset));
-  void *base = ::mmap(nullptr, mapLength, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(alignedOffset));
+  void *base =
+      ::mmap(nullptr, mapLength, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(alignedOffset));
   ::close(fd);
   if (base == MAP_FAILED)
     return Diagnostic::error("cannot map '" + path + "': " + std::strerror(errno));

@@ -3,9 +3,9 @@
 
 #include "graft/support/FloatBits.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -24,7 +24,8 @@ Tensor Tensor::empty(DType dtype, std::vector<int64_t> sizes) {
   int64_t n = 1;
   for (int64_t s : sizes)
     n *= s;
-  return Tensor(dtype, std::move(sizes), Storage::zeros(static_cast<std::size_t>(n) * elementSize(dtype)));
+  return Tensor(dtype, std::move(sizes),
+                Storage::zeros(static_cast<std::size_t>(n) * elementSize(dtype)));
 }
 
 Tensor Tensor::fromDoubles(DType dtype, std::vector<int64_t> sizes,
@@ -45,7 +46,9 @@ Tensor Tensor::fromInts(DType dtype, std::vector<int64_t> sizes,
   return t;
 }
 
-Tensor Tensor::scalar(DType dtype, double value) { return fromDoubles(dtype, {}, {value}); }
+Tensor Tensor::scalar(DType dtype, double value) {
+  return fromDoubles(dtype, {}, {value});
+}
 
 int64_t Tensor::size(int64_t dim) const {
   if (dim < 0)
@@ -108,7 +111,9 @@ template <class T> T load(const uint8_t *p) {
   std::memcpy(&v, p, sizeof(T));
   return v;
 }
-template <class T> void store(uint8_t *p, T v) { std::memcpy(p, &v, sizeof(T)); }
+template <class T> void store(uint8_t *p, T v) {
+  std::memcpy(p, &v, sizeof(T));
+}
 
 /// double -> integer with torch's (x86) behaviour: truncate toward zero,
 /// then wrap to the target width. NaN becomes 0 (documented deviation from
@@ -278,7 +283,8 @@ Tensor Tensor::clone() const {
     return out;
   }
   for (int64_t i = 0; i < n; ++i)
-    std::memcpy(dst + i * static_cast<int64_t>(es), src + (offset_ + storageIndex(i)) * static_cast<int64_t>(es), es);
+    std::memcpy(dst + i * static_cast<int64_t>(es),
+                src + (offset_ + storageIndex(i)) * static_cast<int64_t>(es), es);
   return out;
 }
 

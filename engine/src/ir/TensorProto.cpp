@@ -147,8 +147,8 @@ Status validateQuantLayout(const TensorProto &proto) {
   };
   if (const auto *a = std::get_if<AffineQuant>(&*proto.quant)) {
     if (a->blockSize.size() != shape.size())
-      return fail("block_size has " + std::to_string(a->blockSize.size()) +
-                  " entries for a rank-" + std::to_string(shape.size()) + " tensor");
+      return fail("block_size has " + std::to_string(a->blockSize.size()) + " entries for a rank-" +
+                  std::to_string(shape.size()) + " tensor");
     for (std::size_t i = 0; i < shape.size(); ++i) {
       int64_t b = a->blockSize[i];
       if (b == 0 || b < -1)

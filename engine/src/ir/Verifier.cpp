@@ -39,8 +39,8 @@ public:
 private:
   void report(const std::optional<SourceRange> &where, std::string subject, std::string reason,
               const char *check) {
-    Diagnostic d = Diagnostic::error(std::move(subject) + ": " + std::move(reason) + " [" +
-                                     check + "]");
+    Diagnostic d =
+        Diagnostic::error(std::move(subject) + ": " + std::move(reason) + " [" + check + "]");
     d.range = where;
     diags_.push_back(std::move(d));
   }
@@ -90,9 +90,8 @@ private:
         continue;
       }
       if (v->inputIndex() != static_cast<int>(i) || v->producer())
-        report(v->location(), subject, "value does not record itself as graph input " +
-                                           std::to_string(i),
-               "def-mismatch");
+        report(v->location(), subject,
+               "value does not record itself as graph input " + std::to_string(i), "def-mismatch");
       if (!in.isConstant()) {
         if (in.init)
           report(v->location(), subject, "a user input cannot carry data", "input-with-data");
@@ -114,8 +113,8 @@ private:
       }
       auto sizes = concreteSizes(v->proto().shape);
       if (!sizes) {
-        report(v->location(), subject,
-               "constant has symbolic shape " + v->proto().str(), "symbolic-constant");
+        report(v->location(), subject, "constant has symbolic shape " + v->proto().str(),
+               "symbolic-constant");
         continue;
       }
       if (in.hasData() && !v->proto().quant) {
@@ -161,8 +160,9 @@ private:
       for (unsigned i = 0; i < n.numOutputs(); ++i) {
         const Value *out = n.output(i);
         if (out->producer() != &n || out->resultIndex() != i)
-          reportNode(n, "result " + std::to_string(i) + " (%" + out->name() +
-                            ") does not name this node as its producer",
+          reportNode(n,
+                     "result " + std::to_string(i) + " (%" + out->name() +
+                         ") does not name this node as its producer",
                      "def-mismatch");
         available.insert(out);
         for (const Node *user : out->users())
@@ -211,8 +211,7 @@ private:
     if (!listReturn && n.numOutputs() != schema->returns.size()) {
       reportNode(n,
                  "has " + std::to_string(n.numOutputs()) + " results but " +
-                     schema->qualifiedName() + " returns " +
-                     std::to_string(schema->returns.size()),
+                     schema->qualifiedName() + " returns " + std::to_string(schema->returns.size()),
                  "result-count");
       return;
     }
@@ -222,8 +221,8 @@ private:
       ValueKind expected = expectedKind(t);
       ValueKind actual = n.output(i)->kind();
       // A Scalar return is whichever symbolic scalar the value holds.
-      bool ok = t.base == SchemaType::Base::Scalar ? actual != ValueKind::Tensor
-                                                     : actual == expected;
+      bool ok =
+          t.base == SchemaType::Base::Scalar ? actual != ValueKind::Tensor : actual == expected;
       kindsOk &= ok;
       if (!ok)
         reportNode(n,
@@ -251,8 +250,9 @@ private:
       const Value *out = n.output(i);
       const InferredResult &r = (*inferred)[i];
       if (r.kind != out->kind()) {
-        reportNode(n, "result %" + out->name() + " is declared " + std::string(name(out->kind())) +
-                          " but inferred " + std::string(name(r.kind)),
+        reportNode(n,
+                   "result %" + out->name() + " is declared " + std::string(name(out->kind())) +
+                       " but inferred " + std::string(name(r.kind)),
                    "result-kind");
         continue;
       }
@@ -260,8 +260,9 @@ private:
         continue;
       const TensorProto &declared = out->proto();
       if (!declared.sameShapeAndDType(r.proto))
-        reportNode(n, "result %" + out->name() + " is declared " + declared.str() +
-                          " but inferred " + r.proto.str(),
+        reportNode(n,
+                   "result %" + out->name() + " is declared " + declared.str() + " but inferred " +
+                       r.proto.str(),
                    "proto-mismatch");
     }
   }

@@ -48,8 +48,7 @@ const std::string *SourceManager::contents(const std::string &name) const {
   return it == sources_.end() ? nullptr : it->second.get();
 }
 
-std::optional<std::string_view> SourceManager::line(const std::string &name,
-                                                    uint32_t line) const {
+std::optional<std::string_view> SourceManager::line(const std::string &name, uint32_t line) const {
   const std::string *text = contents(name);
   if (!text || line == 0)
     return std::nullopt;

@@ -10,17 +10,21 @@
 namespace graft {
 namespace {
 
-uint32_t bitsOf(float f) { return std::bit_cast<uint32_t>(f); }
-float floatOf(uint32_t u) { return std::bit_cast<float>(u); }
+uint32_t bitsOf(float f) {
+  return std::bit_cast<uint32_t>(f);
+}
+float floatOf(uint32_t u) {
+  return std::bit_cast<float>(u);
+}
 
 /// Parameters of an IEEE-like minifloat.
 struct MiniFloat {
   int expBits;
   int manBits;
   int bias;
-  bool hasInf;        ///< e5m2: all-ones exponent is inf/NaN like IEEE
-  bool fnuz;          ///< single NaN at 0x80, no negative zero
-  bool allOnesIsNaN;  ///< e4m3fn: only S.1111.111 is NaN; other all-ones-exp values are finite
+  bool hasInf;       ///< e5m2: all-ones exponent is inf/NaN like IEEE
+  bool fnuz;         ///< single NaN at 0x80, no negative zero
+  bool allOnesIsNaN; ///< e4m3fn: only S.1111.111 is NaN; other all-ones-exp values are finite
 };
 
 MiniFloat paramsOf(DType format) {
@@ -66,7 +70,7 @@ uint8_t encodeMini(float f, const MiniFloat &p) {
     exp = minNormalExp; // subnormal: fixed exponent
   // Quantum at this exponent.
   float quantum = std::ldexp(1.0f, exp - manBits);
-  float scaled = a / quantum; // exact (power-of-two division)
+  float scaled = a / quantum;       // exact (power-of-two division)
   float r = std::nearbyint(scaled); // default rounding mode: ties to even
   float rounded = r * quantum;
   if (std::isinf(a) || rounded > maxFinite(p)) {
@@ -159,7 +163,9 @@ uint16_t floatToBFloat16Bits(float f) {
   return uint16_t(x >> 16);
 }
 
-float bfloat16BitsToFloat(uint16_t b) { return floatOf(uint32_t(b) << 16); }
+float bfloat16BitsToFloat(uint16_t b) {
+  return floatOf(uint32_t(b) << 16);
+}
 
 uint8_t floatToFloat8Bits(float f, DType format) {
   if (format == DType::F8E8M0FNU) {
@@ -235,7 +241,11 @@ float roundToDType(float value, DType dtype) {
   }
 }
 
-float roundHalfEven(float value) { return std::nearbyint(value); }
-double roundHalfEven(double value) { return std::nearbyint(value); }
+float roundHalfEven(float value) {
+  return std::nearbyint(value);
+}
+double roundHalfEven(double value) {
+  return std::nearbyint(value);
+}
 
 } // namespace graft

@@ -15,7 +15,16 @@ namespace graft {
 
 class Value;
 
-enum class Layout { Strided, SparseCoo, SparseCsr, SparseCsc, SparseBsr, SparseBsc, Mkldnn, Jagged };
+enum class Layout {
+  Strided,
+  SparseCoo,
+  SparseCsr,
+  SparseCsc,
+  SparseBsr,
+  SparseBsc,
+  Mkldnn,
+  Jagged
+};
 enum class MemoryFormat { Contiguous, Preserve, ChannelsLast, ChannelsLast3d };
 
 std::string_view name(Layout layout);             ///< "strided", "sparse_coo", ...
@@ -28,7 +37,19 @@ std::optional<MemoryFormat> parseMemoryFormat(std::string_view text);
 /// list mixes Values and None).
 class Argument {
 public:
-  enum class Kind { None, Value, Bool, Int, Float, String, DType, Device, Layout, MemoryFormat, List };
+  enum class Kind {
+    None,
+    Value,
+    Bool,
+    Int,
+    Float,
+    String,
+    DType,
+    Device,
+    Layout,
+    MemoryFormat,
+    List
+  };
   using List = std::vector<Argument>;
 
   Argument() = default; // None

@@ -176,7 +176,7 @@ Tensor generateFull(const TensorProto &proto, const FullInit &init);
 struct GraphInput {
   InputKind kind = InputKind::UserInput;
   Value *value = nullptr;
-  std::string fqn; ///< state-dict name for parameters, buffers, constants
+  std::string fqn;        ///< state-dict name for parameters, buffers, constants
   bool persistent = true; ///< buffers only
   std::optional<ConstantInit> init;
 

@@ -91,7 +91,8 @@ public:
   /// Smallest value a dim can take under the declared ranges.
   std::optional<int64_t> lowerBound(const Dim &dim) const;
   /// Evaluates a dim given concrete symbol values.
-  std::optional<int64_t> evaluate(const Dim &dim, const std::map<std::string, int64_t> &values) const;
+  std::optional<int64_t> evaluate(const Dim &dim,
+                                  const std::map<std::string, int64_t> &values) const;
 
 private:
   std::map<std::string, SymbolRange> symbols_;

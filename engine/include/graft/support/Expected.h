@@ -86,7 +86,9 @@ private:
 
 using Status = Expected<void>;
 
-inline Status okStatus() { return Status(); }
+inline Status okStatus() {
+  return Status();
+}
 
 } // namespace graft
 
