@@ -57,5 +57,14 @@ Command makePrintCommand();
 Command makeVerifyCommand();
 Command makeRunCommand();
 Command makeOpsCommand();
+Command makeSynthCommand();
+Command makeCheckCommand();       ///< PatCommands.cpp
+Command makeFmtCommand();         ///< PatCommands.cpp
+Command makeFuseCommand();        ///< RewriteCommands.cpp
+Command makeExplainCommand();     ///< RewriteCommands.cpp
+Command makeVerifyRulesCommand(); ///< RewriteCommands.cpp
+Command makeDevicesCommand();     ///< VulkanCommands.cpp
+Command makeRunVkCommand();       ///< VulkanCommands.cpp
+Command makePartitionCommand();   ///< VulkanCommands.cpp
 
 } // namespace graft::cli

@@ -3,9 +3,11 @@
 
 #include "graft/ir/Verifier.h"
 #include "graft/ops/OpRegistry.h"
+#include "graft/serialize/Load.h"
 #include "graft/serialize/TextIR.h"
 #include "graft/support/FileIO.h"
 
+#include <filesystem>
 #include <iostream>
 
 namespace graft::cli {
@@ -15,8 +17,11 @@ Command makePrintCommand() {
   c.name = "print";
   c.usage = "graft print FILE [-o OUT] [--no-metadata] [--data-file BIN]";
   c.summary = "Parse a graph and print it in canonical text form.";
-  c.details = "Large constants without a textual initializer are written to --data-file.\n"
-              "With -o the output is written atomically (temp file, then rename).";
+  c.details = "FILE is text IR or a torch.export .pt2 archive. Large constants without a\n"
+              "textual initializer are written to --data-file; weights of a .pt2 are\n"
+              "printed as file() references into the archive unless --data-file is given.\n"
+              "With -o the output is written atomically (temp file, then rename); an OUT\n"
+              "ending in .pt2 writes a torch.export archive instead of text.";
   c.flags = {{"o", true, "write to OUT instead of stdout", "OUT"},
              {"no-metadata", false, "omit node metadata (stack_trace, nn_module_stack)"},
              {"data-file", true, "sidecar file for large constant data", "BIN"}};
@@ -26,9 +31,33 @@ Command makePrintCommand() {
       return int(kUserError);
     }
     SourceManager sources;
-    auto graph = parseGraphFile(args.positional[0], &sources);
-    if (!graph)
-      return reportFailure(graph.diags(), &sources);
+    const std::string &path = args.positional[0];
+    auto loaded = loadGraph(path, &sources);
+    if (!loaded)
+      return reportFailure(loaded.diags(), &sources);
+    auto *graph = &loaded->graph;
+    if (loaded->pt2 && !args.has("data-file")) {
+      // Weights mapped from the archive print as file() references into it,
+      // named relative to where the text goes.
+      std::string ref = path;
+      if (auto out = args.get("o")) {
+        std::error_code ec;
+        auto dir = std::filesystem::absolute(*out, ec).parent_path();
+        auto rel = std::filesystem::relative(std::filesystem::absolute(path, ec), dir, ec);
+        if (!ec && !rel.empty())
+          ref = rel.string();
+      }
+      referenceArchiveWeights(**graph, *loaded->pt2, ref);
+    }
+    if (auto out = args.get("o");
+        out && out->size() > 4 && out->compare(out->size() - 4, 4, ".pt2") == 0) {
+      // A .pt2 output: write a torch.export archive instead of text.
+      Pt2WriteOptions w;
+      if (loaded->pt2)
+        w.provenance = &*loaded->pt2;
+      Status s = writePt2(**graph, *out, w);
+      return s ? int(kOk) : reportFailure(s.diags());
+    }
     PrintOptions opts;
     opts.printMetadata = !args.has("no-metadata");
     if (auto df = args.get("data-file"))
@@ -55,7 +84,8 @@ Command makeVerifyCommand() {
   c.summary = "Check graph invariants; print one diagnostic per violation.";
   c.details = "Checks use-def consistency, topological order, dangling references, arity and\n"
               "argument types per op schema, and that inferred result prototypes agree with\n"
-              "the declared ones. Exit status 1 if any graph is invalid.";
+              "the declared ones. FILE is text IR or a torch.export .pt2 archive. Exit\n"
+              "status 1 if any graph is invalid.";
   c.flags = {{"no-inference", false, "skip re-running shape/dtype inference"}};
   c.run = [](const Args &args) {
     if (args.positional.empty()) {
@@ -65,11 +95,12 @@ Command makeVerifyCommand() {
     int status = kOk;
     for (const std::string &path : args.positional) {
       SourceManager sources;
-      auto graph = parseGraphFile(path, &sources);
-      if (!graph) {
-        status = std::max(status, reportFailure(graph.diags(), &sources));
+      auto loaded = loadGraph(path, &sources);
+      if (!loaded) {
+        status = std::max(status, reportFailure(loaded.diags(), &sources));
         continue;
       }
+      auto *graph = &loaded->graph;
       VerifyOptions opts;
       opts.checkInference = !args.has("no-inference");
       auto diags = verify(**graph, opts);

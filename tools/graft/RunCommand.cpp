@@ -3,6 +3,7 @@
 
 #include "graft/interp/Interpreter.h"
 #include "graft/ir/Verifier.h"
+#include "graft/serialize/Load.h"
 #include "graft/serialize/TextIR.h"
 #include "graft/support/FileIO.h"
 
@@ -39,8 +40,7 @@ Expected<std::pair<std::string, int64_t>> parseSymSpec(const std::string &spec) 
 /// symbolic dim is solved from `numel` when provided.
 Expected<std::vector<int64_t>> resolveSizes(const Graph &graph, const TensorProto &proto,
                                             std::map<std::string, int64_t> &symbols,
-                                            std::optional<int64_t> numel,
-                                            const std::string &spec) {
+                                            std::optional<int64_t> numel, const std::string &spec) {
   std::vector<int64_t> sizes;
   int unknown = -1;
   int64_t known = 1;
@@ -61,8 +61,7 @@ Expected<std::vector<int64_t>> resolveSizes(const Graph &graph, const TensorProt
     if (known == 0 || *numel % known != 0)
       return inputError(spec, std::to_string(*numel) + " values do not fit " + proto.str());
     sizes[static_cast<std::size_t>(unknown)] = *numel / known;
-    symbols[proto.shape[static_cast<std::size_t>(unknown)].terms()[0].first] =
-        *numel / known;
+    symbols[proto.shape[static_cast<std::size_t>(unknown)].terms()[0].first] = *numel / known;
   }
   return sizes;
 }
@@ -92,9 +91,8 @@ Expected<std::vector<double>> parseValueList(const std::string &text, const std:
   return out;
 }
 
-Expected<std::vector<RuntimeValue>>
-buildInputs(const Graph &graph, const Args &args, uint64_t seed,
-            std::map<std::string, int64_t> &symbols) {
+Expected<std::vector<RuntimeValue>> buildInputs(const Graph &graph, const Args &args, uint64_t seed,
+                                                std::map<std::string, int64_t> &symbols) {
   std::map<std::string, std::string> given;
   for (const std::string &spec : args.all("inputs")) {
     auto eq = spec.find('=');
@@ -135,8 +133,7 @@ buildInputs(const Graph &graph, const Args &args, uint64_t seed,
       if (bytes.size() % es != 0)
         return inputError(spec, "file size " + std::to_string(bytes.size()) +
                                     " is not a multiple of the element size " + std::to_string(es));
-      GRAFT_TRY(auto sizes, resolveSizes(graph, proto, symbols,
-                                          int64_t(bytes.size() / es), spec));
+      GRAFT_TRY(auto sizes, resolveSizes(graph, proto, symbols, int64_t(bytes.size() / es), spec));
       Tensor t = Tensor::empty(proto.dtype, sizes);
       if (t.nbytes() != bytes.size())
         return inputError(spec, "file has " + std::to_string(bytes.size()) + " bytes, " +
@@ -267,9 +264,10 @@ Command makeRunCommand() {
       symbols[sv->first] = sv->second;
     }
     SourceManager sources;
-    auto graph = parseGraphFile(args.positional[0], &sources);
-    if (!graph)
-      return reportFailure(graph.diags(), &sources);
+    auto loaded = loadGraph(args.positional[0], &sources);
+    if (!loaded)
+      return reportFailure(loaded.diags(), &sources);
+    auto *graph = &loaded->graph;
     if (!args.has("no-verify")) {
       auto diags = verify(**graph);
       if (!diags.empty())
@@ -330,8 +328,8 @@ Command makeRunCommand() {
     for (std::size_t i = 0; i < outputs->size(); ++i) {
       const GraphOutput &o = g.outputs()[i];
       const RuntimeValue &v = (*outputs)[i];
-      std::cout << (o.kind == OutputKind::UserOutput ? "output" : std::string(name(o.kind)))
-                << " %" << o.value->name();
+      std::cout << (o.kind == OutputKind::UserOutput ? "output" : std::string(name(o.kind))) << " %"
+                << o.value->name();
       if (!o.target.empty())
         std::cout << " -> \"" << o.target << "\"";
       std::cout << " = " << str(v, all ? INT64_MAX : 16) << "\n";

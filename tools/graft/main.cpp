@@ -4,6 +4,15 @@
 //   graft verify FILE       check a graph's invariants
 //   graft run FILE          execute a graph with the reference interpreter
 //   graft ops               list the op registry
+//   graft synth llama ...   write a Llama-shaped exported program (.pt2)
+//   graft check FILE...     check .pat rule files
+//   graft fmt FILE...       format .pat rule files
+//   graft fuse IN --rules F apply fusion rules to a graph
+//   graft explain G --rules F  why rules do (not) match
+//   graft verify-rules F... test rules numerically
+//   graft devices           list the Vulkan devices
+//   graft run-vk FILE       execute a graph on a Vulkan device
+//   graft partition FILE --target T   Vulkan partitions and CPU reasons
 //
 //===----------------------------------------------------------------------===//
 #include "Cli.h"
@@ -18,7 +27,10 @@
 using namespace graft::cli;
 
 static std::vector<Command> commands() {
-  return {makePrintCommand(), makeVerifyCommand(), makeRunCommand(), makeOpsCommand()};
+  return {makePrintCommand(),    makeVerifyCommand(),      makeRunCommand(),     makeOpsCommand(),
+          makeCheckCommand(),    makeFmtCommand(),         makeSynthCommand(),   makeFuseCommand(),
+          makeExplainCommand(),  makeVerifyRulesCommand(), makeDevicesCommand(), makeRunVkCommand(),
+          makePartitionCommand()};
 }
 
 static void printUsage(std::ostream &os) {

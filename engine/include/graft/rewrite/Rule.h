@@ -22,6 +22,25 @@
 // lowers to two PatternNodes (%dq, then the root %out), one where-Expr per
 // predicate, and two RewriteStmts.
 //
+// Conventions the DSL front end (dsl/, docs/dsl.md) guarantees:
+//  * Names are stored without their sigil: `%dq` is "dq", `$w` is "w" (in
+//    results, ArgPattern/Expr names, ExampleDomain keys). An ignored result
+//    (`_` in `%s, _ = ...`) is the empty string.
+//  * Targets are canonical "ns.name.overload", or "ns.name" for a pattern
+//    written without an overload (matches every overload).
+//  * A PatternNode lists positional arguments as written (args[i] is schema
+//    position i) and keyword arguments by schema name. Every schema argument
+//    the .pat text leaves out is added to `kwargs` as a Literal of its default
+//    (for an overload-insensitive target: when all overloads agree on it), so
+//    the matcher can treat an argument the PatternNode does not list as
+//    "matches anything" (the `...` rest marker leaves them out on purpose).
+//  * Binary operators in Exprs are "+ - * / // % == != < <= > >= && ||";
+//    the DSL writes `and`/`or`/`not`, and `/` between two ints becomes "//".
+//  * Only rules that pass every semantic check (docs/dsl-errors.md) are
+//    produced: ops and overloads exist, arities and argument kinds fit the
+//    schema, every name is bound before use, the match is a connected DAG whose
+//    last node is the root, and the rewrite replaces the root's results.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -58,9 +77,9 @@ struct Expr {
   };
   Kind kind = Kind::Literal;
   SourceRange loc;
-  Argument literal;                                 ///< Literal
-  std::string name;                                 ///< Var / PatResult / Call / op of Unary/Binary
-  std::vector<ExprPtr> operands;                    ///< List elems, Unary/Binary operands, Call args
+  Argument literal;              ///< Literal
+  std::string name;              ///< Var / PatResult / Call / op of Unary/Binary
+  std::vector<ExprPtr> operands; ///< List elems, Unary/Binary operands, Call args
   std::vector<std::pair<std::string, ExprPtr>> kwargs; ///< Call keyword args
 };
 
@@ -83,6 +102,10 @@ struct TypePattern {
   std::string dtypeVar;         ///< or a dtype capture ("" if none)
   bool anyRank = false;         ///< shape written `[...]` or omitted: any rank
   std::vector<DimPattern> dims; ///< exact rank otherwise
+  /// `[..., $K]`: any number of leading dims, then `dims` as the trailing
+  /// dims (rank >= dims.size()). The engine reads `anyRank` with a non-empty
+  /// `dims` the same way.
+  bool leadingEllipsis = false;
   SourceRange loc;
 };
 
@@ -98,8 +121,8 @@ struct ArgPattern {
   };
   Kind kind = Kind::Wildcard;
   SourceRange loc;
-  std::string name;                ///< Var / PatResult
-  Argument literal;                ///< Literal
+  std::string name;                 ///< Var / PatResult
+  Argument literal;                 ///< Literal
   std::vector<ArgPattern> elements; ///< List elements or Alternatives
   /// `param $w`: the bound value must be a constant graph input with an FQN.
   bool mustBeParam = false;
@@ -171,6 +194,12 @@ struct Rule {
   double atol = 0.0;
   double rtol = 0.0;
   SourceRange loc;
+  /// Statement-level alternatives in the match (`%t = aten.t(param $w) |
+  /// aten.permute_copy(param $w, [1, 0])`) whose argument patterns differ are
+  /// expanded by the front end into one Rule per combination, all with the
+  /// same name, doc, where and rewrite; `variant` numbers them 1..n in source
+  /// order (0: the rule has a single form).
+  unsigned variant = 0;
 };
 
 } // namespace graft::rewrite

@@ -1,0 +1,3 @@
+// expect: 3:8: error: import cycle
+// A file that imports itself.
+import "import_cycle.pat"

@@ -1,0 +1,2 @@
+// Imports cycle_b.pat, which imports this file back.
+import "cycle_b.pat"

@@ -1,0 +1,141 @@
+//===- VulkanTestUtil.h - Shared helpers of the Vulkan backend tests -*- C++ -*-===//
+//
+// One Context per test process (device creation is the slow part); tests
+// skip only when the machine has no Vulkan device at all. checkGraph runs a
+// text-IR graph on the reference interpreter and on the device (with no CPU
+// fallback allowed) on the same random inputs and compares every output
+// element with |device - reference| <= abs + rel * |reference|.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/interp/Interpreter.h"
+#include "graft/serialize/TextIR.h"
+#include "graft/vulkan/GraphExecutor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+namespace graft::vktest {
+
+/// The shared context, or null when no Vulkan device exists (the caller
+/// skips). A device that exists but cannot be opened fails the test.
+inline vk::Context *context() {
+  static std::unique_ptr<vk::Context> ctx;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    auto devices = vk::listDevices();
+    EXPECT_TRUE(devices.ok()) << (devices.ok() ? "" : render(devices.diags()));
+    if (devices.ok() && !devices->empty()) {
+      auto c = vk::Context::create();
+      EXPECT_TRUE(c.ok()) << (c.ok() ? "" : render(c.diags()));
+      if (c.ok())
+        ctx = std::move(*c);
+    }
+  }
+  return ctx.get();
+}
+
+#define GRAFT_REQUIRE_VULKAN()                                                                     \
+  do {                                                                                             \
+    if (!::graft::vktest::context()) {                                                             \
+      auto devices = ::graft::vk::listDevices();                                                   \
+      if (devices.ok() && devices->empty())                                                        \
+        GTEST_SKIP() << "no Vulkan device";                                                        \
+      FAIL() << "a Vulkan device exists but no context could be created";                          \
+    }                                                                                              \
+  } while (0)
+
+struct Tolerance {
+  double abs = 0;
+  double rel = 0;
+};
+
+/// Element-wise closeness of two tensors; returns an empty string when
+/// close, else a description of the worst element.
+inline std::string allClose(const Tensor &actual, const Tensor &expected, Tolerance tol) {
+  if (actual.dtype() != expected.dtype() || actual.sizes() != expected.sizes())
+    return "got " + actual.proto().str() + ", expected " + expected.proto().str();
+  double worst = 0;
+  int64_t worstAt = -1;
+  for (int64_t i = 0, n = actual.numel(); i < n; ++i) {
+    double a = actual.getDouble(i), e = expected.getDouble(i);
+    if (std::isnan(e) && std::isnan(a))
+      continue;
+    if (std::isinf(e) && a == e)
+      continue;
+    double excess = std::abs(a - e) - (tol.abs + tol.rel * std::abs(e));
+    if (!(excess <= 0) && (worstAt < 0 || excess > worst)) {
+      worst = excess;
+      worstAt = i;
+    }
+  }
+  if (worstAt < 0)
+    return {};
+  return "element " + std::to_string(worstAt) + ": got " +
+         std::to_string(actual.getDouble(worstAt)) + ", expected " +
+         std::to_string(expected.getDouble(worstAt)) + " (abs error " +
+         std::to_string(std::abs(actual.getDouble(worstAt) - expected.getDouble(worstAt))) + ")";
+}
+
+struct GraphRun {
+  std::vector<RuntimeValue> device, reference;
+  std::vector<vk::NodePlan> plan;
+};
+
+/// Runs `gir` on the interpreter and the device; every node must run on
+/// the device (or host) unless `allowFallback`.
+inline GraphRun runBoth(const std::string &gir, uint64_t seed = 1,
+                        const std::map<std::string, int64_t> &symbols = {},
+                        bool allowFallback = false) {
+  GraphRun r;
+  auto g = parseGraph(gir, "test.gir");
+  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : render(g.diags()));
+  if (!g.ok())
+    return r;
+  auto inputs = makeRandomInputs(**g, seed, symbols);
+  EXPECT_TRUE(inputs.ok()) << (inputs.ok() ? "" : render(inputs.diags()));
+  if (!inputs.ok())
+    return r;
+  auto ref = Interpreter().run(**g, *inputs);
+  EXPECT_TRUE(ref.ok()) << (ref.ok() ? "" : render(ref.diags()));
+  if (!ref.ok())
+    return r;
+  vk::ExecutorOptions opts;
+  opts.allowCpuFallback = allowFallback;
+  auto exec = vk::GraphExecutor::create(*context(), **g, opts);
+  EXPECT_TRUE(exec.ok()) << (exec.ok() ? "" : render(exec.diags()));
+  if (!exec.ok())
+    return r;
+  r.plan = (*exec)->plan();
+  auto out = (*exec)->run(*inputs);
+  EXPECT_TRUE(out.ok()) << (out.ok() ? "" : render(out.diags()));
+  if (!out.ok())
+    return r;
+  r.device = std::move(*out);
+  r.reference = std::move(*ref);
+  return r;
+}
+
+/// runBoth + every tensor output within `tol`.
+inline void checkGraph(const std::string &gir, Tolerance tol, uint64_t seed = 1,
+                       const std::map<std::string, int64_t> &symbols = {}) {
+  GraphRun r = runBoth(gir, seed, symbols);
+  ASSERT_EQ(r.device.size(), r.reference.size());
+  for (std::size_t i = 0; i < r.device.size(); ++i) {
+    const Tensor *a = std::get_if<Tensor>(&r.device[i]);
+    const Tensor *e = std::get_if<Tensor>(&r.reference[i]);
+    if (!a || !e) {
+      EXPECT_EQ(str(r.device[i]), str(r.reference[i])) << "output " << i;
+      continue;
+    }
+    std::string why = allClose(*a, *e, tol);
+    EXPECT_TRUE(why.empty()) << "output " << i << ": " << why << "\n" << gir;
+  }
+}
+
+} // namespace graft::vktest
