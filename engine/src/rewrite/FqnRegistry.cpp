@@ -1,0 +1,237 @@
+//===- FqnRegistry.cpp - Provenance of transformed constants --------------===//
+#include "graft/rewrite/FqnRegistry.h"
+
+#include "RewriteUtil.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+namespace graft::rewrite {
+
+std::string TransformRequest::key() const {
+  // Separators that cannot appear in FQNs or argument text.
+  std::string k;
+  for (const std::string &s : sources) {
+    k += s;
+    k += '\x1f';
+  }
+  k += '\x1e';
+  k += transform;
+  k += '\x1e';
+  k += args;
+  return k;
+}
+
+std::string TransformRequest::str() const {
+  std::string out = transform + "(";
+  for (std::size_t i = 0; i < sources.size(); ++i)
+    out += (i ? ", " : "") + sources[i];
+  if (!args.empty())
+    out += (sources.empty() ? "" : ", ") + args;
+  return out + ")";
+}
+
+const ProvenanceEntry *FqnRegistry::find(const TransformRequest &request) const {
+  auto it = byKey_.find(request.key());
+  return it == byKey_.end() ? nullptr : &entries_[it->second];
+}
+
+const ProvenanceEntry *FqnRegistry::findByKey(const std::string &key) const {
+  auto it = byKey_.find(key);
+  return it == byKey_.end() ? nullptr : &entries_[it->second];
+}
+
+const ProvenanceEntry *FqnRegistry::findByFqn(std::string_view fqn) const {
+  auto it = byFqn_.find(std::string(fqn));
+  return it == byFqn_.end() ? nullptr : &entries_[it->second];
+}
+
+std::string FqnRegistry::deriveFqn(const TransformRequest &request) {
+  std::string out = request.sources.empty() ? std::string("const") : request.sources[0];
+  for (std::size_t i = 1; i < request.sources.size(); ++i)
+    out += "+" + request.sources[i];
+  out += '.';
+  out += request.transform;
+  // Argument values only ("nibbles=low_first, x=[1, 2]" -> "_low_first_1x2"),
+  // made identifier-safe: '-' -> 'm', '.' -> 'p', list commas -> 'x';
+  // integral floats lose their ".0". One pass, no temporaries.
+  const std::string &a = request.args;
+  std::size_t i = 0;
+  while (i < a.size()) {
+    std::size_t eq = a.find('=', i);
+    if (eq == std::string::npos)
+      break;
+    std::size_t end = eq + 1;
+    for (int depth = 0; end < a.size(); ++end) {
+      char c = a[end];
+      if (c == '[')
+        ++depth;
+      else if (c == ']')
+        --depth;
+      else if (c == ',' && depth == 0)
+        break;
+    }
+    std::size_t valueEnd = end;
+    if (valueEnd - (eq + 1) > 2 && a.compare(valueEnd - 2, 2, ".0") == 0)
+      valueEnd -= 2;
+    out += '_';
+    for (std::size_t k = eq + 1; k < valueEnd; ++k) {
+      char c = a[k];
+      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')
+        out += c;
+      else if (c == '-')
+        out += 'm';
+      else if (c == '.')
+        out += 'p';
+      else if (c == ',')
+        out += 'x';
+    }
+    i = end + 1;
+    while (i < a.size() && a[i] == ' ')
+      ++i;
+  }
+  return out;
+}
+
+std::string FqnRegistry::proposeFqn(const TransformRequest &request,
+                                    const std::function<bool(const std::string &)> &isTaken) const {
+  std::string base = deriveFqn(request);
+  std::string fqn = base;
+  for (int i = 2; byFqn_.count(fqn) || (isTaken && isTaken(fqn)); ++i)
+    fqn = base + "_" + std::to_string(i);
+  return fqn;
+}
+
+const ProvenanceEntry &
+FqnRegistry::record(const TransformRequest &request, TensorProto proto, std::string rule,
+                    SourceRange loc, const std::function<bool(const std::string &)> &isTaken) {
+  return recordAs(request, proposeFqn(request, isTaken), std::move(proto), std::move(rule),
+                  std::move(loc));
+}
+
+const ProvenanceEntry &FqnRegistry::recordAs(const TransformRequest &request, std::string fqn,
+                                             TensorProto proto, std::string rule, SourceRange loc,
+                                             std::string key) {
+  if (key.empty())
+    key = request.key();
+  ProvenanceEntry e;
+  e.fqn = fqn;
+  e.request = request;
+  e.proto = std::move(proto);
+  e.requestedBy.push_back(rule);
+  e.rule = std::move(rule);
+  e.loc = std::move(loc);
+  entries_.push_back(std::move(e));
+  byKey_.emplace(std::move(key), entries_.size() - 1);
+  byFqn_.emplace(entries_.back().fqn, entries_.size() - 1);
+  return entries_.back();
+}
+
+void FqnRegistry::noteReuse(const ProvenanceEntry &entry, const std::string &rule) {
+  auto it = byFqn_.find(entry.fqn);
+  if (it == byFqn_.end())
+    return;
+  ProvenanceEntry &e = entries_[it->second];
+  ++e.requests;
+  if (std::find(e.requestedBy.begin(), e.requestedBy.end(), rule) == e.requestedBy.end())
+    e.requestedBy.push_back(rule);
+}
+
+std::vector<const ProvenanceEntry *> FqnRegistry::derivedFrom(std::string_view sourceFqn) const {
+  std::vector<const ProvenanceEntry *> out;
+  for (const ProvenanceEntry &e : entries_)
+    if (std::find(e.request.sources.begin(), e.request.sources.end(), sourceFqn) !=
+        e.request.sources.end())
+      out.push_back(&e);
+  return out;
+}
+
+std::vector<std::string> FqnRegistry::originsOf(std::string_view fqn) const {
+  std::vector<std::string> out;
+  std::vector<std::string> stack{std::string(fqn)};
+  // Chains are acyclic (an entry's sources exist before it), so this ends.
+  while (!stack.empty()) {
+    std::string f = std::move(stack.back());
+    stack.pop_back();
+    if (const ProvenanceEntry *e = findByFqn(f)) {
+      for (auto it = e->request.sources.rbegin(); it != e->request.sources.rend(); ++it)
+        stack.push_back(*it);
+    } else if (std::find(out.begin(), out.end(), f) == out.end()) {
+      out.push_back(f);
+    }
+  }
+  return out;
+}
+
+std::string FqnRegistry::str() const {
+  std::string out;
+  for (const ProvenanceEntry &e : entries_) {
+    out += e.fqn + " : " + e.proto.str() + " = " + e.request.str() + "  [" + e.rule;
+    if (e.requests > 1)
+      out += " x" + std::to_string(e.requests);
+    out += "]\n";
+  }
+  return out;
+}
+
+namespace {
+
+std::string jsonString(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+        out += buf;
+      } else {
+        out += c;
+      }
+    }
+  }
+  return out + "\"";
+}
+
+} // namespace
+
+std::string FqnRegistry::toJson() const {
+  std::string out = "[";
+  bool first = true;
+  for (const ProvenanceEntry &e : entries_) {
+    out += first ? "\n  {" : ",\n  {";
+    first = false;
+    out += "\"fqn\": " + jsonString(e.fqn);
+    out += ", \"transform\": " + jsonString(e.request.transform);
+    out += ", \"sources\": [";
+    for (std::size_t i = 0; i < e.request.sources.size(); ++i)
+      out += (i ? ", " : "") + jsonString(e.request.sources[i]);
+    out += "], \"args\": " + jsonString(e.request.args);
+    out += ", \"shape\": " + jsonString(graft::str(e.proto.shape));
+    out += ", \"dtype\": " + jsonString(name(e.proto.dtype));
+    out += ", \"rule\": " + jsonString(e.rule);
+    out += ", \"loc\": " + jsonString(detail::formatLoc(e.loc));
+    out += ", \"requests\": " + std::to_string(e.requests);
+    out += ", \"requested_by\": [";
+    for (std::size_t i = 0; i < e.requestedBy.size(); ++i)
+      out += (i ? ", " : "") + jsonString(e.requestedBy[i]);
+    out += "]}";
+  }
+  out += first ? "]" : "\n]";
+  return out;
+}
+
+} // namespace graft::rewrite

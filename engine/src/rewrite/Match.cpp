@@ -1,0 +1,619 @@
+//===- Match.cpp - The backtracking matcher -------------------------------===//
+//
+// See Matcher.h for the design. The search is `solve(goal, depth)`: goal is
+// the head of a persistent list of pending goals (indices into cells_), depth
+// counts goals satisfied on the current path and ranks failures for explain
+// ("the deepest failing check"). Choice points save the trail and arena
+// marks, try an alternative, and undo both when it fails.
+//
+//===----------------------------------------------------------------------===//
+#include "Matcher.h"
+#include "RewriteUtil.h"
+
+#include "graft/ops/BoundArgs.h"
+#include "graft/ops/ShapeInference.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace graft::rewrite::detail {
+
+namespace {
+
+const Argument &noneArg() {
+  static const Argument kNone;
+  return kNone;
+}
+
+bool isGraphOutput(const Graph &g, const Value *v) {
+  for (const GraphOutput &o : g.outputs())
+    if (o.value == v)
+      return true;
+  return false;
+}
+
+/// Literal pattern vs node argument. Ints and floats compare numerically
+/// (a pattern `1` matches an argument `1.0`); everything else exactly.
+bool literalMatches(const Argument &lit, const Argument &arg) {
+  switch (lit.kind()) {
+  case Argument::Kind::Int:
+    if (arg.isInt())
+      return arg.integer() == lit.integer();
+    if (arg.isFloat())
+      return arg.floating() == static_cast<double>(lit.integer());
+    return false;
+  case Argument::Kind::Float:
+    if (arg.isFloat())
+      return arg.floating() == lit.floating() ||
+             (std::isnan(arg.floating()) && std::isnan(lit.floating()));
+    if (arg.isInt())
+      return static_cast<double>(arg.integer()) == lit.floating();
+    return false;
+  case Argument::Kind::List: {
+    if (!arg.isList() || arg.list().size() != lit.list().size())
+      return false;
+    for (std::size_t i = 0; i < lit.list().size(); ++i)
+      if (!literalMatches(lit.list()[i], arg.list()[i]))
+        return false;
+    return true;
+  }
+  default:
+    return lit == arg;
+  }
+}
+
+/// The Dim an Int argument or SymInt value stands for.
+std::optional<Dim> argDim(const Argument &a) {
+  return argumentDim(a);
+}
+
+bool capturesEqual(const Capture &a, const Capture &b) {
+  using K = Capture::Kind;
+  if (a.kind == K::DType || b.kind == K::DType) {
+    DType da, db;
+    if (a.kind == K::DType)
+      da = a.dtype;
+    else if (a.kind == K::Arg && a.arg->isDType())
+      da = a.arg->dtype();
+    else
+      return false;
+    if (b.kind == K::DType)
+      db = b.dtype;
+    else if (b.kind == K::Arg && b.arg->isDType())
+      db = b.arg->dtype();
+    else
+      return false;
+    return da == db;
+  }
+  if (a.kind == K::Arg && b.kind == K::Arg) {
+    if (*a.arg == *b.arg)
+      return true;
+    // An Int and a SymInt value naming the same dim are the same capture.
+    auto da = argDim(*a.arg), db = argDim(*b.arg);
+    return da && db && *da == *db;
+  }
+  std::optional<Dim> da = a.kind == K::Dim ? std::optional<Dim>(*a.dim) : argDim(*a.arg);
+  std::optional<Dim> db = b.kind == K::Dim ? std::optional<Dim>(*b.dim) : argDim(*b.arg);
+  return da && db && *da == *db;
+}
+
+std::string captureText(const Capture &c) {
+  switch (c.kind) {
+  case Capture::Kind::Arg:
+    return formatArgument(*c.arg);
+  case Capture::Kind::Dim:
+    return c.dim->str();
+  case Capture::Kind::DType:
+    return std::string(name(c.dtype));
+  case Capture::Kind::Unbound:
+    break;
+  }
+  return "<unbound>";
+}
+
+std::string producerText(const Value *v) {
+  if (!v)
+    return "nothing";
+  if (const Node *p = v->producer())
+    return "%" + v->name() + " is produced by " + p->target();
+  return "%" + v->name() + " is a graph input";
+}
+
+/// Which signature a node's arguments follow (-1: current; k: legacy k).
+int layoutOf(const Node &node, const OpSchema &schema) {
+  if (schema.legacySchemas.empty())
+    return -1;
+  // Counts and keyword names first, then argument kinds (an old call spelled
+  // positionally can have the current arity with a string where the current
+  // signature has a dtype).
+  auto fits = [&](const OpSchema &s) {
+    if (node.args().size() > s.numPositional())
+      return false;
+    for (std::size_t i = 0; i < node.args().size(); ++i)
+      if (!argumentMatchesType(node.args()[i], s.args[i].type))
+        return false;
+    for (const auto &kv : node.kwargs()) {
+      int idx = s.argIndex(kv.first);
+      if (idx < 0 || !argumentMatchesType(kv.second, s.args[static_cast<std::size_t>(idx)].type))
+        return false;
+    }
+    return true;
+  };
+  if (fits(schema))
+    return -1;
+  for (std::size_t k = 0; k < schema.legacySchemas.size(); ++k)
+    if (fits(schema.legacySchemas[k]))
+      return static_cast<int>(k);
+  return -1;
+}
+
+/// The argument a node passes for layout parameter `index` (its default
+/// when left out; None when not given at all).
+const Argument *nodeArg(const Node &node, const Accept &a, int index) {
+  if (!a.layoutSchema) {
+    if (index >= 0)
+      return static_cast<std::size_t>(index) < node.args().size()
+                 ? &node.args()[static_cast<std::size_t>(index)]
+                 : &noneArg();
+    const Argument *kw = node.kwarg(a.keywords[static_cast<std::size_t>(-1 - index)]);
+    return kw ? kw : &noneArg();
+  }
+  if (static_cast<std::size_t>(index) < node.args().size())
+    return &node.args()[static_cast<std::size_t>(index)];
+  const SchemaArg &p = a.layoutSchema->args[static_cast<std::size_t>(index)];
+  if (!node.kwargs().empty())
+    if (const Argument *kw = node.kwarg(p.name))
+      return kw;
+  return p.defaultValue ? &*p.defaultValue : &noneArg();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Matcher
+//===----------------------------------------------------------------------===//
+
+int Matcher::push(const Goal &g) {
+  cells_.push_back(g);
+  return static_cast<int>(cells_.size()) - 1;
+}
+
+void Matcher::undoTo(std::size_t mark) {
+  while (trail_.size() > mark) {
+    Undo &u = trail_.back();
+    if (u.kind == Undo::Kind::Node)
+      nodes_[static_cast<std::size_t>(u.index)] = u.node;
+    else
+      captures_[static_cast<std::size_t>(u.index)] = u.capture;
+    trail_.pop_back();
+  }
+}
+
+bool Matcher::match(const CompiledRule &rule, Node *root) {
+  rule_ = &rule;
+  cells_.clear();
+  trail_.clear();
+  nodes_.assign(rule.nodes.size(), NodeBinding());
+  captures_.assign(rule.slotNames.size(), Capture());
+  failure_ = MatchFailure();
+  const CNode &rn = rule.nodes[static_cast<std::size_t>(rule.root)];
+  const Accept *acc = nullptr;
+  if (!accepts(rn, *root, &acc)) {
+    fail(rn.siteTarget, 0, [&] {
+      return "expected " + rn.targetsText + ", node %" + root->name() + " is " + root->target();
+    });
+    return false;
+  }
+  nodes_[static_cast<std::size_t>(rule.root)] = {NodeBinding::Kind::Node, root, nullptr};
+  Goal g;
+  g.kind = Goal::Kind::Node;
+  g.patNode = rule.root;
+  g.node = root;
+  g.next = -1;
+  return solve(push(g), 1);
+}
+
+bool Matcher::accepts(const CNode &n, const Node &node, const Accept **which) const {
+  const OpSchema *s = node.schema();
+  int layout = -2;
+  for (const Accept &a : n.accepts) {
+    if (a.schema) {
+      if (a.schema != s)
+        continue;
+      if (layout == -2)
+        layout = layoutOf(node, *s);
+      if (a.layout != layout)
+        continue;
+    } else {
+      if (s)
+        continue;
+      const std::string &t = node.target();
+      if (!a.target.empty() ? t != a.target : t.compare(0, a.prefix.size(), a.prefix) != 0)
+        continue;
+    }
+    *which = &a;
+    return true;
+  }
+  return false;
+}
+
+std::string Matcher::argLabel(const Goal &g) const {
+  std::string label;
+  if (g.layout && g.param >= 0 && static_cast<std::size_t>(g.param) < g.layout->args.size())
+    label = g.layout->args[static_cast<std::size_t>(g.param)].name;
+  else if (g.pat && g.pat->site >= 0)
+    label = rule_->sites[static_cast<std::size_t>(g.pat->site)].what;
+  else
+    label = "argument";
+  if (g.elem >= 0)
+    label += "[" + std::to_string(g.elem) + "]";
+  return label;
+}
+
+bool Matcher::solve(int goal, int depth) {
+  if (goal < 0)
+    return finish(depth);
+  Goal g = cells_[static_cast<std::size_t>(goal)];
+  if (g.kind == Goal::Kind::Node)
+    return matchNode(g, depth);
+  return matchArg(g, depth);
+}
+
+bool Matcher::matchNode(const Goal &g, int depth) {
+  const CNode &cn = rule_->nodes[static_cast<std::size_t>(g.patNode)];
+  const Accept *acc = nullptr;
+  if (!accepts(cn, *g.node, &acc)) {
+    fail(cn.siteTarget, depth, [&] {
+      return "expected " + cn.targetsText + ", node %" + g.node->name() + " is " + g.node->target();
+    });
+    return false;
+  }
+  if (cn.src->results.size() > g.node->numOutputs()) {
+    fail(cn.siteTarget, depth, [&] {
+      return "pattern names " + std::to_string(cn.src->results.size()) + " results, node %" +
+             g.node->name() + " has " + std::to_string(g.node->numOutputs());
+    });
+    return false;
+  }
+  int orientations = acc->commA >= 0 ? 2 : 1;
+  std::size_t trailMark = trail_.size(), cellMark = cells_.size();
+  for (int o = 0; o < orientations; ++o) {
+    int next = g.next;
+    // Push in reverse so the first argument is examined first.
+    for (auto it = acc->constrained.rbegin(); it != acc->constrained.rend(); ++it) {
+      Goal a;
+      a.kind = Goal::Kind::Arg;
+      a.node = g.node;
+      a.pat = it->pat;
+      int idx = it->index;
+      if (o == 1) {
+        if (idx == acc->commA)
+          idx = acc->commB;
+        else if (idx == acc->commB)
+          idx = acc->commA;
+      }
+      a.param = idx == Accept::kFixed ? -1 : idx;
+      a.layout = acc->layoutSchema;
+      a.arg = idx == Accept::kFixed ? (it->fixed ? it->fixed : &noneArg())
+                                    : nodeArg(*g.node, *acc, idx);
+      a.next = next;
+      next = push(a);
+    }
+    if (solve(next, depth + 1))
+      return true;
+    undoTo(trailMark);
+    cells_.resize(cellMark);
+  }
+  return false;
+}
+
+bool Matcher::bindSlot(int slot, const Capture &c, const Goal &g, int site, int depth) {
+  Capture &cur = captures_[static_cast<std::size_t>(slot)];
+  if (cur.kind == Capture::Kind::Unbound) {
+    trail_.push_back({Undo::Kind::Slot, slot, {}, cur});
+    cur = c;
+    return true;
+  }
+  if (capturesEqual(cur, c))
+    return true;
+  fail(site, depth, [&] {
+    return argLabel(g) + ": $" + rule_->slotNames[static_cast<std::size_t>(slot)] +
+           " is already bound to " + captureText(cur) + ", node %" +
+           (g.node ? g.node->name() : std::string("?")) + " has " + captureText(c);
+  });
+  return false;
+}
+
+bool Matcher::matchValueConstraints(const Goal &g, const Value *v, int depth) {
+  const CArg &p = *g.pat;
+  if (p.mustBeParam) {
+    const GraphInput *in = v ? graph_.inputFor(v) : nullptr;
+    if (!in || !in->isConstant() || in->fqn.empty()) {
+      fail(p.site, depth, [&] {
+        return argLabel(g) + ": expected a constant parameter, " +
+               (v ? producerText(v) : std::string("got ") + formatArgument(*g.arg));
+      });
+      return false;
+    }
+  }
+  if (!p.type)
+    return true;
+  const TypePattern &t = *p.type;
+  if (!v || !v->isTensor()) {
+    fail(p.site, depth,
+         [&] { return argLabel(g) + ": expected a tensor, got " + formatArgument(*g.arg); });
+    return false;
+  }
+  const TensorProto &proto = v->proto();
+  if (t.dtype && proto.dtype != *t.dtype) {
+    fail(p.site, depth, [&] {
+      return argLabel(g) + ": expected dtype " + std::string(name(*t.dtype)) + ", %" + v->name() +
+             " is " + std::string(name(proto.dtype));
+    });
+    return false;
+  }
+  if (p.dtypeSlot >= 0) {
+    Capture c;
+    c.kind = Capture::Kind::DType;
+    c.dtype = proto.dtype;
+    if (!bindSlot(p.dtypeSlot, c, g, p.site, depth))
+      return false;
+  }
+  bool trailing = t.leadingEllipsis || (t.anyRank && !t.dims.empty());
+  if (t.anyRank && !trailing)
+    return true;
+  std::size_t rank = proto.shape.size();
+  if (trailing ? rank < t.dims.size() : rank != t.dims.size()) {
+    fail(p.site, depth, [&] {
+      return argLabel(g) + ": expected rank " + (trailing ? ">= " : "") +
+             std::to_string(t.dims.size()) + ", %" + v->name() + " is " + proto.str();
+    });
+    return false;
+  }
+  std::size_t offset = rank - t.dims.size();
+  for (std::size_t i = 0; i < t.dims.size(); ++i) {
+    const DimPattern &dp = t.dims[i];
+    const Dim &d = proto.shape[offset + i];
+    if (dp.kind == DimPattern::Kind::Literal) {
+      if (!d.isConstant() || d.constant() != dp.value) {
+        fail(p.site, depth, [&] {
+          return argLabel(g) + ": expected dim " + std::to_string(offset + i) + " to be " +
+                 std::to_string(dp.value) + ", %" + v->name() + " is " + proto.str();
+        });
+        return false;
+      }
+    } else if (dp.kind == DimPattern::Kind::Var) {
+      Capture c;
+      c.kind = Capture::Kind::Dim;
+      c.dim = &d;
+      if (!bindSlot(p.dimSlots[i], c, g, p.site, depth))
+        return false;
+    }
+  }
+  return true;
+}
+
+bool Matcher::matchArg(const Goal &g, int depth) {
+  const CArg &p = *g.pat;
+  const Argument &arg = *g.arg;
+  std::size_t trailMark = trail_.size(), cellMark = cells_.size();
+  switch (p.kind) {
+  case ArgPattern::Kind::Wildcard: {
+    if (p.mustBeParam || p.type) {
+      if (!matchValueConstraints(g, arg.isValue() ? arg.value() : nullptr, depth)) {
+        undoTo(trailMark);
+        return false;
+      }
+    }
+    if (solve(g.next, depth + 1))
+      return true;
+    undoTo(trailMark);
+    return false;
+  }
+  case ArgPattern::Kind::Var: {
+    if (p.mustBeParam || p.type)
+      if (!matchValueConstraints(g, arg.isValue() ? arg.value() : nullptr, depth)) {
+        undoTo(trailMark);
+        return false;
+      }
+    Capture c;
+    c.kind = Capture::Kind::Arg;
+    c.arg = &arg;
+    if (!bindSlot(p.slot, c, g, p.site, depth)) {
+      undoTo(trailMark);
+      return false;
+    }
+    if (solve(g.next, depth + 1))
+      return true;
+    undoTo(trailMark);
+    return false;
+  }
+  case ArgPattern::Kind::Literal:
+    if (!literalMatches(p.src->literal, arg)) {
+      fail(p.site, depth, [&] {
+        return argLabel(g) + ": expected " + formatArgument(p.src->literal) + ", node %" +
+               (g.node ? g.node->name() : std::string("?")) + " has " + formatArgument(arg);
+      });
+      return false;
+    }
+    return solve(g.next, depth + 1);
+  case ArgPattern::Kind::List: {
+    if (!arg.isList() || arg.list().size() != p.elements.size()) {
+      fail(p.site, depth, [&] {
+        return argLabel(g) + ": expected a list of " + std::to_string(p.elements.size()) +
+               ", node %" + (g.node ? g.node->name() : std::string("?")) + " has " +
+               formatArgument(arg);
+      });
+      return false;
+    }
+    int next = g.next;
+    for (std::size_t i = p.elements.size(); i-- > 0;) {
+      Goal e = g;
+      e.pat = &p.elements[i];
+      e.arg = &arg.list()[i];
+      e.elem = static_cast<int>(i);
+      e.next = next;
+      next = push(e);
+    }
+    if (solve(next, depth + 1))
+      return true;
+    undoTo(trailMark);
+    cells_.resize(cellMark);
+    return false;
+  }
+  case ArgPattern::Kind::Alternatives: {
+    for (const CArg &alt : p.elements) {
+      Goal a = g;
+      a.pat = &alt;
+      if (solve(push(a), depth + 1))
+        return true;
+      undoTo(trailMark);
+      cells_.resize(cellMark);
+    }
+    return false;
+  }
+  case ArgPattern::Kind::PatResult: {
+    const CNode &cn = rule_->nodes[static_cast<std::size_t>(p.patNode)];
+    NodeBinding &nb = nodes_[static_cast<std::size_t>(p.patNode)];
+    const Value *v = arg.isValue() ? arg.value() : nullptr;
+    auto checkType = [&]() { return !p.type || matchValueConstraints(g, v, depth); };
+    if (nb.kind != NodeBinding::Kind::Unbound) {
+      const Value *expected = nb.kind == NodeBinding::Kind::Node
+                                  ? nb.node->output(static_cast<unsigned>(p.result))
+                                  : nb.passthrough;
+      if (v != expected) {
+        fail(p.site, depth, [&] {
+          return argLabel(g) + ": expected %" + (expected ? expected->name() : "?") +
+                 " (matched before), node %" + (g.node ? g.node->name() : std::string("?")) +
+                 " has " + formatArgument(arg);
+        });
+        return false;
+      }
+      if (!checkType()) {
+        undoTo(trailMark);
+        return false;
+      }
+      if (solve(g.next, depth + 1))
+        return true;
+      undoTo(trailMark);
+      return false;
+    }
+    // Present: the value is result p.result of a node the pattern node matches.
+    Node *producer = v ? v->producer() : nullptr;
+    const Accept *acc = nullptr;
+    if (producer && v->resultIndex() == static_cast<unsigned>(p.result) &&
+        accepts(cn, *producer, &acc)) {
+      bool taken = false;
+      for (const NodeBinding &other : nodes_)
+        if (other.kind == NodeBinding::Kind::Node && other.node == producer)
+          taken = true;
+      if (!taken && checkType()) {
+        trail_.push_back({Undo::Kind::Node, p.patNode, nb, {}});
+        nodes_[static_cast<std::size_t>(p.patNode)] = {NodeBinding::Kind::Node, producer, nullptr};
+        Goal ng;
+        ng.kind = Goal::Kind::Node;
+        ng.patNode = p.patNode;
+        ng.node = producer;
+        ng.next = g.next;
+        if (solve(push(ng), depth + 1))
+          return true;
+      }
+      undoTo(trailMark);
+      cells_.resize(cellMark);
+    } else {
+      fail(cn.siteTarget, depth, [&] {
+        std::string got = v ? producerText(v) : "got " + formatArgument(arg);
+        if (producer && v->resultIndex() != static_cast<unsigned>(p.result) && producer->schema())
+          got = "%" + v->name() + " is result " + std::to_string(v->resultIndex()) + " of %" +
+                producer->name();
+        return argLabel(g) + ": expected a value produced by " + cn.targetsText + ", " + got;
+      });
+    }
+    if (cn.optional && v) {
+      // Absent: the optional node's results[0] is this value, and the
+      // pattern of its passthrough argument applies to it directly.
+      trail_.push_back({Undo::Kind::Node, p.patNode, nb, {}});
+      nodes_[static_cast<std::size_t>(p.patNode)] = {NodeBinding::Kind::Absent, nullptr, v};
+      if (checkType()) {
+        Goal a = g;
+        a.pat = &cn.args[cn.passthroughArg];
+        if (solve(push(a), depth + 1))
+          return true;
+      }
+      undoTo(trailMark);
+      cells_.resize(cellMark);
+    }
+    return false;
+  }
+  }
+  return false;
+}
+
+bool Matcher::finish(int depth) {
+  // Use constraints: an interior node whose results are used outside the
+  // match would have to stay alive next to the fused node (duplicated work,
+  // or worse, a rewrite that silently drops a use) unless marked `shared`.
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (static_cast<int>(i) == rule_->root || nodes_[i].kind != NodeBinding::Kind::Node)
+      continue;
+    const CNode &cn = rule_->nodes[i];
+    if (cn.shared)
+      continue;
+    const Node *n = nodes_[i].node;
+    for (const Value *out : n->outputs()) {
+      if (isGraphOutput(graph_, out)) {
+        fail(cn.siteUse, depth, [&] {
+          return "%" + out->name() + " is a graph output, so node %" + n->name() +
+                 " cannot be fused (mark it `shared` to keep it)";
+        });
+        return false;
+      }
+      for (const Node *u : out->users()) {
+        bool inside = false;
+        for (const NodeBinding &b : nodes_)
+          if (b.kind == NodeBinding::Kind::Node && b.node == u) {
+            inside = true;
+            break;
+          }
+        if (!inside) {
+          fail(cn.siteUse, depth, [&] {
+            return "%" + out->name() + " is also used by %" + u->name() + " (" + u->target() +
+                   ") outside the match (mark the node `shared` to allow this)";
+          });
+          return false;
+        }
+      }
+    }
+  }
+  for (std::size_t i = 0; i < rule_->where.size(); ++i) {
+    EvalValue v = eval(rule_->where[i]);
+    if (!truthy(v)) {
+      int site = rule_->whereSites[i];
+      fail(site, depth + 1 + static_cast<int>(i), [&] {
+        std::string msg = rule_->sites[static_cast<std::size_t>(site)].what + ": ";
+        if (v.kind == EvalValue::Kind::Unknown)
+          return msg + "cannot decide: " + v.s;
+        if (!v.s.empty())
+          return msg + v.s;
+        return msg + "is " + v.str();
+      });
+      return false;
+    }
+  }
+  return true;
+}
+
+const Value *Matcher::patternValue(int patNode, int result) const {
+  if (patNode < 0 || static_cast<std::size_t>(patNode) >= nodes_.size())
+    return nullptr;
+  const NodeBinding &b = nodes_[static_cast<std::size_t>(patNode)];
+  if (b.kind == NodeBinding::Kind::Node)
+    return static_cast<unsigned>(result) < b.node->numOutputs()
+               ? b.node->output(static_cast<unsigned>(result))
+               : nullptr;
+  if (b.kind == NodeBinding::Kind::Absent)
+    return b.passthrough;
+  return nullptr;
+}
+
+} // namespace graft::rewrite::detail

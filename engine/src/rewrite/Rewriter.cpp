@@ -1,0 +1,919 @@
+//===- Rewriter.cpp - The worklist driver and transactional rewrites ------===//
+//
+// A rewrite happens in three phases:
+//  1. stage: evaluate the rewrite statements without touching the graph.
+//     Constant transforms are planned data-free and named through the FQN
+//     registry (a request seen before resolves to the existing constant);
+//     new nodes are bound and shape-inferred against scratch values that
+//     stand for not-yet-created constants and results;
+//  2. check: replacement prototypes equal the replaced ones; every used
+//     result of the root is replaced (no escape); no new node consumes a
+//     value of the node it replaces, and no redefined interior value has a
+//     user before the insertion point (no cycle); constant data computes;
+//  3. commit: add constants (as parameters with their registry FQN and
+//     data), create nodes before the root, redirect uses, erase the root and
+//     whatever became dead.
+// Only phase 3 mutates the graph, and it cannot fail, so a refused rewrite
+// leaves the graph exactly as it was.
+//
+//===----------------------------------------------------------------------===//
+#include "graft/rewrite/Rewriter.h"
+
+#include "Matcher.h"
+#include "RewriteUtil.h"
+#include "RootIndex.h"
+
+#include "graft/ir/Verifier.h"
+#include "graft/ops/OpRegistry.h"
+#include "graft/ops/ShapeInference.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace graft::rewrite {
+
+using detail::CExpr;
+using detail::CompiledRule;
+using detail::CStmt;
+using detail::EvalValue;
+using detail::Matcher;
+using detail::NodeBinding;
+using detail::RootIndex;
+
+//===----------------------------------------------------------------------===//
+// CompiledRules
+//===----------------------------------------------------------------------===//
+
+CompiledRules::CompiledRules(CompiledRules &&) noexcept = default;
+CompiledRules &CompiledRules::operator=(CompiledRules &&) noexcept = default;
+CompiledRules::~CompiledRules() = default;
+
+const Rule &CompiledRules::rule(std::size_t i) const {
+  return rules_[i]->rule();
+}
+
+std::vector<std::size_t> CompiledRules::find(std::string_view name) const {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < rules_.size(); ++i)
+    if (rules_[i]->rule().name == name)
+      out.push_back(i);
+  return out;
+}
+
+Expected<CompiledRules> CompiledRules::compile(std::vector<Rule> rules, const OpRegistry *registry,
+                                               const ConstantTransformRegistry *transforms) {
+  CompiledRules out;
+  out.registry_ = registry ? registry : &OpRegistry::builtin();
+  out.transforms_ = transforms ? transforms : &ConstantTransformRegistry::builtin();
+  std::vector<Diagnostic> errors;
+  for (Rule &r : rules) {
+    auto cr = detail::compileRule(r, *out.registry_, *out.transforms_);
+    if (!cr.ok()) {
+      for (const Diagnostic &d : cr.diags())
+        errors.push_back(d);
+      continue;
+    }
+    (*cr)->index = out.rules_.size();
+    out.rules_.push_back(std::move(*cr));
+  }
+  if (!errors.empty())
+    return Failure(std::move(errors));
+  out.byBenefit_.resize(out.rules_.size());
+  for (std::size_t i = 0; i < out.rules_.size(); ++i)
+    out.byBenefit_[i] = i;
+  std::stable_sort(out.byBenefit_.begin(), out.byBenefit_.end(), [&](std::size_t a, std::size_t b) {
+    return out.rules_[a]->rule().benefit > out.rules_[b]->rule().benefit;
+  });
+  return out;
+}
+
+namespace {
+
+bool isGraphOutput(const Graph &g, const Value *v) {
+  for (const GraphOutput &o : g.outputs())
+    if (o.value == v)
+      return true;
+  return false;
+}
+
+std::string sanitizeName(const std::string &fqn) {
+  std::string out = fqn;
+  for (char &c : out)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+      c = '_';
+  if (out.empty())
+    out = "c";
+  return out;
+}
+
+template <class Vec> void bump(Vec &v, const std::string &key) {
+  for (auto &kv : v)
+    if (kv.first == key) {
+      ++kv.second;
+      return;
+    }
+  v.emplace_back(key, 1);
+}
+
+//===----------------------------------------------------------------------===//
+// The driver
+//===----------------------------------------------------------------------===//
+
+class Driver {
+public:
+  Driver(Graph &graph, const CompiledRules &rules, FqnRegistry &registry,
+         const RewriteOptions &options)
+      : graph_(graph), rules_(rules), registry_(registry), options_(options), matcher_(graph),
+        enabled_(rules.size(), true), index_(rules, enabledFor(rules, options)) {
+    enabled_ = enabledFor(rules, options);
+    failures_.resize(rules.size());
+    result_.stats.resize(rules.size());
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+      result_.stats[i].rule = rules.rule(i).name;
+      result_.stats[i].variant = rules.rule(i).variant;
+      failures_[i].assign(rules.compiled(i).sites.size() + 1, 0);
+    }
+    for (const GraphInput &in : graph_.inputs())
+      if (in.isConstant() && !in.fqn.empty())
+        constants_.emplace(in.fqn, in.value);
+    scratch_ = std::make_unique<Graph>("scratch");
+  }
+
+  Expected<RewriteResult> run();
+
+private:
+  enum class Outcome { Applied, Rejected };
+  struct StagedConst {
+    const ConstantTransform *transform = nullptr;
+    TransformArgs args;
+    TransformRequest request;
+    std::string key;                   ///< request.key(), computed once
+    std::vector<const Value *> inputs; ///< real or scratch values
+    TensorProto proto;
+    std::string fqn;
+    bool reuse = false;        ///< registry entry exists (maybe not in this graph)
+    Value *existing = nullptr; ///< the graph constant for a reused entry
+    Value *scratch = nullptr;  ///< stands for the constant while staging
+    Tensor data;
+    bool hasData = false;
+    SourceRange loc; ///< the rewrite statement or call asking for it
+  };
+  struct StagedNode {
+    const CStmt *stmt = nullptr;
+    std::vector<Argument> args;
+    std::vector<std::pair<std::string, Argument>> kwargs;
+    std::vector<InferredResult> results;
+    std::vector<Value *> scratch; ///< one per result
+  };
+  struct Txn {
+    std::vector<EvalValue> slots;
+    std::vector<EvalValue> values;
+    std::vector<int> setSlots, setValues;
+    std::vector<StagedConst> consts;
+    std::vector<StagedNode> nodes;
+    std::string reject;
+  };
+
+  static std::vector<bool> enabledFor(const CompiledRules &rules, const RewriteOptions &o) {
+    std::vector<bool> e(rules.size(), o.onlyRules.empty());
+    for (std::size_t i = 0; i < rules.size() && !o.onlyRules.empty(); ++i)
+      e[i] = std::find(o.onlyRules.begin(), o.onlyRules.end(), rules.rule(i).name) !=
+             o.onlyRules.end();
+    return e;
+  }
+
+  bool processNode(Node *n, Status &error);
+  Outcome apply(const CompiledRule &rule, Node *root, Status &error);
+  bool stage(const CompiledRule &rule, Txn &t);
+  bool stageConst(const CompiledRule &rule, const CStmt *stmt, const ConstantTransform &tf,
+                  const std::vector<CExpr> &args,
+                  const std::vector<std::pair<std::string, CExpr>> &kwargs, Txn &t, EvalValue &out);
+  Expected<Argument> toArgument(const EvalValue &v) const;
+  /// The FQN a new staged constant will get (named on first need: when a
+  /// chained transform keys on it, or at commit).
+  const std::string &ensureFqn(StagedConst &sc, const Txn &t);
+  std::string freshName(const std::string &base);
+  Value *scratchValue(ValueKind kind, const TensorProto &proto);
+  void enqueue(Node *n) {
+    if (n)
+      worklist_.push_back(n);
+  }
+  void eraseDead(Node *root, std::vector<Node *> candidates, std::vector<std::string> *removed);
+
+  Graph &graph_;
+  const CompiledRules &rules_;
+  FqnRegistry &registry_;
+  const RewriteOptions &options_;
+  Matcher matcher_;
+  std::vector<bool> enabled_;
+  RootIndex index_;
+  RewriteResult result_;
+  std::vector<std::vector<uint64_t>> failures_;
+  std::vector<Node *> worklist_;
+  std::unordered_set<const Node *> dead_;
+  std::unordered_map<std::string, Value *> constants_;
+  std::unordered_map<std::string, uint64_t> nameCounters_;
+  std::unique_ptr<Graph> scratch_;
+  std::vector<Value *> scratchPool_[4];
+  std::size_t scratchUsed_[4] = {0, 0, 0, 0};
+  Txn txn_; ///< reused by every apply (its vectors keep their capacity)
+  std::vector<std::pair<const Value *, Value *>> realScratch_;
+  std::vector<uint32_t> opaqueScratch_;
+  bool stop_ = false;
+};
+
+std::string Driver::freshName(const std::string &base) {
+  uint64_t &n = nameCounters_[base];
+  for (;; ++n) {
+    std::string cand = n == 0 ? base : base + "_" + std::to_string(n);
+    if (!graph_.findValue(cand)) {
+      ++n;
+      return cand;
+    }
+  }
+}
+
+Value *Driver::scratchValue(ValueKind kind, const TensorProto &proto) {
+  // Scratch values are reused from one transaction to the next (a pool per
+  // kind): staging allocates no graph values.
+  std::size_t k = static_cast<std::size_t>(kind);
+  auto &pool = scratchPool_[k];
+  if (scratchUsed_[k] < pool.size()) {
+    Value *v = pool[scratchUsed_[k]++];
+    v->setProto(proto);
+    return v;
+  }
+  std::string name = "t" + std::to_string(pool.size()) + "_" + std::to_string(k);
+  Value *v = kind == ValueKind::Tensor ? scratch_->addInput(InputKind::UserInput, name, proto)
+                                       : scratch_->addScalarInput(kind, name);
+  pool.push_back(v);
+  ++scratchUsed_[k];
+  return v;
+}
+
+const std::string &Driver::ensureFqn(StagedConst &sc, const Txn &t) {
+  if (sc.fqn.empty())
+    sc.fqn = registry_.proposeFqn(sc.request, [&](const std::string &n) {
+      if (constants_.count(n))
+        return true;
+      for (const StagedConst &o : t.consts)
+        if (o.fqn == n)
+          return true;
+      return false;
+    });
+  return sc.fqn;
+}
+
+Expected<Argument> Driver::toArgument(const EvalValue &v) const {
+  using K = EvalValue::Kind;
+  switch (v.kind) {
+  case K::None:
+    return Argument();
+  case K::Bool:
+    return Argument(v.b);
+  case K::Int:
+    return Argument(v.i);
+  case K::Float:
+    return Argument(v.f);
+  case K::String:
+    return Argument(v.s);
+  case K::DType:
+    return Argument(v.dt);
+  case K::Value:
+    return Argument(const_cast<Value *>(v.v));
+  case K::List: {
+    Argument::List l;
+    for (const EvalValue &e : v.list) {
+      GRAFT_TRY(Argument a, toArgument(e));
+      l.push_back(std::move(a));
+    }
+    return Argument(std::move(l));
+  }
+  case K::Dim:
+    return Diagnostic::error("the symbolic size " + v.dim.str() +
+                             " cannot be passed as a constant argument");
+  case K::Unknown:
+    return Diagnostic::error(v.s);
+  }
+  return Diagnostic::error("unsupported value");
+}
+
+bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const ConstantTransform &tf,
+                        const std::vector<CExpr> &args,
+                        const std::vector<std::pair<std::string, CExpr>> &kwargs, Txn &t,
+                        EvalValue &out) {
+  std::size_t nin = tf.inputs.size();
+  if (args.size() < nin) {
+    t.reject = tf.name + ": expects " + std::to_string(nin) + " constant input(s)";
+    return false;
+  }
+  // Inputs: constants with an FQN (graph constants, or constants staged by
+  // an earlier statement of this rewrite).
+  const Value *inputs[4] = {nullptr, nullptr, nullptr, nullptr};
+  const TensorProto *protoPtrs[4] = {nullptr, nullptr, nullptr, nullptr};
+  if (nin > 4) {
+    t.reject = tf.name + ": more than 4 constant inputs";
+    return false;
+  }
+  for (std::size_t i = 0; i < nin; ++i) {
+    EvalValue v = matcher_.eval(args[i], &t.slots, &t.values);
+    if (v.kind != EvalValue::Kind::Value || !v.v->isTensor()) {
+      t.reject =
+          tf.name + ": input '" + tf.inputs[i] + "' must be a constant tensor, got " + v.str();
+      return false;
+    }
+    inputs[i] = v.v;
+    protoPtrs[i] = &v.v->proto();
+  }
+  Expected<TransformArgs> bound = TransformArgs();
+  if (stmt && stmt->literalArgs) {
+    bound = *stmt->literalArgs;
+  } else {
+    std::vector<Argument> pos;
+    pos.reserve(args.size() - nin);
+    for (std::size_t i = nin; i < args.size(); ++i) {
+      auto a = toArgument(matcher_.eval(args[i], &t.slots, &t.values));
+      if (!a.ok()) {
+        t.reject = tf.name + ": " + a.diags()[0].message;
+        return false;
+      }
+      pos.push_back(std::move(*a));
+    }
+    std::vector<std::pair<std::string, Argument>> kw;
+    kw.reserve(kwargs.size());
+    for (const auto &[k, e] : kwargs) {
+      auto a = toArgument(matcher_.eval(e, &t.slots, &t.values));
+      if (!a.ok()) {
+        t.reject = tf.name + ": " + a.diags()[0].message;
+        return false;
+      }
+      kw.emplace_back(k, std::move(*a));
+    }
+    bound = bindTransformArgs(tf, pos, kw);
+    if (!bound.ok()) {
+      t.reject = bound.diags()[0].message;
+      return false;
+    }
+  }
+  std::vector<const TensorProto *> protos(protoPtrs, protoPtrs + nin);
+  auto plan = planTransform(tf, protos, *bound);
+  if (!plan.ok()) {
+    t.reject = plan.diags()[0].message;
+    return false;
+  }
+  if (plan->identity) {
+    out = EvalValue::value(inputs[0]);
+    return true;
+  }
+  // Name the request: source FQNs, transform, canonical arguments.
+  TransformRequest request;
+  request.sources.reserve(nin);
+  for (std::size_t i = 0; i < nin; ++i) {
+    const std::string *fqn = nullptr;
+    if (const GraphInput *in = graph_.inputFor(inputs[i]);
+        in && in->isConstant() && in->value == inputs[i] && !in->fqn.empty())
+      fqn = &in->fqn;
+    for (StagedConst &o : t.consts)
+      if (o.scratch == inputs[i])
+        fqn = &ensureFqn(o, t);
+    if (!fqn) {
+      t.reject = tf.name + ": input '" + tf.inputs[i] + "' (%" + inputs[i]->name() +
+                 ") is not a constant with an FQN";
+      return false;
+    }
+    request.sources.push_back(*fqn);
+  }
+  request.transform = tf.name;
+  request.args = bound->canonicalText();
+  std::string key = request.key();
+  // The same request earlier in this transaction.
+  for (const StagedConst &o : t.consts)
+    if (o.key == key) {
+      out = EvalValue::value(o.existing ? o.existing : o.scratch);
+      return true;
+    }
+  StagedConst &sc = t.consts.emplace_back();
+  sc.transform = &tf;
+  sc.loc = stmt ? stmt->src->loc : (args.empty() ? rule.rule().loc : args[0].src->loc);
+  sc.inputs.assign(inputs, inputs + nin);
+  sc.args = std::move(*bound);
+  sc.proto = std::move(plan->proto);
+  sc.request = std::move(request);
+  sc.key = std::move(key);
+  if (const ProvenanceEntry *e = registry_.findByKey(sc.key)) {
+    sc.reuse = true;
+    sc.fqn = e->fqn;
+    auto it = constants_.find(e->fqn);
+    if (it != constants_.end() && it->second->proto().sameShapeAndDType(sc.proto)) {
+      sc.existing = it->second;
+      out = EvalValue::value(sc.existing);
+      return true;
+    }
+  }
+  sc.scratch = scratchValue(ValueKind::Tensor, sc.proto);
+  out = EvalValue::value(sc.scratch);
+  return true;
+}
+
+bool Driver::stage(const CompiledRule &rule, Txn &t) {
+  // Reset what the previous transaction set (EvalValues are not cheap to
+  // rebuild wholesale on every rewrite).
+  for (int s : t.setSlots)
+    t.slots[static_cast<std::size_t>(s)] = EvalValue::unknown("not bound");
+  for (int v : t.setValues)
+    t.values[static_cast<std::size_t>(v)] = EvalValue::unknown("not built");
+  t.setSlots.clear();
+  t.setValues.clear();
+  if (t.slots.size() < rule.slotNames.size())
+    t.slots.resize(rule.slotNames.size(), EvalValue::unknown("not bound"));
+  if (t.values.size() < static_cast<std::size_t>(rule.numRewriteValues))
+    t.values.resize(static_cast<std::size_t>(rule.numRewriteValues),
+                    EvalValue::unknown("not built"));
+  auto evalArg = [&](const CExpr &e, EvalValue &out) -> bool {
+    if (e.kind == Expr::Kind::Call && e.transform)
+      return stageConst(rule, nullptr, *e.transform, e.operands, e.kwargs, t, out);
+    out = matcher_.eval(e, &t.slots, &t.values);
+    return true;
+  };
+  for (const CStmt &st : rule.rewrite) {
+    switch (st.kind) {
+    case RewriteStmt::Kind::Let: {
+      EvalValue v;
+      if (!evalArg(st.value, v))
+        return false;
+      if (v.kind == EvalValue::Kind::Unknown) {
+        t.reject = "computed attribute $" +
+                   rule.slotNames[static_cast<std::size_t>(st.resultSlots[0])] + ": " + v.s;
+        return false;
+      }
+      t.slots[static_cast<std::size_t>(st.resultSlots[0])] = std::move(v);
+      t.setSlots.push_back(st.resultSlots[0]);
+      break;
+    }
+    case RewriteStmt::Kind::ConstTransform: {
+      EvalValue v;
+      if (!stageConst(rule, &st, *st.transform, st.args, st.kwargs, t, v))
+        return false;
+      t.slots[static_cast<std::size_t>(st.resultSlots[0])] = std::move(v);
+      t.setSlots.push_back(st.resultSlots[0]);
+      break;
+    }
+    case RewriteStmt::Kind::NewNode: {
+      StagedNode sn;
+      sn.stmt = &st;
+      sn.args.reserve(st.args.size());
+      sn.kwargs.reserve(st.kwargs.size());
+      for (const CExpr &e : st.args) {
+        EvalValue v;
+        if (!evalArg(e, v))
+          return false;
+        auto a = toArgument(v);
+        if (!a.ok()) {
+          t.reject = st.target + ": " + a.diags()[0].message;
+          return false;
+        }
+        sn.args.push_back(std::move(*a));
+      }
+      for (const auto &[k, e] : st.kwargs) {
+        EvalValue v;
+        if (!evalArg(e, v))
+          return false;
+        auto a = toArgument(v);
+        if (!a.ok()) {
+          t.reject = st.target + ": argument '" + k + "': " + a.diags()[0].message;
+          return false;
+        }
+        sn.kwargs.emplace_back(k, std::move(*a));
+      }
+      const OpSchema &schema = *st.schema;
+      const InferFn *fn = static_cast<const InferFn *>(st.inferFn);
+      auto bound = BoundArgs::bind(schema, sn.args, sn.kwargs, st.baseName);
+      if (!bound.ok()) {
+        t.reject = bound.diags()[0].message;
+        return false;
+      }
+      InferContext ctx{*bound, graph_.symbols(), st.baseName};
+      auto inferred = (*fn)(ctx);
+      if (!inferred.ok()) {
+        t.reject = inferred.diags()[0].message;
+        return false;
+      }
+      sn.results = std::move(*inferred);
+      if (sn.results.size() < st.resultValues.size()) {
+        t.reject = st.target + " yields " + std::to_string(sn.results.size()) + " result(s)";
+        return false;
+      }
+      for (const InferredResult &r : sn.results)
+        sn.scratch.push_back(scratchValue(r.kind, r.proto));
+      for (std::size_t i = 0; i < st.resultValues.size(); ++i) {
+        t.values[static_cast<std::size_t>(st.resultValues[i])] = EvalValue::value(sn.scratch[i]);
+        t.setValues.push_back(st.resultValues[i]);
+      }
+      t.nodes.push_back(std::move(sn));
+      break;
+    }
+    }
+  }
+  return true;
+}
+
+Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &error) {
+  Txn &t = txn_;
+  t.consts.clear();
+  t.nodes.clear();
+  t.reject.clear();
+  for (std::size_t &u : scratchUsed_)
+    u = 0;
+  //===-- 1. stage ----------------------------------------------------------===//
+  if (!stage(rule, t)) {
+    result_.stats[rule.index].rejected++;
+    bump(result_.stats[rule.index].rejections, t.reject);
+    return Outcome::Rejected;
+  }
+
+  //===-- 2. check ----------------------------------------------------------===//
+  std::vector<std::pair<Value *, Value *>> replace; // original -> scratch
+  std::vector<const Node *> matched;
+  for (const NodeBinding &b : matcher_.nodes())
+    if (b.kind == NodeBinding::Kind::Node)
+      matched.push_back(b.node);
+  std::string reason;
+  for (const StagedNode &sn : t.nodes) {
+    for (std::size_t i = 0; i < sn.stmt->replaces.size() && reason.empty(); ++i) {
+      auto [pn, pr] = sn.stmt->replaces[i];
+      if (pn < 0)
+        continue;
+      const NodeBinding &b = matcher_.nodes()[static_cast<std::size_t>(pn)];
+      if (b.kind != NodeBinding::Kind::Node) {
+        reason = "the rewrite redefines a result of the absent optional node " +
+                 rule.rule().nodes[static_cast<std::size_t>(pn)].targets[0];
+        break;
+      }
+      Value *orig = b.node->output(static_cast<unsigned>(pr));
+      const Value *nv = sn.scratch[i];
+      if (orig->kind() != nv->kind() ||
+          (orig->isTensor() && !orig->proto().sameShapeAndDType(nv->proto()))) {
+        reason = "replacement for %" + orig->name() + " is " +
+                 (nv->isTensor() ? nv->proto().str() : std::string(name(nv->kind()))) +
+                 " but the matched value is " +
+                 (orig->isTensor() ? orig->proto().str() : std::string(name(orig->kind())));
+        break;
+      }
+      replace.emplace_back(orig, sn.scratch[i]);
+    }
+  }
+  // Escapes: every used result of the root must be replaced.
+  if (reason.empty())
+    for (Value *out : root->outputs()) {
+      bool used = out->hasUses() || isGraphOutput(graph_, out);
+      bool replaced = std::any_of(replace.begin(), replace.end(),
+                                  [&](const auto &r) { return r.first == out; });
+      if (used && !replaced) {
+        reason = "the rewrite drops %" + out->name() + ", which is still used";
+        break;
+      }
+    }
+  // Cycles: new nodes are inserted just before the root.
+  if (reason.empty())
+    for (const StagedNode &sn : t.nodes) {
+      auto check = [&](Value *v) {
+        if (v && v->producer() == root && reason.empty())
+          reason = "would create a cycle: a new node consumes %" + v->name() +
+                   ", a result of the node it replaces";
+      };
+      for (const Argument &a : sn.args)
+        a.forEachValue(check);
+      for (const auto &kv : sn.kwargs)
+        kv.second.forEachValue(check);
+    }
+  if (reason.empty()) {
+    bool needOrder = false;
+    for (const auto &[orig, nv] : replace)
+      if (orig->producer() != root)
+        needOrder = true;
+    if (needOrder) {
+      // A redefined interior value: users outside the match must come after
+      // the root (rare; renumbering is linear, so only done here).
+      graph_.renumber();
+      for (const auto &[orig, nv] : replace) {
+        if (orig->producer() == root)
+          continue;
+        for (const Node *u : orig->users())
+          if (std::find(matched.begin(), matched.end(), u) == matched.end() &&
+              u->order() < root->order() && reason.empty())
+            reason = "would create a cycle: %" + orig->name() + " is used by %" + u->name() +
+                     " before the fused node";
+      }
+    }
+  }
+  // Constant data (the only part that reads weights).
+  if (reason.empty())
+    for (StagedConst &sc : t.consts) {
+      if (sc.existing)
+        continue;
+      std::vector<const Tensor *> inputs;
+      bool haveData = true;
+      for (const Value *in : sc.inputs) {
+        const Tensor *d = nullptr;
+        if (const GraphInput *gi = graph_.inputFor(in); gi && gi->value == in && gi->hasData())
+          d = &gi->data();
+        for (const StagedConst &o : t.consts)
+          if (o.scratch == in)
+            d = o.hasData ? &o.data : nullptr;
+        if (!d || !d->defined())
+          haveData = false;
+        inputs.push_back(d);
+      }
+      if (!haveData)
+        continue; // data-free graph: the constant is described, not computed
+      auto data = computeTransform(*sc.transform, inputs, sc.args, sc.proto);
+      if (!data.ok()) {
+        reason = data.diags()[0].message;
+        break;
+      }
+      sc.data = std::move(*data);
+      sc.hasData = true;
+    }
+  if (!reason.empty()) {
+    result_.stats[rule.index].rejected++;
+    bump(result_.stats[rule.index].rejections, reason);
+    return Outcome::Rejected;
+  }
+
+  //===-- 3. commit ---------------------------------------------------------===//
+  AppliedRewrite log;
+  std::string rootName = options_.verifyEach ? root->name() : std::string();
+  if (options_.recordLog) {
+    log.rule = rule.rule().name;
+    log.root = root->name();
+  }
+  // scratch -> graph (a handful of entries: a vector beats a hash map)
+  std::vector<std::pair<const Value *, Value *>> &real = realScratch_;
+  real.clear();
+  auto realOf = [&](const Value *v) -> Value * {
+    for (const auto &[from, to] : real)
+      if (from == v)
+        return to;
+    return nullptr;
+  };
+  for (StagedConst &sc : t.consts)
+    if (!sc.existing)
+      ensureFqn(sc, t);
+  for (StagedConst &sc : t.consts) {
+    if (sc.existing) {
+      registry_.noteReuse(*registry_.findByKey(sc.key), rule.rule().name);
+      if (options_.recordLog)
+        log.reused.push_back(sc.fqn);
+      continue;
+    }
+    if (sc.reuse)
+      registry_.noteReuse(*registry_.findByKey(sc.key), rule.rule().name);
+    else
+      registry_.recordAs(sc.request, sc.fqn, sc.proto, rule.rule().name, sc.loc, sc.key);
+    // An intermediate of a chain (transpose, then pad) is recorded (its FQN
+    // names the chain) but only becomes a graph constant if a new node uses it.
+    bool used = false;
+    for (const StagedNode &sn : t.nodes) {
+      auto uses = [&](const Argument &a) {
+        a.forEachValue([&](Value *v) { used = used || v == sc.scratch; });
+      };
+      for (const Argument &a : sn.args)
+        uses(a);
+      for (const auto &kv : sn.kwargs)
+        uses(kv.second);
+    }
+    if (!used)
+      continue;
+    Value *v =
+        graph_.addInput(InputKind::Parameter, freshName(sanitizeName(sc.fqn)), sc.proto, sc.fqn);
+    if (sc.hasData)
+      graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].setData(sc.data, ExternalData{});
+    constants_[sc.fqn] = v;
+    real.emplace_back(sc.scratch, v);
+    if (options_.recordLog)
+      (sc.reuse ? log.reused : log.constants).push_back(sc.fqn);
+  }
+  auto mapArg = [&](Argument a) {
+    a.forEachValue([&](Value *&v) {
+      if (Value *r = realOf(v))
+        v = r;
+    });
+    return a;
+  };
+  std::vector<Node *> created;
+  for (StagedNode &sn : t.nodes) {
+    std::vector<Argument> args;
+    for (const Argument &a : sn.args)
+      args.push_back(mapArg(a));
+    std::vector<std::pair<std::string, Argument>> kwargs;
+    for (const auto &[k, a] : sn.kwargs)
+      kwargs.emplace_back(k, mapArg(a));
+    std::vector<Graph::ResultSpec> results;
+    for (const InferredResult &r : sn.results)
+      results.push_back({freshName(sn.stmt->baseName), r.kind, r.proto});
+    Node *n = graph_.createNode(sn.stmt->target, std::move(args), std::move(kwargs),
+                                std::move(results), root);
+    n->setSchema(sn.stmt->schema);
+    n->metadata() = root->metadata();
+    dead_.erase(n);
+    for (std::size_t i = 0; i < sn.scratch.size(); ++i)
+      real.emplace_back(sn.scratch[i], n->output(static_cast<unsigned>(i)));
+    created.push_back(n);
+    if (options_.recordLog)
+      log.created.push_back(n->name());
+  }
+  std::vector<Node *> touched;
+  for (const auto &[orig, sv] : replace) {
+    Value *nv = realOf(sv);
+    for (Node *u : orig->users())
+      touched.push_back(u);
+    graph_.replaceAllUsesWith(orig, nv);
+  }
+  std::vector<Node *> candidates{root};
+  for (const NodeBinding &b : matcher_.nodes())
+    if (b.kind == NodeBinding::Kind::Node && b.node != root)
+      candidates.push_back(b.node);
+  eraseDead(root, std::move(candidates), options_.recordLog ? &log.removed : nullptr);
+  // Re-examine what the rewrite may have enabled: the new nodes (roots of
+  // other rules), their users (their patterns may now include a new node).
+  for (Node *n : touched)
+    if (!dead_.count(n))
+      enqueue(n);
+  for (Node *n : created)
+    enqueue(n);
+  ++result_.rewrites;
+  result_.stats[rule.index].applied++;
+  if (options_.recordLog)
+    result_.log.push_back(std::move(log));
+  if (options_.verifyEach) {
+    auto diags = verify(graph_);
+    if (!diags.empty()) {
+      for (Diagnostic &d : diags)
+        d.note("after rule '" + rule.rule().name + "' rewrote %" + rootName);
+      error = Failure(std::move(diags));
+    }
+  }
+  return Outcome::Applied;
+}
+
+void Driver::eraseDead(Node *root, std::vector<Node *> candidates,
+                       std::vector<std::string> *removed) {
+  // The root goes unconditionally (its results were all replaced); the rest
+  // only when nothing uses them any more and they have no side effects.
+  while (!candidates.empty()) {
+    Node *n = candidates.back();
+    candidates.pop_back();
+    if (dead_.count(n))
+      continue;
+    bool erasable = n == root || (n->schema() && !n->schema()->properties.sideEffects);
+    for (const Value *o : n->outputs())
+      if (o->hasUses() || isGraphOutput(graph_, o))
+        erasable = false;
+    if (!erasable)
+      continue;
+    std::vector<Node *> producers;
+    n->forEachOperand([&](Value *v) {
+      if (Node *p = v->producer())
+        producers.push_back(p);
+      // Users of an operand may now pass a use constraint.
+      for (Node *u : v->users())
+        if (u != n)
+          enqueue(u);
+    });
+    if (removed)
+      removed->push_back(n->name());
+    dead_.insert(n);
+    graph_.eraseNode(n);
+    for (Node *p : producers) {
+      candidates.push_back(p);
+      enqueue(p);
+    }
+  }
+}
+
+bool Driver::processNode(Node *n, Status &error) {
+  const std::vector<uint32_t> *cands = index_.lookup(*n, opaqueScratch_);
+  if (!cands)
+    return false;
+  for (uint32_t ri : *cands) {
+    const CompiledRule &cr = rules_.compiled(ri);
+    RuleStats &st = result_.stats[ri];
+    ++st.tried;
+    if (!matcher_.match(cr, n)) {
+      int site = matcher_.failure().site;
+      ++failures_[ri][site < 0 ? cr.sites.size() : static_cast<std::size_t>(site)];
+      continue;
+    }
+    ++st.matched;
+    if (apply(cr, n, error) == Outcome::Applied)
+      return true;
+  }
+  return false;
+}
+
+Expected<RewriteResult> Driver::run() {
+  result_.nodesBefore = graph_.numNodes();
+  uint64_t limit = options_.maxRewrites ? options_.maxRewrites
+                                        : 8 * static_cast<uint64_t>(graph_.numNodes()) + 1024;
+  result_.stopReason = "iteration limit";
+  Status error;
+  for (unsigned iter = 1; iter <= std::max(1u, options_.maxIterations) && !stop_; ++iter) {
+    result_.iterations = iter;
+    uint64_t before = result_.rewrites;
+    worklist_.clear();
+    worklist_.reserve(graph_.numNodes());
+    // The worklist is a stack: push in the opposite of the visiting order.
+    if (options_.topDown) {
+      for (auto it = graph_.nodes().rbegin(); it != graph_.nodes().rend(); ++it)
+        worklist_.push_back(&*it);
+    } else {
+      for (Node &n : graph_.nodes())
+        worklist_.push_back(&n);
+    }
+    dead_.clear();
+    while (!worklist_.empty()) {
+      Node *n = worklist_.back();
+      worklist_.pop_back();
+      if (dead_.count(n))
+        continue;
+      processNode(n, error);
+      if (!error.ok())
+        return error.takeFailure();
+      if (result_.rewrites >= limit) {
+        stop_ = true;
+        result_.stopReason = "rewrite limit";
+        break;
+      }
+    }
+    if (!stop_ && result_.rewrites == before) {
+      result_.converged = true;
+      result_.stopReason = "fixpoint";
+      break;
+    }
+  }
+  result_.nodesAfter = graph_.numNodes();
+  for (std::size_t i = 0; i < rules_.size(); ++i) {
+    const CompiledRule &cr = rules_.compiled(i);
+    for (std::size_t s = 0; s < failures_[i].size(); ++s) {
+      if (!failures_[i][s])
+        continue;
+      std::string label = s < cr.sites.size()
+                              ? detail::formatLoc(cr.sites[s].loc) + " " + cr.sites[s].what
+                              : std::string("injectivity");
+      result_.stats[i].failures.emplace_back(label, failures_[i][s]);
+    }
+  }
+  return std::move(result_);
+}
+
+} // namespace
+
+Expected<RewriteResult> applyRules(Graph &graph, const CompiledRules &rules, FqnRegistry &registry,
+                                   const RewriteOptions &options) {
+  Driver d(graph, rules, registry, options);
+  return d.run();
+}
+
+std::string formatResult(const RewriteResult &r, const CompiledRules &rules) {
+  std::string out;
+  for (const AppliedRewrite &a : r.log) {
+    out += "fired " + a.rule + " at %" + a.root;
+    if (!a.created.empty()) {
+      out += " -> ";
+      for (std::size_t i = 0; i < a.created.size(); ++i)
+        out += (i ? ", %" : "%") + a.created[i];
+    }
+    if (!a.constants.empty()) {
+      out += "; new constants ";
+      for (std::size_t i = 0; i < a.constants.size(); ++i)
+        out += (i ? ", " : "") + a.constants[i];
+    }
+    if (!a.reused.empty()) {
+      out += "; reused ";
+      for (std::size_t i = 0; i < a.reused.size(); ++i)
+        out += (i ? ", " : "") + a.reused[i];
+    }
+    out += "\n";
+  }
+  out += std::to_string(r.rewrites) + " rewrite(s) in " + std::to_string(r.iterations) +
+         " iteration(s), " + (r.converged ? "converged" : "NOT converged (" + r.stopReason + ")") +
+         "; nodes " + std::to_string(r.nodesBefore) + " -> " + std::to_string(r.nodesAfter) + "\n";
+  for (std::size_t i = 0; i < r.stats.size(); ++i) {
+    const RuleStats &s = r.stats[i];
+    out += "  " + s.rule;
+    if (s.variant)
+      out += "#" + std::to_string(s.variant);
+    out += ": tried " + std::to_string(s.tried) + ", matched " + std::to_string(s.matched) +
+           ", applied " + std::to_string(s.applied) + ", rejected " + std::to_string(s.rejected) +
+           "\n";
+    for (const auto &[why, n] : s.failures)
+      out += "    no match x" + std::to_string(n) + ": " + why + "\n";
+    for (const auto &[why, n] : s.rejections)
+      out += "    refused x" + std::to_string(n) + ": " + why + "\n";
+  }
+  (void)rules;
+  return out;
+}
+
+} // namespace graft::rewrite

@@ -1,0 +1,61 @@
+//===- RootIndex.h - Which rules to try at a node -*- C++ -*-===//
+//
+// Internal to engine/src/rewrite. Rules are indexed by the schema pointer of
+// their root op (one hash lookup per node, no string compares); rules on
+// unregistered ops fall back to comparing target text. Each bucket is in
+// benefit order (ties: rule order), the order the driver tries them.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "Matcher.h"
+
+#include "graft/rewrite/Rewriter.h"
+
+#include <unordered_map>
+#include <vector>
+
+namespace graft::rewrite::detail {
+
+/// Root-op index: which rules to try at a node, already in benefit order.
+class RootIndex {
+public:
+  RootIndex(const CompiledRules &rules, const std::vector<bool> &enabled) {
+    for (std::size_t ri : rules.byBenefit()) {
+      if (!enabled[ri])
+        continue;
+      const CompiledRule &cr = rules.compiled(ri);
+      for (const OpSchema *s : cr.rootSchemas)
+        bySchema_[s].push_back(static_cast<uint32_t>(ri));
+      for (const std::string &t : cr.rootOpaqueTargets)
+        opaque_.push_back({t, false, static_cast<uint32_t>(ri)});
+      for (const std::string &p : cr.rootOpaquePrefixes)
+        opaque_.push_back({p, true, static_cast<uint32_t>(ri)});
+    }
+  }
+  /// Rules to try at `n`; `scratch` holds opaque matches.
+  const std::vector<uint32_t> *lookup(const Node &n, std::vector<uint32_t> &scratch) const {
+    if (const OpSchema *s = n.schema()) {
+      auto it = bySchema_.find(s);
+      return it == bySchema_.end() ? nullptr : &it->second;
+    }
+    if (opaque_.empty())
+      return nullptr;
+    scratch.clear();
+    for (const auto &o : opaque_)
+      if (o.prefix ? n.target().compare(0, o.text.size(), o.text) == 0 : n.target() == o.text)
+        scratch.push_back(o.rule);
+    return scratch.empty() ? nullptr : &scratch;
+  }
+
+private:
+  struct Opaque {
+    std::string text;
+    bool prefix;
+    uint32_t rule;
+  };
+  std::unordered_map<const OpSchema *, std::vector<uint32_t>> bySchema_;
+  std::vector<Opaque> opaque_;
+};
+
+} // namespace graft::rewrite::detail

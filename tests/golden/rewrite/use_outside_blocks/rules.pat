@@ -1,0 +1,17 @@
+// The interior dequantize is also used by another node, and the rule does
+// not mark it `shared`: no rewrite (the report names the blocking use).
+
+rule torchao_embedding_q4gsw benefit 10 {
+  match {
+    %dq  = torchao.dequantize_affine(param $w : i8[_, _], [1, $G], param $s, none, i8, -8, 7,
+                                     output_dtype = f32)
+    %out = aten.embedding(%dq, $idx)
+  }
+  where {
+    values_in($w, -8, 7)
+  }
+  rewrite {
+    $packed = pack_int4($w, nibbles = low_first)
+    %out    = et_vk.embedding_q4gsw($packed, $s, $G, $idx, is_linear_weight = true)
+  }
+}

@@ -1,0 +1,152 @@
+//===- RewriteCliTest.cpp - graft fuse / explain / verify-rules -----------===//
+//
+// End to end through the binary: rules from .pat files (the DSL front end),
+// graphs from text IR; exit codes, the report, the JSON, the written graph
+// and its data file, explain lines, verify-rules catching a planted bug.
+//
+//===----------------------------------------------------------------------===//
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+struct RunResult {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string temp(const std::string &name) {
+  return ::testing::TempDir() + "rwcli_" + std::to_string(::getpid()) + "_" + name;
+}
+
+RunResult graft(const std::string &args) {
+  static int counter = 0;
+  std::string stem = temp(std::to_string(counter++));
+  std::string out = stem + ".out", err = stem + ".err";
+  std::string cmd = std::string(GRAFT_CLI_PATH) + " " + args + " >" + out + " 2>" + err;
+  int status = std::system(cmd.c_str());
+  RunResult r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
+}
+
+std::string writeTemp(const std::string &name, const std::string &text) {
+  std::string path = temp(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+const std::string kGolden = std::string(GRAFT_TEST_DATA_DIR) + "/golden/rewrite/";
+const std::string kExamples = std::string(GRAFT_TEST_DATA_DIR) + "/../examples/";
+
+} // namespace
+
+TEST(RewriteCli, FuseWritesTheGraphAndReportsWhatFired) {
+  std::string out = temp("fused.gir");
+  RunResult r = graft("fuse " + kExamples + "tiny_embedding.gir --rules " + kGolden +
+                      "embedding_q4gsw/rules.pat -o " + out + " --verify-each");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("fired torchao_embedding_q4gsw at %out -> %embedding_q4gsw; new constants "
+                       "tok_embeddings.weight.pack_int4_low_first"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("1 rewrite(s) in 2 iteration(s), converged; nodes 2 -> 1"),
+            std::string::npos)
+      << r.out;
+  std::string text = slurp(out);
+  EXPECT_NE(text.find("et_vk.embedding_q4gsw.default("), std::string::npos) << text;
+  // The packed weight (4096 bytes) went to the data file next to OUT.
+  std::string bin = out.substr(0, out.size() - 4) + ".bin";
+  EXPECT_NE(text.find("file(\"" + bin.substr(bin.rfind('/') + 1) + "\""), std::string::npos)
+      << text;
+  // The written graph verifies and runs.
+  RunResult v = graft("verify " + out);
+  EXPECT_EQ(v.code, 0) << v.err;
+  RunResult run = graft("run " + out);
+  EXPECT_EQ(run.code, 0) << run.err;
+  std::remove(out.c_str());
+  std::remove(bin.c_str());
+}
+
+TEST(RewriteCli, FuseJsonHasStatsAndProvenance) {
+  RunResult r = graft("fuse " + kGolden + "tied_embedding_lm_head/input.gir --rules " + kGolden +
+                      "tied_embedding_lm_head/rules.pat --json -o " + temp("tied.gir"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["converged"], true);
+  EXPECT_EQ(j["rewrites"], 2);
+  EXPECT_EQ(j["fired"].size(), 2u);
+  EXPECT_EQ(j["stats"][0]["rule"], "torchao_embedding_q4gsw");
+  bool packedTwice = false;
+  for (const auto &e : j["provenance"])
+    if (e["fqn"] == "tok_embeddings.weight.pack_int4_low_first")
+      packedTwice = e["requests"] == 2;
+  EXPECT_TRUE(packedTwice) << r.out;
+}
+
+TEST(RewriteCli, ExplainPrintsTheFailingCheck) {
+  std::string bad = slurp(kExamples + "tiny_embedding.gir");
+  bad.replace(bad.find("i8, -8, 7"), 9, "i8, -128, 127");
+  std::string path = writeTemp("bad.gir", bad);
+  RunResult r = graft("explain " + path + " --rules " + kGolden + "embedding_q4gsw/rules.pat");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("rule torchao_embedding_q4gsw (" + kGolden +
+                       "embedding_q4gsw/rules.pat:8:42): quant_min: expected -8, node %dq has "
+                       "-128 [root %out]"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("1 candidate(s), 0 match"), std::string::npos) << r.out;
+  RunResult none =
+      graft("explain " + path + " --rules " + kGolden + "embedding_q4gsw/rules.pat --rule nope");
+  EXPECT_EQ(none.code, 1);
+  EXPECT_NE(none.err.find("no rule named 'nope'"), std::string::npos) << none.err;
+  std::remove(path.c_str());
+}
+
+TEST(RewriteCli, VerifyRulesPassesGoodRulesAndCatchesAPlantedBug) {
+  RunResult ok = graft("verify-rules " + kGolden + "embedding_q4gsw/rules.pat --instances 2");
+  EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("ok, 2 instance(s), max |diff| 0.0"), std::string::npos) << ok.out;
+
+  std::string rules = slurp(kGolden + "embedding_q4gsw/rules.pat");
+  rules.replace(rules.find("nibbles = low_first"), 19, "nibbles = high_first");
+  std::string path = writeTemp("bug.pat", rules);
+  RunResult bug = graft("verify-rules " + path + " --instances 2");
+  EXPECT_EQ(bug.code, 1);
+  EXPECT_NE(bug.out.find("FAILED on D=64, G=32, NG=2, V=8, odt=f32; seed 1"), std::string::npos)
+      << bug.out;
+  EXPECT_NE(bug.out.find("counterexample:"), std::string::npos) << bug.out;
+  EXPECT_NE(bug.out.find("graph @instance_torchao_embedding_q4gsw"), std::string::npos) << bug.out;
+  std::remove(path.c_str());
+}
+
+TEST(RewriteCli, BadInvocationsAreUserErrors) {
+  EXPECT_EQ(graft("fuse " + kExamples + "tiny_embedding.gir").code, 1);
+  EXPECT_EQ(graft("fuse --rules x.pat").code, 1);
+  RunResult missing = graft("fuse " + kExamples + "tiny_embedding.gir --rules /nonexistent.pat");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_EQ(graft("verify-rules").code, 1);
+  EXPECT_EQ(graft("verify-rules " + kGolden + "embedding_q4gsw/rules.pat --instances x").code, 1);
+  for (const char *cmd : {"fuse", "explain", "verify-rules"})
+    EXPECT_EQ(graft(std::string(cmd) + " --help").code, 0) << cmd;
+}
