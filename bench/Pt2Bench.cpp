@@ -1,0 +1,148 @@
+//===- Pt2Bench.cpp - Opening large .pt2 archives -------------------------===//
+//
+// The goal (issue "torch.export .pt2 interop"): opening an 8B-parameter-shaped
+// int4 .pt2 (graph + signature, weights mapped, not read) takes < 1 s and its
+// resident memory does not grow with the weights; reading a weight touches
+// only its pages. The archives are synthesized once (graft synth's library
+// function) into $GRAFT_BENCH_DIR (default /tmp) and reused across runs:
+//
+//   llama8b_4w.pt2   32 layers, dim 4096, 32 heads / 8 KV heads, FFN 14336,
+//                    vocab 128256, int4 group 32 (~9.3 GB, ~1 min to write)
+//   llama1l_4w.pt2   the same with 1 layer (to show RSS independent of size)
+//
+// Counters: nodes, weights (GB in the archive), rss_growth_MB (resident set
+// growth of one open, measured from /proc/self/statm), mapped storages.
+// Results are recorded in docs/benchmarks.md.
+//
+//===----------------------------------------------------------------------===//
+#include "graft/serialize/Pt2.h"
+#include "graft/serialize/Synth.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <unistd.h>
+
+using namespace graft;
+
+namespace {
+
+LlamaSynthOptions llama8b(int layers) {
+  LlamaSynthOptions o;
+  o.layers = layers;
+  o.dim = 4096;
+  o.heads = 32;
+  o.kvHeads = 8;
+  o.hidden = 14336;
+  o.vocab = 128256;
+  o.groupSize = 32;
+  o.maxSeqLen = 2048;
+  o.quant = SynthQuant::W4;
+  o.dynamicSeq = true;
+  return o;
+}
+
+/// The archive for `layers`, synthesized on first use.
+const std::string &archive(int layers) {
+  static std::map<int, std::string> paths;
+  auto it = paths.find(layers);
+  if (it != paths.end())
+    return it->second;
+  const char *dir = std::getenv("GRAFT_BENCH_DIR");
+  std::string path =
+      std::string(dir ? dir : "/tmp") + "/graft_bench_llama" + std::to_string(layers) + "l_4w.pt2";
+  if (!std::filesystem::exists(path) || !readPt2(path).ok()) {
+    std::fprintf(stderr, "synthesizing %s ...\n", path.c_str());
+    LlamaSynthOptions o = llama8b(layers);
+    auto g = synthesizeLlama(o);
+    if (!g) {
+      std::fprintf(stderr, "%s", render(g.diags()).c_str());
+      std::abort();
+    }
+    Status s = writePt2(**g, path, synthWriteOptions(o));
+    if (!s) {
+      std::fprintf(stderr, "%s", render(s.diags()).c_str());
+      std::abort();
+    }
+  }
+  return paths.emplace(layers, path).first->second;
+}
+
+/// Resident set size in bytes.
+double rssBytes() {
+  long pages = 0, resident = 0;
+  if (std::FILE *f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
+      resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+}
+
+/// Opens the archive: graph, signature, every weight mapped (not read).
+void BM_OpenPt2Int4(benchmark::State &state) {
+  const std::string &path = archive(static_cast<int>(state.range(0)));
+  double growth = 0, weightBytes = 0, storages = 0, nodes = 0;
+  for (auto _ : state) {
+    double before = rssBytes();
+    auto p = readPt2(path);
+    if (!p) {
+      state.SkipWithError(render(p.diags()).c_str());
+      break;
+    }
+    growth = std::max(growth, rssBytes() - before);
+    state.PauseTiming();
+    std::set<const Storage *> seen;
+    weightBytes = 0;
+    for (const GraphInput &in : p->graph->inputs())
+      if (in.hasData() && seen.insert(in.data().storage().get()).second)
+        weightBytes += static_cast<double>(in.data().storage()->size());
+    storages = static_cast<double>(seen.size());
+    nodes = static_cast<double>(p->graph->numNodes());
+    benchmark::DoNotOptimize(p);
+    state.ResumeTiming();
+  }
+  state.counters["nodes"] = nodes;
+  state.counters["weights_GB"] = weightBytes / 1e9;
+  state.counters["storages"] = storages;
+  state.counters["rss_growth_MB"] = growth / 1e6;
+}
+BENCHMARK(BM_OpenPt2Int4)->Arg(1)->Arg(32)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+/// Reads every byte of one weight (layers.31.feed_forward.w2 qdata, 58.7 MB)
+/// after opening: RSS grows by that weight, not by the archive.
+void BM_TouchOneWeight(benchmark::State &state) {
+  const std::string &path = archive(32);
+  double growth = 0, bytes = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto p = readPt2(path);
+    if (!p) {
+      state.SkipWithError(render(p.diags()).c_str());
+      break;
+    }
+    const GraphInput *in =
+        p->graph->findConstant("layers.31.feed_forward.w2.parametrizations.weight.original0");
+    double before = rssBytes();
+    state.ResumeTiming();
+    const Tensor &t = in->data();
+    const uint8_t *d = t.storage()->data();
+    uint64_t sum = 0;
+    for (std::size_t i = 0; i < t.storage()->size(); ++i)
+      sum += d[i];
+    benchmark::DoNotOptimize(sum);
+    state.PauseTiming();
+    growth = rssBytes() - before;
+    bytes = static_cast<double>(t.storage()->size());
+    state.ResumeTiming();
+  }
+  state.counters["weight_MB"] = bytes / 1e6;
+  state.counters["rss_growth_MB"] = growth / 1e6;
+}
+BENCHMARK(BM_TouchOneWeight)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+} // namespace

@@ -1,0 +1,129 @@
+//===- Pt2.h - torch.export .pt2 archives <-> graft graphs ---*- C++ -*-===//
+//
+// readPt2 turns a file written by torch.export.save into a Graph; writePt2
+// writes a Graph back as a torch >= 2.9 PT2 archive that torch.export.load
+// reads. See docs/pt2.md for the supported versions, layouts and limits.
+//
+//   auto program = readPt2("model.pt2");          // weights memory-mapped
+//   Graph &g = *program->graph;                    // rewrite ...
+//   Pt2WriteOptions opts;
+//   opts.provenance = &program->provenance;        // keep what the IR lacks
+//   Status s = writePt2(g, "out.pt2", opts);       // atomic
+//
+// Three on-disk generations are read (docs/pt2.md has the details):
+//   - torch <= 2.7 "legacy" zip: serialized_exported_program.json +
+//     torch.save pickles of the state dict and constants;
+//   - torch 2.8 PT2 archive with pickled data/weights/<model>.pt;
+//   - torch >= 2.9 PT2 archive with raw storages + PayloadConfig JSON.
+// Pickles go through a restricted reader that builds plain tensors only and
+// never executes anything.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/ir/Graph.h"
+#include "graft/ir/Tensor.h"
+#include "graft/support/Expected.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace graft {
+
+class OpRegistry;
+
+enum class Pt2Layout {
+  Legacy,         ///< torch <= 2.7 flat zip
+  PickledWeights, ///< torch 2.8 PT2 archive, weights in data/weights/<model>.pt
+  RawWeights,     ///< torch >= 2.9 PT2 archive, raw storages + PayloadConfig
+};
+std::string_view name(Pt2Layout layout);
+
+/// A torchao tensor-subclass weight saved with `use_pickle: true`, decoded
+/// into its plain inner tensors (memory-mapped). The graph's constant input
+/// for `fqn` has the subclass's logical shape and dtype (plus an affine quant
+/// layout when graft recognizes one) but no data; writePt2 writes the
+/// original pickle back verbatim.
+struct Pt2SubclassWeight {
+  std::string fqn;
+  std::string className; ///< e.g. "torchao.quantization.IntxUnpackedToInt8Tensor"
+  std::vector<std::pair<std::string, Tensor>> tensors;         ///< "qdata", "scale", "zero_point"
+  std::vector<std::pair<std::string, std::string>> attributes; ///< other attributes, as text
+  bool inConstants = false;             ///< constants config rather than weights
+  std::shared_ptr<Storage> pickleBytes; ///< the torch.save record, for writing back
+};
+
+/// What the IR does not model but writing the program back needs: module
+/// call graph, opset versions, per-node argument names of opaque ops, sympy
+/// spellings of symbols and hints, sample inputs. Opaque (the JSON lives in a
+/// private type).
+struct Pt2Extras;
+
+struct Pt2Provenance {
+  std::string path;
+  Pt2Layout layout = Pt2Layout::RawWeights;
+  std::string archiveRoot; ///< root folder of a PT2 archive ("" for legacy)
+  std::string modelName = "model";
+  int schemaMajor = 8;
+  int schemaMinor = 0;
+  std::string torchVersion;
+  std::vector<Pt2SubclassWeight> subclassWeights;
+  /// FQN -> file offset of the first byte of a contiguous weight that is
+  /// memory-mapped straight from a stored record (so text IR can reference it
+  /// as file("model.pt2", offset=..., bytes=...)).
+  std::map<std::string, uint64_t> weightFileOffsets;
+  std::shared_ptr<const Pt2Extras> extras;
+};
+
+struct Pt2Program {
+  std::unique_ptr<Graph> graph;
+  Pt2Provenance provenance;
+};
+
+struct Pt2ReadOptions {
+  /// Registry for node schemas (null: OpRegistry::builtin()).
+  const OpRegistry *registry = nullptr;
+  /// Also CRC-check the weight records (reads every weight byte; metadata
+  /// records are always checked).
+  bool verifyWeightChecksums = false;
+  /// Materialize arguments the serializer omitted because they had their
+  /// default value: trailing positional parameters become positional
+  /// arguments, keyword-only ones keyword arguments, so every node lists
+  /// every schema argument.
+  bool fillDefaults = false;
+};
+
+/// Reads a .pt2 (any supported layout). Every error names the record, FQN or
+/// node at fault.
+Expected<Pt2Program> readPt2(const std::string &path, const Pt2ReadOptions &options = {});
+
+struct Pt2WriteOptions {
+  /// From readPt2: keeps module call graph, opset versions, metadata, symbol
+  /// spellings, argument names of opaque ops and torchao subclass pickles.
+  const Pt2Provenance *provenance = nullptr;
+  std::string modelName = "model";
+  /// Written as ExportedProgram.torch_version when there is no provenance.
+  std::string torchVersion = "2.10.0";
+  /// Example values of backed symbols (SymExprHint of sizes); optional.
+  std::map<std::string, int64_t> symbolHints;
+};
+
+/// Writes `graph` as a torch >= 2.9 PT2 archive (schema 8.x, ZIP64, stored,
+/// 64-byte aligned payloads, storages shared by several FQNs written once).
+/// Atomic: on failure nothing is left at `path`.
+Status writePt2(const Graph &graph, const std::string &path, const Pt2WriteOptions &options = {});
+
+/// The export schema's ScalarType number of a dtype (not c10's numbering),
+/// or -1 when the schema has none (sub-byte ints, fp4).
+int64_t exportScalarType(DType dtype);
+/// The dtype of an export-schema ScalarType number.
+std::optional<DType> dtypeFromExportScalarType(int64_t value);
+
+/// The schema version graft writes.
+inline constexpr int kPt2SchemaMajor = 8;
+inline constexpr int kPt2SchemaMinor = 15;
+
+} // namespace graft

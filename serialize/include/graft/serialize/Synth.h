@@ -1,0 +1,70 @@
+//===- Synth.h - Realistic exported programs of any size ---*- C++ -*-===//
+//
+// synthesizeLlama builds the graph torch.export produces for a Llama-style
+// transformer (ExecuTorch's llama_transformer: RMSNorm, rotary embeddings,
+// grouped-query SDPA, SwiGLU feed-forward, last-token logits) quantized the
+// way torchao / PT2E leave it, with random weights (seeded random()
+// initializers, generated while writing, so even an 8B-parameter shape never
+// sits in memory). Names follow torch.export: placeholders p_/b_/c_ + FQN
+// with '.' -> '_', nodes named after their op with _1, _2 ... suffixes
+// (dequantize_affine_3, getitem_1), arguments normalized the way the
+// dispatcher records them (positional, trailing defaults dropped).
+//
+//   --quant none     float weights
+//           4w       torchao IntxWeightOnly int4 per-group (unwrapped
+//                    IntxUnpackedToInt8Tensor: qdata i8, scale, zero_point)
+//           8da4w    + per-token int8 dynamic activation quantization
+//                    (choose_qparams_affine, quantize_affine, dequantize_affine)
+//           pt2e-8w  PT2E weight-only int8 per-channel (quantized_decomposed
+//                    dequantize_per_channel on _frozen_param constants)
+//           qat-4w   QAT-prepared: float weights through choose_qparams_affine
+//                    + fake_quantize_affine (int4 per group)
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/ir/Graph.h"
+#include "graft/serialize/Pt2.h"
+#include "graft/support/Expected.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace graft {
+
+enum class SynthQuant { None, W4, W8A8W4, Pt2eW8, QatW4 };
+std::string_view name(SynthQuant quant); ///< "none", "4w", "8da4w", "pt2e-8w", "qat-4w"
+std::optional<SynthQuant> parseSynthQuant(std::string_view text);
+
+struct LlamaSynthOptions {
+  int layers = 2;
+  int dim = 64;
+  int heads = 4;
+  int kvHeads = 0; ///< 0: same as heads
+  int vocab = 128;
+  int hidden = 0; ///< feed-forward size; 0: Llama's rule (multiple of 256 above 8/3 dim)
+  int groupSize = 32;
+  int maxSeqLen = 128; ///< rotary table length and the upper bound of a dynamic sequence
+  int seqLen = 8;      ///< the static sequence length (the example value when dynamic)
+  SynthQuant quant = SynthQuant::W4;
+  DType checkpointDType = DType::F32; ///< f32 or bf16 (f16 also accepted)
+  bool tiedEmbeddings = false;
+  bool dynamicSeq = false;
+  uint64_t seed = 1;
+};
+
+/// Checks option consistency (dims divisible by heads and group size, ...).
+Status validate(const LlamaSynthOptions &options);
+
+/// The exported program's graph. Weights are random() initializers.
+Expected<std::unique_ptr<Graph>> synthesizeLlama(const LlamaSynthOptions &options);
+
+/// Write options that go with a synthesized graph (symbol hints).
+Pt2WriteOptions synthWriteOptions(const LlamaSynthOptions &options);
+
+/// Number of parameters of the float model the options describe.
+int64_t llamaParameterCount(const LlamaSynthOptions &options);
+
+} // namespace graft

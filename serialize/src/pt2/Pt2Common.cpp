@@ -1,0 +1,402 @@
+//===- Pt2Common.cpp - JSON helpers and enum tables for .pt2 --------------===//
+//
+// The export schema numbers enums its own way (ScalarType FLOAT is 7, c10
+// says 6); these tables are the single place that knows both. The JSON
+// writer reproduces Python's json.dumps output byte for byte (separators
+// ", " and ": ", ensure_ascii, repr floats), so rewritten archives read like
+// torch's own.
+//
+//===----------------------------------------------------------------------===//
+#include "pt2/Pt2Internal.h"
+
+#include "graft/serialize/TextIR.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace graft {
+
+std::string_view name(Pt2Layout layout) {
+  switch (layout) {
+  case Pt2Layout::Legacy:
+    return "legacy (torch <= 2.7)";
+  case Pt2Layout::PickledWeights:
+    return "pt2 archive, pickled weights (torch 2.8)";
+  case Pt2Layout::RawWeights:
+    return "pt2 archive, raw weights (torch >= 2.9)";
+  }
+  return "?";
+}
+
+namespace {
+
+struct ScalarTypeRow {
+  int64_t value;
+  DType dtype;
+};
+// torch/_export/serde/schema.py ScalarType (8.20).
+constexpr ScalarTypeRow kScalarTypes[] = {
+    {1, DType::U8},          {2, DType::I8},          {3, DType::I16},        {4, DType::I32},
+    {5, DType::I64},         {6, DType::F16},         {7, DType::F32},        {8, DType::F64},
+    {9, DType::C32},         {10, DType::C64},        {11, DType::C128},      {12, DType::Bool},
+    {13, DType::BF16},       {28, DType::U16},        {29, DType::F8E4M3FN},  {30, DType::F8E5M2},
+    {31, DType::F8E4M3FNUZ}, {32, DType::F8E5M2FNUZ}, {33, DType::F8E8M0FNU}, {34, DType::U32},
+    {35, DType::U64},
+};
+
+} // namespace
+
+int64_t exportScalarType(DType dtype) {
+  for (const ScalarTypeRow &r : kScalarTypes)
+    if (r.dtype == dtype)
+      return r.value;
+  return -1;
+}
+
+std::optional<DType> dtypeFromExportScalarType(int64_t value) {
+  for (const ScalarTypeRow &r : kScalarTypes)
+    if (r.value == value)
+      return r.dtype;
+  return std::nullopt;
+}
+
+namespace pt2 {
+
+std::optional<Layout> layoutFromExport(int64_t v) {
+  switch (v) {
+  case 1:
+    return Layout::SparseCoo;
+  case 2:
+    return Layout::SparseCsr;
+  case 3:
+    return Layout::SparseCsc;
+  case 4:
+    return Layout::SparseBsr;
+  case 5:
+    return Layout::SparseBsc;
+  case 6:
+    return Layout::Mkldnn;
+  case 7:
+    return Layout::Strided;
+  default:
+    return std::nullopt;
+  }
+}
+
+int64_t exportLayout(Layout l) {
+  switch (l) {
+  case Layout::SparseCoo:
+    return 1;
+  case Layout::SparseCsr:
+    return 2;
+  case Layout::SparseCsc:
+    return 3;
+  case Layout::SparseBsr:
+    return 4;
+  case Layout::SparseBsc:
+    return 5;
+  case Layout::Mkldnn:
+    return 6;
+  case Layout::Strided:
+    return 7;
+  case Layout::Jagged:
+    return 0;
+  }
+  return 0;
+}
+
+std::optional<MemoryFormat> memoryFormatFromExport(int64_t v) {
+  switch (v) {
+  case 1:
+    return MemoryFormat::Contiguous;
+  case 2:
+    return MemoryFormat::ChannelsLast;
+  case 3:
+    return MemoryFormat::ChannelsLast3d;
+  case 4:
+    return MemoryFormat::Preserve;
+  default:
+    return std::nullopt;
+  }
+}
+
+int64_t exportMemoryFormat(MemoryFormat m) {
+  switch (m) {
+  case MemoryFormat::Contiguous:
+    return 1;
+  case MemoryFormat::ChannelsLast:
+    return 2;
+  case MemoryFormat::ChannelsLast3d:
+    return 3;
+  case MemoryFormat::Preserve:
+    return 4;
+  }
+  return 0;
+}
+
+std::string nodeKey(const Node &node, std::map<std::string, int> &zeroOutputCounts) {
+  if (!node.outputs().empty())
+    return node.outputs()[0]->name();
+  int k = zeroOutputCounts[node.target()]++;
+  return "#" + node.target() + "#" + std::to_string(k);
+}
+
+//===----------------------------------------------------------------------===//
+// JsonRef
+//===----------------------------------------------------------------------===//
+
+namespace {
+std::string typeName(const OJson &j) {
+  switch (j.type()) {
+  case OJson::value_t::null:
+    return "null";
+  case OJson::value_t::object:
+    return "an object";
+  case OJson::value_t::array:
+    return "an array";
+  case OJson::value_t::string:
+    return "a string";
+  case OJson::value_t::boolean:
+    return "a boolean";
+  case OJson::value_t::number_integer:
+  case OJson::value_t::number_unsigned:
+    return "an integer";
+  case OJson::value_t::number_float:
+    return "a float";
+  default:
+    return "a binary value";
+  }
+}
+} // namespace
+
+Diagnostic JsonRef::error(const std::string &what) const {
+  return Diagnostic::error(record_ + ": " + (path_.empty() ? "<root>" : path_) + ": " + what);
+}
+
+Expected<JsonRef> JsonRef::field(const std::string &name) const {
+  if (!j_->is_object())
+    return error("expected an object, got " + typeName(*j_));
+  auto it = j_->find(name);
+  if (it == j_->end())
+    return error("missing required field '" + name + "'");
+  return JsonRef(*it, record_, path_.empty() ? name : path_ + "." + name);
+}
+
+Expected<std::optional<JsonRef>> JsonRef::optField(const std::string &name) const {
+  if (!j_->is_object())
+    return error("expected an object, got " + typeName(*j_));
+  auto it = j_->find(name);
+  if (it == j_->end() || it->is_null())
+    return std::optional<JsonRef>();
+  return std::optional<JsonRef>(JsonRef(*it, record_, path_.empty() ? name : path_ + "." + name));
+}
+
+Expected<std::vector<JsonRef>> JsonRef::array() const {
+  if (!j_->is_array())
+    return error("expected an array, got " + typeName(*j_));
+  std::vector<JsonRef> out;
+  out.reserve(j_->size());
+  for (std::size_t i = 0; i < j_->size(); ++i)
+    out.emplace_back((*j_)[i], record_, path_ + "[" + std::to_string(i) + "]");
+  return out;
+}
+
+Expected<std::vector<std::pair<std::string, JsonRef>>> JsonRef::members() const {
+  if (!j_->is_object())
+    return error("expected an object, got " + typeName(*j_));
+  std::vector<std::pair<std::string, JsonRef>> out;
+  for (auto it = j_->begin(); it != j_->end(); ++it)
+    out.emplace_back(it.key(),
+                     JsonRef(it.value(), record_, path_ + "[" + OJson(it.key()).dump() + "]"));
+  return out;
+}
+
+Expected<std::pair<std::string, JsonRef>> JsonRef::unionMember() const {
+  if (!j_->is_object())
+    return error("expected a single-key union object, got " + typeName(*j_));
+  if (j_->size() != 1)
+    return error("a union must have exactly one key, this one has " + std::to_string(j_->size()));
+  auto it = j_->begin();
+  return std::make_pair(it.key(), JsonRef(it.value(), record_, path_ + "." + it.key()));
+}
+
+Expected<std::string> JsonRef::str() const {
+  if (!j_->is_string())
+    return error("expected a string, got " + typeName(*j_));
+  return j_->get<std::string>();
+}
+
+Expected<int64_t> JsonRef::integer() const {
+  if (j_->is_number_unsigned()) {
+    uint64_t u = j_->get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX))
+      return error("integer " + std::to_string(u) + " is out of the int64 range");
+    return static_cast<int64_t>(u);
+  }
+  if (!j_->is_number_integer())
+    return error("expected an integer, got " + typeName(*j_));
+  return j_->get<int64_t>();
+}
+
+Expected<bool> JsonRef::boolean() const {
+  if (!j_->is_boolean())
+    return error("expected a boolean, got " + typeName(*j_));
+  return j_->get<bool>();
+}
+
+Expected<double> JsonRef::number() const {
+  if (j_->is_number())
+    return j_->get<double>();
+  if (j_->is_string()) {
+    const std::string &s = j_->get_ref<const std::string &>();
+    if (s == "Infinity" || s == "inf")
+      return HUGE_VAL;
+    if (s == "-Infinity" || s == "-inf")
+      return -HUGE_VAL;
+    if (s == "NaN" || s == "nan")
+      return std::nan("");
+  }
+  return error("expected a number, got " + typeName(*j_));
+}
+
+//===----------------------------------------------------------------------===//
+// Python-compatible JSON text
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+void appendEscaped(std::string &out, const std::string &s) {
+  out += '"';
+  for (std::size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    uint32_t cp = c;
+    std::size_t len = 1;
+    if (c >= 0x80) {
+      // Decode UTF-8; invalid bytes are escaped as themselves.
+      if ((c & 0xE0) == 0xC0 && i + 1 < s.size())
+        cp = ((c & 0x1F) << 6) | (s[i + 1] & 0x3F), len = 2;
+      else if ((c & 0xF0) == 0xE0 && i + 2 < s.size())
+        cp = ((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F), len = 3;
+      else if ((c & 0xF8) == 0xF0 && i + 3 < s.size())
+        cp = ((c & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) |
+             (s[i + 3] & 0x3F),
+        len = 4;
+    }
+    i += len;
+    char buf[16];
+    switch (cp) {
+    case '"':
+      out += "\\\"";
+      continue;
+    case '\\':
+      out += "\\\\";
+      continue;
+    case '\n':
+      out += "\\n";
+      continue;
+    case '\r':
+      out += "\\r";
+      continue;
+    case '\t':
+      out += "\\t";
+      continue;
+    case '\b':
+      out += "\\b";
+      continue;
+    case '\f':
+      out += "\\f";
+      continue;
+    default:
+      break;
+    }
+    if (cp < 0x20 || cp >= 0x7F) {
+      if (cp >= 0x10000) {
+        uint32_t v = cp - 0x10000;
+        std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
+      } else {
+        std::snprintf(buf, sizeof buf, "\\u%04x", cp);
+      }
+      out += buf;
+    } else {
+      out += static_cast<char>(cp);
+    }
+  }
+  out += '"';
+}
+
+void dump(std::string &out, const OJson &j) {
+  switch (j.type()) {
+  case OJson::value_t::null:
+    out += "null";
+    return;
+  case OJson::value_t::boolean:
+    out += j.get<bool>() ? "true" : "false";
+    return;
+  case OJson::value_t::number_integer:
+    out += std::to_string(j.get<int64_t>());
+    return;
+  case OJson::value_t::number_unsigned:
+    out += std::to_string(j.get<uint64_t>());
+    return;
+  case OJson::value_t::number_float: {
+    double v = j.get<double>();
+    if (std::isnan(v))
+      out += "NaN";
+    else if (std::isinf(v))
+      out += v > 0 ? "Infinity" : "-Infinity";
+    else
+      out += formatFloat(v);
+    return;
+  }
+  case OJson::value_t::string:
+    appendEscaped(out, j.get_ref<const std::string &>());
+    return;
+  case OJson::value_t::array: {
+    out += '[';
+    bool first = true;
+    for (const OJson &x : j) {
+      if (!first)
+        out += ", ";
+      first = false;
+      dump(out, x);
+    }
+    out += ']';
+    return;
+  }
+  case OJson::value_t::object: {
+    out += '{';
+    bool first = true;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (!first)
+        out += ", ";
+      first = false;
+      appendEscaped(out, it.key());
+      out += ": ";
+      dump(out, it.value());
+    }
+    out += '}';
+    return;
+  }
+  default:
+    out += "null";
+  }
+}
+
+} // namespace
+
+std::string dumpPythonJson(const OJson &j) {
+  std::string out;
+  dump(out, j);
+  return out;
+}
+
+Expected<OJson> parseJson(const std::string &text, const std::string &record) {
+  try {
+    return OJson::parse(text);
+  } catch (const nlohmann::json::parse_error &e) {
+    return Diagnostic::error(record + ": not valid JSON: " + e.what());
+  }
+}
+
+} // namespace pt2
+} // namespace graft

@@ -1,0 +1,118 @@
+//===- Pt2Internal.h - Shared pieces of the .pt2 reader and writer ---*- C++ -*-===//
+//
+// Pt2Extras (the part of an ExportedProgram the IR does not model), archive
+// constants, and a JSON cursor that tracks its path so schema violations name
+// the offending field ("graph_module.graph.nodes[3].inputs[0].arg").
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/serialize/Pt2.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace graft {
+
+using OJson = nlohmann::ordered_json;
+
+/// Per-node facts that only matter for writing the node back.
+struct Pt2NodeInfo {
+  std::string target;                ///< the IR target the facts belong to
+  std::string spelling;              ///< the file's target string
+  std::vector<std::string> argNames; ///< names of positional arguments
+  std::vector<int> operatorArgs;     ///< positional indices written as as_operator
+  /// The outputs' shape: one entry per serialized output: -1 as_none, 0 a
+  /// single value, n > 0 a list (as_tensors) of n values.
+  std::vector<int> outputGroups;
+  OJson isHopSingleTensorReturn; ///< null when absent
+  OJson name;                    ///< Node.name (schema 8.16+), null when absent
+};
+
+struct Pt2Extras {
+  OJson opsetVersion;
+  OJson verifiers;
+  OJson guardsCode;
+  OJson graphModuleMetadata;
+  OJson treespecNamedtupleFields;
+  OJson moduleCallGraph;
+  bool isSingleTensorReturn = false;
+  /// IR symbol name -> the name in the file, for symbols the reader renamed
+  /// (unbacked symbols are named after the value that defines them in graft).
+  std::map<std::string, std::string> symbolFileNames;
+  /// Symbols used in sizes but absent from range_constraints.
+  std::set<std::string> implicitSymbols;
+  /// Opaque dim text -> the expr_str it was read from.
+  std::map<std::string, std::string> opaqueExprs;
+  /// File symbol name -> hint (example value).
+  std::map<std::string, int64_t> symbolHints;
+  /// Value name -> its sym_int/sym_bool/sym_float_values entry as read.
+  std::map<std::string, OJson> symValues;
+  /// Value names whose TensorMeta.requires_grad differs from the writer's
+  /// default (true for parameters, false otherwise).
+  std::set<std::string> requiresGradFlipped;
+  /// Keyed by the node's first output name, or "#<target>#<k>" for the k-th
+  /// node of that target without outputs.
+  std::map<std::string, Pt2NodeInfo> nodes;
+  std::shared_ptr<Storage> sampleInputs; ///< data/sample_inputs/<model>.pt
+  std::vector<std::pair<std::string, std::shared_ptr<Storage>>> extraFiles; ///< extra/<name>
+};
+
+namespace pt2 {
+
+inline constexpr const char *kArchiveFormat = "archive_format";
+inline constexpr const char *kArchiveVersion = "archive_version";
+
+/// Key of a node in Pt2Extras::nodes.
+std::string nodeKey(const Node &node, std::map<std::string, int> &zeroOutputCounts);
+
+/// A position in a JSON document, for error messages.
+class JsonRef {
+public:
+  JsonRef(const OJson &j, std::string record, std::string path)
+      : j_(&j), record_(std::move(record)), path_(std::move(path)) {}
+
+  const OJson &json() const { return *j_; }
+  const std::string &path() const { return path_; }
+  Diagnostic error(const std::string &what) const;
+
+  /// Required field of an object.
+  Expected<JsonRef> field(const std::string &name) const;
+  /// Optional field; null pointer result when absent or JSON null.
+  Expected<std::optional<JsonRef>> optField(const std::string &name) const;
+  Expected<std::vector<JsonRef>> array() const;
+  /// Members of an object in order.
+  Expected<std::vector<std::pair<std::string, JsonRef>>> members() const;
+  /// A single-key union object: the key and the value.
+  Expected<std::pair<std::string, JsonRef>> unionMember() const;
+  Expected<std::string> str() const;
+  Expected<int64_t> integer() const;
+  Expected<bool> boolean() const;
+  /// A number, or "Infinity" / "-Infinity" / "NaN".
+  Expected<double> number() const;
+  bool isNull() const { return j_->is_null(); }
+
+private:
+  const OJson *j_;
+  std::string record_;
+  std::string path_;
+};
+
+/// Python json.dumps(obj) with default separators and ensure_ascii.
+std::string dumpPythonJson(const OJson &j);
+
+/// Parses JSON text; the error names `record`.
+Expected<OJson> parseJson(const std::string &text, const std::string &record);
+
+/// ExportedProgram enum <-> IR.
+std::optional<Layout> layoutFromExport(int64_t v);
+int64_t exportLayout(Layout l);
+std::optional<MemoryFormat> memoryFormatFromExport(int64_t v);
+int64_t exportMemoryFormat(MemoryFormat m);
+
+} // namespace pt2
+} // namespace graft

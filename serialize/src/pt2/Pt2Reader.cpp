@@ -1,0 +1,1372 @@
+//===- Pt2Reader.cpp - torch.export .pt2 archives -> graft graphs ---------===//
+//
+// Reading is in three steps:
+//   1. the container: which of the three layouts (legacy zip, 2.8 archive with
+//      pickled weights, >= 2.9 archive with raw weights), and its records;
+//   2. the ExportedProgram JSON -> Graph (Importer below): symbols, values,
+//      signature, nodes, outputs; anything the IR does not model goes to
+//      Pt2Extras so writePt2 can put it back;
+//   3. the weights: raw storages memory-mapped in place, or torch.save
+//      pickles through the restricted reader (pt2/Pickle.h).
+// Every error names the record, JSON path, FQN or node it is about.
+//
+//===----------------------------------------------------------------------===//
+#include "graft/ops/BoundArgs.h"
+#include "graft/ops/OpRegistry.h"
+#include "graft/serialize/Pt2.h"
+#include "graft/serialize/Zip.h"
+#include "pt2/Pickle.h"
+#include "pt2/Pt2Internal.h"
+#include "pt2/SymExpr.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+namespace graft {
+
+using pt2::JsonRef;
+
+namespace {
+
+/// File target string -> IR target.
+std::string irTarget(const std::string &t) {
+  if (t.rfind("torch.ops.", 0) == 0)
+    return t.substr(10);
+  if (t.rfind("_operator.", 0) == 0)
+    return t.substr(1);
+  if (!t.empty() && t[0] == '#') {
+    // Extension op "#ns:name".
+    std::string s = t.substr(1);
+    auto c = s.find(':');
+    if (c != std::string::npos)
+      s[c] = '.';
+    return s;
+  }
+  return t;
+}
+
+struct ValueMetaInfo {
+  ValueKind kind = ValueKind::Tensor;
+  TensorProto proto;
+  bool requiresGrad = false;
+};
+
+class Importer {
+public:
+  Importer(const OJson &doc, std::string record, const Pt2ReadOptions &opts, Pt2Extras &extras)
+      : doc_(doc), record_(std::move(record)), opts_(opts), extras_(extras),
+        registry_(opts.registry ? *opts.registry : OpRegistry::builtin()) {}
+
+  Expected<std::unique_ptr<Graph>> run(int &schemaMajor, int &schemaMinor,
+                                       std::string &torchVersion) {
+    JsonRef root(doc_, record_, "");
+    GRAFT_TRY(JsonRef sv, root.field("schema_version"));
+    GRAFT_TRY(JsonRef major, sv.field("major"));
+    GRAFT_TRY(JsonRef minor, sv.field("minor"));
+    GRAFT_TRY(schemaMajor, major.integer());
+    GRAFT_TRY(schemaMinor, minor.integer());
+    if (schemaMajor != kPt2SchemaMajor)
+      return sv.error("unsupported schema version " + std::to_string(schemaMajor) + "." +
+                      std::to_string(schemaMinor) + "; graft reads schema major version " +
+                      std::to_string(kPt2SchemaMajor));
+    GRAFT_TRY(auto tv, root.optField("torch_version"));
+    if (tv) {
+      GRAFT_TRY(torchVersion, tv->str());
+    }
+    auto keep = [&](const char *name, OJson &dst) -> Status {
+      GRAFT_TRY(auto f, root.optField(name));
+      if (f)
+        dst = f->json();
+      return okStatus();
+    };
+    GRAFT_CHECK_OK(keep("opset_version", extras_.opsetVersion));
+    GRAFT_CHECK_OK(keep("verifiers", extras_.verifiers));
+    GRAFT_CHECK_OK(keep("guards_code", extras_.guardsCode));
+    GRAFT_TRY(JsonRef gm, root.field("graph_module"));
+    GRAFT_TRY(auto gmMeta, gm.optField("metadata"));
+    if (gmMeta)
+      extras_.graphModuleMetadata = gmMeta->json();
+    GRAFT_TRY(auto tnf, gm.optField("treespec_namedtuple_fields"));
+    if (tnf)
+      extras_.treespecNamedtupleFields = tnf->json();
+    GRAFT_TRY(JsonRef mcg, gm.field("module_call_graph"));
+    GRAFT_TRY(auto mcgItems, mcg.array());
+    (void)mcgItems;
+    extras_.moduleCallGraph = mcg.json();
+
+    GRAFT_TRY(JsonRef graphJ, gm.field("graph"));
+    GRAFT_TRY(JsonRef sig, gm.field("signature"));
+    GRAFT_TRY(JsonRef ranges, root.field("range_constraints"));
+
+    graph_ = std::make_unique<Graph>("model");
+    GRAFT_CHECK_OK(planSymbols(graphJ, ranges));
+    GRAFT_CHECK_OK(readValueMetas(graphJ));
+    GRAFT_CHECK_OK(readInputs(graphJ, sig));
+    GRAFT_CHECK_OK(readNodes(graphJ));
+    GRAFT_CHECK_OK(readOutputs(graphJ, sig));
+    GRAFT_CHECK_OK(declareSymbols(ranges));
+    return std::move(graph_);
+  }
+
+private:
+  //===-- Symbols ---------------------------------------------------------===//
+
+  /// graft names an unbacked symbol (and a SymInt graph input) after the value
+  /// that defines it (see dimOfSymInt); rename such symbols accordingly.
+  Status planSymbols(const JsonRef &graphJ, const JsonRef &ranges) {
+    // Which node produced each SymInt value.
+    std::map<std::string, std::string> producer;
+    GRAFT_TRY(JsonRef nodes, graphJ.field("nodes"));
+    GRAFT_TRY(auto nodeList, nodes.array());
+    for (const JsonRef &n : nodeList) {
+      GRAFT_TRY(JsonRef t, n.field("target"));
+      GRAFT_TRY(std::string target, t.str());
+      GRAFT_TRY(JsonRef outs, n.field("outputs"));
+      GRAFT_TRY(auto outList, outs.array());
+      for (const JsonRef &o : outList)
+        if (o.json().is_object() && o.json().contains("as_sym_int") &&
+            o.json()["as_sym_int"].is_object() && o.json()["as_sym_int"].contains("as_name") &&
+            o.json()["as_sym_int"]["as_name"].is_string())
+          producer[o.json()["as_sym_int"]["as_name"].get<std::string>()] = irTarget(target);
+    }
+    GRAFT_TRY(auto symInts, graphJ.optField("sym_int_values"));
+    if (!symInts)
+      return okStatus();
+    GRAFT_TRY(auto members, symInts->members());
+    for (const auto &[valueName, v] : members) {
+      extras_.symValues[valueName] = v.json();
+      GRAFT_TRY(auto u, v.unionMember());
+      if (u.first != "as_expr")
+        continue;
+      GRAFT_TRY(JsonRef es, u.second.field("expr_str"));
+      GRAFT_TRY(std::string expr, es.str());
+      std::string sym = pt2::bareSymbolName(expr);
+      GRAFT_TRY(auto hint, u.second.optField("hint"));
+      if (!sym.empty() && hint && hint->json().is_object() && hint->json().contains("as_int") &&
+          hint->json()["as_int"].is_number_integer())
+        extras_.symbolHints[sym] = hint->json()["as_int"].get<int64_t>();
+      auto it = producer.find(valueName);
+      bool fromSymSize = it != producer.end() && it->second == "aten.sym_size.int";
+      if (sym.empty() || fromSymSize || renamed_.count(sym) || sym == valueName)
+        continue;
+      renamed_[sym] = valueName;
+      extras_.symbolFileNames[valueName] = sym;
+    }
+    (void)ranges;
+    return okStatus();
+  }
+
+  std::string irSymbol(const std::string &fileName) {
+    auto it = renamed_.find(fileName);
+    std::string n = it == renamed_.end() ? fileName : it->second;
+    usedSymbols_.insert(n);
+    return n;
+  }
+
+  Expected<Dim> symInt(const JsonRef &j) {
+    GRAFT_TRY(auto u, j.unionMember());
+    if (u.first == "as_int") {
+      GRAFT_TRY(int64_t v, u.second.integer());
+      return Dim(v);
+    }
+    if (u.first != "as_expr")
+      return j.error("unknown SymInt member '" + u.first + "'");
+    GRAFT_TRY(JsonRef es, u.second.field("expr_str"));
+    GRAFT_TRY(std::string expr, es.str());
+    auto d = pt2::parseSymExpr(expr, [this](const std::string &s) { return irSymbol(s); });
+    if (!d)
+      return es.error(d.diags()[0].message);
+    GRAFT_TRY(auto hint, u.second.optField("hint"));
+    std::string sym = pt2::bareSymbolName(expr);
+    if (hint && !sym.empty() && hint->json().is_object() && hint->json().contains("as_int") &&
+        hint->json()["as_int"].is_number_integer())
+      extras_.symbolHints[sym] = hint->json()["as_int"].get<int64_t>();
+    if (d->isOpaque())
+      extras_.opaqueExprs[d->opaqueExpr()] = expr;
+    return d;
+  }
+
+  Status declareSymbols(const JsonRef &ranges) {
+    GRAFT_TRY(auto members, ranges.members());
+    for (const auto &[fileName, rc] : members) {
+      GRAFT_TRY(auto lo, rc.optField("min_val"));
+      GRAFT_TRY(auto hi, rc.optField("max_val"));
+      SymbolRange r;
+      r.min = std::numeric_limits<int64_t>::min();
+      if (lo) {
+        GRAFT_TRY(r.min, lo->integer());
+      }
+      if (hi) {
+        GRAFT_TRY(int64_t m, hi->integer());
+        r.max = m;
+      }
+      std::string n = irSymbol(fileName);
+      if (!graph_->symbols().declare(n, r))
+        return rc.error("symbol '" + n + "' has two range constraints");
+    }
+    // Symbols used in sizes without a range constraint (old files).
+    for (const std::string &s : usedSymbols_)
+      if (!graph_->symbols().find(s)) {
+        graph_->symbols().declare(s, SymbolRange{0, std::nullopt});
+        extras_.implicitSymbols.insert(s);
+      }
+    return okStatus();
+  }
+
+  //===-- Values ----------------------------------------------------------===//
+
+  Expected<TensorProto> tensorMeta(const JsonRef &m, bool *requiresGrad) {
+    TensorProto p;
+    GRAFT_TRY(JsonRef dt, m.field("dtype"));
+    GRAFT_TRY(int64_t dtv, dt.integer());
+    auto dtype = dtypeFromExportScalarType(dtv);
+    if (!dtype)
+      return dt.error("unknown ScalarType " + std::to_string(dtv));
+    p.dtype = *dtype;
+    GRAFT_TRY(JsonRef sizes, m.field("sizes"));
+    GRAFT_TRY(auto sizeList, sizes.array());
+    for (const JsonRef &s : sizeList) {
+      GRAFT_TRY(Dim d, symInt(s));
+      p.shape.push_back(d);
+    }
+    GRAFT_TRY(JsonRef strides, m.field("strides"));
+    GRAFT_TRY(auto strideList, strides.array());
+    if (strideList.size() != sizeList.size())
+      return strides.error("has " + std::to_string(strideList.size()) + " strides for " +
+                           std::to_string(sizeList.size()) + " sizes");
+    Shape st;
+    for (const JsonRef &s : strideList) {
+      GRAFT_TRY(Dim d, symInt(s));
+      st.push_back(d);
+    }
+    if (st != contiguousStrides(p.shape))
+      p.strides = st;
+    GRAFT_TRY(JsonRef off, m.field("storage_offset"));
+    GRAFT_TRY(p.storageOffset, symInt(off));
+    GRAFT_TRY(JsonRef dev, m.field("device"));
+    GRAFT_TRY(JsonRef devType, dev.field("type"));
+    GRAFT_TRY(p.device.type, devType.str());
+    GRAFT_TRY(auto devIndex, dev.optField("index"));
+    if (devIndex) {
+      GRAFT_TRY(int64_t idx, devIndex->integer());
+      p.device.index = static_cast<int>(idx);
+    }
+    GRAFT_TRY(JsonRef layout, m.field("layout"));
+    GRAFT_TRY(int64_t lv, layout.integer());
+    if (lv != 7)
+      return layout.error("layout " + std::to_string(lv) +
+                          " is not supported (graft reads strided tensors only)");
+    GRAFT_TRY(JsonRef rg, m.field("requires_grad"));
+    GRAFT_TRY(bool g, rg.boolean());
+    if (requiresGrad)
+      *requiresGrad = g;
+    return p;
+  }
+
+  Status readValueMetas(const JsonRef &graphJ) {
+    GRAFT_TRY(JsonRef tv, graphJ.field("tensor_values"));
+    GRAFT_TRY(auto members, tv.members());
+    for (const auto &[n, m] : members) {
+      ValueMetaInfo info;
+      GRAFT_TRY(info.proto, tensorMeta(m, &info.requiresGrad));
+      metas_[n] = std::move(info);
+    }
+    auto scalars = [&](const char *field, ValueKind kind) -> Status {
+      GRAFT_TRY(auto f, graphJ.optField(field));
+      if (!f)
+        return okStatus();
+      GRAFT_TRY(auto ms, f->members());
+      for (const auto &[n, v] : ms) {
+        GRAFT_TRY(auto u, v.unionMember());
+        (void)u;
+        ValueMetaInfo info;
+        info.kind = kind;
+        metas_[n] = info;
+        extras_.symValues[n] = v.json();
+      }
+      return okStatus();
+    };
+    GRAFT_CHECK_OK(scalars("sym_int_values", ValueKind::SymInt));
+    GRAFT_CHECK_OK(scalars("sym_bool_values", ValueKind::SymBool));
+    GRAFT_CHECK_OK(scalars("sym_float_values", ValueKind::SymFloat));
+    GRAFT_TRY(auto customs, graphJ.optField("custom_obj_values"));
+    if (customs && !customs->json().empty())
+      return customs->error("custom objects (torchbind) are not supported");
+    return okStatus();
+  }
+
+  Expected<const ValueMetaInfo *> meta(const JsonRef &at, const std::string &valueName,
+                                       ValueKind kind) {
+    auto it = metas_.find(valueName);
+    if (it == metas_.end())
+      return at.error("value '" + valueName + "' has no entry in graph." +
+                      (kind == ValueKind::Tensor ? "tensor_values" : "sym_*_values"));
+    if (it->second.kind != kind)
+      return at.error("value '" + valueName + "' is a " + std::string(name(it->second.kind)) +
+                      " but is used as a " + std::string(name(kind)));
+    return &it->second;
+  }
+
+  void noteRequiresGrad(const std::string &valueName, bool isParam) {
+    auto it = metas_.find(valueName);
+    if (it != metas_.end() && it->second.requiresGrad != isParam)
+      extras_.requiresGradFlipped.insert(valueName);
+  }
+
+  //===-- Inputs ----------------------------------------------------------===//
+
+  static Expected<std::string> argName(const JsonRef &tensorArg) {
+    GRAFT_TRY(JsonRef n, tensorArg.field("name"));
+    return n.str();
+  }
+
+  Status readInputs(const JsonRef &graphJ, const JsonRef &sig) {
+    GRAFT_TRY(JsonRef inputs, graphJ.field("inputs"));
+    GRAFT_TRY(auto inputList, inputs.array());
+    GRAFT_TRY(JsonRef specs, sig.field("input_specs"));
+    GRAFT_TRY(auto specList, specs.array());
+    if (inputList.size() != specList.size())
+      return specs.error("lists " + std::to_string(specList.size()) +
+                         " input specs but graph.inputs has " + std::to_string(inputList.size()));
+    for (std::size_t i = 0; i < specList.size(); ++i) {
+      GRAFT_TRY(auto spec, specList[i].unionMember());
+      const std::string &kind = spec.first;
+      const JsonRef &s = spec.second;
+      GRAFT_TRY(auto in, inputList[i].unionMember());
+      std::string graphName;
+      if (in.first == "as_tensor") {
+        GRAFT_TRY(graphName, argName(in.second));
+      } else if (in.first == "as_sym_int" || in.first == "as_sym_float" ||
+                 in.first == "as_sym_bool") {
+        GRAFT_TRY(auto sm, in.second.unionMember());
+        if (sm.first != "as_name")
+          return inputList[i].error("a constant symbolic input is not supported");
+        GRAFT_TRY(graphName, sm.second.str());
+      } else {
+        return inputList[i].error("graph input of kind '" + in.first + "' is not supported");
+      }
+      if (kind == "user_input") {
+        GRAFT_TRY(JsonRef arg, s.field("arg"));
+        GRAFT_TRY(auto a, arg.unionMember());
+        std::string n;
+        ValueKind vk = ValueKind::Tensor;
+        if (a.first == "as_tensor") {
+          GRAFT_TRY(n, argName(a.second));
+        } else if (a.first == "as_sym_int" || a.first == "as_sym_float" ||
+                   a.first == "as_sym_bool") {
+          GRAFT_TRY(auto sm, a.second.unionMember());
+          if (sm.first != "as_name")
+            return arg.error("a constant user input is not supported");
+          GRAFT_TRY(n, sm.second.str());
+          vk = a.first == "as_sym_int"     ? ValueKind::SymInt
+               : a.first == "as_sym_float" ? ValueKind::SymFloat
+                                           : ValueKind::SymBool;
+        } else {
+          return arg.error("user input of kind '" + a.first + "' is not supported");
+        }
+        if (n != graphName)
+          return arg.error("names input '" + n + "' but graph.inputs[" + std::to_string(i) +
+                           "] is '" + graphName + "'");
+        GRAFT_TRY(const ValueMetaInfo *m, meta(arg, n, vk));
+        GRAFT_CHECK_OK(checkFresh(arg, n));
+        if (vk == ValueKind::Tensor)
+          graph_->addInput(InputKind::UserInput, n, m->proto);
+        else
+          graph_->addScalarInput(vk, n);
+        noteRequiresGrad(n, false);
+        continue;
+      }
+      InputKind ik;
+      std::string fqnField;
+      if (kind == "parameter") {
+        ik = InputKind::Parameter;
+        fqnField = "parameter_name";
+      } else if (kind == "buffer") {
+        ik = InputKind::Buffer;
+        fqnField = "buffer_name";
+      } else if (kind == "tensor_constant") {
+        ik = InputKind::ConstantTensor;
+        fqnField = "tensor_constant_name";
+      } else {
+        return s.error("input spec kind '" + kind + "' is not supported (graph input '" +
+                       graphName + "')");
+      }
+      GRAFT_TRY(JsonRef arg, s.field("arg"));
+      GRAFT_TRY(std::string n, argName(arg));
+      if (n != graphName)
+        return arg.error("names input '" + n + "' but graph.inputs[" + std::to_string(i) +
+                         "] is '" + graphName + "'");
+      GRAFT_TRY(JsonRef fq, s.field(fqnField));
+      GRAFT_TRY(std::string fqn, fq.str());
+      if (fqn.empty())
+        return fq.error("empty FQN");
+      if (graph_->findConstant(fqn))
+        return fq.error("FQN '" + fqn + "' is bound to two graph inputs");
+      GRAFT_TRY(const ValueMetaInfo *m, meta(arg, n, ValueKind::Tensor));
+      for (const Dim &d : m->proto.shape)
+        if (!d.isConstant())
+          return arg.error("constant '" + fqn + "' has a symbolic shape " + str(m->proto.shape));
+      GRAFT_CHECK_OK(checkFresh(arg, n));
+      graph_->addInput(ik, n, m->proto, fqn);
+      noteRequiresGrad(n, ik == InputKind::Parameter);
+      if (ik == InputKind::Buffer) {
+        GRAFT_TRY(JsonRef p, s.field("persistent"));
+        GRAFT_TRY(bool persistent, p.boolean());
+        graph_->inputs().back().persistent = persistent;
+      }
+    }
+    return okStatus();
+  }
+
+  Status checkFresh(const JsonRef &at, const std::string &n) {
+    if (graph_->findValue(n))
+      return at.error("value '" + n + "' is defined twice");
+    return okStatus();
+  }
+
+  //===-- Arguments -------------------------------------------------------===//
+
+  Expected<Value *> lookup(const JsonRef &at, const std::string &valueName, ValueKind kind,
+                           const std::string &where) {
+    Value *v = graph_->findValue(valueName);
+    if (!v)
+      return at.error(where + " refers to undefined value '" + valueName + "'");
+    if (v->kind() != kind)
+      return at.error(where + " uses " + std::string(name(v->kind())) + " '" + valueName +
+                      "' as a " + std::string(name(kind)));
+    return v;
+  }
+
+  Expected<Argument> symArg(const JsonRef &j, ValueKind kind, const std::string &where) {
+    GRAFT_TRY(auto u, j.unionMember());
+    if (u.first == "as_name") {
+      GRAFT_TRY(std::string n, u.second.str());
+      GRAFT_TRY(Value * v, lookup(u.second, n, kind, where));
+      return Argument(v);
+    }
+    if (u.first == "as_int") {
+      GRAFT_TRY(int64_t v, u.second.integer());
+      return Argument(v);
+    }
+    if (u.first == "as_float") {
+      GRAFT_TRY(double v, u.second.number());
+      return Argument(v);
+    }
+    if (u.first == "as_bool") {
+      GRAFT_TRY(bool v, u.second.boolean());
+      return Argument(v);
+    }
+    return j.error("unknown member '" + u.first + "'");
+  }
+
+  Expected<Argument> tensorRef(const JsonRef &j, const std::string &where) {
+    GRAFT_TRY(std::string n, argName(j));
+    GRAFT_TRY(Value * v, lookup(j, n, ValueKind::Tensor, where));
+    return Argument(v);
+  }
+
+  template <class F> Expected<Argument> listOf(const JsonRef &j, F &&each) {
+    GRAFT_TRY(auto items, j.array());
+    Argument::List l;
+    l.reserve(items.size());
+    for (const JsonRef &x : items) {
+      GRAFT_TRY(Argument a, each(x));
+      l.push_back(std::move(a));
+    }
+    return Argument(std::move(l));
+  }
+
+  /// One Argument union member -> an IR Argument. `isOperator` reports
+  /// as_operator (kept as a string).
+  Expected<Argument> argument(const JsonRef &j, const std::string &where, bool *isOperator) {
+    GRAFT_TRY(auto u, j.unionMember());
+    const std::string &k = u.first;
+    const JsonRef &v = u.second;
+    if (k == "as_none")
+      return Argument();
+    if (k == "as_tensor")
+      return tensorRef(v, where);
+    if (k == "as_tensors")
+      return listOf(v, [&](const JsonRef &x) { return tensorRef(x, where); });
+    if (k == "as_int") {
+      GRAFT_TRY(int64_t i, v.integer());
+      return Argument(i);
+    }
+    if (k == "as_ints")
+      return listOf(v, [&](const JsonRef &x) -> Expected<Argument> {
+        GRAFT_TRY(int64_t i, x.integer());
+        return Argument(i);
+      });
+    if (k == "as_int_lists")
+      return listOf(v, [&](const JsonRef &x) {
+        return listOf(x, [&](const JsonRef &y) -> Expected<Argument> {
+          GRAFT_TRY(int64_t i, y.integer());
+          return Argument(i);
+        });
+      });
+    if (k == "as_float") {
+      GRAFT_TRY(double f, v.number());
+      return Argument(f);
+    }
+    if (k == "as_floats")
+      return listOf(v, [&](const JsonRef &x) -> Expected<Argument> {
+        GRAFT_TRY(double f, x.number());
+        return Argument(f);
+      });
+    if (k == "as_string") {
+      GRAFT_TRY(std::string s, v.str());
+      return Argument(s);
+    }
+    if (k == "as_strings")
+      return listOf(v, [&](const JsonRef &x) -> Expected<Argument> {
+        GRAFT_TRY(std::string s, x.str());
+        return Argument(s);
+      });
+    if (k == "as_sym_int")
+      return symArg(v, ValueKind::SymInt, where);
+    if (k == "as_sym_ints")
+      return listOf(v, [&](const JsonRef &x) { return symArg(x, ValueKind::SymInt, where); });
+    if (k == "as_sym_float")
+      return symArg(v, ValueKind::SymFloat, where);
+    if (k == "as_sym_floats")
+      return listOf(v, [&](const JsonRef &x) { return symArg(x, ValueKind::SymFloat, where); });
+    if (k == "as_sym_bool")
+      return symArg(v, ValueKind::SymBool, where);
+    if (k == "as_sym_bools")
+      return listOf(v, [&](const JsonRef &x) { return symArg(x, ValueKind::SymBool, where); });
+    if (k == "as_bool") {
+      GRAFT_TRY(bool b, v.boolean());
+      return Argument(b);
+    }
+    if (k == "as_bools")
+      return listOf(v, [&](const JsonRef &x) -> Expected<Argument> {
+        GRAFT_TRY(bool b, x.boolean());
+        return Argument(b);
+      });
+    if (k == "as_scalar_type") {
+      GRAFT_TRY(int64_t st, v.integer());
+      auto dt = dtypeFromExportScalarType(st);
+      if (!dt)
+        return v.error("unknown ScalarType " + std::to_string(st));
+      return Argument(*dt);
+    }
+    if (k == "as_memory_format") {
+      GRAFT_TRY(int64_t mf, v.integer());
+      auto m = pt2::memoryFormatFromExport(mf);
+      if (!m)
+        return v.error("unknown MemoryFormat " + std::to_string(mf));
+      return Argument(*m);
+    }
+    if (k == "as_layout") {
+      GRAFT_TRY(int64_t lv, v.integer());
+      auto l = pt2::layoutFromExport(lv);
+      if (!l)
+        return v.error("unknown Layout " + std::to_string(lv));
+      return Argument(*l);
+    }
+    if (k == "as_device") {
+      GRAFT_TRY(JsonRef t, v.field("type"));
+      Device d;
+      GRAFT_TRY(d.type, t.str());
+      GRAFT_TRY(auto idx, v.optField("index"));
+      if (idx) {
+        GRAFT_TRY(int64_t i, idx->integer());
+        d.index = static_cast<int>(i);
+      }
+      return Argument(d);
+    }
+    if (k == "as_optional_tensor") {
+      GRAFT_TRY(auto o, v.unionMember());
+      if (o.first == "as_none")
+        return Argument();
+      if (o.first == "as_tensor")
+        return tensorRef(o.second, where);
+      return v.error("unknown OptionalTensorArgument member '" + o.first + "'");
+    }
+    if (k == "as_optional_tensors")
+      return listOf(v, [&](const JsonRef &x) -> Expected<Argument> {
+        GRAFT_TRY(auto o, x.unionMember());
+        if (o.first == "as_none")
+          return Argument();
+        if (o.first == "as_tensor")
+          return tensorRef(o.second, where);
+        return x.error("unknown OptionalTensorArgument member '" + o.first + "'");
+      });
+    if (k == "as_nested_tensors")
+      return listOf(v, [&](const JsonRef &x) {
+        return listOf(x, [&](const JsonRef &y) { return tensorRef(y, where); });
+      });
+    if (k == "as_operator") {
+      GRAFT_TRY(std::string s, v.str());
+      if (isOperator)
+        *isOperator = true;
+      return Argument(irTarget(s));
+    }
+    if (k == "as_graph" || k == "as_custom_obj" || k == "as_complex" ||
+        k == "as_string_to_argument")
+      return j.error(where + ": argument kind '" + k +
+                     "' cannot be represented in graft's IR (subgraphs, torchbind objects, "
+                     "complex scalars and string-keyed dicts are not supported)");
+    return j.error(where + ": unknown Argument member '" + k + "'");
+  }
+
+  //===-- Nodes -----------------------------------------------------------===//
+
+  Status readNodes(const JsonRef &graphJ) {
+    GRAFT_TRY(JsonRef nodes, graphJ.field("nodes"));
+    GRAFT_TRY(auto nodeList, nodes.array());
+    std::map<std::string, int> zeroOutputs;
+    for (const JsonRef &n : nodeList) {
+      GRAFT_TRY(JsonRef t, n.field("target"));
+      GRAFT_TRY(std::string fileTarget, t.str());
+      std::string target = irTarget(fileTarget);
+      if (target.empty())
+        return t.error("empty target");
+      Pt2NodeInfo info;
+      info.target = target;
+      info.spelling = fileTarget;
+      GRAFT_TRY(auto hop, n.optField("is_hop_single_tensor_return"));
+      if (hop)
+        info.isHopSingleTensorReturn = hop->json();
+      GRAFT_TRY(auto nodeName, n.optField("name"));
+      if (nodeName)
+        info.name = nodeName->json();
+
+      // Outputs first, to name the node in messages.
+      GRAFT_TRY(JsonRef outs, n.field("outputs"));
+      GRAFT_TRY(auto outList, outs.array());
+      std::vector<Graph::ResultSpec> results;
+      for (const JsonRef &o : outList) {
+        GRAFT_TRY(auto u, o.unionMember());
+        auto addResult = [&](const JsonRef &at, const std::string &vn, ValueKind kind) -> Status {
+          GRAFT_TRY(const ValueMetaInfo *m, meta(at, vn, kind));
+          GRAFT_CHECK_OK(checkFresh(at, vn));
+          for (const auto &r : results)
+            if (r.name == vn)
+              return at.error("value '" + vn + "' is defined twice");
+          results.push_back({vn, kind, m->proto});
+          return okStatus();
+        };
+        if (u.first == "as_tensor") {
+          GRAFT_TRY(std::string vn, argName(u.second));
+          GRAFT_CHECK_OK(addResult(u.second, vn, ValueKind::Tensor));
+          info.outputGroups.push_back(0);
+        } else if (u.first == "as_tensors") {
+          GRAFT_TRY(auto ts, u.second.array());
+          for (const JsonRef &x : ts) {
+            GRAFT_TRY(std::string vn, argName(x));
+            GRAFT_CHECK_OK(addResult(x, vn, ValueKind::Tensor));
+          }
+          info.outputGroups.push_back(static_cast<int>(ts.size()));
+        } else if (u.first == "as_sym_int" || u.first == "as_sym_float" ||
+                   u.first == "as_sym_bool") {
+          GRAFT_TRY(auto sm, u.second.unionMember());
+          if (sm.first != "as_name")
+            return u.second.error("a node output must be named");
+          GRAFT_TRY(std::string vn, sm.second.str());
+          ValueKind vk = u.first == "as_sym_int"     ? ValueKind::SymInt
+                         : u.first == "as_sym_float" ? ValueKind::SymFloat
+                                                     : ValueKind::SymBool;
+          GRAFT_CHECK_OK(addResult(sm.second, vn, vk));
+          info.outputGroups.push_back(0);
+        } else if (u.first == "as_none") {
+          info.outputGroups.push_back(-1);
+        } else {
+          return o.error("node output of kind '" + u.first + "' is not supported");
+        }
+      }
+      std::string where =
+          "node '" + (results.empty() ? target : results[0].name) + "' (" + target + ")";
+
+      const OpSchema *schema = registry_.lookup(target);
+      GRAFT_TRY(JsonRef inputs, n.field("inputs"));
+      GRAFT_TRY(auto inList, inputs.array());
+      std::vector<Argument> args;
+      std::vector<std::pair<std::string, Argument>> kwargs;
+      // Arguments without a kind (schema <= 8.3) are placed the way torch's
+      // deserializer does: positional when required and not keyword-only.
+      for (const JsonRef &na : inList) {
+        GRAFT_TRY(JsonRef nameJ, na.field("name"));
+        GRAFT_TRY(std::string argNm, nameJ.str());
+        GRAFT_TRY(JsonRef argJ, na.field("arg"));
+        bool isOp = false;
+        GRAFT_TRY(Argument a, argument(argJ, where + " argument '" + argNm + "'", &isOp));
+        GRAFT_TRY(auto kindJ, na.optField("kind"));
+        int64_t kind = 0;
+        if (kindJ) {
+          GRAFT_TRY(kind, kindJ->integer());
+          if (kind < 0 || kind > 2)
+            return kindJ->error("unknown ArgumentKind " + std::to_string(kind));
+        }
+        bool positional;
+        if (kind == 1)
+          positional = true;
+        else if (kind == 2)
+          positional = false;
+        else if (schema) {
+          const SchemaArg *sa = findSchemaArg(*schema, argNm);
+          positional = sa && !sa->defaultValue && !sa->keywordOnly && kwargs.empty();
+        } else {
+          positional = kwargs.empty();
+        }
+        if (positional) {
+          if (!kwargs.empty())
+            return na.error(where + ": positional argument '" + argNm +
+                            "' follows a keyword argument");
+          if (isOp)
+            info.operatorArgs.push_back(static_cast<int>(args.size()));
+          info.argNames.push_back(argNm);
+          args.push_back(std::move(a));
+        } else {
+          if (argNm.empty())
+            return nameJ.error(where + ": keyword argument without a name");
+          for (const auto &kv : kwargs)
+            if (kv.first == argNm)
+              return nameJ.error(where + ": duplicate argument '" + argNm + "'");
+          if (isOp)
+            return na.error(where + ": operator arguments must be positional");
+          kwargs.emplace_back(argNm, std::move(a));
+        }
+      }
+      GRAFT_TRY(JsonRef metaJ, n.field("metadata"));
+      GRAFT_TRY(auto metaMembers, metaJ.members());
+      std::vector<std::pair<std::string, std::string>> metadata;
+      for (const auto &[k, v] : metaMembers) {
+        GRAFT_TRY(std::string s, v.str());
+        metadata.emplace_back(k, std::move(s));
+      }
+
+      Node *node =
+          graph_->createNode(target, std::move(args), std::move(kwargs), std::move(results));
+      node->metadata() = std::move(metadata);
+      node->setSchema(schema);
+      if (schema && opts_.fillDefaults)
+        fillDefaults(*node);
+      std::string key = pt2::nodeKey(*node, zeroOutputs);
+      extras_.nodes.emplace(key, std::move(info));
+    }
+    return okStatus();
+  }
+
+  static const SchemaArg *findSchemaArg(const OpSchema &schema, const std::string &argName) {
+    for (const SchemaArg &a : schema.args)
+      if (a.name == argName)
+        return &a;
+    for (const OpSchema &legacy : schema.legacySchemas)
+      for (const SchemaArg &a : legacy.args)
+        if (a.name == argName)
+          return &a;
+    return nullptr;
+  }
+
+  /// Appends the arguments the serializer left out because they had their
+  /// default value (only when the node binds to its schema).
+  static void fillDefaults(Node &node) {
+    auto bound = BoundArgs::bind(node);
+    if (!bound)
+      return;
+    const OpSchema &s = bound->schema();
+    std::vector<Argument> args = node.args();
+    std::vector<std::pair<std::string, Argument>> kwargs = node.kwargs();
+    for (std::size_t i = 0; i < s.args.size(); ++i) {
+      if (bound->provided(i))
+        continue;
+      const SchemaArg &sa = s.args[i];
+      if (!sa.keywordOnly && kwargs.empty() && args.size() == i)
+        args.push_back(bound->at(i));
+      else
+        kwargs.emplace_back(sa.name, bound->at(i));
+    }
+    node.setArgs(std::move(args), std::move(kwargs));
+  }
+
+  //===-- Outputs ---------------------------------------------------------===//
+
+  Expected<Value *> outputValue(const JsonRef &arg, const std::string &where) {
+    GRAFT_TRY(auto u, arg.unionMember());
+    if (u.first == "as_tensor") {
+      GRAFT_TRY(std::string n, argName(u.second));
+      return lookup(u.second, n, ValueKind::Tensor, where);
+    }
+    if (u.first == "as_sym_int" || u.first == "as_sym_float" || u.first == "as_sym_bool") {
+      GRAFT_TRY(auto sm, u.second.unionMember());
+      if (sm.first != "as_name")
+        return arg.error(where + ": constant outputs are not supported");
+      GRAFT_TRY(std::string n, sm.second.str());
+      ValueKind vk = u.first == "as_sym_int"     ? ValueKind::SymInt
+                     : u.first == "as_sym_float" ? ValueKind::SymFloat
+                                                 : ValueKind::SymBool;
+      return lookup(sm.second, n, vk, where);
+    }
+    return arg.error(where + ": output of kind '" + u.first +
+                     "' is not supported (graft outputs are values)");
+  }
+
+  Status readOutputs(const JsonRef &graphJ, const JsonRef &sig) {
+    GRAFT_TRY(JsonRef outputs, graphJ.field("outputs"));
+    GRAFT_TRY(auto outList, outputs.array());
+    GRAFT_TRY(JsonRef specs, sig.field("output_specs"));
+    GRAFT_TRY(auto specList, specs.array());
+    if (outList.size() != specList.size())
+      return specs.error("lists " + std::to_string(specList.size()) +
+                         " output specs but graph.outputs has " + std::to_string(outList.size()));
+    GRAFT_TRY(auto single, graphJ.optField("is_single_tensor_return"));
+    if (single) {
+      GRAFT_TRY(extras_.isSingleTensorReturn, single->boolean());
+    }
+    for (std::size_t i = 0; i < specList.size(); ++i) {
+      std::string where = "graph output " + std::to_string(i);
+      GRAFT_TRY(Value * v, outputValue(outList[i], where));
+      GRAFT_TRY(auto spec, specList[i].unionMember());
+      const JsonRef &s = spec.second;
+      GRAFT_TRY(JsonRef arg, s.field("arg"));
+      Value *specValue = nullptr;
+      if (spec.first == "user_output") {
+        GRAFT_TRY(specValue, outputValue(arg, where));
+        graph_->addOutput(v, OutputKind::UserOutput);
+      } else if (spec.first == "buffer_mutation" || spec.first == "user_input_mutation") {
+        GRAFT_TRY(std::string n, argName(arg));
+        GRAFT_TRY(specValue, lookup(arg, n, ValueKind::Tensor, where));
+        bool buffer = spec.first == "buffer_mutation";
+        GRAFT_TRY(JsonRef t, s.field(buffer ? "buffer_name" : "user_input_name"));
+        GRAFT_TRY(std::string targetName, t.str());
+        if (buffer) {
+          const GraphInput *b = graph_->findConstant(targetName);
+          if (!b || b->kind != InputKind::Buffer)
+            return t.error("buffer mutation names '" + targetName + "', which is not a buffer");
+        } else {
+          Value *u = graph_->findValue(targetName);
+          const GraphInput *gi = u ? graph_->inputFor(u) : nullptr;
+          if (!gi || gi->kind != InputKind::UserInput)
+            return t.error("user input mutation names '" + targetName +
+                           "', which is not a user input");
+        }
+        graph_->addOutput(v, buffer ? OutputKind::BufferMutation : OutputKind::UserInputMutation,
+                          targetName);
+      } else {
+        return specList[i].error("output spec kind '" + spec.first + "' is not supported");
+      }
+      if (specValue != v)
+        return arg.error("names '" + specValue->name() + "' but graph.outputs[" +
+                         std::to_string(i) + "] is '" + v->name() + "'");
+    }
+    return okStatus();
+  }
+
+  const OJson &doc_;
+  std::string record_;
+  const Pt2ReadOptions &opts_;
+  Pt2Extras &extras_;
+  const OpRegistry &registry_;
+  std::unique_ptr<Graph> graph_;
+  std::unordered_map<std::string, ValueMetaInfo> metas_;
+  std::map<std::string, std::string> renamed_; // file symbol -> IR symbol
+  std::set<std::string> usedSymbols_;
+};
+
+//===----------------------------------------------------------------------===//
+// Weights
+//===----------------------------------------------------------------------===//
+
+std::string fmtShape(DType dt, const std::vector<int64_t> &sizes) {
+  std::string s = std::string(name(dt)) + "[";
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
+/// Checks a weight's data against the placeholder's prototype.
+Status checkAgainstProto(const std::string &what, const Tensor &t, const GraphInput &in) {
+  const TensorProto &p = in.value->proto();
+  auto sizes = concreteSizes(p.shape);
+  if (t.dtype() != p.dtype || !sizes || t.sizes() != *sizes)
+    return Diagnostic::error(what + ": the data is " + fmtShape(t.dtype(), t.sizes()) +
+                             " but the graph's placeholder '" + in.value->name() + "' is " +
+                             p.str());
+  return okStatus();
+}
+
+/// Interprets a decoded torchao subclass for `fqn`.
+Expected<Pt2SubclassWeight> subclassWeight(const std::string &what, const std::string &fqn,
+                                           const pt2::PyObj &obj) {
+  using Kind = pt2::PyObj::Kind;
+  Pt2SubclassWeight w;
+  w.fqn = fqn;
+  w.className = obj.str;
+  for (const auto &[k, v] : obj.dict) {
+    if (!k || k->kind != Kind::Str)
+      return Diagnostic::error(what + ": tensor subclass " + obj.str +
+                               " has a non-string attribute name");
+    if (v && v->kind == Kind::Tensor) {
+      w.tensors.emplace_back(k->str, v->tensor);
+      continue;
+    }
+    std::function<Expected<std::string>(const pt2::PyObj &)> text =
+        [&](const pt2::PyObj &o) -> Expected<std::string> {
+      switch (o.kind) {
+      case Kind::None:
+        return std::string("None");
+      case Kind::Bool:
+        return std::string(o.boolean ? "True" : "False");
+      case Kind::Int:
+        return std::to_string(o.integer);
+      case Kind::Float:
+        return std::to_string(o.floating);
+      case Kind::Str:
+        return "'" + o.str + "'";
+      case Kind::DType:
+        return "torch." + std::string(torchName(o.dtype));
+      case Kind::Tuple:
+      case Kind::List: {
+        std::string s = o.kind == Kind::Tuple ? "(" : "[";
+        for (std::size_t i = 0; i < o.items.size(); ++i) {
+          if (!o.items[i])
+            return Diagnostic::error("null item");
+          GRAFT_TRY(std::string x, text(*o.items[i]));
+          s += (i ? ", " : "") + x;
+        }
+        if (o.kind == Kind::Tuple && o.items.size() == 1)
+          s += ",";
+        return s + (o.kind == Kind::Tuple ? ")" : "]");
+      }
+      default:
+        return Diagnostic::error(o.describe());
+      }
+    };
+    if (!v)
+      return Diagnostic::error(what + ": attribute '" + k->str + "' of " + obj.str + " is empty");
+    auto t = text(*v);
+    if (!t)
+      return Diagnostic::error(what + ": attribute '" + k->str + "' of tensor subclass " + obj.str +
+                               " is a " + t.diags()[0].message +
+                               "; graft reads subclasses whose attributes are plain tensors and "
+                               "plain values only");
+    w.attributes.emplace_back(k->str, *t);
+  }
+  bool hasQdata = false;
+  for (const auto &[n, t] : w.tensors)
+    hasQdata |= n == "qdata";
+  if (!hasQdata)
+    return Diagnostic::error(what + ": tensor subclass " + obj.str + " has no 'qdata' tensor");
+  return w;
+}
+
+/// Adds an affine quant layout to a subclass weight's placeholder when the
+/// attributes describe one (IntxUnpackedToInt8Tensor).
+void annotateQuant(GraphInput &in, const Pt2SubclassWeight &w) {
+  std::string blockText, targetText;
+  for (const auto &[k, v] : w.attributes) {
+    if (k == "block_size")
+      blockText = v;
+    if (k == "target_dtype")
+      targetText = v;
+  }
+  const Tensor *scale = nullptr, *zp = nullptr;
+  for (const auto &[n, t] : w.tensors) {
+    if (n == "scale")
+      scale = &t;
+    if (n == "zero_point")
+      zp = &t;
+  }
+  if (blockText.size() < 2 || !scale)
+    return;
+  AffineQuant q;
+  std::string body = blockText.substr(1, blockText.size() - 2);
+  std::size_t pos = 0;
+  while (pos < body.size()) {
+    std::size_t comma = body.find(',', pos);
+    std::string item =
+        body.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    item.erase(0, item.find_first_not_of(' '));
+    if (!item.empty()) {
+      try {
+        q.blockSize.push_back(std::stoll(item));
+      } catch (const std::exception &) {
+        return;
+      }
+    }
+    if (comma == std::string::npos)
+      break;
+    pos = comma + 1;
+  }
+  auto dt = parseDType(targetText.empty() ? "int8" : targetText);
+  if (!dt)
+    return;
+  q.quantDType = *dt;
+  auto bounds = integerBounds(*dt);
+  if (!bounds)
+    return;
+  q.quantMin = bounds->first;
+  q.quantMax = bounds->second;
+  q.scaleDType = scale->dtype();
+  if (zp)
+    q.zeroPointDType = zp->dtype();
+  TensorProto p = in.value->proto();
+  p.quant = q;
+  if (validateQuantLayout(p))
+    in.value->setProto(p);
+}
+
+struct WeightSource {
+  enum class Kind { Raw, PickledDict } kind = Kind::Raw;
+  std::string dir;        ///< "root/data/weights/" for raw
+  std::string configName; ///< record of the PayloadConfig
+  pt2::PyRef dict;        ///< for pickled
+  std::string dictRecord; ///< record the dict came from
+  bool isConstants = false;
+};
+
+class WeightLoader {
+public:
+  WeightLoader(const std::shared_ptr<ZipReader> &zip, Graph &graph, Pt2Provenance &prov,
+               const Pt2ReadOptions &opts)
+      : zip_(zip), graph_(graph), prov_(prov), opts_(opts) {}
+
+  /// Raw payloads + PayloadConfig (torch >= 2.9).
+  Status loadRaw(const std::string &dir, const std::string &configRecord, bool constants) {
+    const ZipEntry *ce = zip_->find(configRecord);
+    if (!ce)
+      return Diagnostic::error(zip_->displayName() + ": missing record '" + configRecord + "'");
+    GRAFT_TRY(std::string text, zip_->read(*ce));
+    GRAFT_TRY(OJson doc, pt2::parseJson(text, configRecord));
+    JsonRef root(doc, configRecord, "");
+    GRAFT_TRY(JsonRef config, root.field("config"));
+    GRAFT_TRY(auto members, config.members());
+    for (const auto &[fqn, meta] : members) {
+      GRAFT_TRY(JsonRef pn, meta.field("path_name"));
+      GRAFT_TRY(std::string pathName, pn.str());
+      GRAFT_TRY(JsonRef up, meta.field("use_pickle"));
+      GRAFT_TRY(bool usePickle, up.boolean());
+      GRAFT_TRY(JsonRef ip, meta.field("is_param"));
+      GRAFT_TRY(bool isParam, ip.boolean());
+      (void)isParam;
+      GraphInput *in = findInput(fqn);
+      if (!in)
+        continue; // not referenced by the graph (e.g. an unused custom object)
+      if (pathName.find('/') != std::string::npos || pathName.find("..") != std::string::npos)
+        return pn.error("path_name '" + pathName + "' must be a plain record name");
+      std::string record = dir + pathName;
+      const ZipEntry *e = zip_->find(record);
+      if (!e)
+        return Diagnostic::error(zip_->displayName() + ": missing record '" + record +
+                                 "' (weight '" + fqn + "')");
+      std::string what = "weight '" + fqn + "' (" + record + ")";
+      if (opts_.verifyWeightChecksums) {
+        Status crc = zip_->verifyCrc(*e);
+        if (!crc)
+          return Diagnostic::error("weight '" + fqn + "': " + crc.diags()[0].message);
+      }
+      if (usePickle) {
+        if (pathName.rfind("custom_obj_", 0) == 0)
+          return Diagnostic::error(what + ": custom objects are not supported");
+        GRAFT_TRY(auto nested, zip_->openNested(*e));
+        GRAFT_TRY(pt2::PyRef obj, pt2::loadTorchSave(nested, what));
+        GRAFT_CHECK_OK(bindPickled(*in, fqn, *obj, what, constants, e));
+        continue;
+      }
+      GRAFT_TRY(JsonRef tm, meta.field("tensor_meta"));
+      if (tm.isNull())
+        return tm.error("a raw payload needs a tensor_meta");
+      GRAFT_TRY(Tensor t, rawTensor(*e, tm, what));
+      if (!t.defined()) {
+        loaded_.insert(fqn); // zero-length record: a fake tensor, no data
+        continue;
+      }
+      GRAFT_CHECK_OK(checkAgainstProto(what, t, *in));
+      in->setData(t, ExternalData{});
+      if (e->method == 0)
+        noteOffset(fqn, t, zip_->base() + e->dataOffset);
+      loaded_.insert(fqn);
+    }
+    return okStatus();
+  }
+
+  /// A torch.save'd dict FQN -> tensor (torch <= 2.8).
+  Status loadPickledDict(const ZipEntry *entry, const std::string &record, bool constants) {
+    if (!entry)
+      return okStatus();
+    if (entry->size == 0)
+      return okStatus(); // serialize_torch_artifact(None / {}) may write nothing
+    if (opts_.verifyWeightChecksums)
+      GRAFT_CHECK_OK(zip_->verifyCrc(*entry));
+    GRAFT_TRY(auto nested, zip_->openNested(*entry));
+    GRAFT_TRY(pt2::PyRef obj, pt2::loadTorchSave(nested, zip_->displayName() + ":" + record));
+    if (obj->kind != pt2::PyObj::Kind::Dict)
+      return Diagnostic::error(zip_->displayName() + ":" + record + ": expected a dict, got " +
+                               obj->describe());
+    for (const auto &[k, v] : obj->dict) {
+      if (!k || k->kind != pt2::PyObj::Kind::Str)
+        return Diagnostic::error(zip_->displayName() + ":" + record + ": a key is not a string");
+      GraphInput *in = findInput(k->str);
+      std::string what = "weight '" + k->str + "' (" + record + ")";
+      if (!in) {
+        if (const pt2::PyObj *u = v ? v->firstUnsupported() : nullptr)
+          return refuse(what, *u);
+        continue;
+      }
+      GRAFT_CHECK_OK(bindPickled(*in, k->str, *v, what, constants, nullptr));
+    }
+    return okStatus();
+  }
+
+  /// Every constant the graph takes must have been found.
+  Status checkAllLoaded(const std::string &where) {
+    for (const GraphInput &in : graph_.inputs())
+      if (in.isConstant() && !loaded_.count(in.fqn))
+        return Diagnostic::error(zip_->displayName() + ": no data for " +
+                                 std::string(name(in.kind)) + " '" + in.fqn + "' (placeholder '" +
+                                 in.value->name() + "') in " + where);
+    return okStatus();
+  }
+
+private:
+  GraphInput *findInput(const std::string &fqn) {
+    for (GraphInput &in : graph_.inputs())
+      if (in.isConstant() && in.fqn == fqn)
+        return &in;
+    return nullptr;
+  }
+
+  void noteOffset(const std::string &fqn, const Tensor &t, uint64_t storageStart) {
+    if (t.isContiguous())
+      prov_.weightFileOffsets[fqn] =
+          storageStart + static_cast<uint64_t>(t.offset()) * elementSize(t.dtype());
+  }
+
+  static Status refuse(const std::string &what, const pt2::PyObj &u) {
+    return Diagnostic::error(what + ": the pickle builds '" + u.str +
+                             "', which graft does not load (allowed: plain tensors, "
+                             "Parameters, OrderedDicts and known torchao tensor subclasses "
+                             "with plain inner tensors); nothing in it was executed");
+  }
+
+  Status bindPickled(GraphInput &in, const std::string &fqn, const pt2::PyObj &obj,
+                     const std::string &what, bool constants, const ZipEntry *record) {
+    using Kind = pt2::PyObj::Kind;
+    if (const pt2::PyObj *u = obj.firstUnsupported())
+      return refuse(what, *u);
+    if (obj.kind == Kind::Tensor) {
+      GRAFT_CHECK_OK(checkAgainstProto(what, obj.tensor, in));
+      in.setData(obj.tensor, ExternalData{});
+      if (obj.fileOffset >= 0)
+        noteOffset(fqn, obj.tensor, static_cast<uint64_t>(obj.fileOffset));
+      loaded_.insert(fqn);
+      return okStatus();
+    }
+    if (obj.kind == Kind::Subclass) {
+      GRAFT_TRY(Pt2SubclassWeight w, subclassWeight(what, fqn, obj));
+      const TensorProto &p = in.value->proto();
+      auto sizes = concreteSizes(p.shape);
+      if (obj.dtype != p.dtype || !sizes || obj.sizes != *sizes)
+        return Diagnostic::error(what + ": the subclass is " + fmtShape(obj.dtype, obj.sizes) +
+                                 " but the graph's placeholder '" + in.value->name() + "' is " +
+                                 p.str());
+      w.inConstants = constants;
+      if (record) {
+        GRAFT_TRY(w.pickleBytes, zip_->map(*record));
+      }
+      annotateQuant(in, w);
+      prov_.subclassWeights.push_back(std::move(w));
+      loaded_.insert(fqn);
+      return okStatus();
+    }
+    return Diagnostic::error(what + ": expected a tensor, got " + obj.describe());
+  }
+
+  Expected<Tensor> rawTensor(const ZipEntry &e, const JsonRef &tm, const std::string &what) {
+    GRAFT_TRY(JsonRef dtJ, tm.field("dtype"));
+    GRAFT_TRY(int64_t dtv, dtJ.integer());
+    auto dt = dtypeFromExportScalarType(dtv);
+    if (!dt)
+      return dtJ.error("unknown ScalarType " + std::to_string(dtv));
+    auto ints = [&](const char *f) -> Expected<std::vector<int64_t>> {
+      GRAFT_TRY(JsonRef l, tm.field(f));
+      GRAFT_TRY(auto items, l.array());
+      std::vector<int64_t> out;
+      for (const JsonRef &x : items) {
+        GRAFT_TRY(auto u, x.unionMember());
+        if (u.first != "as_int")
+          return x.error("a weight must have concrete sizes and strides");
+        GRAFT_TRY(int64_t v, u.second.integer());
+        out.push_back(v);
+      }
+      return out;
+    };
+    GRAFT_TRY(std::vector<int64_t> sizes, ints("sizes"));
+    GRAFT_TRY(std::vector<int64_t> strides, ints("strides"));
+    if (sizes.size() != strides.size())
+      return tm.error("sizes and strides differ in length");
+    GRAFT_TRY(JsonRef offJ, tm.field("storage_offset"));
+    GRAFT_TRY(auto offU, offJ.unionMember());
+    if (offU.first != "as_int")
+      return offJ.error("a weight must have a concrete storage offset");
+    GRAFT_TRY(int64_t offset, offU.second.integer());
+    if (e.size == 0)
+      return Tensor(); // torch writes a fake tensor as an empty record
+    std::size_t es = elementSize(*dt);
+    if (e.size % es != 0)
+      return Diagnostic::error(what + ": record has " + std::to_string(e.size) +
+                               " bytes, not a whole number of " + std::string(name(*dt)) +
+                               " elements");
+    uint64_t elems = e.size / es;
+    uint64_t last = 0;
+    bool empty = false;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] < 0 || strides[i] < 0)
+        return tm.error("negative size or stride");
+      if (sizes[i] == 0)
+        empty = true;
+      else if (sizes[i] > 1 && static_cast<uint64_t>(strides[i]) >
+                                   (uint64_t(1) << 62) / static_cast<uint64_t>(sizes[i]))
+        return tm.error("size overflow");
+      else
+        last += static_cast<uint64_t>(sizes[i] - 1) * static_cast<uint64_t>(strides[i]);
+    }
+    if (offset < 0 || (!empty && static_cast<uint64_t>(offset) + last >= elems))
+      return Diagnostic::error(what + ": the tensor meta (" + fmtShape(*dt, sizes) +
+                               ", storage offset " + std::to_string(offset) +
+                               ") needs more than the record's " + std::to_string(elems) +
+                               " elements (" + std::to_string(e.size) + " bytes)");
+    std::shared_ptr<Storage> storage;
+    auto it = storages_.find(e.name);
+    if (it != storages_.end()) {
+      storage = it->second;
+    } else {
+      GRAFT_TRY(storage, zip_->map(e));
+      storages_.emplace(e.name, storage);
+    }
+    return Tensor(*dt, sizes, storage, offset, strides);
+  }
+
+  std::shared_ptr<ZipReader> zip_;
+  Graph &graph_;
+  Pt2Provenance &prov_;
+  const Pt2ReadOptions &opts_;
+  std::map<std::string, std::shared_ptr<Storage>> storages_; // one Storage per record
+  std::set<std::string> loaded_;
+};
+
+std::string folderOf(const std::string &recordName) {
+  auto s = recordName.find('/');
+  return s == std::string::npos ? std::string() : recordName.substr(0, s);
+}
+
+} // namespace
+
+Expected<Pt2Program> readPt2(const std::string &path, const Pt2ReadOptions &options) {
+  GRAFT_TRY(std::shared_ptr<ZipReader> zip, ZipReader::open(path));
+  if (zip->entries().empty())
+    return Diagnostic::error(path + ": the archive has no records");
+  Pt2Program program;
+  Pt2Provenance &prov = program.provenance;
+  prov.path = path;
+  auto extras = std::make_shared<Pt2Extras>();
+
+  std::string modelRecord;
+  std::string root;
+  if (zip->find("serialized_exported_program.json")) {
+    prov.layout = Pt2Layout::Legacy;
+    modelRecord = "serialized_exported_program.json";
+  } else {
+    root = folderOf(zip->entries()[0].name);
+    if (root.empty())
+      return Diagnostic::error(path + ": neither a PT2 archive (records inside one folder) nor a "
+                                      "legacy export (serialized_exported_program.json)");
+    for (const ZipEntry &e : zip->entries())
+      if (e.name.rfind(root + "/", 0) != 0)
+        return Diagnostic::error(path + ": record '" + e.name +
+                                 "' is outside the archive folder '" + root + "/'");
+    prov.archiveRoot = root;
+    const ZipEntry *fmt = zip->find(root + "/" + pt2::kArchiveFormat);
+    if (!fmt)
+      return Diagnostic::error(path + ": missing record '" + root + "/archive_format'");
+    GRAFT_TRY(std::string fmtText, zip->read(*fmt));
+    if (fmtText != "pt2")
+      return Diagnostic::error(path + ": archive_format is '" + fmtText + "', expected 'pt2'");
+    if (const ZipEntry *ver = zip->find(root + "/" + pt2::kArchiveVersion)) {
+      GRAFT_TRY(std::string v, zip->read(*ver));
+      if (v != "0")
+        return Diagnostic::error(path + ": archive_version is '" + v +
+                                 "'; graft reads archive version 0");
+    }
+    if (const ZipEntry *bo = zip->find(root + "/byteorder")) {
+      GRAFT_TRY(std::string order, zip->read(*bo));
+      if (order != "little")
+        return Diagnostic::error(path + ": byteorder is '" + order +
+                                 "'; graft reads little-endian archives only");
+    }
+    // The model: models/<name>.json ("model" when there are several).
+    std::vector<std::string> models;
+    const std::string prefix = root + "/models/";
+    for (const ZipEntry &e : zip->entries())
+      if (e.name.rfind(prefix, 0) == 0 && e.name.size() > prefix.size() + 5 &&
+          e.name.compare(e.name.size() - 5, 5, ".json") == 0)
+        models.push_back(e.name.substr(prefix.size(), e.name.size() - prefix.size() - 5));
+    if (models.empty())
+      return Diagnostic::error(path + ": missing record '" + prefix + "<model>.json'");
+    prov.modelName =
+        std::find(models.begin(), models.end(), "model") != models.end() ? "model" : models.front();
+    modelRecord = prefix + prov.modelName + ".json";
+    prov.layout = zip->find(root + "/data/weights/" + prov.modelName + ".pt")
+                      ? Pt2Layout::PickledWeights
+                      : Pt2Layout::RawWeights;
+  }
+
+  const ZipEntry *me = zip->find(modelRecord);
+  if (!me)
+    return Diagnostic::error(path + ": missing record '" + modelRecord + "'");
+  GRAFT_TRY(std::string jsonText, zip->read(*me));
+  GRAFT_TRY(OJson doc, pt2::parseJson(jsonText, modelRecord));
+  Importer importer(doc, modelRecord, options, *extras);
+  GRAFT_TRY(program.graph, importer.run(prov.schemaMajor, prov.schemaMinor, prov.torchVersion));
+  program.graph->setName(prov.modelName);
+
+  WeightLoader loader(zip, *program.graph, prov, options);
+  std::string where;
+  if (prov.layout == Pt2Layout::Legacy) {
+    for (const char *rec : {"serialized_state_dict.pt", "serialized_constants.pt"})
+      GRAFT_CHECK_OK(loader.loadPickledDict(zip->find(rec), rec,
+                                            std::string(rec) == "serialized_constants.pt"));
+    where = "serialized_state_dict.pt / serialized_constants.pt";
+    if (const ZipEntry *si = zip->find("serialized_example_inputs.pt")) {
+      GRAFT_TRY(extras->sampleInputs, zip->map(*si));
+    }
+    for (const ZipEntry &e : zip->entries())
+      if (e.name.rfind("extra_files/", 0) == 0) {
+        GRAFT_TRY(auto s, zip->map(e));
+        extras->extraFiles.emplace_back(e.name.substr(12), s);
+      }
+  } else {
+    const std::string r = root + "/";
+    if (prov.layout == Pt2Layout::PickledWeights) {
+      std::string w = r + "data/weights/" + prov.modelName + ".pt";
+      std::string c = r + "data/constants/" + prov.modelName + ".pt";
+      GRAFT_CHECK_OK(loader.loadPickledDict(zip->find(w), w, false));
+      GRAFT_CHECK_OK(loader.loadPickledDict(zip->find(c), c, true));
+      where = w + " / " + c;
+    } else {
+      std::string wc = r + "data/weights/" + prov.modelName + "_weights_config.json";
+      std::string cc = r + "data/constants/" + prov.modelName + "_constants_config.json";
+      GRAFT_CHECK_OK(loader.loadRaw(r + "data/weights/", wc, false));
+      GRAFT_CHECK_OK(loader.loadRaw(r + "data/constants/", cc, true));
+      where = wc + " / " + cc;
+    }
+    if (const ZipEntry *si = zip->find(r + "data/sample_inputs/" + prov.modelName + ".pt")) {
+      GRAFT_TRY(extras->sampleInputs, zip->map(*si));
+    }
+    for (const ZipEntry &e : zip->entries())
+      if (e.name.rfind(r + "extra/", 0) == 0) {
+        GRAFT_TRY(auto s, zip->map(e));
+        extras->extraFiles.emplace_back(e.name.substr(r.size() + 6), s);
+      }
+  }
+  GRAFT_CHECK_OK(loader.checkAllLoaded(where));
+  prov.extras = std::move(extras);
+  return program;
+}
+
+} // namespace graft

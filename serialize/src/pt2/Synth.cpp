@@ -1,0 +1,696 @@
+//===- Synth.cpp - Llama-shaped exported programs -------------------------===//
+//
+// Builds the graph node by node the way torch.export records an ExecuTorch
+// llama_transformer forward: every call is normalized like the dispatcher
+// hands it to the tracer (all non-keyword-only arguments positional, trailing
+// defaults dropped, keyword-only ones as keywords when not default), and every
+// result prototype comes from graft's own shape inference, so the graph
+// verifies by construction.
+//
+//===----------------------------------------------------------------------===//
+#include "graft/serialize/Synth.h"
+
+#include "graft/ops/OpRegistry.h"
+#include "graft/ops/ShapeInference.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace graft {
+
+std::string_view name(SynthQuant quant) {
+  switch (quant) {
+  case SynthQuant::None:
+    return "none";
+  case SynthQuant::W4:
+    return "4w";
+  case SynthQuant::W8A8W4:
+    return "8da4w";
+  case SynthQuant::Pt2eW8:
+    return "pt2e-8w";
+  case SynthQuant::QatW4:
+    return "qat-4w";
+  }
+  return "?";
+}
+
+std::optional<SynthQuant> parseSynthQuant(std::string_view text) {
+  for (SynthQuant q : {SynthQuant::None, SynthQuant::W4, SynthQuant::W8A8W4, SynthQuant::Pt2eW8,
+                       SynthQuant::QatW4})
+    if (name(q) == text)
+      return q;
+  return std::nullopt;
+}
+
+namespace {
+
+int kvHeadsOf(const LlamaSynthOptions &o) {
+  return o.kvHeads > 0 ? o.kvHeads : o.heads;
+}
+
+int hiddenOf(const LlamaSynthOptions &o) {
+  if (o.hidden > 0)
+    return o.hidden;
+  // llama_transformer.FeedForward: 2/3 of 4*dim, rounded up to a multiple of 256.
+  int h = 2 * (4 * o.dim) / 3;
+  return (h + 255) / 256 * 256;
+}
+
+} // namespace
+
+Status validate(const LlamaSynthOptions &o) {
+  auto bad = [](const std::string &m) { return Status(Diagnostic::error("synth: " + m)); };
+  if (o.layers < 0 || o.dim <= 0 || o.heads <= 0 || o.vocab <= 0 || o.maxSeqLen <= 0 ||
+      o.seqLen <= 0)
+    return bad("layers must be >= 0 and dim, heads, vocab, max-seq-len, seq-len positive");
+  if (o.dim % o.heads != 0)
+    return bad("dim " + std::to_string(o.dim) + " is not divisible by heads " +
+               std::to_string(o.heads));
+  int hd = o.dim / o.heads;
+  if (hd % 2 != 0)
+    return bad("the head dim " + std::to_string(hd) + " must be even (rotary embeddings)");
+  int kv = kvHeadsOf(o);
+  if (kv <= 0 || o.heads % kv != 0)
+    return bad("heads " + std::to_string(o.heads) + " is not a multiple of kv-heads " +
+               std::to_string(kv));
+  if (o.seqLen > o.maxSeqLen)
+    return bad("seq-len " + std::to_string(o.seqLen) + " exceeds max-seq-len " +
+               std::to_string(o.maxSeqLen));
+  if (o.checkpointDType != DType::F32 && o.checkpointDType != DType::BF16 &&
+      o.checkpointDType != DType::F16)
+    return bad("checkpoint dtype must be f32, bf16 or f16");
+  bool grouped =
+      o.quant == SynthQuant::W4 || o.quant == SynthQuant::W8A8W4 || o.quant == SynthQuant::QatW4;
+  if (grouped) {
+    if (o.groupSize <= 0)
+      return bad("group size must be positive");
+    for (int k : {o.dim, hiddenOf(o)})
+      if (k % o.groupSize != 0)
+        return bad("group size " + std::to_string(o.groupSize) + " does not divide " +
+                   std::to_string(k));
+  }
+  return okStatus();
+}
+
+int64_t llamaParameterCount(const LlamaSynthOptions &o) {
+  int64_t d = o.dim, h = hiddenOf(o), kvDim = int64_t(kvHeadsOf(o)) * (o.dim / o.heads);
+  int64_t perLayer = 2 * d * d + 2 * d * kvDim + 3 * d * h + 2 * d;
+  int64_t emb = int64_t(o.vocab) * d;
+  return int64_t(o.layers) * perLayer + emb + (o.tiedEmbeddings ? 0 : emb) + d;
+}
+
+Pt2WriteOptions synthWriteOptions(const LlamaSynthOptions &o) {
+  Pt2WriteOptions w;
+  if (o.dynamicSeq)
+    w.symbolHints["s0"] = o.seqLen;
+  return w;
+}
+
+namespace {
+
+/// Builds nodes with torch.export's naming and argument conventions.
+class Builder {
+public:
+  Builder(Graph &g, const LlamaSynthOptions &o) : g_(g), o_(o), reg_(OpRegistry::builtin()) {}
+
+  /// Python builtins FX avoids as node names (it starts them at _1).
+  std::string fresh(const std::string &base) {
+    static const std::set<std::string> kBuiltins = {"pow",   "slice", "max", "min",   "sum", "abs",
+                                                    "round", "any",   "all", "input", "type"};
+    int &n = counts_[base];
+    if (n == 0 && kBuiltins.count(base))
+      n = 1;
+    std::string name = n == 0 ? base : base + "_" + std::to_string(n);
+    ++n;
+    while (g_.findValue(name))
+      name = base + "_" + std::to_string(n++);
+    return name;
+  }
+
+  Value *constant(InputKind kind, const std::string &fqn, DType dt, std::vector<int64_t> sizes,
+                  ConstantInit init, bool persistent = true) {
+    std::string prefix = kind == InputKind::Parameter ? "p_"
+                         : kind == InputKind::Buffer  ? "b_"
+                                                      : "c_";
+    std::string n = fqn;
+    std::replace(n.begin(), n.end(), '.', '_');
+    Value *v =
+        g_.addInput(kind, prefix + n, TensorProto(dt, Shape(sizes.begin(), sizes.end())), fqn);
+    GraphInput &in = g_.inputs().back();
+    in.persistent = persistent;
+    in.init = std::move(init);
+    return v;
+  }
+
+  RandomInit random(double lo, double hi) {
+    return RandomInit{o_.seed * 1000003ull + seedIndex_++, lo, hi};
+  }
+
+  /// Sets the module scope whose metadata the next nodes carry.
+  void scope(std::vector<std::pair<std::string, std::string>> modules, std::string line) {
+    modules_ = std::move(modules);
+    line_ = std::move(line);
+  }
+
+  /// Calls `target` with its schema arguments by name (absent = default).
+  Expected<std::vector<Value *>> call(const std::string &target,
+                                      const std::vector<std::pair<std::string, Argument>> &named,
+                                      const std::string &base = {}) {
+    const OpSchema *s = reg_.lookup(target);
+    if (!s)
+      return Diagnostic::internal("synth: unknown op " + target);
+    std::vector<std::optional<Argument>> full(s->args.size());
+    for (const auto &[k, v] : named) {
+      int i = s->argIndex(k);
+      if (i < 0)
+        return Diagnostic::internal("synth: " + target + " has no argument " + k);
+      full[static_cast<std::size_t>(i)] = v;
+    }
+    auto isDefault = [&](std::size_t i) {
+      if (!full[i])
+        return true;
+      return s->args[i].defaultValue && *s->args[i].defaultValue == *full[i];
+    };
+    std::size_t lastPositional = 0;
+    for (std::size_t i = 0; i < s->args.size(); ++i)
+      if (!s->args[i].keywordOnly && !isDefault(i))
+        lastPositional = i + 1;
+    std::vector<Argument> args;
+    std::vector<std::pair<std::string, Argument>> kwargs;
+    for (std::size_t i = 0; i < s->args.size(); ++i) {
+      if (!s->args[i].keywordOnly) {
+        if (i < lastPositional) {
+          if (!full[i] && !s->args[i].defaultValue)
+            return Diagnostic::internal("synth: " + target + " misses " + s->args[i].name);
+          args.push_back(full[i] ? *full[i] : *s->args[i].defaultValue);
+        }
+      } else if (!isDefault(i)) {
+        kwargs.emplace_back(s->args[i].name, *full[i]);
+      }
+    }
+    std::string b = base.empty() ? s->name : base;
+    std::vector<Graph::ResultSpec> results;
+    for (std::size_t i = 0; i < s->returns.size(); ++i) {
+      Graph::ResultSpec r;
+      const SchemaType &t = s->returns[i].type;
+      r.kind = t.base == SchemaType::Base::Tensor ? ValueKind::Tensor : ValueKind::SymInt;
+      r.name = fresh(s->returns.size() > 1 ? "getitem" : b);
+      results.push_back(std::move(r));
+    }
+    Node *n = g_.createNode(target, std::move(args), std::move(kwargs), std::move(results));
+    n->setSchema(s);
+    if (!results.empty() || !n->outputs().empty()) {
+      auto inferred = inferResults(*n, g_.symbols());
+      if (!inferred) {
+        std::vector<Diagnostic> d = inferred.diags();
+        d.insert(d.begin(), Diagnostic::internal("synth: cannot infer " + target));
+        return Failure(std::move(d));
+      }
+      for (std::size_t i = 0; i < n->outputs().size() && i < inferred->size(); ++i)
+        n->outputs()[i]->setProto((*inferred)[i].proto);
+    }
+    addMetadata(*n, target);
+    return n->outputs();
+  }
+
+  Expected<Value *> call1(const std::string &target,
+                          const std::vector<std::pair<std::string, Argument>> &named,
+                          const std::string &base = {}) {
+    GRAFT_TRY(std::vector<Value *> r, call(target, named, base));
+    if (r.size() != 1)
+      return Diagnostic::internal("synth: " + target + " should have one result");
+    return r[0];
+  }
+
+private:
+  void addMetadata(Node &n, const std::string &target) {
+    auto &m = n.metadata();
+    if (!line_.empty())
+      m.emplace_back("stack_trace",
+                     "  File \"/executorch/examples/models/llama/llama_transformer.py\", "
+                     "in forward\n    " +
+                         line_ + "\n");
+    if (!modules_.empty()) {
+      std::string s;
+      for (const auto &[path, cls] : modules_) {
+        std::string key = "L__self__";
+        for (char c : path)
+          key += c == '.' ? '_' : c;
+        if (!path.empty())
+          key = "L__self___" + key.substr(9);
+        s += (s.empty() ? "" : ";") + key + "," + path + "," + cls;
+      }
+      m.emplace_back("nn_module_stack", s);
+    }
+    if (target == "aten.linear.default") {
+      m.emplace_back("source_fn_stack", "linear,torch.nn.modules.linear.Linear");
+      m.emplace_back("torch_fn", "linear;builtin_function_or_method.linear");
+    } else if (target == "aten.embedding.default") {
+      m.emplace_back("source_fn_stack", "embedding,torch.nn.modules.sparse.Embedding");
+      m.emplace_back("torch_fn", "embedding;function.embedding");
+    }
+  }
+
+  Graph &g_;
+  const LlamaSynthOptions &o_;
+  const OpRegistry &reg_;
+  std::map<std::string, int> counts_;
+  std::vector<std::pair<std::string, std::string>> modules_;
+  std::string line_;
+  uint64_t seedIndex_ = 0;
+};
+
+constexpr const char *kTransformer =
+    "executorch.examples.models.llama.llama_transformer.Transformer";
+constexpr const char *kBlock =
+    "executorch.examples.models.llama.llama_transformer.TransformerBlock";
+constexpr const char *kAttention = "executorch.examples.models.llama.attention.AttentionMHA";
+constexpr const char *kFeedForward = "executorch.examples.models.llama.feed_forward.FeedForward";
+constexpr const char *kRmsNorm = "executorch.examples.models.llama.norm.RMSNorm";
+constexpr const char *kLinear = "torch.nn.modules.linear.Linear";
+
+/// The constants a (possibly quantized) weight became.
+struct QWeight {
+  Value *w = nullptr; ///< float weight / qdata / _frozen_param
+  Value *scale = nullptr;
+  Value *zp = nullptr;
+};
+
+class LlamaSynth {
+public:
+  LlamaSynth(Graph &g, const LlamaSynthOptions &o) : g_(g), o_(o), b_(g, o) {
+    dt_ = o.checkpointDType;
+    hd_ = o.dim / o.heads;
+    kv_ = kvHeadsOf(o);
+    hidden_ = hiddenOf(o);
+  }
+
+  Status build() {
+    using Mods = std::vector<std::pair<std::string, std::string>>;
+    const bool grouped = o_.quant == SynthQuant::W4 || o_.quant == SynthQuant::W8A8W4;
+    // Placeholders in torch.export's order: parameters, buffers, constants, user inputs.
+    const QWeight *emb = weight("tok_embeddings", o_.vocab, o_.dim, /*isEmbedding=*/true);
+    struct Layer {
+      Value *attnNorm, *ffnNorm;
+      const QWeight *wq, *wk, *wv, *wo, *w1, *w2, *w3;
+    };
+    std::vector<Layer> layers;
+    for (int l = 0; l < o_.layers; ++l) {
+      std::string p = "layers." + std::to_string(l) + ".";
+      Layer L;
+      L.wq = weight(p + "attention.wq", o_.dim, o_.dim);
+      L.wk = weight(p + "attention.wk", kv_ * hd_, o_.dim);
+      L.wv = weight(p + "attention.wv", kv_ * hd_, o_.dim);
+      L.wo = weight(p + "attention.wo", o_.dim, o_.dim);
+      L.w1 = weight(p + "feed_forward.w1", hidden_, o_.dim);
+      L.w2 = weight(p + "feed_forward.w2", o_.dim, hidden_);
+      L.w3 = weight(p + "feed_forward.w3", hidden_, o_.dim);
+      L.attnNorm = b_.constant(InputKind::Parameter, p + "attention_norm.weight", dt_, {o_.dim},
+                               b_.random(0.9, 1.1));
+      L.ffnNorm = b_.constant(InputKind::Parameter, p + "ffn_norm.weight", dt_, {o_.dim},
+                              b_.random(0.9, 1.1));
+      layers.push_back(L);
+    }
+    Value *norm =
+        b_.constant(InputKind::Parameter, "norm.weight", dt_, {o_.dim}, b_.random(0.9, 1.1));
+    const QWeight *out;
+    if (o_.tiedEmbeddings && o_.quant != SynthQuant::Pt2eW8) {
+      // A tied LM head: the same bytes under a second FQN (the writer stores
+      // identical random() initializers once, so the archive has one storage).
+      out = tie("output", *emb);
+    } else {
+      out = weight("output", o_.vocab, o_.dim);
+    }
+    // Non-persistent rotary tables.
+    Value *cosT = b_.constant(InputKind::Buffer, "freqs_cos", dt_, {o_.maxSeqLen, hd_ / 2},
+                              b_.random(-1.0, 1.0), /*persistent=*/false);
+    Value *sinT = b_.constant(InputKind::Buffer, "freqs_sin", dt_, {o_.maxSeqLen, hd_ / 2},
+                              b_.random(-1.0, 1.0), /*persistent=*/false);
+    // pt2e constants come last (lifted tensor constants).
+    for (PendingConst &c : pending_)
+      *c.slot = b_.constant(InputKind::ConstantTensor, c.fqn, c.dtype, c.sizes, c.init);
+
+    Value *tokens;
+    Argument seq;
+    if (o_.dynamicSeq) {
+      g_.symbols().declare("s0", SymbolRange{1, o_.maxSeqLen});
+      tokens = g_.addInput(InputKind::UserInput, "tokens",
+                           TensorProto(DType::I64, {1, Dim::symbol("s0")}));
+    } else {
+      tokens = g_.addInput(InputKind::UserInput, "tokens", TensorProto(DType::I64, {1, o_.seqLen}));
+    }
+    Value *inputPos = nullptr;
+    if (o_.dynamicSeq)
+      inputPos = g_.addInput(InputKind::UserInput, "input_pos", TensorProto(DType::I64, {1}));
+
+    b_.scope({{"", kTransformer}}, "h = self.tok_embeddings(tokens)");
+    if (o_.dynamicSeq) {
+      GRAFT_TRY(Value * s,
+                b_.call1("aten.sym_size.int", {{"self", tokens}, {"dim", 1}}, "sym_size_int"));
+      seq = Argument(s);
+      // The start position is data: item() gives an unbacked symbol that the
+      // model constrains like torch._check_is_size / torch._check would.
+      b_.scope({{"", kTransformer}}, "input_pos_item = input_pos[-1].item()");
+      GRAFT_TRY(Value * pos, b_.call1("aten._local_scalar_dense.default", {{"self", inputPos}}));
+      g_.symbols().declare(pos->name(), SymbolRange{0, o_.maxSeqLen - 1});
+      GRAFT_TRY(auto none,
+                b_.call("aten.sym_constrain_range_for_size.default",
+                        {{"size", pos}, {"min", int64_t(0)}, {"max", int64_t(o_.maxSeqLen - 1)}}));
+      (void)none;
+    } else {
+      seq = Argument(int64_t(o_.seqLen));
+    }
+    b_.scope({{"", kTransformer}, {"tok_embeddings", "torch.nn.modules.sparse.Embedding"}},
+             "h = self.tok_embeddings(tokens)");
+    GRAFT_TRY(Value * h, embedding(*emb, tokens));
+    b_.scope({{"", kTransformer}}, "freqs_cos = self.freqs_cos[:seqlen]");
+    GRAFT_TRY(Value * cos, b_.call1("aten.slice_copy.Tensor",
+                                    {{"self", cosT}, {"dim", 0}, {"start", 0}, {"end", seq}}));
+    GRAFT_TRY(Value * sin, b_.call1("aten.slice_copy.Tensor",
+                                    {{"self", sinT}, {"dim", 0}, {"start", 0}, {"end", seq}}));
+    (void)grouped;
+
+    for (int l = 0; l < o_.layers; ++l) {
+      const Layer &L = layers[static_cast<std::size_t>(l)];
+      std::string p = "layers." + std::to_string(l);
+      Mods block = {{"", kTransformer}, {p, kBlock}};
+      auto with = [&](const std::string &sub, const char *cls) {
+        Mods m = block;
+        m.emplace_back(p + "." + sub, cls);
+        return m;
+      };
+      b_.scope(with("attention_norm", kRmsNorm), "return self._norm(x) * self.weight");
+      GRAFT_TRY(Value * x, rmsNorm(h, L.attnNorm));
+      Mods attn = with("attention", kAttention);
+      auto proj = [&](const char *n) {
+        Mods m = attn;
+        m.emplace_back(p + ".attention." + n, kLinear);
+        return m;
+      };
+      b_.scope(proj("wq"), "q, k, v = self.wq(x), self.wk(x), self.wv(x)");
+      GRAFT_TRY(Value * q, linear(x, *L.wq));
+      b_.scope(proj("wk"), "q, k, v = self.wq(x), self.wk(x), self.wv(x)");
+      GRAFT_TRY(Value * k, linear(x, *L.wk));
+      b_.scope(proj("wv"), "q, k, v = self.wq(x), self.wk(x), self.wv(x)");
+      GRAFT_TRY(Value * v, linear(x, *L.wv));
+      b_.scope(attn, "q = q.view(bsz, seqlen, self.n_local_heads, self.head_dim)");
+      GRAFT_TRY(
+          q, b_.call1("aten.view.default", {{"self", q}, {"size", dims({1, seq, o_.heads, hd_})}}));
+      GRAFT_TRY(k,
+                b_.call1("aten.view.default", {{"self", k}, {"size", dims({1, seq, kv_, hd_})}}));
+      GRAFT_TRY(v,
+                b_.call1("aten.view.default", {{"self", v}, {"size", dims({1, seq, kv_, hd_})}}));
+      b_.scope(attn, "q, k = self.rope.forward(q, k, freqs_cos, freqs_sin)");
+      GRAFT_TRY(q, rope(q, o_.heads, seq, cos, sin));
+      GRAFT_TRY(k, rope(k, kv_, seq, cos, sin));
+      b_.scope(attn, "q = q.transpose(1, 2)");
+      GRAFT_TRY(q, b_.call1("aten.transpose.int", {{"self", q}, {"dim0", 1}, {"dim1", 2}}));
+      GRAFT_TRY(k, b_.call1("aten.transpose.int", {{"self", k}, {"dim0", 1}, {"dim1", 2}}));
+      GRAFT_TRY(v, b_.call1("aten.transpose.int", {{"self", v}, {"dim0", 1}, {"dim1", 2}}));
+      b_.scope(attn, "output = F.scaled_dot_product_attention(q, k, v, is_causal=True)");
+      std::vector<std::pair<std::string, Argument>> sdpa = {
+          {"query", q}, {"key", k}, {"value", v}, {"is_causal", true}};
+      if (kv_ != o_.heads)
+        sdpa.emplace_back("enable_gqa", true);
+      GRAFT_TRY(Value * a, b_.call1("aten.scaled_dot_product_attention.default", sdpa));
+      b_.scope(attn, "output = output.transpose(1, 2).reshape(bsz, seqlen, -1)");
+      GRAFT_TRY(a, b_.call1("aten.transpose.int", {{"self", a}, {"dim0", 1}, {"dim1", 2}}));
+      GRAFT_TRY(a, b_.call1("aten.clone.default",
+                            {{"self", a}, {"memory_format", MemoryFormat::Contiguous}}));
+      GRAFT_TRY(a, b_.call1("aten.view.default", {{"self", a}, {"size", dims({1, seq, o_.dim})}}));
+      b_.scope(proj("wo"), "output = self.wo(output)");
+      GRAFT_TRY(a, linear(a, *L.wo));
+      b_.scope(block, "h = x + self.attention(self.attention_norm(x), freqs_cos, freqs_sin)");
+      GRAFT_TRY(h, b_.call1("aten.add.Tensor", {{"self", h}, {"other", a}}));
+      b_.scope(with("ffn_norm", kRmsNorm), "return self._norm(x) * self.weight");
+      GRAFT_TRY(Value * y, rmsNorm(h, L.ffnNorm));
+      Mods ff = with("feed_forward", kFeedForward);
+      auto ffp = [&](const char *n) {
+        Mods m = ff;
+        m.emplace_back(p + ".feed_forward." + n, kLinear);
+        return m;
+      };
+      b_.scope(ffp("w1"), "return self.w2(F.silu(self.w1(x)) * self.w3(x))");
+      GRAFT_TRY(Value * g1, linear(y, *L.w1));
+      b_.scope(ff, "return self.w2(F.silu(self.w1(x)) * self.w3(x))");
+      GRAFT_TRY(g1, b_.call1("aten.silu.default", {{"self", g1}}));
+      b_.scope(ffp("w3"), "return self.w2(F.silu(self.w1(x)) * self.w3(x))");
+      GRAFT_TRY(Value * g3, linear(y, *L.w3));
+      b_.scope(ff, "return self.w2(F.silu(self.w1(x)) * self.w3(x))");
+      GRAFT_TRY(Value * gate, b_.call1("aten.mul.Tensor", {{"self", g1}, {"other", g3}}));
+      b_.scope(ffp("w2"), "return self.w2(F.silu(self.w1(x)) * self.w3(x))");
+      GRAFT_TRY(Value * f, linear(gate, *L.w2));
+      b_.scope(block, "out = h + self.feed_forward(self.ffn_norm(h))");
+      GRAFT_TRY(h, b_.call1("aten.add.Tensor", {{"self", h}, {"other", f}}));
+    }
+    b_.scope({{"", kTransformer}, {"norm", kRmsNorm}}, "return self._norm(x) * self.weight");
+    GRAFT_TRY(h, rmsNorm(h, norm));
+    b_.scope({{"", kTransformer}}, "h = h[:, -1, :]");
+    GRAFT_TRY(h, b_.call1("aten.select.int", {{"self", h}, {"dim", 1}, {"index", -1}}));
+    b_.scope({{"", kTransformer}, {"output", kLinear}}, "logits = self.output(h)");
+    GRAFT_TRY(Value * logits, linear(h, *out));
+    g_.addOutput(logits);
+    return okStatus();
+  }
+
+private:
+  static Argument dims(std::vector<Argument> d) { return Argument(Argument::List(std::move(d))); }
+
+  struct PendingConst {
+    Value **slot;
+    std::string fqn;
+    DType dtype;
+    std::vector<int64_t> sizes;
+    ConstantInit init;
+  };
+
+  /// The constants of an [n, k] weight under the quantization mode. PT2E
+  /// weights are lifted constants, which come after the buffers: their slots
+  /// are filled once all parameters and buffers exist.
+  const QWeight *weight(const std::string &module, int64_t n, int64_t k, bool isEmbedding = false) {
+    weights_.push_back(std::make_unique<QWeight>());
+    QWeight &w = *weights_.back();
+    const int64_t g = o_.groupSize;
+    switch (o_.quant) {
+    case SynthQuant::None:
+    case SynthQuant::QatW4:
+      w.w = b_.constant(InputKind::Parameter, module + ".weight", dt_, {n, k},
+                        b_.random(-0.05, 0.05));
+      break;
+    case SynthQuant::Pt2eW8:
+      if (isEmbedding) {
+        w.w = b_.constant(InputKind::Parameter, module + ".weight", dt_, {n, k},
+                          b_.random(-0.05, 0.05));
+        break;
+      }
+      {
+        // convert_pt2e folds the quantized weight into lifted constants.
+        std::string i = std::to_string(pt2eIndex_++);
+        pending_.push_back({&w.w, "_frozen_param" + i, DType::I8, {n, k}, b_.random(-127, 127)});
+        pending_.push_back({&w.scale, "_scale_" + i, DType::F32, {n}, b_.random(0.0005, 0.002)});
+        pending_.push_back({&w.zp, "_zero_point_" + i, DType::I64, {n}, FullInit{0}});
+      }
+      break;
+    case SynthQuant::W4:
+    case SynthQuant::W8A8W4: {
+      // quantize_ + unwrap_tensor_subclass: the IntxUnpackedToInt8Tensor's
+      // inner tensors become parametrization parameters original0/1/2.
+      std::string base = module + ".parametrizations.weight.";
+      w.w = b_.constant(InputKind::Parameter, base + "original0", DType::I8, {n, k},
+                        b_.random(-8, 7));
+      w.scale = b_.constant(InputKind::Parameter, base + "original1", dt_, {n, k / g},
+                            b_.random(0.001, 0.01));
+      w.zp =
+          b_.constant(InputKind::Parameter, base + "original2", DType::I8, {n, k / g}, FullInit{0});
+      break;
+    }
+    }
+    return &w;
+  }
+
+  /// The tied LM head: same initializers as the embedding under output.* FQNs.
+  const QWeight *tie(const std::string &module, const QWeight &src) {
+    auto copy = [&](Value *from, const std::string &fqn) -> Value * {
+      if (!from)
+        return nullptr;
+      const GraphInput *in = g_.inputFor(from);
+      return b_.constant(InputKind::Parameter, fqn, in->value->proto().dtype,
+                         *concreteSizes(in->value->proto().shape), *in->init);
+    };
+    weights_.push_back(std::make_unique<QWeight>());
+    QWeight &w = *weights_.back();
+    if (src.scale) {
+      std::string base = module + ".parametrizations.weight.";
+      w.w = copy(src.w, base + "original0");
+      w.scale = copy(src.scale, base + "original1");
+      w.zp = copy(src.zp, base + "original2");
+    } else {
+      w.w = copy(src.w, module + ".weight");
+    }
+    return &w;
+  }
+
+  Expected<Value *> dequantWeight(const QWeight &w) {
+    const int64_t g = o_.groupSize;
+    std::vector<std::pair<std::string, Argument>> a = {{"input", w.w},
+                                                       {"block_size", Argument::ints({1, g})},
+                                                       {"scale", w.scale},
+                                                       {"zero_point", w.zp},
+                                                       {"input_dtype", DType::I8},
+                                                       {"quant_min", -8},
+                                                       {"quant_max", 7},
+                                                       {"output_dtype", dt_}};
+    return b_.call1("torchao.dequantize_affine.default", a);
+  }
+
+  Expected<Value *> embedding(const QWeight &w, Value *tokens) {
+    Value *table = w.w;
+    if (o_.quant == SynthQuant::W4 || o_.quant == SynthQuant::W8A8W4) {
+      GRAFT_TRY(table, dequantWeight(w));
+    }
+    return b_.call1("aten.embedding.default", {{"weight", table}, {"indices", tokens}});
+  }
+
+  Expected<Value *> linear(Value *x, const QWeight &wIn) {
+    const int64_t g = o_.groupSize;
+    switch (o_.quant) {
+    case SynthQuant::None:
+      return b_.call1("aten.linear.default", {{"input", x}, {"weight", wIn.w}});
+    case SynthQuant::W4: {
+      GRAFT_TRY(Value * w, dequantWeight(wIn));
+      return b_.call1("aten.linear.default", {{"input", x}, {"weight", w}});
+    }
+    case SynthQuant::W8A8W4: {
+      // IntxUnpackedToInt8Tensor.from_hp(x, per-token, int8, ASYMMETRIC).dequantize()
+      std::vector<int64_t> block(static_cast<std::size_t>(x->proto().rank()), 1);
+      block.back() = *x->proto().shape.back().value();
+      Argument bs = Argument::ints(block);
+      GRAFT_TRY(auto qp, b_.call("torchao.choose_qparams_affine.default",
+                                 {{"input", x},
+                                  {"mapping_type", "ASYMMETRIC"},
+                                  {"block_size", bs},
+                                  {"target_dtype", DType::I8},
+                                  {"quant_min", -128},
+                                  {"quant_max", 127},
+                                  {"zero_point_dtype", DType::I8}}));
+      GRAFT_TRY(Value * q, b_.call1("torchao.quantize_affine.default", {{"input", x},
+                                                                        {"block_size", bs},
+                                                                        {"scale", qp[0]},
+                                                                        {"zero_point", qp[1]},
+                                                                        {"output_dtype", DType::I8},
+                                                                        {"quant_min", -128},
+                                                                        {"quant_max", 127}}));
+      GRAFT_TRY(Value * dx,
+                b_.call1("torchao.dequantize_affine.default", {{"input", q},
+                                                               {"block_size", bs},
+                                                               {"scale", qp[0]},
+                                                               {"zero_point", qp[1]},
+                                                               {"input_dtype", DType::I8},
+                                                               {"quant_min", -128},
+                                                               {"quant_max", 127},
+                                                               {"output_dtype", dt_}}));
+      GRAFT_TRY(Value * w, dequantWeight(wIn));
+      return b_.call1("aten.linear.default", {{"input", dx}, {"weight", w}});
+    }
+    case SynthQuant::QatW4: {
+      Argument bs = Argument::ints({1, g});
+      GRAFT_TRY(auto qp, b_.call("torchao.choose_qparams_affine.default",
+                                 {{"input", wIn.w},
+                                  {"mapping_type", "SYMMETRIC"},
+                                  {"block_size", bs},
+                                  {"target_dtype", DType::I8},
+                                  {"quant_min", -8},
+                                  {"quant_max", 7},
+                                  {"eps", 1.1920928955078125e-07},
+                                  {"scale_dtype", dt_},
+                                  {"zero_point_dtype", DType::I8}}));
+      GRAFT_TRY(Value * w,
+                b_.call1("torchao.fake_quantize_affine.default", {{"input", wIn.w},
+                                                                  {"block_size", bs},
+                                                                  {"scale", qp[0]},
+                                                                  {"zero_point", qp[1]},
+                                                                  {"quant_dtype", DType::I8},
+                                                                  {"quant_min", -8},
+                                                                  {"quant_max", 7}}));
+      return b_.call1("aten.linear.default", {{"input", x}, {"weight", w}});
+    }
+    case SynthQuant::Pt2eW8: {
+      const QWeight *w = &wIn;
+      std::vector<std::pair<std::string, Argument>> a = {
+          {"input", w->w},     {"scales", w->scale}, {"zero_points", w->zp}, {"axis", 0},
+          {"quant_min", -127}, {"quant_max", 127},   {"dtype", DType::I8}};
+      if (dt_ != DType::F32)
+        a.emplace_back("out_dtype", dt_);
+      GRAFT_TRY(Value * dq, b_.call1("quantized_decomposed.dequantize_per_channel.default", a));
+      return b_.call1("aten.linear.default", {{"input", x}, {"weight", dq}});
+    }
+    }
+    return Diagnostic::internal("unreachable");
+  }
+
+  /// RMSNorm as llama_transformer writes it (float math for low precision).
+  Expected<Value *> rmsNorm(Value *x, Value *weight) {
+    Value *xf = x;
+    if (dt_ != DType::F32) {
+      GRAFT_TRY(xf, b_.call1("aten._to_copy.default", {{"self", x}, {"dtype", DType::F32}}));
+    }
+    GRAFT_TRY(Value * sq, b_.call1("aten.pow.Tensor_Scalar", {{"self", xf}, {"exponent", 2}}));
+    GRAFT_TRY(Value * ms,
+              b_.call1("aten.mean.dim",
+                       {{"self", sq}, {"dim", Argument::ints({-1})}, {"keepdim", true}}));
+    GRAFT_TRY(Value * eps, b_.call1("aten.add.Tensor", {{"self", ms}, {"other", 1e-05}}));
+    GRAFT_TRY(Value * rs, b_.call1("aten.rsqrt.default", {{"self", eps}}));
+    GRAFT_TRY(Value * n, b_.call1("aten.mul.Tensor", {{"self", xf}, {"other", rs}}));
+    if (dt_ != DType::F32) {
+      GRAFT_TRY(n, b_.call1("aten._to_copy.default", {{"self", n}, {"dtype", dt_}}));
+    }
+    return b_.call1("aten.mul.Tensor", {{"self", n}, {"other", weight}});
+  }
+
+  /// apply_rotary_emb on [1, S, heads, hd]: pairs (even, odd) rotated by (cos, sin).
+  Expected<Value *> rope(Value *x, int heads, const Argument &seq, Value *cos, Value *sin) {
+    GRAFT_TRY(Value * pairs, b_.call1("aten.view.default",
+                                      {{"self", x}, {"size", dims({1, seq, heads, hd_ / 2, 2})}}));
+    GRAFT_TRY(Value * re,
+              b_.call1("aten.select.int", {{"self", pairs}, {"dim", -1}, {"index", 0}}));
+    GRAFT_TRY(Value * im,
+              b_.call1("aten.select.int", {{"self", pairs}, {"dim", -1}, {"index", 1}}));
+    GRAFT_TRY(Value * c,
+              b_.call1("aten.view.default", {{"self", cos}, {"size", dims({1, seq, 1, hd_ / 2})}}));
+    GRAFT_TRY(Value * s,
+              b_.call1("aten.view.default", {{"self", sin}, {"size", dims({1, seq, 1, hd_ / 2})}}));
+    GRAFT_TRY(Value * rc, b_.call1("aten.mul.Tensor", {{"self", re}, {"other", c}}));
+    GRAFT_TRY(Value * is, b_.call1("aten.mul.Tensor", {{"self", im}, {"other", s}}));
+    GRAFT_TRY(Value * outR, b_.call1("aten.sub.Tensor", {{"self", rc}, {"other", is}}));
+    GRAFT_TRY(Value * rs, b_.call1("aten.mul.Tensor", {{"self", re}, {"other", s}}));
+    GRAFT_TRY(Value * ic, b_.call1("aten.mul.Tensor", {{"self", im}, {"other", c}}));
+    GRAFT_TRY(Value * outI, b_.call1("aten.add.Tensor", {{"self", rs}, {"other", ic}}));
+    GRAFT_TRY(Value * ur, b_.call1("aten.unsqueeze.default", {{"self", outR}, {"dim", -1}}));
+    GRAFT_TRY(Value * ui, b_.call1("aten.unsqueeze.default", {{"self", outI}, {"dim", -1}}));
+    GRAFT_TRY(Value * st, b_.call1("aten.cat.default",
+                                   {{"tensors", Argument(Argument::List{ur, ui})}, {"dim", -1}}));
+    return b_.call1("aten.view.default", {{"self", st}, {"size", dims({1, seq, heads, hd_})}});
+  }
+
+  Graph &g_;
+  const LlamaSynthOptions &o_;
+  Builder b_;
+  DType dt_;
+  int hd_ = 0, kv_ = 0, hidden_ = 0;
+  int pt2eIndex_ = 0;
+  std::vector<PendingConst> pending_;
+  std::vector<std::unique_ptr<QWeight>> weights_;
+};
+
+} // namespace
+
+Expected<std::unique_ptr<Graph>> synthesizeLlama(const LlamaSynthOptions &options) {
+  GRAFT_CHECK_OK(validate(options));
+  auto g = std::make_unique<Graph>("model");
+  LlamaSynth s(*g, options);
+  GRAFT_CHECK_OK(s.build());
+  return g;
+}
+
+} // namespace graft

@@ -1,0 +1,1131 @@
+// Tests of .pt2 interop: the ZIP container, reading the three on-disk
+// layouts (fixtures in tests/golden/pt2, made by generate_fixtures.py from
+// real torch.save / PyTorchStreamWriter output), the restricted pickle
+// reader, writing, synth -> read -> write -> read round trips for every
+// --quant mode, and every kind of bad input the issue lists.
+#include "graft/serialize/Pt2.h"
+#include "graft/ir/Verifier.h"
+#include "graft/serialize/Load.h"
+#include "graft/serialize/Synth.h"
+#include "graft/serialize/TextIR.h"
+#include "graft/serialize/Zip.h"
+#include "graft/support/FileIO.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <regex>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace graft;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kGolden = fs::path(GRAFT_TEST_DATA_DIR) / "golden" / "pt2";
+
+fs::path tempDir() {
+  static fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("graft_pt2_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+std::string tmp(const std::string &name) {
+  return (tempDir() / name).string();
+}
+
+std::string diagText(const std::vector<Diagnostic> &d) {
+  return graft::render(d);
+}
+
+template <class T> std::string errorOf(const Expected<T> &e) {
+  EXPECT_FALSE(e.ok()) << "expected an error";
+  return e.ok() ? std::string() : diagText(e.diags());
+}
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Pt2Program readOk(const std::string &path, const Pt2ReadOptions &o = {}) {
+  auto p = readPt2(path, o);
+  if (!p) {
+    ADD_FAILURE() << diagText(p.diags());
+    return Pt2Program{};
+  }
+  return std::move(*p);
+}
+
+/// Canonical text with every constant's data printed inline or into `bin`.
+std::string text(const Graph &g, const std::string &bin = {}) {
+  PrintOptions o;
+  o.dataFile = bin;
+  o.dataFileRef = "data.bin";
+  auto t = printGraph(g, o);
+  if (!t) {
+    ADD_FAILURE() << diagText(t.diags());
+    return {};
+  }
+  return *t;
+}
+
+/// The text without constant initializers (the graph structure).
+std::string structure(const Graph &g) {
+  std::string t = text(g, tmp("structure.bin"));
+  std::regex init(R"(^(  (param|buffer|const) .*?) = .*$)", std::regex::multiline);
+  return std::regex_replace(t, init, "$1");
+}
+
+/// Rewrites an archive record by record: `edit` returns the new bytes, or
+/// nullopt to drop the record.
+void rewriteArchive(const std::string &src, const std::string &dst,
+                    const std::function<std::optional<std::string>(const std::string &,
+                                                                   const std::string &)> &edit) {
+  auto in = ZipReader::open(src);
+  ASSERT_TRUE(in.ok()) << diagText(in.diags());
+  auto out = ZipWriter::create(dst);
+  ASSERT_TRUE(out.ok()) << diagText(out.diags());
+  for (const ZipEntry &e : (*in)->entries()) {
+    auto bytes = (*in)->read(e);
+    ASSERT_TRUE(bytes.ok());
+    auto edited = edit(e.name, *bytes);
+    if (edited) {
+      ASSERT_TRUE((*out)->add(e.name, *edited).ok());
+    }
+  }
+  ASSERT_TRUE((*out)->finish().ok());
+}
+
+/// Edits the model JSON of an archive.
+void editModelJson(const std::string &src, const std::string &dst,
+                   const std::function<void(nlohmann::ordered_json &)> &edit) {
+  rewriteArchive(
+      src, dst, [&](const std::string &n, const std::string &b) -> std::optional<std::string> {
+        if (n.find("models/") == std::string::npos && n != "serialized_exported_program.json")
+          return b;
+        auto j = nlohmann::ordered_json::parse(b);
+        edit(j);
+        return j.dump();
+      });
+}
+
+std::string synthFile(const std::string &name, LlamaSynthOptions o) {
+  auto g = synthesizeLlama(o);
+  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : diagText(g.diags()));
+  std::string path = tmp(name);
+  Status s = writePt2(**g, path, synthWriteOptions(o));
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : diagText(s.diags()));
+  return path;
+}
+
+std::string tinySynth() {
+  static std::string path = [] {
+    LlamaSynthOptions o;
+    o.layers = 1;
+    o.dim = 32;
+    o.heads = 2;
+    o.vocab = 16;
+    o.hidden = 64;
+    o.groupSize = 16;
+    o.maxSeqLen = 16;
+    o.seqLen = 4;
+    o.dynamicSeq = true;
+    return synthFile("tiny.pt2", o);
+  }();
+  return path;
+}
+
+int runCli(const std::string &args, std::string *err = nullptr) {
+  std::string errPath = tmp("cli.err");
+  std::string cmd = std::string(GRAFT_CLI_PATH) + " " + args + " >/dev/null 2>" + errPath;
+  int status = std::system(cmd.c_str());
+  if (err)
+    *err = slurp(errPath);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+bool bytesEqual(const Tensor &a, const Tensor &b) {
+  if (a.dtype() != b.dtype() || a.sizes() != b.sizes())
+    return false;
+  Tensor ca = a.contiguous(), cb = b.contiguous();
+  return std::memcmp(ca.rawData(), cb.rawData(), ca.nbytes()) == 0;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// ZIP container
+//===----------------------------------------------------------------------===//
+
+TEST(Pt2Zip, WriterMatchesPyTorchStreamWriterByteForByte) {
+  // tinynet_torch2_9.pt2 was written by torch's own PyTorchStreamWriter:
+  // rewriting its records in order with ZipWriter must give the same bytes
+  // (alignment padding, data descriptors, ZIP64 end records, central dir).
+  std::string src = (kGolden / "tinynet_torch2_9.pt2").string();
+  std::string dst = tmp("tinynet_torch2_9.pt2");
+  rewriteArchive(src, dst, [](const std::string &, const std::string &b) { return b; });
+  EXPECT_EQ(slurp(src), slurp(dst));
+}
+
+TEST(Pt2Zip, PayloadsAreAlignedStoredAndDescribedByTheCentralDirectory) {
+  auto z = ZipReader::open(tinySynth());
+  ASSERT_TRUE(z.ok());
+  for (const ZipEntry &e : (*z)->entries()) {
+    EXPECT_EQ(e.dataOffset % 64, 0u) << e.name;
+    EXPECT_EQ(e.method, 0) << e.name;
+    EXPECT_EQ(e.flags, 0x0808) << e.name;
+    EXPECT_TRUE((*z)->verifyCrc(e).ok()) << e.name;
+  }
+}
+
+TEST(Pt2Zip, ReadsZip64ExtraFields) {
+  // A central directory whose sizes and offset are saturated and carried in
+  // a ZIP64 extra field (as writers must do past 4 GiB).
+  auto w = ZipWriter::inMemory();
+  ASSERT_TRUE(w->add("a/x", "hello").ok());
+  ASSERT_TRUE(w->finish().ok());
+  std::string z = w->buffer();
+  // Patch the central entry: sizes/offset -> 0xFFFFFFFF plus a ZIP64 extra.
+  std::size_t cd = z.find("PK\x01\x02");
+  ASSERT_NE(cd, std::string::npos);
+  std::string entry = z.substr(cd, 46 + 3);
+  std::string rest = z.substr(cd + 46 + 3);
+  for (int off : {20, 24, 42})
+    entry.replace(static_cast<std::size_t>(off), 4, "\xFF\xFF\xFF\xFF");
+  std::string extra = std::string("\x01\x00\x18\x00", 4);
+  auto put64 = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i)
+      extra.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  };
+  put64(5);
+  put64(5);
+  put64(0);
+  entry[30] = static_cast<char>(extra.size());
+  std::string patched = z.substr(0, cd) + entry + extra + rest;
+  // Fix the central-directory size in the ZIP64 end record and the EOCD.
+  std::size_t e64 = patched.find("PK\x06\x06");
+  uint64_t cdSize = e64 - cd;
+  for (int i = 0; i < 8; ++i)
+    patched[e64 + 40 + static_cast<std::size_t>(i)] = static_cast<char>((cdSize >> (8 * i)) & 0xFF);
+  std::size_t loc = patched.find("PK\x06\x07");
+  uint64_t e64Off = e64;
+  for (int i = 0; i < 8; ++i)
+    patched[loc + 8 + static_cast<std::size_t>(i)] = static_cast<char>((e64Off >> (8 * i)) & 0xFF);
+  std::size_t eocd = patched.find("PK\x05\x06");
+  for (int i = 0; i < 4; ++i)
+    patched[eocd + 12 + static_cast<std::size_t>(i)] =
+        static_cast<char>((cdSize >> (8 * i)) & 0xFF);
+  std::string path = tmp("zip64.zip");
+  ASSERT_TRUE(writeFileAtomic(path, patched).ok());
+  auto r = ZipReader::open(path);
+  ASSERT_TRUE(r.ok()) << diagText(r.diags());
+  ASSERT_EQ((*r)->entries().size(), 1u);
+  auto bytes = (*r)->read((*r)->entries()[0]);
+  ASSERT_TRUE(bytes.ok()) << diagText(bytes.diags());
+  EXPECT_EQ(*bytes, "hello");
+}
+
+TEST(Pt2Zip, FailedWriteLeavesNothingBehind) {
+  fs::path dir = tempDir() / "atomic";
+  fs::create_directories(dir);
+  {
+    auto w = ZipWriter::create((dir / "out.pt2").string());
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->add("out/a", "x").ok());
+    // destroyed without finish()
+  }
+  EXPECT_TRUE(fs::is_empty(dir));
+  EXPECT_FALSE(ZipWriter::create((tempDir() / "no_such_dir" / "x.pt2").string()).ok());
+}
+
+//===----------------------------------------------------------------------===//
+// Reading the fixtures
+//===----------------------------------------------------------------------===//
+
+struct FixtureCase {
+  const char *file;
+  Pt2Layout layout;
+  int minor;
+};
+
+class Pt2Fixture : public ::testing::TestWithParam<FixtureCase> {};
+
+TEST_P(Pt2Fixture, ReadsToTheGoldenGraph) {
+  const FixtureCase &c = GetParam();
+  std::string path = (kGolden / (std::string(c.file) + ".pt2")).string();
+  Pt2Program p = readOk(path);
+  ASSERT_TRUE(p.graph);
+  EXPECT_EQ(p.provenance.layout, c.layout);
+  EXPECT_EQ(p.provenance.schemaMajor, 8);
+  EXPECT_EQ(p.provenance.schemaMinor, c.minor);
+  EXPECT_EQ(text(*p.graph), slurp((kGolden / (std::string(c.file) + ".gir")).string()));
+  EXPECT_TRUE(verify(*p.graph).empty());
+}
+
+TEST(Pt2Read, TiedAndStridedWeightsShareOneStorage) {
+  for (const FixtureCase &c : {FixtureCase{"tinynet_torch2_6_legacy", Pt2Layout::Legacy, 2},
+                               FixtureCase{"tinynet_torch2_8", Pt2Layout::PickledWeights, 8},
+                               FixtureCase{"tinynet_torch2_9", Pt2Layout::RawWeights, 14}}) {
+    SCOPED_TRACE(c.file);
+    Pt2Program p = readOk((kGolden / (std::string(c.file) + ".pt2")).string());
+    const Graph &g = *p.graph;
+    const Tensor &emb = g.findConstant("emb.weight")->data();
+    const Tensor &fc = g.findConstant("fc.weight")->data();
+    EXPECT_EQ(emb.storage().get(), fc.storage().get()); // tied: one storage
+    const Tensor &table = g.findConstant("table")->data();
+    const Tensor &row = g.findConstant("row")->data();
+    EXPECT_EQ(table.storage().get(), row.storage().get());
+    EXPECT_EQ(row.offset(), 4);
+    EXPECT_EQ(row.getDouble(0), 4.0);
+    const Tensor &proj = g.findConstant("proj.weight")->data();
+    EXPECT_EQ(proj.strides(), (std::vector<int64_t>{1, 4})); // a transposed view
+    EXPECT_EQ(proj.storage()->size(), 64u);
+    // proj = base.t(): logical (0, 1) is base's element (1, 0), storage index 4.
+    float base4;
+    std::memcpy(&base4, proj.storage()->data() + 16, 4);
+    EXPECT_EQ(proj.getDouble(1), base4);
+    // PT2 archives are aligned: weights are mapped, never copied.
+    if (c.layout != Pt2Layout::Legacy) {
+      EXPECT_TRUE(emb.storage()->isMapped());
+      EXPECT_EQ(p.provenance.weightFileOffsets.at("emb.weight") % 64, 0u);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, Pt2Fixture,
+    ::testing::Values(FixtureCase{"tinynet_torch2_6_legacy", Pt2Layout::Legacy, 2},
+                      FixtureCase{"tinynet_torch2_7_legacy", Pt2Layout::Legacy, 7},
+                      FixtureCase{"tinynet_torch2_8", Pt2Layout::PickledWeights, 8},
+                      FixtureCase{"tinynet_torch2_9", Pt2Layout::RawWeights, 14},
+                      FixtureCase{"intx_subclass_torch2_10", Pt2Layout::RawWeights, 15}),
+    [](const auto &info) { return std::string(info.param.file); });
+
+TEST(Pt2Read, MappingFollowsTheExportSchema) {
+  Pt2Program p = readOk((kGolden / "tinynet_torch2_9.pt2").string());
+  const Graph &g = *p.graph;
+  // Signature: kinds, FQNs, persistence, order.
+  ASSERT_EQ(g.inputs().size(), 10u);
+  EXPECT_EQ(g.inputs()[0].kind, InputKind::Parameter);
+  EXPECT_EQ(g.inputs()[0].fqn, "emb.weight");
+  EXPECT_EQ(g.inputs()[7].kind, InputKind::Buffer);
+  EXPECT_FALSE(g.inputs()[7].persistent);
+  EXPECT_EQ(g.inputs()[8].kind, InputKind::ConstantTensor);
+  EXPECT_EQ(g.inputs()[8].fqn, "lifted_tensor_0");
+  EXPECT_EQ(g.inputs()[9].kind, InputKind::UserInput);
+  ASSERT_EQ(g.outputs().size(), 2u);
+  EXPECT_EQ(g.outputs()[0].kind, OutputKind::BufferMutation);
+  EXPECT_EQ(g.outputs()[0].target, "cache");
+  // Symbols and range constraints.
+  ASSERT_NE(g.symbols().find("s0"), nullptr);
+  EXPECT_EQ(*g.symbols().find("s0"), (SymbolRange{2, 16}));
+  // Node targets, opaque ops, metadata verbatim and in order.
+  const Node *scaleShift = nullptr, *embedding = nullptr;
+  for (const Node &n : g.nodes()) {
+    if (n.target() == "mylib.scale_shift.default")
+      scaleShift = &n;
+    if (n.target() == "aten.embedding.default")
+      embedding = &n;
+  }
+  ASSERT_TRUE(scaleShift && embedding);
+  EXPECT_EQ(scaleShift->schema(), nullptr);
+  ASSERT_NE(embedding->schema(), nullptr);
+  ASSERT_EQ(embedding->metadata().size(), 4u);
+  EXPECT_EQ(embedding->metadata()[0].first, "stack_trace");
+  EXPECT_EQ(embedding->metadata()[3].second, "embedding_1;function.embedding");
+}
+
+TEST(Pt2Read, FillsOmittedDefaultsWhenAsked) {
+  Pt2ReadOptions o;
+  o.fillDefaults = true;
+  Pt2Program p = readOk((kGolden / "tinynet_torch2_9.pt2").string(), o);
+  for (const Node &n : p.graph->nodes()) {
+    if (n.target() == "aten.embedding.default") {
+      ASSERT_EQ(n.args().size(), 5u); // padding_idx, scale_grad_by_freq, sparse
+      EXPECT_EQ(n.args()[2], Argument(int64_t(-1)));
+      EXPECT_EQ(n.args()[4], Argument(false));
+    }
+    if (n.target() == "aten.mul.Tensor") {
+      EXPECT_EQ(n.args().size(), 2u);
+    }
+    if (n.target() == "aten.add.Tensor" && n.name() == "add") {
+      ASSERT_NE(n.kwarg("alpha"), nullptr); // keyword-only: a keyword argument
+    }
+    EXPECT_TRUE(verify(*p.graph).empty());
+  }
+}
+
+TEST(Pt2Read, TorchaoSubclassWeightsDecodeToPlainInnerTensors) {
+  Pt2Program p = readOk((kGolden / "intx_subclass_torch2_10.pt2").string());
+  ASSERT_EQ(p.provenance.subclassWeights.size(), 1u);
+  const Pt2SubclassWeight &w = p.provenance.subclassWeights[0];
+  EXPECT_EQ(w.fqn, "linear.weight");
+  EXPECT_EQ(w.className, "torchao.quantization.IntxUnpackedToInt8Tensor");
+  ASSERT_EQ(w.tensors.size(), 3u);
+  EXPECT_EQ(w.tensors[0].first, "qdata");
+  EXPECT_EQ(w.tensors[0].second.dtype(), DType::I8);
+  EXPECT_EQ(w.tensors[0].second.sizes(), (std::vector<int64_t>{4, 8}));
+  EXPECT_TRUE(w.tensors[0].second.storage()->isMapped()); // straight from the archive
+  EXPECT_EQ(w.tensors[1].first, "scale");
+  for (int64_t i = 0; i < 32; ++i) {
+    int64_t q = w.tensors[0].second.getInt(i);
+    EXPECT_TRUE(q >= -8 && q <= 7);
+  }
+  bool sawTarget = false;
+  for (const auto &[k, v] : w.attributes)
+    if (k == "target_dtype") {
+      EXPECT_EQ(v, "torch.int4");
+      sawTarget = true;
+    }
+  EXPECT_TRUE(sawTarget);
+  const GraphInput *in = p.graph->findConstant("linear.weight");
+  ASSERT_TRUE(in && in->value->proto().quant);
+  EXPECT_FALSE(in->hasData());
+  // Written back, the subclass travels as the same pickle bytes.
+  Pt2WriteOptions wo;
+  wo.provenance = &p.provenance;
+  ASSERT_TRUE(writePt2(*p.graph, tmp("subclass_rt.pt2"), wo).ok());
+  Pt2Program q = readOk(tmp("subclass_rt.pt2"));
+  ASSERT_EQ(q.provenance.subclassWeights.size(), 1u);
+  const Storage &a = *w.pickleBytes, &b = *q.provenance.subclassWeights[0].pickleBytes;
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size()), 0);
+  EXPECT_EQ(text(*q.graph), text(*p.graph));
+}
+
+TEST(Pt2Read, FixturesRoundTripThroughTheWriter) {
+  // Every layout is written back as a torch >= 2.9 archive and reads back
+  // to the same graph (opaque op argument names, Python sym ops, sym bools,
+  // buffer mutations, strided and offset views survive).
+  for (const char *f : {"tinynet_torch2_6_legacy", "tinynet_torch2_7_legacy", "tinynet_torch2_8",
+                        "tinynet_torch2_9"}) {
+    SCOPED_TRACE(f);
+    Pt2Program p = readOk((kGolden / (std::string(f) + ".pt2")).string());
+    Pt2WriteOptions wo;
+    wo.provenance = &p.provenance;
+    std::string out = tmp(std::string(f) + "_rt.pt2");
+    Status s = writePt2(*p.graph, out, wo);
+    ASSERT_TRUE(s.ok()) << diagText(s.diags());
+    Pt2Program q = readOk(out);
+    EXPECT_EQ(q.provenance.layout, Pt2Layout::RawWeights);
+    EXPECT_EQ(text(*q.graph), text(*p.graph));
+    for (const GraphInput &in : p.graph->inputs())
+      if (in.isConstant()) {
+        EXPECT_TRUE(bytesEqual(in.data(), q.graph->findConstant(in.fqn)->data())) << in.fqn;
+      }
+    // Tied weights are written once.
+    EXPECT_EQ(q.graph->findConstant("emb.weight")->data().storage().get(),
+              q.graph->findConstant("fc.weight")->data().storage().get());
+  }
+  // The opaque op and the Python sym op keep their argument names.
+  Pt2Program p = readOk((kGolden / "tinynet_torch2_9.pt2").string());
+  Pt2WriteOptions wo;
+  wo.provenance = &p.provenance;
+  ASSERT_TRUE(writePt2(*p.graph, tmp("names.pt2"), wo).ok());
+  auto z = ZipReader::open(tmp("names.pt2"));
+  ASSERT_TRUE(z.ok());
+  auto json = nlohmann::json::parse(*(*z)->read(*(*z)->find("names/models/model.json")));
+  for (const auto &n : json["graph_module"]["graph"]["nodes"]) {
+    if (n["target"] == "torch.ops.mylib.scale_shift.default") {
+      EXPECT_EQ(n["inputs"][0]["name"], "x");
+      EXPECT_EQ(n["inputs"][1]["name"], "factor");
+    }
+    if (n["target"] == "_operator.mul") {
+      EXPECT_EQ(n["inputs"][0]["name"], "a");
+      EXPECT_EQ(n["inputs"][0]["arg"]["as_sym_int"]["as_name"], "sym_size_int");
+    }
+  }
+}
+
+TEST(Pt2Read, SymbolicExpressionsInBothSympySpellings) {
+  // Old exporters wrote str(expr), new ones srepr(expr); non-linear sizes
+  // stay opaque and are written back verbatim.
+  std::string out = tmp("sym_spellings.pt2");
+  editModelJson((kGolden / "tinynet_torch2_9.pt2").string(), out, [](auto &j) {
+    auto &tv = j["graph_module"]["graph"]["tensor_values"];
+    tv["tokens"]["sizes"][1] = {{"as_expr", {{"expr_str", "s0"}}}};
+    tv["embedding"]["sizes"][1] = {{"as_expr", {{"expr_str", "s0"}}}};
+    tv["mul"]["sizes"][1] = {
+        {"as_expr",
+         {{"expr_str",
+           "FloorDiv(Mul(Integer(2), Symbol('s0', integer=True, positive=True)), Integer(2))"}}}};
+    tv["add_1"]["strides"][0] = {{"as_expr", {{"expr_str", "4*s0"}}}};
+    tv["linear"]["sizes"][1] = {
+        {"as_expr", {{"expr_str", "Max(1, Symbol('s0', integer=True, positive=True))"}}}};
+  });
+  Pt2Program p = readOk(out);
+  const Graph &g = *p.graph;
+  EXPECT_EQ(g.findValue("tokens")->proto().shape[1], Dim::symbol("s0"));
+  EXPECT_EQ(g.findValue("mul")->proto().shape[1], Dim::symbol("s0")); // 2*s0 // 2 folds
+  EXPECT_TRUE(g.findValue("linear")->proto().shape[1].isOpaque());
+  EXPECT_EQ(g.findValue("linear")->proto().shape[1].str(), "Max(1, s0)");
+  Pt2WriteOptions wo;
+  wo.provenance = &p.provenance;
+  ASSERT_TRUE(writePt2(g, tmp("sym_rt.pt2"), wo).ok());
+  auto z = ZipReader::open(tmp("sym_rt.pt2"));
+  auto json = nlohmann::json::parse(*(*z)->read(*(*z)->find("sym_rt/models/model.json")));
+  EXPECT_EQ(
+      json["graph_module"]["graph"]["tensor_values"]["linear"]["sizes"][1]["as_expr"]["expr_str"],
+      "Max(1, Symbol('s0', integer=True, positive=True))");
+  EXPECT_EQ(
+      json["graph_module"]["graph"]["tensor_values"]["tokens"]["sizes"][1]["as_expr"]["expr_str"],
+      "Symbol('s0', integer=True, positive=True)");
+  Pt2Program q = readOk(tmp("sym_rt.pt2"));
+  EXPECT_EQ(text(*q.graph), text(g));
+}
+
+TEST(Pt2Read, EveryArgumentUnionMemberMaps) {
+  std::string out = tmp("args.pt2");
+  editModelJson((kGolden / "tinynet_torch2_9.pt2").string(), out, [](auto &j) {
+    // A node after every value it uses, of an op graft does not know.
+    auto &graph = j["graph_module"]["graph"];
+    graph["tensor_values"]["probe"] = graph["tensor_values"]["add_2"];
+    graph["nodes"].push_back({{"target", "torch.ops.mylib.probe.default"},
+                              {"inputs", nlohmann::ordered_json::array()},
+                              {"outputs", {{{"as_tensor", {{"name", "probe"}}}}}},
+                              {"metadata", nlohmann::ordered_json::object()}});
+    {
+      auto &n = graph["nodes"].back();
+      {
+        auto arg = [&](const char *name, nlohmann::ordered_json a) {
+          n["inputs"].push_back({{"name", name}, {"arg", a}, {"kind", 2}});
+        };
+        arg("none", {{"as_none", true}});
+        arg("tensors", {{"as_tensors", {{{"name", "linear"}}, {{"name", "add"}}}}});
+        arg("ints", {{"as_ints", {1, 2}}});
+        arg("floats", {{"as_floats", {0.5, "Infinity"}}});
+        arg("string", {{"as_string", "s"}});
+        arg("strings", {{"as_strings", {"a", "b"}}});
+        arg("symint", {{"as_sym_int", {{"as_name", "sym_size_int"}}}});
+        arg("symints", {{"as_sym_ints", {{{"as_name", "sym_size_int"}}, {{"as_int", 3}}}}});
+        arg("dtype", {{"as_scalar_type", 13}});
+        arg("memfmt", {{"as_memory_format", 2}});
+        arg("layout", {{"as_layout", 7}});
+        arg("device", {{"as_device", {{"type", "cuda"}, {"index", 1}}}});
+        arg("flag", {{"as_bool", true}});
+        arg("flags", {{"as_bools", {true, false}}});
+        arg("symbool", {{"as_sym_bool", {{"as_name", "ge"}}}});
+        arg("symbools", {{"as_sym_bools", {{{"as_name", "ge"}}, {{"as_bool", false}}}}});
+        arg("opt", {{"as_optional_tensor", {{"as_tensor", {{"name", "add"}}}}}});
+        arg("opts",
+            {{"as_optional_tensors", {{{"as_none", true}}, {{"as_tensor", {{"name", "add"}}}}}}});
+        arg("intlists", {{"as_int_lists", {{1, 2}, {3}}}});
+        arg("nested", {{"as_nested_tensors", {{{{"name", "add"}}}}}});
+        arg("op", {{"as_operator", "torch.ops.aten.add.Tensor"}});
+      }
+    }
+  });
+  auto p = readPt2(out);
+  // as_operator must be positional: the reader says so.
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(diagText(p.diags()).find("operator arguments must be positional"), std::string::npos);
+  editModelJson(out, tmp("args2.pt2"), [](auto &j) {
+    auto &n = j["graph_module"]["graph"]["nodes"].back();
+    n["inputs"].erase(n["inputs"].size() - 1);
+  });
+  Pt2Program q = readOk(tmp("args2.pt2"));
+  const Node *n = nullptr;
+  for (const Node &x : q.graph->nodes())
+    if (x.target() == "mylib.probe.default")
+      n = &x;
+  ASSERT_TRUE(n);
+  EXPECT_TRUE(n->kwarg("none")->isNone());
+  EXPECT_EQ(n->kwarg("tensors")->list().size(), 2u);
+  EXPECT_TRUE(std::isinf(n->kwarg("floats")->list()[1].floating()));
+  EXPECT_EQ(n->kwarg("dtype")->dtype(), DType::BF16); // export numbering: 13 is bfloat16
+  EXPECT_EQ(n->kwarg("memfmt")->memoryFormat(), MemoryFormat::ChannelsLast);
+  EXPECT_EQ(n->kwarg("device")->device(), (Device{"cuda", 1}));
+  EXPECT_EQ(n->kwarg("symbools")->list()[0].value()->kind(), ValueKind::SymBool);
+  EXPECT_TRUE(n->kwarg("opts")->list()[0].isNone());
+  EXPECT_EQ(n->kwarg("intlists")->list()[1].list().size(), 1u);
+  // And every one is written back with the same union member.
+  Pt2WriteOptions wo;
+  wo.provenance = &q.provenance;
+  ASSERT_TRUE(writePt2(*q.graph, tmp("args_rt.pt2"), wo).ok());
+  Pt2Program r = readOk(tmp("args_rt.pt2"));
+  EXPECT_EQ(text(*r.graph), text(*q.graph));
+  auto z = ZipReader::open(tmp("args_rt.pt2"));
+  auto json = nlohmann::json::parse(*(*z)->read(*(*z)->find("args_rt/models/model.json")));
+  for (const auto &node : json["graph_module"]["graph"]["nodes"])
+    if (node["target"] == "torch.ops.mylib.probe.default")
+      for (const auto &a : node["inputs"]) {
+        std::string key = a["arg"].begin().key();
+        if (a["name"] == "symints") {
+          EXPECT_EQ(key, "as_sym_ints");
+        }
+        if (a["name"] == "opts") {
+          EXPECT_EQ(key, "as_optional_tensors");
+        }
+        if (a["name"] == "intlists") {
+          EXPECT_EQ(key, "as_int_lists");
+        }
+        if (a["name"] == "nested") {
+          EXPECT_EQ(key, "as_nested_tensors");
+        }
+        if (a["name"] == "dtype") {
+          EXPECT_EQ(a["arg"]["as_scalar_type"], 13);
+        }
+        if (a["name"] == "floats") {
+          EXPECT_EQ(a["arg"]["as_floats"][1], "Infinity");
+        }
+      }
+}
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
+
+TEST(Pt2Write, FollowsTheSchemaAndTheArchiveLayout) {
+  auto z = ZipReader::open(tinySynth());
+  ASSERT_TRUE(z.ok());
+  std::vector<std::string> names;
+  for (const ZipEntry &e : (*z)->entries())
+    names.push_back(e.name);
+  ASSERT_GE(names.size(), 10u);
+  EXPECT_EQ(names.back(), "tiny/.data/serialization_id");
+  EXPECT_EQ(*(*z)->read(*(*z)->find("tiny/archive_format")), "pt2");
+  EXPECT_EQ(*(*z)->read(*(*z)->find("tiny/archive_version")), "0");
+  EXPECT_EQ(*(*z)->read(*(*z)->find("tiny/.data/version")), "6\n");
+  EXPECT_EQ(*(*z)->read(*(*z)->find("tiny/byteorder")), "little");
+  EXPECT_EQ((*z)->read(*(*z)->find("tiny/.data/serialization_id"))->size(), 40u);
+  ASSERT_NE((*z)->find("tiny/data/sample_inputs/model.pt"), nullptr);
+  std::string modelText = *(*z)->read(*(*z)->find("tiny/models/model.json"));
+  // Python's json.dumps formatting.
+  EXPECT_EQ(modelText.rfind("{\"graph_module\": {\"graph\": {\"inputs\": [", 0), 0u);
+  auto j = nlohmann::json::parse(modelText);
+  EXPECT_EQ(j["schema_version"]["major"], 8);
+  EXPECT_EQ(j["schema_version"]["minor"], kPt2SchemaMinor);
+  for (const char *k :
+       {"opset_version", "range_constraints", "verifiers", "torch_version", "guards_code"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  const auto &g = j["graph_module"]["graph"];
+  for (const char *k :
+       {"inputs", "outputs", "nodes", "tensor_values", "sym_int_values", "sym_bool_values",
+        "is_single_tensor_return", "custom_obj_values", "sym_float_values"})
+    EXPECT_TRUE(g.contains(k)) << k;
+  for (const auto &n : g["nodes"]) {
+    EXPECT_EQ(std::string(n["target"]).rfind("torch.ops.", 0), 0u);
+    for (const auto &a : n["inputs"]) {
+      EXPECT_TRUE(a["kind"] == 1 || a["kind"] == 2);
+      EXPECT_EQ(a["arg"].size(), 1u); // single-key unions
+    }
+  }
+  EXPECT_EQ(g["tensor_values"]["tokens"]["dtype"], 5); // LONG: export numbering
+  EXPECT_EQ(g["tensor_values"]["tokens"]["device"], nlohmann::json({{"type", "cpu"}}));
+  EXPECT_EQ(j["range_constraints"]["s0"], nlohmann::json({{"min_val", 1}, {"max_val", 16}}));
+  EXPECT_EQ(j["range_constraints"]["u0"], nlohmann::json({{"min_val", 0}, {"max_val", 15}}));
+  EXPECT_EQ(g["sym_int_values"]["_local_scalar_dense"]["as_expr"]["expr_str"],
+            "Symbol('u0', integer=True)");
+  EXPECT_EQ(g["sym_int_values"]["sym_size_int"]["as_expr"]["hint"]["as_int"], 4);
+  auto cfg = nlohmann::json::parse(
+      *(*z)->read(*(*z)->find("tiny/data/weights/model_weights_config.json")));
+  const auto &meta = cfg["config"]["layers.0.attention.wq.parametrizations.weight.original0"];
+  EXPECT_EQ(meta["is_param"], true);
+  EXPECT_EQ(meta["use_pickle"], false);
+  EXPECT_EQ(meta["tensor_meta"]["dtype"], 2); // CHAR = int8
+  auto ccfg = nlohmann::json::parse(
+      *(*z)->read(*(*z)->find("tiny/data/constants/model_constants_config.json")));
+  EXPECT_TRUE(ccfg["config"].contains("freqs_cos")); // non-persistent buffers are constants
+}
+
+TEST(Pt2Write, WritingIsAtomic) {
+  // A graph whose constant data disagrees with its type fails after the
+  // archive was started: nothing may be left behind.
+  fs::path dir = tempDir() / "atomic2";
+  fs::create_directories(dir);
+  Graph g;
+  Value *w = g.addInput(InputKind::Parameter, "p_w", TensorProto(DType::F32, {4}), "w");
+  g.inputs().back().setData(Tensor::empty(DType::F32, {5}), ExternalData{});
+  g.addOutput(w);
+  std::string path = (dir / "bad.pt2").string();
+  Status s = writePt2(g, path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(diagText(s.diags()).find("weight 'w'"), std::string::npos);
+  EXPECT_TRUE(fs::is_empty(dir));
+}
+
+TEST(Pt2Write, StreamedRandomWeightsMatchGenerateRandom) {
+  // The writer streams random() integer constants without materializing
+  // them; the bytes must be exactly generateRandom's.
+  Graph g;
+  struct Case {
+    DType dt;
+    double lo, hi;
+  } cases[] = {{DType::I8, -8, 7},        {DType::I8, -127, 127}, {DType::U8, 0, 255},
+               {DType::I16, -1000, 1000}, {DType::I32, -5, 5},    {DType::I64, 0, 1e9}};
+  int i = 0;
+  for (const Case &c : cases) {
+    g.addInput(InputKind::Parameter, "p" + std::to_string(i), TensorProto(c.dt, {3, 7}),
+               "w" + std::to_string(i));
+    g.inputs().back().init = RandomInit{static_cast<uint64_t>(100 + i), c.lo, c.hi};
+    ++i;
+  }
+  g.addOutput(g.inputs()[0].value);
+  Status s = writePt2(g, tmp("streamed.pt2"));
+  ASSERT_TRUE(s.ok()) << diagText(s.diags());
+  Pt2Program p = readOk(tmp("streamed.pt2"));
+  for (const GraphInput &in : g.inputs()) {
+    Tensor expect = generateRandom(in.value->proto(), std::get<RandomInit>(*in.init));
+    EXPECT_TRUE(bytesEqual(expect, p.graph->findConstant(in.fqn)->data())) << in.fqn;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Synthesizer round trips
+//===----------------------------------------------------------------------===//
+
+struct SynthCase {
+  SynthQuant quant;
+  bool dynamic;
+  bool tied;
+  DType dtype;
+};
+
+class Pt2RoundTrip : public ::testing::TestWithParam<SynthCase> {};
+
+TEST_P(Pt2RoundTrip, SynthReadWriteReadIsIdentical) {
+  const SynthCase &c = GetParam();
+  LlamaSynthOptions o;
+  o.layers = 2;
+  o.dim = 32;
+  o.heads = 4;
+  o.kvHeads = 2;
+  o.vocab = 24;
+  o.hidden = 64;
+  o.groupSize = 16;
+  o.maxSeqLen = 16;
+  o.seqLen = 5;
+  o.quant = c.quant;
+  o.dynamicSeq = c.dynamic;
+  o.tiedEmbeddings = c.tied;
+  o.checkpointDType = c.dtype;
+  auto synth = synthesizeLlama(o);
+  ASSERT_TRUE(synth.ok()) << diagText(synth.diags());
+  EXPECT_TRUE(verify(**synth).empty()) << diagText(verify(**synth));
+  std::string stem =
+      std::string(name(c.quant)) + (c.dynamic ? "_dyn" : "") + (c.tied ? "_tied" : "");
+  std::string a = tmp(stem + "_a.pt2"), b = tmp(stem + "_b.pt2");
+  ASSERT_TRUE(writePt2(**synth, a, synthWriteOptions(o)).ok());
+
+  Pt2Program r1 = readOk(a);
+  ASSERT_TRUE(r1.graph);
+  EXPECT_TRUE(verify(*r1.graph).empty()) << diagText(verify(*r1.graph));
+  // synth -> read: the same graph, and each FQN holds the generated bytes.
+  EXPECT_EQ(structure(*r1.graph), structure(**synth));
+  for (const GraphInput &in : (*synth)->inputs())
+    if (in.isConstant()) {
+      EXPECT_TRUE(bytesEqual(in.data(), r1.graph->findConstant(in.fqn)->data())) << in.fqn;
+    }
+
+  Pt2WriteOptions wo;
+  wo.provenance = &r1.provenance;
+  Status s = writePt2(*r1.graph, b, wo);
+  ASSERT_TRUE(s.ok()) << diagText(s.diags());
+  Pt2Program r2 = readOk(b);
+  ASSERT_TRUE(r2.graph);
+  // read -> write -> read: identical text (weights spilled to data files) ...
+  std::string binA = tmp(stem + "_a.bin"), binB = tmp(stem + "_b.bin");
+  EXPECT_EQ(text(*r2.graph, binB), text(*r1.graph, binA));
+  EXPECT_EQ(slurp(binA), slurp(binB));
+  // ... identical bytes per FQN ...
+  for (const GraphInput &in : r1.graph->inputs())
+    if (in.isConstant()) {
+      EXPECT_TRUE(bytesEqual(in.data(), r2.graph->findConstant(in.fqn)->data())) << in.fqn;
+    }
+  // ... and every record of the rewritten archive equals the original's.
+  auto za = ZipReader::open(a), zb = ZipReader::open(b);
+  ASSERT_EQ((*za)->entries().size(), (*zb)->entries().size());
+  for (std::size_t i = 0; i < (*za)->entries().size(); ++i) {
+    const ZipEntry &ea = (*za)->entries()[i], &eb = (*zb)->entries()[i];
+    std::string na = ea.name.substr(ea.name.find('/')), nb = eb.name.substr(eb.name.find('/'));
+    EXPECT_EQ(na, nb);
+    if (na != "/.data/serialization_id") {
+      EXPECT_EQ(ea.crc32, eb.crc32) << na;
+    }
+  }
+  if (c.tied) {
+    const char *emb = c.quant == SynthQuant::None || c.quant == SynthQuant::QatW4
+                          ? "tok_embeddings.weight"
+                          : "tok_embeddings.parametrizations.weight.original0";
+    const char *out = c.quant == SynthQuant::None || c.quant == SynthQuant::QatW4
+                          ? "output.weight"
+                          : "output.parametrizations.weight.original0";
+    EXPECT_EQ(r2.graph->findConstant(emb)->data().storage().get(),
+              r2.graph->findConstant(out)->data().storage().get());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllQuantModes, Pt2RoundTrip,
+                         ::testing::Values(SynthCase{SynthQuant::None, false, false, DType::F32},
+                                           SynthCase{SynthQuant::W4, false, false, DType::F32},
+                                           SynthCase{SynthQuant::W8A8W4, false, false, DType::F32},
+                                           SynthCase{SynthQuant::Pt2eW8, false, false, DType::F32},
+                                           SynthCase{SynthQuant::QatW4, false, false, DType::F32},
+                                           SynthCase{SynthQuant::None, true, true, DType::BF16},
+                                           SynthCase{SynthQuant::W4, true, true, DType::BF16},
+                                           SynthCase{SynthQuant::W8A8W4, true, true, DType::F32},
+                                           SynthCase{SynthQuant::Pt2eW8, true, false, DType::BF16},
+                                           SynthCase{SynthQuant::QatW4, true, true, DType::F32}),
+                         [](const auto &info) {
+                           const SynthCase &c = info.param;
+                           std::string n(name(c.quant));
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n + (c.dynamic ? "_dynamic" : "") + (c.tied ? "_tied" : "") +
+                                  (c.dtype == DType::BF16 ? "_bf16" : "");
+                         });
+
+TEST(Pt2Synth, NamesAndShapesFollowTorchExport) {
+  LlamaSynthOptions o;
+  o.layers = 1;
+  o.quant = SynthQuant::W8A8W4;
+  o.dynamicSeq = true;
+  auto g = synthesizeLlama(o);
+  ASSERT_TRUE(g.ok());
+  std::string t = text(**g, tmp("names.bin"));
+  for (const char *s :
+       {"param %p_layers_0_attention_wq_parametrizations_weight_original0 : i8[64, 64]",
+        "buffer %b_freqs_cos : f32[128, 8] fqn=\"freqs_cos\" persistent=false",
+        "input %tokens : i64[1, s0]", "%sym_size_int : symint = aten.sym_size.int(%tokens, 1)",
+        "%_local_scalar_dense : symint = aten._local_scalar_dense.default(%input_pos)",
+        "aten.sym_constrain_range_for_size.default(%_local_scalar_dense, min=0, max=127)",
+        "= aten.slice_copy.Tensor(%b_freqs_cos, 0, 0, %sym_size_int)",
+        "%getitem : f32[1, s0], %getitem_1 : i8[1, s0] = "
+        "torchao.choose_qparams_affine.default(%mul_1, "
+        "\"ASYMMETRIC\", [1, 1, 64], i8, -128, 127, none, none, i8)",
+        "%dequantize_affine_2 : f32[64, 64] = torchao.dequantize_affine.default("
+        "%p_layers_0_attention_wq_parametrizations_weight_original0, [1, 32], "
+        "%p_layers_0_attention_wq_parametrizations_weight_original1, "
+        "%p_layers_0_attention_wq_parametrizations_weight_original2, i8, -8, 7)"})
+    EXPECT_NE(t.find(s), std::string::npos) << s;
+  LlamaSynthOptions bad = o;
+  bad.dim = 65;
+  EXPECT_FALSE(synthesizeLlama(bad).ok());
+}
+
+//===----------------------------------------------------------------------===//
+// Bad input: each names what is wrong; the CLI exits 1 and writes nothing.
+//===----------------------------------------------------------------------===//
+
+TEST(Pt2BadInput, TruncatedArchive) {
+  std::string full = slurp(tinySynth());
+  for (std::size_t keep : {std::size_t(0), std::size_t(10), full.size() / 3, full.size() / 2,
+                           full.size() - 30, full.size() - 1}) {
+    std::string path = tmp("truncated.pt2");
+    ASSERT_TRUE(writeFileAtomic(path, full.substr(0, keep)).ok());
+    std::string e = errorOf(readPt2(path));
+    EXPECT_NE(e.find("truncated"), std::string::npos) << keep << ": " << e;
+  }
+  // Every cut point fails cleanly.
+  for (std::size_t keep = 0; keep < full.size(); keep += 997) {
+    std::string path = tmp("truncated2.pt2");
+    ASSERT_TRUE(writeFileAtomic(path, full.substr(0, keep)).ok());
+    EXPECT_FALSE(readPt2(path).ok());
+  }
+  // A central directory pointing past the end of a shortened file.
+  auto z = ZipReader::open(tinySynth());
+  const ZipEntry *m = (*z)->find("tiny/models/model.json");
+  std::string holed = full.substr(0, m->dataOffset + 10) + full.substr(full.size() - 2000);
+  ASSERT_TRUE(writeFileAtomic(tmp("holed.pt2"), holed).ok());
+  EXPECT_NE(errorOf(readPt2(tmp("holed.pt2"))).find("truncated"), std::string::npos);
+}
+
+TEST(Pt2BadInput, BadCrc) {
+  std::string bytes = slurp(tinySynth());
+  auto z = ZipReader::open(tinySynth());
+  const ZipEntry *m = (*z)->find("tiny/models/model.json");
+  std::string corrupt = bytes;
+  corrupt[m->dataOffset + 100] ^= 0x20;
+  ASSERT_TRUE(writeFileAtomic(tmp("badcrc.pt2"), corrupt).ok());
+  std::string e = errorOf(readPt2(tmp("badcrc.pt2")));
+  EXPECT_NE(e.find("record 'tiny/models/model.json' is corrupt: CRC-32"), std::string::npos) << e;
+  // A weight's CRC is checked on request (it means reading every weight byte).
+  const ZipEntry *w = (*z)->find("tiny/data/weights/weight_0");
+  corrupt = bytes;
+  corrupt[w->dataOffset] ^= 0x01;
+  ASSERT_TRUE(writeFileAtomic(tmp("badcrc_w.pt2"), corrupt).ok());
+  EXPECT_TRUE(readPt2(tmp("badcrc_w.pt2")).ok());
+  Pt2ReadOptions o;
+  o.verifyWeightChecksums = true;
+  e = errorOf(readPt2(tmp("badcrc_w.pt2"), o));
+  EXPECT_NE(e.find("tiny/data/weights/weight_0"), std::string::npos) << e;
+  EXPECT_NE(e.find("weight '"), std::string::npos) << e;
+}
+
+TEST(Pt2BadInput, MissingRecord) {
+  struct Case {
+    const char *drop;
+    const char *expect;
+  } cases[] = {
+      {"tiny/models/model.json", "missing record 'tiny/models/<model>.json'"},
+      {"tiny/archive_format", "missing record 'tiny/archive_format'"},
+      {"tiny/data/weights/model_weights_config.json",
+       "missing record 'tiny/data/weights/model_weights_config.json'"},
+      {"tiny/data/weights/weight_3", "missing record 'tiny/data/weights/weight_3' (weight '"},
+  };
+  for (const Case &c : cases) {
+    std::string out = tmp("missing.pt2");
+    rewriteArchive(tinySynth(), out,
+                   [&](const std::string &n, const std::string &b) -> std::optional<std::string> {
+                     if (n == c.drop)
+                       return std::nullopt;
+                     return b;
+                   });
+    std::string e = errorOf(readPt2(out));
+    EXPECT_NE(e.find(c.expect), std::string::npos) << e;
+  }
+  // A legacy archive without its state dict: the FQN has no data.
+  std::string out = tmp("missing_legacy.pt2");
+  rewriteArchive((kGolden / "tinynet_torch2_7_legacy.pt2").string(), out,
+                 [](const std::string &n, const std::string &b) -> std::optional<std::string> {
+                   if (n == "serialized_state_dict.pt")
+                     return std::nullopt;
+                   return b;
+                 });
+  std::string e = errorOf(readPt2(out));
+  EXPECT_NE(e.find("no data for param 'emb.weight'"), std::string::npos) << e;
+}
+
+TEST(Pt2BadInput, UnknownSchemaMajor) {
+  editModelJson(tinySynth(), tmp("major.pt2"), [](auto &j) { j["schema_version"]["major"] = 9; });
+  std::string e = errorOf(readPt2(tmp("major.pt2")));
+  EXPECT_NE(e.find("unsupported schema version 9."), std::string::npos) << e;
+  EXPECT_NE(e.find("models/model.json"), std::string::npos) << e;
+}
+
+TEST(Pt2BadInput, JsonThatViolatesTheSchema) {
+  struct Case {
+    std::function<void(nlohmann::ordered_json &)> edit;
+    const char *expect;
+  } cases[] = {
+      {[](auto &j) { j["graph_module"]["graph"]["nodes"][1]["inputs"][0]["arg"]["as_int"] = 3; },
+       "graph_module.graph.nodes[1].inputs[0].arg: a union must have exactly one key"},
+      {[](auto &j) { j["graph_module"]["graph"]["nodes"][0].erase("target"); },
+       "graph_module.graph.nodes[0]: missing required field 'target'"},
+      {[](auto &j) { j["graph_module"]["graph"]["tensor_values"]["tokens"]["sizes"] = 3; },
+       "graph_module.graph.tensor_values[\"tokens\"].sizes: expected an array, got an integer"},
+      {[](auto &j) {
+         j["graph_module"]["graph"]["nodes"][0]["inputs"][0]["arg"] = {{"as_banana", 1}};
+       },
+       "unknown Argument member 'as_banana'"},
+      {[](auto &j) { j["graph_module"]["graph"]["tensor_values"]["tokens"]["dtype"] = 99; },
+       "unknown ScalarType 99"},
+      {[](auto &j) {
+         j["graph_module"]["signature"]["input_specs"][0] = {{"custom_obj", {}}};
+       },
+       "input spec kind 'custom_obj'"},
+  };
+  for (const Case &c : cases) {
+    editModelJson(tinySynth(), tmp("schema.pt2"), c.edit);
+    std::string e = errorOf(readPt2(tmp("schema.pt2")));
+    EXPECT_NE(e.find(c.expect), std::string::npos) << e;
+  }
+  rewriteArchive(tinySynth(), tmp("notjson.pt2"),
+                 [](const std::string &n, const std::string &b) -> std::optional<std::string> {
+                   return n.find("models/") != std::string::npos
+                              ? std::string("{\"graph_module\": ")
+                              : b;
+                 });
+  std::string e = errorOf(readPt2(tmp("notjson.pt2")));
+  EXPECT_NE(e.find("tiny/models/model.json: not valid JSON"), std::string::npos) << e;
+}
+
+TEST(Pt2BadInput, WeightBytesNotMatchingTheTensorMeta) {
+  // A payload shorter than its tensor meta needs.
+  rewriteArchive(tinySynth(), tmp("short.pt2"),
+                 [](const std::string &n, const std::string &b) -> std::optional<std::string> {
+                   return n == "tiny/data/weights/weight_0" ? b.substr(0, b.size() / 2) : b;
+                 });
+  std::string e = errorOf(readPt2(tmp("short.pt2")));
+  EXPECT_NE(e.find("weight 'tok_embeddings.parametrizations.weight.original0'"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("needs more than the record's"), std::string::npos) << e;
+  // A PayloadConfig that disagrees with the graph's placeholder.
+  rewriteArchive(tinySynth(), tmp("metamismatch.pt2"),
+                 [](const std::string &n, const std::string &b) -> std::optional<std::string> {
+                   if (n != "tiny/data/weights/model_weights_config.json")
+                     return b;
+                   auto j = nlohmann::ordered_json::parse(b);
+                   j["config"]["norm.weight"]["tensor_meta"]["dtype"] = 6; // HALF
+                   return j.dump();
+                 });
+  e = errorOf(readPt2(tmp("metamismatch.pt2")));
+  EXPECT_NE(e.find("weight 'norm.weight'"), std::string::npos) << e;
+  EXPECT_NE(e.find("placeholder 'p_norm_weight' is f32[32]"), std::string::npos) << e;
+  // A storage record of a pickled state dict with the wrong size.
+  rewriteArchive((kGolden / "tinynet_torch2_8.pt2").string(), tmp("pickled_short.pt2"),
+                 [](const std::string &n, const std::string &b) -> std::optional<std::string> {
+                   if (n != "tinynet_torch2_8/data/weights/model.pt")
+                     return b;
+                   // Rebuild the nested torch.save zip with one storage cut short.
+                   std::string in = tmp("nested_in.zip");
+                   EXPECT_TRUE(writeFileAtomic(in, b).ok());
+                   auto z = ZipReader::open(in);
+                   auto w = ZipWriter::inMemory();
+                   for (const ZipEntry &e : (*z)->entries()) {
+                     std::string d = *(*z)->read(e);
+                     if (e.name == "archive/data/1")
+                       d = d.substr(4);
+                     EXPECT_TRUE(w->add(e.name, d).ok());
+                   }
+                   EXPECT_TRUE(w->finish().ok());
+                   return w->buffer();
+                 });
+  e = errorOf(readPt2(tmp("pickled_short.pt2")));
+  EXPECT_NE(e.find("record 'archive/data/1' has 60 bytes but its storage holds 16 f32 elements"),
+            std::string::npos)
+      << e;
+}
+
+TEST(Pt2BadInput, DanglingTensorNames) {
+  editModelJson(tinySynth(), tmp("dangling.pt2"), [](auto &j) {
+    j["graph_module"]["graph"]["nodes"][3]["inputs"][0]["arg"] = {
+        {"as_tensor", {{"name", "nope"}}}};
+  });
+  std::string e = errorOf(readPt2(tmp("dangling.pt2")));
+  EXPECT_NE(e.find("refers to undefined value 'nope'"), std::string::npos) << e;
+  EXPECT_NE(e.find("node '"), std::string::npos) << e;
+  editModelJson(tinySynth(), tmp("dangling2.pt2"), [](auto &j) {
+    j["graph_module"]["graph"]["outputs"][0] = {{"as_tensor", {{"name", "ghost"}}}};
+  });
+  e = errorOf(readPt2(tmp("dangling2.pt2")));
+  EXPECT_NE(e.find("graph output 0 refers to undefined value 'ghost'"), std::string::npos) << e;
+  editModelJson(tinySynth(), tmp("dangling3.pt2"),
+                [](auto &j) { j["graph_module"]["graph"]["tensor_values"].erase("embedding"); });
+  e = errorOf(readPt2(tmp("dangling3.pt2")));
+  EXPECT_NE(e.find("value 'embedding' has no entry in graph.tensor_values"), std::string::npos)
+      << e;
+}
+
+TEST(Pt2BadInput, PicklesOutsideTheAllowedSubset) {
+  // Real torch.save output: a state dict entry that would call os.system.
+  std::string e = errorOf(readPt2((kGolden / "bad_pickle_global.pt2").string()));
+  EXPECT_NE(e.find("weight 'scale'"), std::string::npos) << e;
+  EXPECT_NE(e.find("'posix.system'"), std::string::npos) << e;
+  EXPECT_NE(e.find("nothing in it was executed"), std::string::npos) << e;
+  // A tensor subclass graft does not know.
+  e = errorOf(readPt2((kGolden / "bad_unknown_subclass.pt2").string()));
+  EXPECT_NE(e.find("weight 'linear.weight'"), std::string::npos) << e;
+  EXPECT_NE(e.find("'thirdparty.fancy.FancyTensor'"), std::string::npos) << e;
+
+  // Hand-written pickles in a 2.8 archive.
+  auto withPickle = [&](const std::string &pkl, const std::string &name) {
+    rewriteArchive((kGolden / "tinynet_torch2_8.pt2").string(), tmp(name),
+                   [&](const std::string &n, const std::string &b) -> std::optional<std::string> {
+                     if (n != "tinynet_torch2_8/data/weights/model.pt")
+                       return b;
+                     auto w = ZipWriter::inMemory();
+                     EXPECT_TRUE(w->add("archive/data.pkl", pkl).ok());
+                     EXPECT_TRUE(w->add("archive/version", "3\n").ok());
+                     EXPECT_TRUE(w->finish().ok());
+                     return w->buffer();
+                   });
+    return errorOf(readPt2(tmp(name)));
+  };
+  auto u32 = [](uint32_t n) {
+    std::string b(4, '\0');
+    for (int i = 0; i < 4; ++i)
+      b[static_cast<std::size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xFF);
+    return b;
+  };
+  auto str = [&](const std::string &x) { return "X" + u32(static_cast<uint32_t>(x.size())) + x; };
+  const std::string head = std::string("\x80\x02}(", 4);
+  // {'scale': builtins.eval('1+1')}
+  e = withPickle(head + str("scale") + "cbuiltins\neval\n" + str("1+1") + "\x85" + "Ru.",
+                 "eval.pt2");
+  EXPECT_NE(e.find("weight 'scale'"), std::string::npos) << e;
+  EXPECT_NE(e.find("'builtins.eval'"), std::string::npos) << e;
+  // {'scale': NEWOBJ(evil.Thing)}
+  e = withPickle(head + str("scale") + "cevil\nThing\n)\x81u.", "newobj.pt2");
+  EXPECT_NE(e.find("'evil.Thing'"), std::string::npos) << e;
+  // An opcode outside the data subset (PERSID in text form).
+  e = withPickle(std::string("\x80\x02P0\n.", 6), "persid.pt2");
+  EXPECT_NE(e.find("unsupported pickle opcode 0x50"), std::string::npos) << e;
+  // A truncated pickle.
+  e = withPickle(head + "X" + u32(5) + "sc", "trunc.pt2");
+  EXPECT_NE(e.find("pickle is truncated"), std::string::npos) << e;
+}
+
+TEST(Pt2BadInput, CliExitsOneAndWritesNothing) {
+  fs::path dir = tempDir() / "cli";
+  fs::create_directories(dir);
+  editModelJson(tinySynth(), tmp("cli_major.pt2"),
+                [](auto &j) { j["schema_version"]["major"] = 9; });
+  std::string err;
+  for (const std::string &bad :
+       {(kGolden / "bad_pickle_global.pt2").string(), tmp("cli_major.pt2")}) {
+    EXPECT_EQ(runCli("print " + bad + " -o " + (dir / "out.gir").string(), &err), 1) << err;
+    EXPECT_EQ(runCli("print " + bad + " -o " + (dir / "out.pt2").string(), &err), 1) << err;
+    EXPECT_EQ(runCli("verify " + bad, &err), 1) << err;
+    EXPECT_EQ(runCli("run " + bad, &err), 1) << err;
+  }
+  EXPECT_TRUE(fs::is_empty(dir));
+}
+
+//===----------------------------------------------------------------------===//
+// CLI
+//===----------------------------------------------------------------------===//
+
+TEST(Pt2Cli, SynthPrintVerifyRun) {
+  std::string out = tmp("cli_synth.pt2");
+  std::string err;
+  ASSERT_EQ(runCli("synth llama --layers 1 --dim 32 --heads 4 --vocab 64 --quant 8da4w "
+                   "--dynamic-seq --tied-embeddings --checkpoint-dtype bf16 --quiet -o " +
+                       out,
+                   &err),
+            0)
+      << err;
+  EXPECT_EQ(runCli("verify " + out, &err), 0) << err;
+  EXPECT_EQ(runCli("run " + out + " --sym s0=3", &err), 0) << err;
+  // print: the graph, weights referenced in place inside the archive.
+  std::string gir = tmp("cli_synth.gir");
+  ASSERT_EQ(runCli("print " + out + " -o " + gir, &err), 0) << err;
+  std::string t = slurp(gir);
+  EXPECT_NE(t.find("torchao.choose_qparams_affine.default"), std::string::npos);
+  EXPECT_NE(t.find("file(\"cli_synth.pt2\", offset="), std::string::npos);
+  // The printed text parses back (its file() references map the archive).
+  auto g = parseGraphFile(gir);
+  ASSERT_TRUE(g.ok()) << diagText(g.diags());
+  auto p = readPt2(out);
+  ASSERT_TRUE(p.ok());
+  for (const GraphInput &in : p->graph->inputs())
+    if (in.isConstant()) {
+      EXPECT_TRUE(bytesEqual(in.data(), (*g)->findConstant(in.fqn)->data())) << in.fqn;
+    }
+  // print -o x.pt2 converts (here: a .gir back to an archive).
+  std::string back = tmp("cli_back.pt2");
+  ASSERT_EQ(runCli("print " + gir + " -o " + back, &err), 0) << err;
+  EXPECT_EQ(runCli("verify " + back, &err), 0) << err;
+  EXPECT_EQ(runCli("synth llama --quant bogus -o " + tmp("x.pt2"), &err), 1);
+  EXPECT_NE(err.find("--quant: 'bogus'"), std::string::npos) << err;
+  EXPECT_EQ(runCli("synth llama --dim 30 --heads 4 -o " + tmp("x.pt2"), &err), 1);
+  EXPECT_FALSE(fs::exists(tmp("x.pt2")));
+}
+
+TEST(Pt2Load, DispatchesOnContent) {
+  EXPECT_TRUE(isPt2File(tinySynth()));
+  std::string gir = tmp("plain.gir");
+  ASSERT_TRUE(writeFileAtomic(gir, "graph @g {\n  input %x : f32[2]\n  output %x\n}\n").ok());
+  EXPECT_FALSE(isPt2File(gir));
+  auto a = loadGraph(gir);
+  ASSERT_TRUE(a.ok());
+  EXPECT_FALSE(a->pt2.has_value());
+  auto b = loadGraph(tinySynth());
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(b->pt2.has_value());
+  EXPECT_EQ(b->pt2->layout, Pt2Layout::RawWeights);
+}

@@ -1,0 +1,148 @@
+//===- SynthCommand.cpp - graft synth: write realistic exported programs --===//
+//
+//   graft synth llama --layers 2 --dim 64 --heads 4 --vocab 128 --quant 4w -o m.pt2
+//
+// Writes a Llama-shaped torch.export program with random weights (see
+// graft/serialize/Synth.h) as a .pt2 archive, or as text IR when the output
+// ends in .gir.
+//
+//===----------------------------------------------------------------------===//
+#include "Cli.h"
+
+#include "graft/serialize/Pt2.h"
+#include "graft/serialize/Synth.h"
+#include "graft/serialize/TextIR.h"
+#include "graft/support/FileIO.h"
+
+#include <iostream>
+
+namespace graft::cli {
+
+namespace {
+
+Expected<int> intFlag(const Args &args, const std::string &flag, int fallback) {
+  auto v = args.get(flag);
+  if (!v)
+    return fallback;
+  try {
+    std::size_t used = 0;
+    long long x = std::stoll(*v, &used);
+    if (used != v->size() || x < 0 || x > (1ll << 31) - 1)
+      throw std::invalid_argument("range");
+    return static_cast<int>(x);
+  } catch (const std::exception &) {
+    return Diagnostic::error("--" + flag + ": '" + *v + "' is not a non-negative integer");
+  }
+}
+
+int runSynth(const Args &args) {
+  if (args.positional.size() != 1 || args.positional[0] != "llama") {
+    std::cerr << "graft synth: error: expected the model family 'llama'\n";
+    return kUserError;
+  }
+  auto out = args.get("o");
+  if (!out) {
+    std::cerr << "graft synth: error: -o OUT is required\n";
+    return kUserError;
+  }
+  LlamaSynthOptions o;
+  struct IntOpt {
+    const char *flag;
+    int *dst;
+  };
+  IntOpt ints[] = {{"layers", &o.layers},        {"dim", &o.dim},
+                   {"heads", &o.heads},          {"kv-heads", &o.kvHeads},
+                   {"vocab", &o.vocab},          {"hidden", &o.hidden},
+                   {"group-size", &o.groupSize}, {"max-seq-len", &o.maxSeqLen},
+                   {"seq-len", &o.seqLen}};
+  for (const IntOpt &i : ints) {
+    auto v = intFlag(args, i.flag, *i.dst);
+    if (!v)
+      return reportFailure(v.diags());
+    *i.dst = *v;
+  }
+  if (auto s = args.get("seed")) {
+    try {
+      o.seed = std::stoull(*s);
+    } catch (const std::exception &) {
+      return reportFailure({Diagnostic::error("--seed: '" + *s + "' is not an integer")});
+    }
+  }
+  if (auto q = args.get("quant")) {
+    auto parsed = parseSynthQuant(*q);
+    if (!parsed)
+      return reportFailure({Diagnostic::error("--quant: '" + *q +
+                                              "' is not one of none, 4w, 8da4w, pt2e-8w, qat-4w")});
+    o.quant = *parsed;
+  }
+  if (auto d = args.get("checkpoint-dtype")) {
+    auto dt = parseDType(*d);
+    if (!dt)
+      return reportFailure({Diagnostic::error("--checkpoint-dtype: unknown dtype '" + *d + "'")});
+    o.checkpointDType = *dt;
+  }
+  o.tiedEmbeddings = args.has("tied-embeddings");
+  o.dynamicSeq = args.has("dynamic-seq");
+
+  auto graph = synthesizeLlama(o);
+  if (!graph)
+    return reportFailure(graph.diags());
+  const std::string &path = *out;
+  bool gir = path.size() >= 4 && path.compare(path.size() - 4, 4, ".gir") == 0;
+  Status s;
+  if (gir) {
+    auto text = printGraph(**graph);
+    if (!text)
+      return reportFailure(text.diags());
+    s = writeFileAtomic(path, *text);
+  } else {
+    s = writePt2(**graph, path, synthWriteOptions(o));
+  }
+  if (!s)
+    return reportFailure(s.diags());
+  if (!args.has("quiet"))
+    std::cerr << "graft synth: wrote " << path << " (" << (*graph)->numNodes() << " nodes, "
+              << (*graph)->inputs().size() << " inputs, ~" << llamaParameterCount(o)
+              << " parameters, quant " << name(o.quant) << ")\n";
+  return kOk;
+}
+
+} // namespace
+
+Command makeSynthCommand() {
+  Command c;
+  c.name = "synth";
+  c.usage = "graft synth llama --layers N --dim D --heads H --vocab V "
+            "--quant {4w,8da4w,pt2e-8w,qat-4w,none} [--checkpoint-dtype bf16] "
+            "[--tied-embeddings] [--dynamic-seq] -o OUT.pt2";
+  c.summary = "Write a Llama-shaped exported program with random weights.";
+  c.details = "The program is what torch.export produces for ExecuTorch's llama_transformer,\n"
+              "quantized the way torchao (4w, 8da4w, qat-4w) or PT2E (pt2e-8w) leaves it:\n"
+              "placeholders p_/b_/c_ + FQN, nodes named after their ops, torchao and\n"
+              "quantized_decomposed argument lists, and with --dynamic-seq a symbolic\n"
+              "sequence length plus an input_pos read through _local_scalar_dense and\n"
+              "sym_constrain_range_for_size. Weights are generated while writing, so any\n"
+              "size (up to an 8B-parameter shape) streams to disk. OUT ending in .gir\n"
+              "writes text IR instead of a .pt2.";
+  c.flags = {
+      {"o", true, "output .pt2 (or .gir)", "OUT"},
+      {"layers", true, "transformer blocks (default 2)", "N"},
+      {"dim", true, "model dimension (default 64)", "D"},
+      {"heads", true, "attention heads (default 4)", "H"},
+      {"kv-heads", true, "key/value heads for grouped-query attention (default: heads)", "H"},
+      {"vocab", true, "vocabulary size (default 128)", "V"},
+      {"hidden", true, "feed-forward size (default: Llama's rule)", "F"},
+      {"group-size", true, "int4 quantization group (default 32)", "G"},
+      {"max-seq-len", true, "rotary table length / dynamic bound (default 128)", "N"},
+      {"seq-len", true, "static sequence length (example value if dynamic; default 8)", "N"},
+      {"quant", true, "none, 4w, 8da4w, pt2e-8w or qat-4w (default 4w)", "MODE"},
+      {"checkpoint-dtype", true, "f32 (default), bf16 or f16", "DTYPE"},
+      {"tied-embeddings", false, "the LM head shares the embedding's storage"},
+      {"dynamic-seq", false, "symbolic sequence length"},
+      {"seed", true, "random seed (default 1)", "N"},
+      {"quiet", false, "no summary line"}};
+  c.run = runSynth;
+  return c;
+}
+
+} // namespace graft::cli
