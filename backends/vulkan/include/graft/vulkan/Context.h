@@ -1,0 +1,154 @@
+//===- Context.h - A Vulkan device, its buffers and compute dispatches -*- C++ -*-===//
+//
+// The runtime layer every kernel is written against: pick a physical device
+// (`graft devices` lists them, `--device N` selects), allocate storage
+// buffers, upload and read back bytes, and record compute dispatches of
+// shader-library variants into a command buffer that `flush()` submits.
+//
+// Ownership: a Context owns the instance/device through a shared core that
+// every Buffer also holds, so buffers may outlive the Context object. Buffers
+// bound to recorded dispatches stay alive until the next flush completes.
+// Vulkan headers stay private to the backend (pimpl).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/support/Expected.h"
+#include "graft/vulkan/ShaderLibrary.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace graft::vk {
+
+/// A physical device as the loader reports it.
+struct DeviceInfo {
+  uint32_t index = 0;
+  std::string name;
+  std::string type;       ///< "discrete-gpu", "integrated-gpu", "virtual-gpu", "cpu", "other"
+  std::string apiVersion; ///< "1.3.230"
+  std::string driver;     ///< driver name and info when the device reports them
+  uint32_t vendorId = 0;
+  uint32_t deviceId = 0;
+  uint64_t maxStorageBufferRange = 0; ///< bytes
+  uint32_t maxComputeWorkGroupCount[3] = {0, 0, 0};
+  uint32_t maxComputeWorkGroupInvocations = 0;
+  uint32_t maxComputeSharedMemorySize = 0;
+  uint32_t maxPushConstantsSize = 0;
+  uint32_t maxImageDimension2D = 0;
+  uint32_t maxImageDimension3D = 0;
+  uint64_t deviceLocalBytes = 0; ///< largest device-local heap
+  bool storageBuffer16BitAccess = false;
+  bool storageBuffer8BitAccess = false;
+  bool shaderFloat16 = false;
+  bool shaderInt64 = false;
+  float timestampPeriodNs = 0; ///< 0: no timestamps on the compute queue
+};
+
+/// Lists the Vulkan devices. No loader or no driver gives an empty list;
+/// an instance that fails for another reason is an error.
+Expected<std::vector<DeviceInfo>> listDevices();
+
+struct ContextOptions {
+  /// Index into listDevices(); -1 picks the first discrete GPU, else the
+  /// first integrated GPU, else the first device.
+  int deviceIndex = -1;
+  /// Enable VK_LAYER_KHRONOS_validation when it is installed. Defaults to on
+  /// in Debug builds and when GRAFT_VK_VALIDATION=1.
+  bool validation = false;
+};
+
+class Context;
+struct DeviceCore;
+
+/// A storage buffer. Move-only; freed when the last owner drops it (after
+/// any recorded dispatch that uses it has completed).
+class Buffer {
+public:
+  ~Buffer();
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  std::size_t size() const { return size_; }
+
+private:
+  friend class Context;
+  struct Impl;
+  Buffer() = default;
+  std::unique_ptr<Impl> impl_;
+  std::size_t size_ = 0;
+};
+
+/// Counters a Context keeps, for tests and benchmarks.
+struct ContextStats {
+  uint64_t dispatches = 0;
+  uint64_t flushes = 0;
+  uint64_t buffersAllocated = 0;
+  uint64_t bytesAllocated = 0;
+  uint64_t bytesUploaded = 0;
+  uint64_t bytesDownloaded = 0;
+};
+
+class Context {
+public:
+  /// Creates an instance and a logical device with one compute queue.
+  static Expected<std::unique_ptr<Context>> create(const ContextOptions &options = {});
+  ~Context();
+  Context(const Context &) = delete;
+  Context &operator=(const Context &) = delete;
+
+  const DeviceInfo &info() const;
+  bool validationEnabled() const;
+  ShaderLibrary &shaders();
+
+  /// A buffer of at least `bytes` (a zero-size request gets a small one).
+  /// Exceeding the device's maxStorageBufferRange is a user error.
+  Expected<std::shared_ptr<Buffer>> allocate(std::size_t bytes);
+  /// Writes bytes at `offset`. Pending dispatches that use the buffer are
+  /// flushed first, so the write never races them.
+  Status upload(Buffer &buffer, const void *data, std::size_t bytes, std::size_t offset = 0);
+  /// Reads bytes at `offset`, flushing pending work first.
+  Status download(const Buffer &buffer, void *data, std::size_t bytes, std::size_t offset = 0);
+  /// A zeroed 16-byte host-visible buffer that a kernel sets to non-zero to
+  /// report bad input it cannot report otherwise (an index out of range);
+  /// the next flush() checks it and fails with the user error `message`.
+  Expected<std::shared_ptr<Buffer>> statusBuffer(std::string message);
+  /// Fills the buffer with a repeated 32-bit pattern (recorded, like a dispatch).
+  Status fill(Buffer &buffer, uint32_t pattern);
+
+  /// Records a dispatch of `variant` (compiled on first use) with
+  /// `bindings` as storage buffers 0..n-1, `push` as push constants, and
+  /// `groups` workgroups. A memory barrier follows every dispatch, so
+  /// consecutive dispatches see each other's writes.
+  Status dispatch(std::string_view variant, const std::vector<Buffer *> &bindings, const void *push,
+                  std::size_t pushBytes, std::array<uint32_t, 3> groups);
+  /// Dispatches enough workgroups for `invocations` threads along x (split
+  /// into a 2-D grid beyond the device's x limit); the shader linearises
+  /// gl_GlobalInvocationID with linearId() from common.glslh.
+  Status dispatch1D(std::string_view variant, const std::vector<Buffer *> &bindings,
+                    const void *push, std::size_t pushBytes, uint64_t invocations);
+  /// Submits everything recorded and waits for it.
+  Status flush();
+  /// Whether dispatches are recorded but not yet submitted.
+  bool hasPendingWork() const;
+
+  /// Device time of the dispatches between the last two flushes in
+  /// nanoseconds, when the device has timestamps (0 otherwise).
+  double lastSubmitDeviceNs() const;
+
+  ContextStats stats() const;
+
+private:
+  struct Impl;
+  Context() = default;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Whether GRAFT_VK_VALIDATION=1 (or a Debug build) asks for validation.
+bool validationRequestedByDefault();
+
+} // namespace graft::vk

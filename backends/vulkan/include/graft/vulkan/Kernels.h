@@ -1,0 +1,217 @@
+//===- Kernels.h - Device tensors and the Vulkan kernels -*- C++ -*-===//
+//
+// Host-side launchers of the compute shaders. Each takes device tensors,
+// validates shapes and dtypes (a mismatch is a user error, never a crash),
+// picks the shader variant, fills the push constants and records the
+// dispatch; results stay on the device until downloaded.
+//
+// Device representation: every tensor is contiguous, row-major, in one
+// storage buffer. f32 is float, f16 is float16_t (needs
+// storageBuffer16BitAccess); bool and every integer dtype (u8, i8, i16, i32,
+// i64) are int32 on the device, as ExecuTorch's Vulkan backend downcasts
+// 64-bit values (an i64 outside the int32 range fails the upload). bf16 and
+// f64 have no device representation. Packed quantized weights are uploaded
+// as raw bytes or prepacked into the kernels' layouts (see the prepack*
+// functions).
+//
+// Numerics: kernels follow the reference interpreter's formulas and
+// accumulation order (docs/numerics.md, docs/vulkan-backend.md lists the
+// tolerance of each kernel).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/ir/Tensor.h"
+#include "graft/vulkan/Context.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace graft::vk {
+
+/// A contiguous tensor in a device buffer.
+struct DeviceTensor {
+  DType dtype = DType::F32; ///< the logical dtype
+  std::vector<int64_t> sizes;
+  std::shared_ptr<Buffer> buffer;
+  int64_t numel() const;
+  bool defined() const { return buffer != nullptr; }
+};
+
+/// How a logical dtype is stored on the device.
+enum class DeviceElem { F32, F16, I32 };
+/// nullopt when the dtype has no device representation (bf16, f64, ...).
+std::optional<DeviceElem> deviceElem(DType dtype);
+std::size_t deviceElemSize(DeviceElem elem);
+/// The shader-variant suffix of a dtype: "float", "half" or "int".
+std::string shaderDType(DType dtype);
+/// Why `dtype` cannot live on the device, or empty when it can.
+std::string unsupportedDTypeReason(const DeviceInfo &device, DType dtype);
+inline std::string unsupportedDTypeReason(const Context &ctx, DType dtype) {
+  return unsupportedDTypeReason(ctx.info(), dtype);
+}
+
+/// An uninitialised device tensor.
+Expected<DeviceTensor> allocateTensor(Context &ctx, DType dtype, std::vector<int64_t> sizes);
+/// Uploads a host tensor (any strides), converting to the device element.
+Expected<DeviceTensor> uploadTensor(Context &ctx, const Tensor &tensor);
+/// Reads a device tensor back into a host tensor of its logical dtype
+/// (integer values are narrowed/widened back from int32).
+Expected<Tensor> downloadTensor(Context &ctx, const DeviceTensor &tensor);
+
+//===-- Elementwise ----------------------------------------------------===//
+
+enum class BinaryKind { Add, Sub, Mul, Div, Maximum, Minimum, Pow };
+enum class UnaryKind {
+  Neg,
+  Abs,
+  Relu,
+  Sigmoid,
+  Silu,
+  Gelu,
+  GeluTanh,
+  Rsqrt,
+  Sqrt,
+  Exp,
+  Reciprocal
+};
+const char *name(BinaryKind kind);
+const char *name(UnaryKind kind);
+
+/// a OP b with broadcasting; both operands must have `a`'s dtype (the
+/// executor converts first), which is the result dtype.
+Expected<DeviceTensor> binary(Context &ctx, BinaryKind op, const DeviceTensor &a,
+                              const DeviceTensor &b, double alpha = 1.0);
+/// a OP scalar. `scalar` is used exactly as given (as f32); the caller
+/// applies torch's scalar-rounding rules for reduced-precision dtypes.
+Expected<DeviceTensor> binaryScalar(Context &ctx, BinaryKind op, const DeviceTensor &a,
+                                    double scalar, double alpha = 1.0);
+Expected<DeviceTensor> unary(Context &ctx, UnaryKind op, const DeviceTensor &a);
+
+//===-- Reductions and normalisations ---------------------------------===//
+
+enum class ReduceKind { Sum, Mean, Amax, Amin };
+/// Reduces the innermost `numDims` dims (keepdim keeps them as size 1).
+Expected<DeviceTensor> reduceInner(Context &ctx, ReduceKind op, const DeviceTensor &a,
+                                   int64_t numDims, bool keepdim);
+/// Softmax over the last dim; `safe` gives zeros for rows of only -inf
+/// (ATen's _safe_softmax).
+Expected<DeviceTensor> softmaxLast(Context &ctx, const DeviceTensor &a, DType outDType,
+                                   bool safe = false);
+/// et_vk.rms_norm over the last dim.
+Expected<DeviceTensor> rmsNorm(Context &ctx, const DeviceTensor &x, const DeviceTensor &weight,
+                               double eps);
+
+//===-- Matrix products -----------------------------------------------===//
+
+/// torch.matmul for operands of rank >= 2 (batch dims broadcast), same dtype.
+Expected<DeviceTensor> matmul(Context &ctx, const DeviceTensor &a, const DeviceTensor &b);
+/// F.linear: x [..., K] @ w[N, K]^T (+ bias [N]).
+Expected<DeviceTensor> linear(Context &ctx, const DeviceTensor &x, const DeviceTensor &w,
+                              const DeviceTensor *bias);
+
+/// A 4-bit weight prepacked for linear_q4gsw.glsl: words[k8 * N + n] holds
+/// k = 8*k8..8*k8+7 of row n, nibble i = (w + 8) of k = 8*k8 + i.
+struct PackedQ4Weight {
+  std::shared_ptr<Buffer> words;
+  int64_t N = 0;
+  int64_t K = 0; ///< packed columns (2 * bytes per row)
+};
+/// Prepacks a serialized packed-int4 weight [N, K/2] (u8 or i8 bytes).
+/// `lowNibbleFirst`: the linear convention (low nibble = even k); false for
+/// linear_qcs4w's (high nibble = even k).
+Expected<PackedQ4Weight> prepackQ4(Context &ctx, const Tensor &packed, bool lowNibbleFirst);
+
+/// et_vk.linear_q4gsw: x [..., K] against the prepacked weight, scales
+/// [G, scaleStride] (stride >= N), optional bias [>= N].
+Expected<DeviceTensor> linearQ4gsw(Context &ctx, const DeviceTensor &x, const PackedQ4Weight &w,
+                                   const DeviceTensor &scales, int64_t groupSize,
+                                   const DeviceTensor *bias);
+/// et_vk.linear_qcs4w: per-channel scales [>= N], one group over K.
+Expected<DeviceTensor> linearQcs4w(Context &ctx, const DeviceTensor &x, const PackedQ4Weight &w,
+                                   const DeviceTensor &scales);
+/// et_vk.linear_dq8ca_q4gsw: quantizes x per token with (inputScales,
+/// inputZeroPoints) (int8, [-128, 127]), then the integer group dot products.
+Expected<DeviceTensor> linearDq8caQ4gsw(Context &ctx, const DeviceTensor &x,
+                                        const DeviceTensor &inputScales,
+                                        const DeviceTensor &inputZeroPoints,
+                                        const PackedQ4Weight &w, const DeviceTensor &scales,
+                                        int64_t groupSize, const DeviceTensor *bias);
+
+/// An int8 weight [N, K] prepacked for linear_q8csw.glsl: words[k4 * N + n]
+/// holds k = 4*k4..4*k4+3 of row n.
+struct PackedQ8Weight {
+  std::shared_ptr<Buffer> words;
+  int64_t N = 0;
+  int64_t K = 0;
+};
+Expected<PackedQ8Weight> prepackQ8(Context &ctx, const Tensor &weight);
+/// aten._weight_int8pack_mm(x [M, K], w, scales [N]).
+Expected<DeviceTensor> weightInt8PackMm(Context &ctx, const DeviceTensor &x,
+                                        const PackedQ8Weight &w, const DeviceTensor &scales);
+/// et_vk.linear_q8ta_q8csw.
+Expected<DeviceTensor> linearQ8taQ8csw(Context &ctx, const DeviceTensor &x, double inputScale,
+                                       int64_t inputZeroPoint, const PackedQ8Weight &w,
+                                       const DeviceTensor &scales, const DeviceTensor *bias);
+
+//===-- Embeddings and RoPE --------------------------------------------===//
+
+/// aten.embedding(weight [V, D], indices).
+Expected<DeviceTensor> embedding(Context &ctx, const DeviceTensor &weight,
+                                 const DeviceTensor &indices);
+/// A packed u8/i8 table [V, rowBytes] uploaded as raw bytes (the layout
+/// embedding_q4gsw reads; not a DeviceTensor, whose integers are int32).
+struct RawBytes {
+  std::shared_ptr<Buffer> buffer;
+  int64_t rows = 0;
+  int64_t rowBytes = 0;
+};
+Expected<RawBytes> uploadRawBytes(Context &ctx, const Tensor &tensor);
+/// et_vk.embedding_q4gsw: out [indices..., D] in the scales' dtype.
+Expected<DeviceTensor> embeddingQ4gsw(Context &ctx, const RawBytes &weight,
+                                      const DeviceTensor &scales, int64_t groupSize,
+                                      const DeviceTensor &indices, bool isLinearWeight);
+/// et_vk.apply_rotary_emb on one tensor (call once for xq and once for xk).
+Expected<DeviceTensor> rotary(Context &ctx, const DeviceTensor &x, const DeviceTensor &freqsCos,
+                              const DeviceTensor &freqsSin);
+
+//===-- Affine quantization (torchao) ---------------------------------===//
+
+enum class MappingType { Asymmetric, Symmetric, SymmetricNoClippingErr };
+/// Group size of a torchao block over `sizes` when the blocks are
+/// contiguous runs of memory (block dims 1 up to some dim, whole dims
+/// after), else nullopt.
+std::optional<int64_t> contiguousGroupSize(const std::vector<int64_t> &blockSize,
+                                           const std::vector<int64_t> &sizes);
+struct QParams {
+  DeviceTensor scale;
+  DeviceTensor zeroPoint;
+};
+Expected<QParams> chooseQParamsAffine(Context &ctx, const DeviceTensor &x, int64_t groupSize,
+                                      MappingType mapping, int64_t qmin, int64_t qmax, double eps,
+                                      DType scaleDType, DType zeroPointDType,
+                                      std::vector<int64_t> scaleSizes);
+Expected<DeviceTensor> quantizeAffine(Context &ctx, const DeviceTensor &x, int64_t groupSize,
+                                      const DeviceTensor &scale, const DeviceTensor *zeroPoint,
+                                      int64_t qmin, int64_t qmax, DType outDType);
+Expected<DeviceTensor> dequantizeAffine(Context &ctx, const DeviceTensor &q, int64_t groupSize,
+                                        const DeviceTensor &scale, const DeviceTensor *zeroPoint,
+                                        DType outDType);
+
+//===-- Layout ---------------------------------------------------------===//
+
+/// A strided read of `src` (any view: permute, slice, select, expand)
+/// materialised contiguously: out[i...] = src[offset + sum(i_d * strides[d])].
+/// Strides may be 0 (broadcast). At most 8 dims.
+Expected<DeviceTensor> gather(Context &ctx, const DeviceTensor &src, std::vector<int64_t> sizes,
+                              std::vector<int64_t> strides, int64_t offset);
+/// A copy of `src` converted to `dtype` (torch's .to() semantics).
+Expected<DeviceTensor> cast(Context &ctx, const DeviceTensor &src, DType dtype);
+/// torch.cat along `dim` (all inputs already of the result dtype).
+Expected<DeviceTensor> cat(Context &ctx, const std::vector<DeviceTensor> &inputs, int64_t dim);
+/// The same buffer with other sizes (numel must match): view/reshape.
+Expected<DeviceTensor> reshape(const DeviceTensor &src, std::vector<int64_t> sizes);
+
+} // namespace graft::vk

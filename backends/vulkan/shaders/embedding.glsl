@@ -1,0 +1,30 @@
+// embedding.glsl - aten.embedding(weight [V, D], indices): a row gather.
+// An index outside [0, V) writes 0 and sets t_status[0] = 1 (a user error
+// on the host, as the reference reports it).
+#include "common.glslh"
+
+layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
+layout(set = 0, binding = 1) readonly buffer Indices { int t_indices[]; };
+layout(set = 0, binding = 2) readonly buffer W { DTYPE t_weight[]; };
+layout(set = 0, binding = 3) buffer Status { uint t_status[]; };
+
+layout(push_constant) uniform PushConstants {
+  int numIndices;
+  int D;
+  int V;
+} pc;
+
+void main() {
+  uint id = linearId();
+  if (id >= uint(pc.numIndices) * uint(pc.D))
+    return;
+  int i = int(id / uint(pc.D));
+  int d = int(id % uint(pc.D));
+  int row = t_indices[i];
+  if (row < 0 || row >= pc.V) {
+    t_status[0] = 1u;
+    t_out[id] = DTYPE(0);
+    return;
+  }
+  t_out[id] = t_weight[row * pc.D + d];
+}

@@ -1,0 +1,80 @@
+// unary.glsl - elementwise unary ops and activations, in f32 ("opmath")
+// rounded once to the output dtype, with the reference's formulas:
+// rsqrt = 1/sqrt(x), sigmoid = 1/(1+exp(-x)), silu = x/(1+exp(-x)),
+// gelu = x*0.5*(1+erf(x*M_SQRT1_2)), gelu tanh = 0.5*x*(1+tanh(...)).
+// exp/tanh are the driver's (GLSL leaves their precision to the device);
+// erf is computed here (GLSL has none) to ~1e-7 absolute.
+#include "common.glslh"
+
+layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
+layout(set = 0, binding = 1) readonly buffer In { DTYPE t_in[]; };
+
+layout(push_constant) uniform PushConstants {
+  int numel;
+} pc;
+
+// erf: a Maclaurin series below 1 (12 terms, Horner in x^2), and
+// 1 - erfc above, with the classic Chebyshev-fitted erfc of fractional error
+// below 1.2e-7 (erfc <= 0.16 there, so the absolute error is ~2e-8).
+float erfApprox(float x) {
+  float z = abs(x);
+  if (z < 1.0) {
+    float x2 = x * x;
+    // 2/sqrt(pi) * sum_n (-1)^n x^(2n+1) / (n! (2n+1))
+    const float c[12] = float[12](1.0, -1.0 / 3.0, 1.0 / 10.0, -1.0 / 42.0, 1.0 / 216.0,
+                                  -1.0 / 1320.0, 1.0 / 9360.0, -1.0 / 75600.0,
+                                  1.0 / 685440.0, -1.0 / 6894720.0, 1.0 / 76204800.0,
+                                  -1.0 / 918086400.0);
+    float s = c[11];
+    for (int i = 10; i >= 0; --i)
+      s = s * x2 + c[i];
+    return 1.1283791670955126 * x * s;
+  }
+  float t = 1.0 / (1.0 + 0.5 * z);
+  float e = t * exp(-z * z - 1.26551223 +
+                    t * (1.00002368 +
+                         t * (0.37409196 +
+                              t * (0.09678418 +
+                                   t * (-0.18628806 +
+                                        t * (0.27886807 +
+                                             t * (-1.13520398 +
+                                                  t * (1.48851587 +
+                                                       t * (-0.82215223 + t * 0.17087277)))))))));
+  float r = 1.0 - e;
+  return x < 0.0 ? -r : r;
+}
+
+void main() {
+  uint id = linearId();
+  if (id >= uint(pc.numel))
+    return;
+  float x = float(t_in[id]);
+#if defined(OP_neg)
+  precise float r = -x;
+#elif defined(OP_abs)
+  precise float r = abs(x);
+#elif defined(OP_relu)
+  float r = isnan(x) ? x : (x > 0.0 ? x : 0.0);
+#elif defined(OP_sigmoid)
+  precise float r = 1.0 / (1.0 + exp(-x));
+#elif defined(OP_silu)
+  precise float r = x / (1.0 + exp(-x));
+#elif defined(OP_gelu)
+  precise float r = x * 0.5 * (1.0 + erfApprox(x * 0.70710678118654752440));
+#elif defined(OP_gelu_tanh)
+  precise float cube = x * x * x;
+  precise float inner = 0.79788456080286535588 * (x + 0.044715 * cube);
+  precise float r = 0.5 * x * (1.0 + tanh(clamp(inner, -15.0, 15.0)));
+#elif defined(OP_rsqrt)
+  precise float r = 1.0 / sqrt(x);
+#elif defined(OP_sqrt)
+  precise float r = sqrt(x);
+#elif defined(OP_exp)
+  float r = exp(x);
+#elif defined(OP_reciprocal)
+  precise float r = 1.0 / x;
+#else
+#error "unsupported op"
+#endif
+  t_out[id] = TO_DTYPE(r);
+}

@@ -1,0 +1,627 @@
+//===- GraphExecutor.cpp - Planning and running a graph on the device -----===//
+//
+// create() binds every node's arguments and asks its lowering (Lowerings.cpp)
+// whether it can run on the device; run() walks the nodes in order, keeping
+// values in Slots (device and/or host), releasing each value after its last
+// use, and running unsupported nodes through the reference interpreter's
+// kernels.
+//
+//===----------------------------------------------------------------------===//
+#include "Lowering.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace graft::vk {
+
+std::string_view name(Placement placement) {
+  switch (placement) {
+  case Placement::Device:
+    return "device";
+  case Placement::Host:
+    return "host";
+  case Placement::CpuFallback:
+    return "cpu";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string nodeLabel(const Node &node) {
+  return "%" + (node.numOutputs() ? node.name() : std::string("?")) + " (" + node.target() + ")";
+}
+
+Diagnostic prefixed(const Node &node, Diagnostic d) {
+  d.message = "node " + nodeLabel(node) + ": " + d.message;
+  return d;
+}
+
+Failure prefixed(const Node &node, Failure f) {
+  for (Diagnostic &d : f.diags)
+    d = prefixed(node, std::move(d));
+  return f;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// State
+//===----------------------------------------------------------------------===//
+
+const Tensor *GraphExecutor::State::constantData(const Value *v) const {
+  const GraphInput *in = graph->inputFor(v);
+  if (!in || !in->isConstant() || !in->hasData())
+    return nullptr;
+  const Tensor &t = in->data();
+  return t.defined() ? &t : nullptr;
+}
+
+Expected<DeviceTensor> GraphExecutor::State::deviceTensor(const Value *v) {
+  if (auto it = constants.find(v); it != constants.end())
+    return it->second;
+  if (const Tensor *c = constantData(v)) {
+    GRAFT_TRY(DeviceTensor t, uploadTensor(*ctx, *c));
+    constants[v] = t;
+    return t;
+  }
+  auto it = env.find(v);
+  if (it == env.end() || !it->second.isTensor)
+    return Diagnostic::internal("value %" + v->name() + " is not a defined tensor");
+  Slot &s = it->second;
+  if (!s.device.defined()) {
+    GRAFT_TRY(s.device, uploadTensor(*ctx, s.host));
+  }
+  return s.device;
+}
+
+Expected<Tensor> GraphExecutor::State::hostTensor(const Value *v) {
+  if (const Tensor *c = constantData(v))
+    return *c;
+  auto it = env.find(v);
+  if (it == env.end() || !it->second.isTensor)
+    return Diagnostic::internal("value %" + v->name() + " is not a defined tensor");
+  Slot &s = it->second;
+  if (!s.host.defined()) {
+    GRAFT_TRY(s.host, downloadTensor(*ctx, s.device));
+  }
+  return s.host;
+}
+
+namespace {
+uint64_t tensorHash(const Tensor &t) {
+  Tensor c = t.contiguous();
+  std::string key = std::string(name(c.dtype())) + "[";
+  for (int64_t s : c.sizes())
+    key += std::to_string(s) + ",";
+  uint64_t h = contentHash(key);
+  return contentHash(std::string_view(reinterpret_cast<const char *>(c.rawData()), c.nbytes()), h);
+}
+} // namespace
+
+Expected<PackedQ4Weight> GraphExecutor::State::packedQ4(const Value *v, bool lowNibbleFirst) {
+  if (auto it = q4.find({v, lowNibbleFirst}); it != q4.end())
+    return it->second;
+  const Tensor *c = constantData(v);
+  if (!c)
+    return Diagnostic::internal("packed weight %" + v->name() + " is not a constant");
+  uint64_t h = tensorHash(*c);
+  std::pair<uint64_t, std::string> key{h, lowNibbleFirst ? "q4-low" : "q4-high"};
+  if (auto it = q4ByHash.find(key); it != q4ByHash.end()) {
+    q4[{v, lowNibbleFirst}] = it->second;
+    return it->second;
+  }
+  GRAFT_TRY(PackedQ4Weight w, prepackQ4(*ctx, *c, lowNibbleFirst));
+  q4[{v, lowNibbleFirst}] = w;
+  q4ByHash[key] = w;
+  return w;
+}
+
+Expected<PackedQ8Weight> GraphExecutor::State::packedQ8(const Value *v) {
+  if (auto it = q8.find(v); it != q8.end())
+    return it->second;
+  const Tensor *c = constantData(v);
+  if (!c)
+    return Diagnostic::internal("int8 weight %" + v->name() + " is not a constant");
+  GRAFT_TRY(PackedQ8Weight w, prepackQ8(*ctx, *c));
+  q8[v] = w;
+  return w;
+}
+
+Expected<RawBytes> GraphExecutor::State::rawBytes(const Value *v) {
+  if (auto it = raw.find(v); it != raw.end())
+    return it->second;
+  const Tensor *c = constantData(v);
+  if (!c)
+    return Diagnostic::internal("packed table %" + v->name() + " is not a constant");
+  uint64_t h = tensorHash(*c);
+  if (auto it = rawByHash.find(h); it != rawByHash.end()) {
+    raw[v] = it->second;
+    return it->second;
+  }
+  GRAFT_TRY(RawBytes r, uploadRawBytes(*ctx, *c));
+  raw[v] = r;
+  rawByHash[h] = r;
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// NodeArgs
+//===----------------------------------------------------------------------===//
+
+const Argument &NodeArgs::arg(std::string_view name) const {
+  static const Argument none;
+  const Argument *a = bound_.find(name);
+  return a ? *a : none;
+}
+
+const Value *NodeArgs::value(std::string_view name) const {
+  const Argument &a = arg(name);
+  return a.isValue() ? a.value() : nullptr;
+}
+
+Diagnostic NodeArgs::error(const std::string &message) const {
+  return Diagnostic::error("vulkan: " + message);
+}
+
+Expected<DeviceTensor> NodeArgs::tensor(std::string_view name) {
+  const Value *v = value(name);
+  if (!v || !v->isTensor())
+    return error("argument '" + std::string(name) + "' is not a tensor");
+  return state_.deviceTensor(v);
+}
+
+Expected<std::optional<DeviceTensor>> NodeArgs::optionalTensor(std::string_view name) {
+  if (arg(name).isNone())
+    return std::optional<DeviceTensor>();
+  GRAFT_TRY(DeviceTensor t, tensor(name));
+  return std::optional<DeviceTensor>(std::move(t));
+}
+
+Expected<std::vector<DeviceTensor>> NodeArgs::tensorList(std::string_view name) {
+  const Argument &a = arg(name);
+  if (!a.isList())
+    return error("argument '" + std::string(name) + "' is not a tensor list");
+  std::vector<DeviceTensor> out;
+  for (const Argument &e : a.list()) {
+    if (!e.isValue() || !e.value()->isTensor())
+      return error("argument '" + std::string(name) + "' holds a non-tensor");
+    GRAFT_TRY(DeviceTensor t, state_.deviceTensor(e.value()));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::optional<RuntimeValue> NodeArgs::resolveScalar(const Argument &a) const {
+  if (a.isInt())
+    return RuntimeValue(a.integer());
+  if (a.isFloat())
+    return RuntimeValue(a.floating());
+  if (a.isBool())
+    return RuntimeValue(a.boolean());
+  if (a.isValue() && !a.value()->isTensor()) {
+    auto it = state_.env.find(a.value());
+    if (it != state_.env.end())
+      return it->second.scalar;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> NodeArgs::integer(std::string_view name) const {
+  auto v = resolveScalar(arg(name));
+  if (!v)
+    return std::nullopt;
+  if (const int64_t *i = std::get_if<int64_t>(&*v))
+    return *i;
+  if (const bool *b = std::get_if<bool>(&*v))
+    return *b ? 1 : 0;
+  return std::nullopt;
+}
+
+std::optional<double> NodeArgs::number(std::string_view name) const {
+  auto v = resolveScalar(arg(name));
+  if (!v)
+    return std::nullopt;
+  if (const int64_t *i = std::get_if<int64_t>(&*v))
+    return static_cast<double>(*i);
+  if (const double *d = std::get_if<double>(&*v))
+    return *d;
+  if (const bool *b = std::get_if<bool>(&*v))
+    return *b ? 1.0 : 0.0;
+  return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> NodeArgs::intList(std::string_view name) const {
+  const Argument &a = arg(name);
+  if (a.isInt())
+    return std::vector<int64_t>{a.integer()};
+  if (!a.isList())
+    return std::nullopt;
+  std::vector<int64_t> out;
+  for (const Argument &e : a.list()) {
+    auto v = resolveScalar(e);
+    if (!v || !std::holds_alternative<int64_t>(*v))
+      return std::nullopt;
+    out.push_back(std::get<int64_t>(*v));
+  }
+  return out;
+}
+
+bool NodeArgs::isNone(std::string_view name) const {
+  return arg(name).isNone();
+}
+
+//===----------------------------------------------------------------------===//
+// Reference kernels (CPU fallback, host steps, view shapes)
+//===----------------------------------------------------------------------===//
+
+Tensor metadataTensor(DType dtype, const std::vector<int64_t> &sizes) {
+  static const std::shared_ptr<Storage> dummy = Storage::zeros(16);
+  return Tensor(dtype, sizes, dummy, 0, {});
+}
+
+Expected<std::vector<RuntimeValue>> runReferenceKernel(const Node &node, const BoundArgs &bound,
+                                                       const std::vector<RuntimeValue> &resolved) {
+  const KernelRegistry &kernels = KernelRegistry::builtin();
+  const OpSchema *schema = node.schema();
+  const Kernel *kernel = nullptr;
+  if (schema && !schema->kernel.empty())
+    kernel = kernels.find(schema->kernel);
+  if (!kernel && schema)
+    kernel = kernels.find(schema->qualifiedName());
+  if (!kernel)
+    kernel = kernels.find(node.target());
+  if (!kernel)
+    return Diagnostic::error("no reference kernel for op '" + node.target() + "'");
+  KernelArgs kargs(bound, resolved, node.numOutputs() ? node.name() : node.target());
+  try {
+    return (*kernel)(kargs);
+  } catch (const std::exception &e) {
+    return Diagnostic::internal("reference kernel of " + node.target() + " failed: " + e.what());
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// GraphExecutor
+//===----------------------------------------------------------------------===//
+
+std::string vulkanUnsupportedReason(const Node &node, const DeviceInfo &device) {
+  const Lowering *l = findLowering(node.target());
+  if (!l)
+    return "no Vulkan kernel for " + node.target();
+  if (!node.schema())
+    return "op " + node.target() + " is not registered";
+  auto bound = BoundArgs::bind(node);
+  if (!bound.ok())
+    return "arguments do not match the schema: " + bound.diags()[0].message;
+  // Every tensor operand and result needs a device representation.
+  std::string why;
+  auto checkValue = [&](const Value *v, const std::string &what) {
+    if (!why.empty() || !v->isTensor())
+      return;
+    std::string r = unsupportedDTypeReason(device, v->proto().dtype);
+    if (!r.empty())
+      why = r + " at " + what;
+  };
+  if (l->placement == Placement::Device) {
+    for (std::size_t i = 0; i < bound->size(); ++i) {
+      const SchemaArg &sa = bound->schema().args[i];
+      bound->at(i).forEachValue([&](Value *v) { checkValue(v, "input '" + sa.name + "'"); });
+    }
+    for (unsigned i = 0; i < node.numOutputs(); ++i)
+      checkValue(node.output(i), "output " + std::to_string(i));
+    if (!why.empty())
+      return why;
+  }
+  return l->check ? l->check(node, *bound, device) : std::string();
+}
+
+std::vector<std::string> vulkanLoweredOps() {
+  std::vector<std::string> out;
+  for (const auto &kv : allLowerings())
+    out.push_back(kv.first);
+  return out;
+}
+
+Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(Context &ctx, const Graph &graph,
+                                                               ExecutorOptions options) {
+  std::unique_ptr<GraphExecutor> exec(new GraphExecutor());
+  exec->ctx_ = &ctx;
+  exec->graph_ = &graph;
+  exec->state_ = std::make_unique<State>();
+  exec->state_->ctx = &ctx;
+  exec->state_->graph = &graph;
+  std::vector<NodeInfo> &infos = exec->state_->nodes;
+  std::map<const Value *, std::size_t> lastUse;
+  std::size_t index = 0;
+  std::vector<Diagnostic> errors;
+  for (const Node &node : graph.nodes()) {
+    NodeInfo info;
+    NodePlan p;
+    p.node = &node;
+    if (!node.schema()) {
+      errors.push_back(Diagnostic::error("node " + nodeLabel(node) + ": op '" + node.target() +
+                                         "' is not registered"));
+      infos.push_back(std::move(info));
+      exec->plan_.push_back(p);
+      ++index;
+      continue;
+    }
+    auto bound = BoundArgs::bind(node);
+    if (!bound.ok()) {
+      for (Diagnostic &d : bound.takeFailure().diags)
+        errors.push_back(prefixed(node, std::move(d)));
+      infos.push_back(std::move(info));
+      exec->plan_.push_back(p);
+      ++index;
+      continue;
+    }
+    info.bound = std::move(*bound);
+    std::string why = vulkanUnsupportedReason(node, ctx.info());
+    if (why.empty()) {
+      info.lowering = findLowering(node.target());
+      p.placement = info.lowering->placement;
+      p.kernel = info.lowering->kernel;
+    } else {
+      p.placement = Placement::CpuFallback;
+      p.kernel = "interpreter";
+      p.reason = why;
+      if (!options.allowCpuFallback)
+        errors.push_back(Diagnostic::error("node " + nodeLabel(node) +
+                                           " cannot run on the Vulkan device: " + why));
+    }
+    node.forEachOperand([&](Value *v) { lastUse[v] = index; });
+    infos.push_back(std::move(info));
+    exec->plan_.push_back(p);
+    ++index;
+  }
+  if (!errors.empty())
+    return Failure(std::move(errors));
+  std::set<const Value *> outputs;
+  for (const GraphOutput &o : graph.outputs())
+    outputs.insert(o.value);
+  for (const auto &[v, i] : lastUse)
+    if (!outputs.count(v) && !graph.inputFor(v))
+      infos[i].releaseAfter.push_back(v);
+  return exec;
+}
+
+GraphExecutor::~GraphExecutor() = default;
+
+std::size_t GraphExecutor::numCpuFallbackNodes() const {
+  std::size_t n = 0;
+  for (const NodePlan &p : plan_)
+    n += p.placement == Placement::CpuFallback;
+  return n;
+}
+
+Expected<std::vector<RuntimeValue>>
+GraphExecutor::run(const std::vector<RuntimeValue> &userInputs) {
+  State &st = *state_;
+  Context &ctx = *ctx_;
+  ContextStats before = ctx.stats();
+  stats_ = ExecutorStats{};
+  st.env.clear();
+
+  // User inputs: dtype and shape checked against the prototypes.
+  std::size_t numUser = 0;
+  for (const GraphInput &in : graph_->inputs())
+    numUser += !in.isConstant();
+  if (numUser != userInputs.size())
+    return Diagnostic::error("graph @" + graph_->name() + " has " + std::to_string(numUser) +
+                             " user inputs but " + std::to_string(userInputs.size()) +
+                             " were given");
+  std::map<std::string, int64_t> symbols;
+  std::size_t ui = 0;
+  for (const GraphInput &in : graph_->inputs()) {
+    if (in.isConstant())
+      continue;
+    const Value *v = in.value;
+    const RuntimeValue &rv = userInputs[ui++];
+    Slot slot;
+    if (v->isTensor()) {
+      const Tensor *t = std::get_if<Tensor>(&rv);
+      if (!t || !t->defined())
+        return Diagnostic::error("input %" + v->name() + " expects a tensor");
+      if (t->dtype() != v->proto().dtype || t->rank() != v->proto().rank())
+        return Diagnostic::error("input %" + v->name() + " expects " + v->proto().str() + ", got " +
+                                 t->proto().str());
+      for (int64_t d = 0; d < t->rank(); ++d) {
+        const Dim &dim = v->proto().shape[static_cast<std::size_t>(d)];
+        int64_t got = t->size(d);
+        bool ok = true;
+        if (dim.isConstant())
+          ok = dim.constant() == got;
+        else if (dim.isSymbol()) {
+          const std::string &sym = dim.terms()[0].first;
+          auto [it, fresh] = symbols.emplace(sym, got);
+          ok = fresh || it->second == got;
+        }
+        if (!ok)
+          return Diagnostic::error("input %" + v->name() + " expects " + v->proto().str() +
+                                   ", got " + t->proto().str());
+      }
+      slot.isTensor = true;
+      slot.host = *t;
+    } else {
+      slot.scalar = rv;
+    }
+    st.env[v] = std::move(slot);
+  }
+
+  std::size_t index = 0;
+  for (const Node &node : graph_->nodes()) {
+    const NodePlan &p = plan_[index];
+    const NodeInfo &info = st.nodes[index];
+    ++index;
+    const BoundArgs &bound = *info.bound;
+    std::vector<LoweredValue> results;
+    if (p.placement != Placement::CpuFallback) {
+      NodeArgs args(st, node, bound);
+      auto r = info.lowering->run(args);
+      if (!r.ok())
+        return prefixed(node, r.takeFailure());
+      results = std::move(*r);
+    } else {
+      // The reference kernel on host copies of the operands.
+      std::vector<RuntimeValue> resolved;
+      Status status;
+      for (std::size_t i = 0; i < bound.size() && status.ok(); ++i)
+        bound.at(i).forEachValue([&](Value *v) {
+          if (!status.ok())
+            return;
+          if (v->isTensor()) {
+            auto t = st.hostTensor(v);
+            if (!t.ok()) {
+              status = t.takeFailure();
+              return;
+            }
+            resolved.emplace_back(*t);
+          } else {
+            auto it = st.env.find(v);
+            if (it == st.env.end()) {
+              status = Diagnostic::internal("operand %" + v->name() + " is undefined");
+              return;
+            }
+            resolved.push_back(it->second.scalar);
+          }
+        });
+      if (!status.ok())
+        return prefixed(node, status.takeFailure());
+      auto r = runReferenceKernel(node, bound, resolved);
+      if (!r.ok())
+        return prefixed(node, r.takeFailure());
+      for (RuntimeValue &v : *r) {
+        if (Tensor *t = std::get_if<Tensor>(&v))
+          results.emplace_back(*t);
+        else if (int64_t *i = std::get_if<int64_t>(&v))
+          results.emplace_back(*i);
+        else if (double *d = std::get_if<double>(&v))
+          results.emplace_back(*d);
+        else
+          results.emplace_back(std::get<bool>(v));
+      }
+      ++stats_.cpuFallbackNodes;
+    }
+    if (results.size() != node.numOutputs())
+      return prefixed(node, Diagnostic::internal("lowering produced " +
+                                                 std::to_string(results.size()) + " results for " +
+                                                 std::to_string(node.numOutputs()) + " outputs"));
+    for (unsigned i = 0; i < node.numOutputs(); ++i) {
+      Slot slot;
+      LoweredValue &lv = results[i];
+      const Value *ov = node.output(i);
+      if (DeviceTensor *d = std::get_if<DeviceTensor>(&lv)) {
+        slot.isTensor = true;
+        slot.device = std::move(*d);
+      } else if (Tensor *t = std::get_if<Tensor>(&lv)) {
+        slot.isTensor = true;
+        slot.host = std::move(*t);
+      } else if (int64_t *iv = std::get_if<int64_t>(&lv)) {
+        slot.scalar =
+            ov->kind() == ValueKind::SymFloat ? RuntimeValue(double(*iv)) : RuntimeValue(*iv);
+      } else if (double *dv = std::get_if<double>(&lv)) {
+        slot.scalar = *dv;
+      } else {
+        bool b = std::get<bool>(lv);
+        slot.scalar = ov->kind() == ValueKind::SymInt ? RuntimeValue(int64_t(b)) : RuntimeValue(b);
+      }
+      if (slot.isTensor != ov->isTensor())
+        return prefixed(
+            node, Diagnostic::internal("result " + std::to_string(i) + " has the wrong kind"));
+      st.env[ov] = std::move(slot);
+    }
+    for (const Value *v : info.releaseAfter)
+      st.env.erase(v);
+  }
+
+  std::vector<RuntimeValue> outs;
+  for (const GraphOutput &o : graph_->outputs()) {
+    if (o.value->isTensor()) {
+      GRAFT_TRY(Tensor t, st.hostTensor(o.value));
+      outs.emplace_back(std::move(t));
+    } else {
+      auto it = st.env.find(o.value);
+      if (it == st.env.end())
+        return Diagnostic::internal("output %" + o.value->name() + " is undefined");
+      outs.push_back(it->second.scalar);
+    }
+  }
+  GRAFT_CHECK_OK(ctx.flush()); // surfaces deferred status errors (bad indices)
+  st.env.clear();
+  ContextStats after = ctx.stats();
+  stats_.dispatches = after.dispatches - before.dispatches;
+  stats_.flushes = after.flushes - before.flushes;
+  stats_.bytesUploaded = after.bytesUploaded - before.bytesUploaded;
+  stats_.bytesDownloaded = after.bytesDownloaded - before.bytesDownloaded;
+  return outs;
+}
+
+//===----------------------------------------------------------------------===//
+// Comparison
+//===----------------------------------------------------------------------===//
+
+Comparison compareValues(const std::vector<RuntimeValue> &actual,
+                         const std::vector<RuntimeValue> &expected) {
+  Comparison c;
+  if (actual.size() != expected.size()) {
+    c.firstProblem = std::to_string(actual.size()) + " values vs " +
+                     std::to_string(expected.size()) + " expected";
+    return c;
+  }
+  auto note = [&](const std::string &s) {
+    if (c.firstProblem.empty())
+      c.firstProblem = s;
+  };
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    const Tensor *a = std::get_if<Tensor>(&actual[i]);
+    const Tensor *e = std::get_if<Tensor>(&expected[i]);
+    if (!a || !e) {
+      auto num = [](const RuntimeValue &v) -> std::optional<double> {
+        if (auto *x = std::get_if<int64_t>(&v))
+          return double(*x);
+        if (auto *x = std::get_if<double>(&v))
+          return *x;
+        if (auto *x = std::get_if<bool>(&v))
+          return *x ? 1.0 : 0.0;
+        return std::nullopt;
+      };
+      auto x = num(actual[i]), y = num(expected[i]);
+      if (!x || !y) {
+        note("output " + std::to_string(i) + ": tensor vs scalar");
+        continue;
+      }
+      double d = std::abs(*x - *y);
+      c.maxAbsError = std::max(c.maxAbsError, d);
+      c.maxRelError = std::max(c.maxRelError, d / std::max(std::abs(*y), 1e-6));
+      continue;
+    }
+    if (a->dtype() != e->dtype() || a->sizes() != e->sizes()) {
+      note("output " + std::to_string(i) + ": " + a->proto().str() + " vs expected " +
+           e->proto().str());
+      continue;
+    }
+    // Relative errors are taken against max(|reference|, 1e-3 * the
+    // output's largest |reference|), so values near zero do not dominate.
+    double scale = 0;
+    for (int64_t k = 0, n = e->numel(); k < n; ++k)
+      if (std::isfinite(e->getDouble(k)))
+        scale = std::max(scale, std::abs(e->getDouble(k)));
+    double floor = std::max(1e-3 * scale, 1e-30);
+    for (int64_t k = 0, n = a->numel(); k < n; ++k) {
+      double x = a->getDouble(k), y = e->getDouble(k);
+      if (!std::isfinite(x) || !std::isfinite(y)) {
+        bool same = (std::isnan(x) && std::isnan(y)) || x == y;
+        c.mismatchedNonFinite += !same;
+        continue;
+      }
+      double d = std::abs(x - y);
+      c.maxAbsError = std::max(c.maxAbsError, d);
+      c.maxRelError = std::max(c.maxRelError, d / std::max(std::abs(y), floor));
+    }
+  }
+  return c;
+}
+
+} // namespace graft::vk

@@ -1,0 +1,134 @@
+//===- Lowering.h - Node -> kernel lowerings of the graph executor -*- C++ -*-===//
+//
+// Internal to the backend. A Lowering says, for one op target, whether a
+// node can run on the device (a static check on prototypes and constant-ness,
+// returning the reason when it cannot) and how to run it (reading its
+// arguments through NodeArgs, which uploads constants and prepacks weights on
+// first use).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/ops/BoundArgs.h"
+#include "graft/vulkan/GraphExecutor.h"
+#include "graft/vulkan/Kernels.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace graft::vk {
+
+/// A value during execution: a tensor on the device and/or the host, or a
+/// scalar. A CPU-fallback result stays on the host until a device kernel
+/// needs it; a device tensor is downloaded only when the host needs it.
+struct Slot {
+  DeviceTensor device;
+  Tensor host;
+  RuntimeValue scalar; ///< for SymInt / SymFloat / SymBool values
+  bool isTensor = false;
+};
+
+/// A node result as a lowering produces it.
+using LoweredValue = std::variant<DeviceTensor, Tensor, int64_t, double, bool>;
+
+struct Lowering;
+
+/// What the executor decided for one node at create() time.
+struct NodeInfo {
+  std::optional<BoundArgs> bound;
+  const Lowering *lowering = nullptr;
+  std::vector<const Value *> releaseAfter; ///< values whose last use is this node
+};
+
+/// Per-executor state: the plan, the environment and the caches of uploaded
+/// constants.
+struct GraphExecutor::State {
+  std::vector<NodeInfo> nodes;
+  Context *ctx = nullptr;
+  const Graph *graph = nullptr;
+  std::unordered_map<const Value *, Slot> env;
+  std::map<const Value *, DeviceTensor> constants;
+  std::map<std::pair<const Value *, bool>, PackedQ4Weight> q4;
+  std::map<const Value *, PackedQ8Weight> q8;
+  std::map<const Value *, RawBytes> raw;
+  /// Content hash -> uploaded packing, so byte-identical constants with
+  /// different FQNs (a tied embedding / lm_head) share one device copy.
+  std::map<std::pair<uint64_t, std::string>, PackedQ4Weight> q4ByHash;
+  std::map<uint64_t, RawBytes> rawByHash;
+
+  /// The device tensor of a value (uploading constants / host tensors).
+  Expected<DeviceTensor> deviceTensor(const Value *v);
+  /// The host tensor of a value (downloading device tensors).
+  Expected<Tensor> hostTensor(const Value *v);
+  /// A constant's data, or null when `v` is not a constant graph input.
+  const Tensor *constantData(const Value *v) const;
+  Expected<PackedQ4Weight> packedQ4(const Value *v, bool lowNibbleFirst);
+  Expected<PackedQ8Weight> packedQ8(const Value *v);
+  Expected<RawBytes> rawBytes(const Value *v);
+};
+
+/// Argument access for a lowering's run function.
+class NodeArgs {
+public:
+  NodeArgs(GraphExecutor::State &state, const Node &node, const BoundArgs &bound)
+      : state_(state), node_(node), bound_(bound) {}
+
+  Context &ctx() { return *state_.ctx; }
+  GraphExecutor::State &state() { return state_; }
+  const Node &node() const { return node_; }
+  const BoundArgs &bound() const { return bound_; }
+
+  /// The Argument for a schema name (None when the matched schema lacks it).
+  const Argument &arg(std::string_view name) const;
+  /// The Value of a tensor argument, or null (None / not a value).
+  const Value *value(std::string_view name) const;
+  Expected<DeviceTensor> tensor(std::string_view name);
+  /// nullopt for None.
+  Expected<std::optional<DeviceTensor>> optionalTensor(std::string_view name);
+  Expected<std::vector<DeviceTensor>> tensorList(std::string_view name);
+  /// An Int / SymInt (resolved) / Bool argument; nullopt for None or others.
+  std::optional<int64_t> integer(std::string_view name) const;
+  /// A number (Int, Float, Bool, or a resolved symbolic scalar).
+  std::optional<double> number(std::string_view name) const;
+  std::optional<std::vector<int64_t>> intList(std::string_view name) const;
+  bool isNone(std::string_view name) const;
+  DType outDType(unsigned i = 0) const { return node_.output(i)->proto().dtype; }
+  /// A user error naming the node.
+  Diagnostic error(const std::string &message) const;
+
+private:
+  std::optional<RuntimeValue> resolveScalar(const Argument &a) const;
+  GraphExecutor::State &state_;
+  const Node &node_;
+  const BoundArgs &bound_;
+};
+
+using CheckFn = std::function<std::string(const Node &, const BoundArgs &, const DeviceInfo &)>;
+using RunFn = std::function<Expected<std::vector<LoweredValue>>(NodeArgs &)>;
+
+struct Lowering {
+  std::string kernel;
+  Placement placement = Placement::Device;
+  CheckFn check; ///< empty reason: supported
+  RunFn run;
+};
+
+/// The lowering of an op target ("aten.add.Tensor"), or null.
+const Lowering *findLowering(std::string_view target);
+const std::map<std::string, Lowering, std::less<>> &allLowerings();
+
+/// Runs a node's reference kernel on resolved runtime values (tensors as
+/// given: real data, or data-free metadata tensors for view/shape kernels).
+Expected<std::vector<RuntimeValue>> runReferenceKernel(const Node &node, const BoundArgs &bound,
+                                                       const std::vector<RuntimeValue> &resolved);
+/// A data-free tensor with `sizes` (for running view kernels on shapes only).
+Tensor metadataTensor(DType dtype, const std::vector<int64_t> &sizes);
+
+} // namespace graft::vk

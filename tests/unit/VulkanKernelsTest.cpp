@@ -1,0 +1,563 @@
+//===- VulkanKernelsTest.cpp - Every Vulkan kernel against the interpreter ===//
+//
+// Each kernel runs as a one-node (or few-node) graph on the device and on
+// the reference interpreter with the same random inputs, for several shapes
+// including sizes that are not multiples of the 64-wide workgroups. The
+// tolerance of each kernel is stated in its test (and in
+// docs/vulkan-backend.md): 0 means bit-exact.
+//
+//===----------------------------------------------------------------------===//
+#include "VulkanTestUtil.h"
+
+#include "graft/vulkan/Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+using namespace graft;
+using namespace graft::vktest;
+
+namespace {
+
+std::string shapeStr(const std::vector<int64_t> &s) {
+  std::string r = "[";
+  for (std::size_t i = 0; i < s.size(); ++i)
+    r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+std::string broadcastShape(std::vector<int64_t> a, std::vector<int64_t> b) {
+  while (a.size() < b.size())
+    a.insert(a.begin(), 1);
+  while (b.size() < a.size())
+    b.insert(b.begin(), 1);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    a[i] = std::max(a[i], b[i]);
+  return shapeStr(a);
+}
+
+constexpr Tolerance kExact{0, 0};
+/// Correctly rounded division / sqrt may differ by an ulp on drivers that
+/// do not round them correctly (GLSL allows 2.5 ulp for division).
+constexpr Tolerance kUlps{0, 4e-7};
+/// exp / tanh come from the driver (GLSL leaves their precision open).
+constexpr Tolerance kTranscendental{2e-7, 2e-6};
+/// f16 results: one f16 ulp.
+constexpr Tolerance kHalfUlp{1e-7, 1e-3};
+
+//===-- Elementwise -----------------------------------------------------===//
+
+struct BinaryCase {
+  std::vector<int64_t> a, b;
+};
+const std::vector<BinaryCase> kBinaryShapes = {
+    {{5}, {5}}, {{3, 67}, {67}}, {{2, 1, 7}, {3, 1}}, {{4, 130}, {4, 1}}, {{1}, {129}}, {{64}, {}}};
+
+void checkBinary(const std::string &op, const std::string &dtype, Tolerance tol,
+                 const std::string &extra = "") {
+  for (const BinaryCase &c : kBinaryShapes) {
+    std::ostringstream g;
+    g << "graph @t {\n  input %a : " << dtype << shapeStr(c.a) << "\n  input %b : " << dtype
+      << shapeStr(c.b) << "\n  %o : " << dtype << broadcastShape(c.a, c.b) << " = aten." << op
+      << ".Tensor(%a, %b" << extra << ")\n  output %o\n}\n";
+    SCOPED_TRACE(g.str());
+    checkGraph(g.str(), tol, 7);
+  }
+}
+
+TEST(VulkanKernels, BinaryF32) {
+  GRAFT_REQUIRE_VULKAN();
+  checkBinary("add", "f32", kExact);
+  checkBinary("add", "f32", kExact, ", alpha=2.5");
+  checkBinary("sub", "f32", kExact);
+  checkBinary("mul", "f32", kExact);
+  checkBinary("div", "f32", kUlps);
+}
+
+TEST(VulkanKernels, BinaryF16) {
+  GRAFT_REQUIRE_VULKAN();
+  if (!context()->info().storageBuffer16BitAccess)
+    GTEST_SKIP() << "device lacks 16-bit storage";
+  checkBinary("add", "f16", kExact);
+  checkBinary("mul", "f16", kExact);
+  checkBinary("div", "f16", kHalfUlp);
+}
+
+TEST(VulkanKernels, BinaryScalarAndPromotion) {
+  GRAFT_REQUIRE_VULKAN();
+  // Python-number operands, alpha, pow's special exponents, an int tensor
+  // promoted to f32, and a 0-dim operand.
+  checkGraph(R"(graph @t {
+  input %a : f32[3, 70]
+  input %i : i32[3, 70]
+  input %z : f32[]
+  %m : f32[3, 70] = aten.mul.Scalar(%a, 0.1)
+  %s : f32[3, 70] = aten.add.Scalar(%m, 1e-05, alpha=3)
+  %p : f32[3, 70] = aten.pow.Tensor_Scalar(%s, 2)
+  %q : f32[3, 70] = aten.pow.Tensor_Scalar(%a, -0.5)
+  %d : f32[3, 70] = aten.div.Tensor(%p, %z)
+  %f : f32[3, 70] = aten.mul.Tensor(%i, %a)
+  %n : f32[3, 70] = aten.sub.Tensor(%f, %d)
+  output %n
+  output %q
+})",
+             kUlps, 3);
+}
+
+TEST(VulkanKernels, BinaryScalarF16Rounding) {
+  GRAFT_REQUIRE_VULKAN();
+  if (!context()->info().storageBuffer16BitAccess)
+    GTEST_SKIP() << "device lacks 16-bit storage";
+  // add rounds the scalar to f16 first; mul keeps it in f32.
+  checkGraph(R"(graph @t {
+  input %a : f16[4, 33]
+  %x : f16[4, 33] = aten.add.Scalar(%a, 0.1)
+  %y : f16[4, 33] = aten.mul.Scalar(%x, 0.3)
+  output %y
+})",
+             kExact, 5);
+}
+
+struct UnaryCase {
+  std::string op;
+  Tolerance tol;
+  std::string args = "";
+};
+
+TEST(VulkanKernels, Unary) {
+  GRAFT_REQUIRE_VULKAN();
+  const std::vector<UnaryCase> cases = {
+      {"neg", kExact},           {"relu", kExact},
+      {"rsqrt", kUlps},          {"sqrt", kUlps},
+      {"silu", kTranscendental}, {"sigmoid", kTranscendental},
+      {"gelu", {1e-6, 2e-6}},    {"gelu", kTranscendental, ", approximate=\"tanh\""},
+  };
+  for (const UnaryCase &c : cases)
+    for (const std::vector<int64_t> &shape :
+         std::vector<std::vector<int64_t>>{{1}, {63}, {3, 65}, {2, 3, 129}}) {
+      std::string dt = "f32";
+      std::ostringstream g;
+      g << "graph @t {\n  input %a : f32" << shapeStr(shape) << "\n";
+      // rsqrt/sqrt on non-negative inputs.
+      std::string src = "%a";
+      if (c.op == "rsqrt" || c.op == "sqrt") {
+        g << "  %p : f32" << shapeStr(shape) << " = aten.mul.Tensor(%a, %a)\n";
+        src = "%p";
+      }
+      g << "  %o : f32" << shapeStr(shape) << " = aten." << c.op << ".default(" << src << c.args
+        << ")\n  output %o\n}\n";
+      SCOPED_TRACE(g.str());
+      checkGraph(g.str(), c.tol, 11);
+    }
+}
+
+//===-- Reductions, softmax, rms_norm -----------------------------------===//
+
+TEST(VulkanKernels, MeanSumAmaxLastDims) {
+  GRAFT_REQUIRE_VULKAN();
+  for (const std::vector<int64_t> &shape :
+       std::vector<std::vector<int64_t>>{{7}, {3, 65}, {2, 5, 130}, {1, 67, 64}}) {
+    std::vector<int64_t> kept = shape;
+    kept.back() = 1;
+    std::vector<int64_t> dropped(shape.begin(), shape.end() - 1);
+    std::ostringstream g;
+    g << "graph @t {\n  input %a : f32" << shapeStr(shape) << "\n"
+      << "  %m : f32" << shapeStr(kept) << " = aten.mean.dim(%a, [-1], true)\n"
+      << "  %s : f32" << shapeStr(dropped) << " = aten.sum.dim_IntList(%a, [-1])\n"
+      << "  %x : f32" << shapeStr(dropped) << " = aten.amax.default(%a, [-1])\n"
+      << "  output %m\n  output %s\n  output %x\n}\n";
+    SCOPED_TRACE(g.str());
+    checkGraph(g.str(), kUlps, 13);
+  }
+  // Two trailing dims at once.
+  checkGraph(R"(graph @t {
+  input %a : f32[3, 5, 17]
+  %m : f32[3] = aten.mean.dim(%a, [-1, -2])
+  output %m
+})",
+             kUlps, 2);
+}
+
+TEST(VulkanKernels, Softmax) {
+  GRAFT_REQUIRE_VULKAN();
+  for (const std::vector<int64_t> &shape :
+       std::vector<std::vector<int64_t>>{{5}, {3, 67}, {2, 4, 129}}) {
+    std::ostringstream g;
+    g << "graph @t {\n  input %a : f32" << shapeStr(shape) << "\n  %o : f32" << shapeStr(shape)
+      << " = aten._softmax.default(%a, -1, false)\n  output %o\n}\n";
+    SCOPED_TRACE(g.str());
+    checkGraph(g.str(), kTranscendental, 17);
+  }
+}
+
+TEST(VulkanKernels, RmsNorm) {
+  GRAFT_REQUIRE_VULKAN();
+  for (int64_t d : {8, 64, 65, 300}) {
+    std::ostringstream g;
+    g << "graph @t {\n  param %w : f32[" << d << "] fqn=\"w\" = random(seed=4, min=0.5, max=1.5)\n"
+      << "  input %x : f32[2, 3, " << d << "]\n  %o : f32[2, 3, " << d
+      << "] = et_vk.rms_norm.default(%x, %w, 1e-06)\n  output %o\n}\n";
+    SCOPED_TRACE(g.str());
+    checkGraph(g.str(), kUlps, 19);
+  }
+}
+
+//===-- Matrix products ---------------------------------------------------===//
+
+TEST(VulkanKernels, MatmulBmmLinearAddmm) {
+  GRAFT_REQUIRE_VULKAN();
+  checkGraph(R"(graph @t {
+  input %a : f32[2, 3, 5, 70]
+  input %b : f32[3, 70, 9]
+  input %x : f32[4, 33]
+  input %y : f32[33, 65]
+  input %p : f32[6, 7, 8]
+  input %q : f32[6, 8, 3]
+  param %w : f32[65, 33] fqn="w" = random(seed=3, min=-1, max=1)
+  param %bias : f32[65] fqn="b" = random(seed=4, min=-1, max=1)
+  input %v : f32[70]
+  %m : f32[2, 3, 5, 9] = aten.matmul.default(%a, %b)
+  %mm : f32[4, 65] = aten.mm.default(%x, %y)
+  %bm : f32[6, 7, 3] = aten.bmm.default(%p, %q)
+  %l : f32[4, 65] = aten.linear.default(%x, %w, %bias)
+  %am : f32[4, 65] = aten.addmm.default(%bias, %x, %y)
+  %mv : f32[2, 3, 5] = aten.matmul.default(%a, %v)
+  output %m
+  output %mm
+  output %bm
+  output %l
+  output %am
+  output %mv
+})",
+             kExact, 23);
+}
+
+//===-- Views and copies --------------------------------------------------===//
+
+TEST(VulkanKernels, ViewLikeOps) {
+  GRAFT_REQUIRE_VULKAN();
+  checkGraph(R"(graph @t {
+  input %a : f32[2, 3, 65]
+  input %i : i64[5, 4]
+  %v : f32[6, 65] = aten.view.default(%a, [-1, 65])
+  %r : f32[2, 195] = aten.reshape.default(%a, [2, 195])
+  %p : f32[65, 2, 3] = aten.permute.default(%a, [2, 0, 1])
+  %t : f32[2, 65, 3] = aten.transpose.int(%a, 1, 2)
+  %s : f32[2, 3, 20] = aten.slice.Tensor(%a, -1, 3, 62, 3)
+  %se : f32[2, 65] = aten.select.int(%a, 1, -1)
+  %u : f32[2, 1, 3, 65] = aten.unsqueeze.default(%a, 1)
+  %e : f32[2, 2, 3, 65] = aten.expand.default(%u, [2, 2, 3, 65])
+  %c : f32[2, 3, 150] = aten.cat.default([%a, %a, %s], -1)
+  %cp : f32[65, 2, 3] = aten.permute_copy.default(%a, [2, 0, 1])
+  %sc : i64[5, 2] = aten.slice_copy.Tensor(%i, 1, 1, 3)
+  %tt : f32[65, 6] = aten.t.default(%v)
+  %cl : f32[2, 65, 3] = aten.clone.default(%t)
+  output %v
+  output %r
+  output %p
+  output %t
+  output %s
+  output %se
+  output %e
+  output %c
+  output %cp
+  output %sc
+  output %tt
+  output %cl
+})",
+             kExact, 29);
+}
+
+TEST(VulkanKernels, CastsAndCopies) {
+  GRAFT_REQUIRE_VULKAN();
+  std::string g = R"(graph @t {
+  input %a : f32[3, 67]
+  input %i : i64[3, 67]
+  %h : f16[3, 67] = aten._to_copy.default(%a, dtype=f16)
+  %b : f32[3, 67] = aten._to_copy.default(%h, dtype=f32)
+  %f : f32[3, 67] = aten._to_copy.default(%i, dtype=f32)
+  %k : i8[3, 67] = aten._to_copy.default(%i, dtype=i8)
+  %m : f32[3, 67] = aten.mul.Scalar(%a, 100.0)
+  %n : i32[3, 67] = aten._to_copy.default(%m, dtype=i32)
+  output %b
+  output %f
+  output %k
+  output %n
+})";
+  if (!context()->info().storageBuffer16BitAccess)
+    GTEST_SKIP() << "device lacks 16-bit storage";
+  checkGraph(g, kExact, 31);
+}
+
+//===-- Quantized linears -------------------------------------------------===//
+
+struct LinearCase {
+  int64_t M, K, N, groupSize;
+};
+const std::vector<LinearCase> kLinearShapes = {
+    {1, 64, 96, 32}, {5, 128, 67, 64}, {3, 32, 129, 32}, {8, 96, 64, 96}, {1, 256, 200, 128}};
+
+std::string q4Params(const LinearCase &c, uint64_t seed) {
+  int64_t G = c.K / c.groupSize, Npad = (c.N + 3) / 4 * 4;
+  std::ostringstream g;
+  g << "  param %w : u8[" << c.N << ", " << c.K / 2 << "] fqn=\"w\" = random(seed=" << seed
+    << ", min=0, max=255)\n"
+    << "  param %s : f32[" << G << ", " << Npad << "] fqn=\"s\" = random(seed=" << seed + 1
+    << ", min=0.002, max=0.02)\n"
+    << "  param %bias : f32[" << Npad << "] fqn=\"b\" = random(seed=" << seed + 2
+    << ", min=-1, max=1)\n";
+  return g.str();
+}
+
+TEST(VulkanKernels, LinearQ4gsw) {
+  GRAFT_REQUIRE_VULKAN();
+  for (const LinearCase &c : kLinearShapes) {
+    std::ostringstream g;
+    g << "graph @t {\n"
+      << q4Params(c, 40) << "  input %x : f32[" << c.M << ", " << c.K << "]\n"
+      << "  %o : f32[" << c.M << ", " << c.N << "] = et_vk.linear_q4gsw.default(%x, %w, %s, "
+      << c.groupSize << ")\n"
+      << "  %ob : f32[" << c.M << ", " << c.N << "] = et_vk.linear_q4gsw.default(%x, %w, %s, "
+      << c.groupSize << ", %bias)\n  output %o\n  output %ob\n}\n";
+    SCOPED_TRACE(g.str());
+    checkGraph(g.str(), kExact, 41);
+  }
+}
+
+TEST(VulkanKernels, LinearQ4gswHalf) {
+  GRAFT_REQUIRE_VULKAN();
+  if (!context()->info().storageBuffer16BitAccess)
+    GTEST_SKIP() << "device lacks 16-bit storage";
+  // f16 activations with f16 scales: the weight is rounded to f16 first,
+  // the dot product accumulates in f32, the result is rounded once.
+  checkGraph(R"(graph @t {
+  param %w : u8[67, 64] fqn="w" = random(seed=5, min=0, max=255)
+  param %s : f16[4, 68] fqn="s" = random(seed=6, min=0.002, max=0.02)
+  input %x : f16[3, 128]
+  %o : f16[3, 67] = et_vk.linear_q4gsw.default(%x, %w, %s, 32)
+  output %o
+})",
+             kExact, 43);
+}
+
+TEST(VulkanKernels, LinearDq8caQ4gsw) {
+  GRAFT_REQUIRE_VULKAN();
+  for (const LinearCase &c : kLinearShapes) {
+    // 1. Against the same math with the activation fake-quantized on the
+    //    reference side (quantize + dequantize + linear_q4gsw): only float
+    //    re-association differs from the device's integer group sums.
+    std::ostringstream qdq;
+    qdq << "graph @t {\n"
+        << q4Params(c, 50) << "  param %sums : i32[" << c.K / c.groupSize << ", "
+        << (c.N + 7) / 8 * 8 << "] fqn=\"sums\" = full(0)\n"
+        << "  input %x : f32[1, " << c.M << ", " << c.K << "]\n"
+        << "  %xs : f32[1, " << c.M << "], %xz : i8[1, " << c.M
+        << "] = torchao.choose_qparams_affine.default(%x, \"ASYMMETRIC\", [1, 1, " << c.K
+        << "], i8, -128, 127, 1.1920928955078125e-07, f32, i8)\n";
+    std::string head = qdq.str();
+    std::ostringstream fused;
+    fused << head << "  %o : f32[1, " << c.M << ", " << c.N
+          << "] = et_vk.linear_dq8ca_q4gsw.default(%x, %xs, %xz, %w, %sums, %s, " << c.groupSize
+          << ", %bias)\n  output %o\n}\n";
+    GraphRun dev = runBoth(fused.str(), 51);
+    ASSERT_EQ(dev.device.size(), 1u);
+    std::ostringstream emul;
+    emul << head << "  %xq : i8[1, " << c.M << ", " << c.K
+         << "] = torchao.quantize_affine.default(%x, [1, 1, " << c.K
+         << "], %xs, %xz, i8, -128, 127)\n"
+         << "  %xd : f32[1, " << c.M << ", " << c.K
+         << "] = torchao.dequantize_affine.default(%xq, [1, 1, " << c.K
+         << "], %xs, %xz, i8, -128, 127, output_dtype=f32)\n"
+         << "  %o : f32[1, " << c.M << ", " << c.N << "] = et_vk.linear_q4gsw.default(%xd, %w, %s, "
+         << c.groupSize << ", %bias)\n  output %o\n}\n";
+    GraphRun ref = runBoth(emul.str(), 51);
+    ASSERT_EQ(ref.reference.size(), 1u);
+    const Tensor &got = std::get<Tensor>(dev.device[0]);
+    std::string why = allClose(got, std::get<Tensor>(ref.reference[0]), {1e-6, 1e-5});
+    EXPECT_TRUE(why.empty()) << why << "\n" << fused.str();
+    // 2. Against the op's reference (which ignores activation quantization):
+    //    the error is bounded by sum_k |x - dq(q(x))| * |w| <= K * (s/2) * 8 * max scale,
+    //    with s <= 2/255 for inputs in [-1, 1).
+    double bound = static_cast<double>(c.K) * (1.0 / 255.0) * 8 * 0.02;
+    why = allClose(got, std::get<Tensor>(dev.reference[0]), {bound, 0});
+    EXPECT_TRUE(why.empty()) << why << "\n" << fused.str();
+  }
+}
+
+TEST(VulkanKernels, LinearQcs4wAndInt8) {
+  GRAFT_REQUIRE_VULKAN();
+  checkGraph(R"(graph @t {
+  param %w4 : u8[70, 48] fqn="w4" = random(seed=7, min=0, max=255)
+  param %s4 : f32[72] fqn="s4" = random(seed=8, min=0.002, max=0.02)
+  param %w8 : i8[70, 96] fqn="w8" = random(seed=9, min=-127, max=127)
+  param %s8 : f32[70] fqn="s8" = random(seed=10, min=0.002, max=0.02)
+  param %s8p : f32[72] fqn="s8p" = random(seed=10, min=0.002, max=0.02)
+  param %sums : i32[72] fqn="sums" = full(0)
+  param %bias : f32[72] fqn="bias" = random(seed=11, min=-1, max=1)
+  input %x : f32[5, 96]
+  input %xi : i8[2, 3, 96]
+  %a : f32[5, 70] = et_vk.linear_qcs4w.default(%x, %w4, %s4)
+  %b : f32[5, 70] = aten._weight_int8pack_mm.default(%x, %w8, %s8)
+  %c : f32[2, 3, 70] = et_vk.linear_q8ta_q8csw.default(%xi, 0.05, 3, %w8, %sums, %s8p, %bias)
+  output %a
+  output %b
+  output %c
+})",
+             kExact, 45);
+}
+
+TEST(VulkanKernels, LinearQ8taFloatInput) {
+  GRAFT_REQUIRE_VULKAN();
+  // A float x is quantized per tensor on the device; the op's reference
+  // ignores that, so the error is the activation quantization error:
+  // <= K * (input_scale / 2) * max|w|.
+  std::string g = R"(graph @t {
+  param %w8 : i8[33, 64] fqn="w8" = random(seed=9, min=-127, max=127)
+  param %s8 : f32[36] fqn="s8" = random(seed=10, min=0.002, max=0.02)
+  param %sums : i32[36] fqn="sums" = full(0)
+  input %x : f32[4, 64]
+  %c : f32[4, 33] = et_vk.linear_q8ta_q8csw.default(%x, 0.01, 0, %w8, %sums, %s8)
+  output %c
+})";
+  checkGraph(g, {64 * 0.005 * 127 * 0.02, 0}, 47);
+}
+
+//===-- Embeddings and RoPE ------------------------------------------------===//
+
+TEST(VulkanKernels, EmbeddingQ4gswBothLayouts) {
+  GRAFT_REQUIRE_VULKAN();
+  for (const char *lw : {"true", "false"})
+    for (auto [V, D, gs] : std::vector<std::tuple<int, int, int>>{
+             {96, 64, 32}, {37, 128, 128}, {50, 96, 32}, {200, 256, 64}}) {
+      std::ostringstream g;
+      g << "graph @t {\n  param %w : u8[" << V << ", " << D / 2
+        << "] fqn=\"w\" = random(seed=12, min=0, max=255)\n  param %s : f32[" << V << ", " << D / gs
+        << "] fqn=\"s\" = random(seed=13, min=0.005, max=0.05)\n"
+        << "  input %idx : i64[3, 5]\n  %o : f32[3, 5, " << D
+        << "] = et_vk.embedding_q4gsw.default(%w, %s, " << gs << ", %idx, " << lw
+        << ")\n  output %o\n}\n";
+      SCOPED_TRACE(g.str());
+      checkGraph(g.str(), kExact, 53);
+    }
+}
+
+TEST(VulkanKernels, EmbeddingFloatAndOutOfRangeIndex) {
+  GRAFT_REQUIRE_VULKAN();
+  std::string g = R"(graph @t {
+  param %w : f32[70, 33] fqn="w" = random(seed=14, min=-1, max=1)
+  input %idx : i64[2, 9]
+  %o : f32[2, 9, 33] = aten.embedding.default(%w, %idx)
+  output %o
+})";
+  checkGraph(g, kExact, 55);
+  // An index outside the table is a user error, not garbage or a crash.
+  auto graph = parseGraph(g, "t.gir");
+  ASSERT_TRUE(graph.ok());
+  auto exec = vk::GraphExecutor::create(*context(), **graph);
+  ASSERT_TRUE(exec.ok());
+  Tensor idx =
+      Tensor::fromInts(DType::I64, {2, 9}, {0, 1, 2, 3, 4, 5, 6, 7, 70, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  auto out = (*exec)->run({idx});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.diags()[0].message.find("out of range"), std::string::npos)
+      << out.diags()[0].message;
+}
+
+TEST(VulkanKernels, ApplyRotaryEmb) {
+  GRAFT_REQUIRE_VULKAN();
+  for (auto [S, H, Hk, D] :
+       std::vector<std::tuple<int, int, int, int>>{{1, 4, 2, 32}, {7, 3, 3, 64}, {5, 2, 1, 34}}) {
+    std::ostringstream g;
+    g << "graph @t {\n  input %q : f32[1, " << S << ", " << H << ", " << D << "]\n"
+      << "  input %k : f32[1, " << S << ", " << Hk << ", " << D << "]\n"
+      << "  input %c : f32[" << S << ", " << D / 2 << "]\n  input %s : f32[" << S << ", " << D / 2
+      << "]\n  %qo : f32[1, " << S << ", " << H << ", " << D << "], %ko : f32[1, " << S << ", "
+      << Hk << ", " << D
+      << "] = et_vk.apply_rotary_emb.default(%q, %k, %c, %s)\n  output %qo\n  output %ko\n}\n";
+    SCOPED_TRACE(g.str());
+    checkGraph(g.str(), kExact, 57);
+  }
+}
+
+//===-- torchao affine quantization and attention ---------------------------===//
+
+TEST(VulkanKernels, TorchaoAffineQuant) {
+  GRAFT_REQUIRE_VULKAN();
+  checkGraph(R"(graph @t {
+  param %w : i8[70, 64] fqn="w" = random(seed=15, min=-8, max=7)
+  param %ws : f32[70, 2] fqn="ws" = random(seed=16, min=0.005, max=0.02)
+  input %x : f32[1, 5, 64]
+  %s : f32[1, 5], %z : i8[1, 5] = torchao.choose_qparams_affine.default(%x, "ASYMMETRIC", [1, 1, 64], i8, -128, 127, 1.1920928955078125e-07, f32, i8)
+  %q : i8[1, 5, 64] = torchao.quantize_affine.default(%x, [1, 1, 64], %s, %z, i8, -128, 127)
+  %d : f32[1, 5, 64] = torchao.dequantize_affine.default(%q, [1, 1, 64], %s, %z, i8, -128, 127, output_dtype=f32)
+  %wd : f32[70, 64] = torchao.dequantize_affine.default(%w, [1, 32], %ws, none, i8, -8, 7, output_dtype=f32)
+  %ss : f32[1, 5], %sz : i8[1, 5] = torchao.choose_qparams_affine.default(%x, "SYMMETRIC", [1, 1, 64], i8, -128, 127, 1.1920928955078125e-07, f32, i8)
+  output %d
+  output %wd
+  output %ss
+  output %sz
+  output %z
+})",
+             kExact, 59);
+}
+
+TEST(VulkanKernels, ScaledDotProductAttention) {
+  GRAFT_REQUIRE_VULKAN();
+  checkGraph(R"(graph @t {
+  input %q : f32[1, 4, 7, 16]
+  input %k : f32[1, 2, 7, 16]
+  input %v : f32[1, 2, 7, 16]
+  %o : f32[1, 4, 7, 16] = aten.scaled_dot_product_attention.default(%q, %k, %v, is_causal=true, enable_gqa=true)
+  output %o
+})",
+             kTranscendental, 61);
+  checkGraph(R"(graph @t {
+  input %q : f32[2, 3, 5, 8]
+  input %k : f32[2, 3, 9, 8]
+  input %v : f32[2, 3, 9, 8]
+  input %m : f32[5, 9]
+  %o : f32[2, 3, 5, 8] = aten.scaled_dot_product_attention.default(%q, %k, %v, %m, scale=0.3)
+  output %o
+})",
+             kTranscendental, 63);
+}
+
+//===-- Direct kernel API ---------------------------------------------------===//
+
+TEST(VulkanKernels, PrepackQ4Layout) {
+  GRAFT_REQUIRE_VULKAN();
+  // One row, K = 16: bytes 0x10, 0x32, ... low nibble first means k0 = 0,
+  // k1 = 1, ...; the prepacked word for k8 = 0 holds nibbles 0..7 in order.
+  Tensor packed =
+      Tensor::fromInts(DType::U8, {1, 8}, {0x10, 0x32, 0x54, 0x76, 0x98, 0xBA, 0xDC, 0xFE});
+  auto w = vk::prepackQ4(*context(), packed, true);
+  ASSERT_TRUE(w.ok());
+  uint32_t words[2];
+  ASSERT_TRUE(context()->download(*w->words, words, 8).ok());
+  EXPECT_EQ(words[0], 0x76543210u);
+  EXPECT_EQ(words[1], 0xFEDCBA98u);
+  auto h = vk::prepackQ4(*context(), packed, false);
+  ASSERT_TRUE(h.ok());
+  ASSERT_TRUE(context()->download(*h->words, words, 8).ok());
+  EXPECT_EQ(words[0], 0x67452301u);
+}
+
+TEST(VulkanKernels, KernelErrorsAreDiagnostics) {
+  GRAFT_REQUIRE_VULKAN();
+  auto a =
+      vk::uploadTensor(*context(), Tensor::fromDoubles(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6}));
+  auto b = vk::uploadTensor(*context(), Tensor::fromDoubles(DType::F32, {4}, {1, 2, 3, 4}));
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto r = vk::binary(*context(), vk::BinaryKind::Add, *a, *b);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.diags()[0].message.find("do not broadcast"), std::string::npos);
+  auto m = vk::matmul(*context(), *a, *a);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.diags()[0].message.find("cannot be multiplied"), std::string::npos);
+  auto big = vk::uploadTensor(*context(), Tensor::fromInts(DType::I64, {1}, {int64_t(1) << 40}));
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.diags()[0].message.find("int32"), std::string::npos);
+}
+
+} // namespace

@@ -1,0 +1,297 @@
+//===- VulkanPartitionerTest.cpp - Op support, limits, convex partitions --===//
+//
+// A synthesized 2-layer Llama (4w and 8da4w, tied embeddings, dynamic
+// sequence) is one Vulkan partition on the lavapipe profile and runs on the
+// device matching the interpreter; every CPU node has a reason (unsupported
+// op, dtype, buffer limit, split constraint group); partitions are convex;
+// the co-location group of an assertion is never split; `graft partition`
+// prints the same as text and JSON.
+//
+//===----------------------------------------------------------------------===//
+#include "VulkanTestUtil.h"
+
+#include "graft/ops/OpRegistry.h"
+#include "graft/serialize/Synth.h"
+#include "graft/vulkan/Partitioner.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+
+using namespace graft;
+using namespace graft::vktest;
+
+namespace {
+
+vk::TargetProfile target(const std::string &name) {
+  auto t = vk::findTarget(name);
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : render(t.diags()));
+  return t.ok() ? *t : vk::TargetProfile{};
+}
+
+std::unique_ptr<Graph> parse(const std::string &text) {
+  auto g = parseGraph(text, "t.gir");
+  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : render(g.diags()));
+  return g.ok() ? std::move(*g) : nullptr;
+}
+
+const vk::CpuNode *cpuNode(const vk::PartitionReport &r, const std::string &name) {
+  for (const vk::CpuNode &c : r.cpuNodes)
+    if (c.node->numOutputs() && c.node->name() == name)
+      return &c;
+  return nullptr;
+}
+
+TEST(VulkanPartitioner, TargetsAreData) {
+  auto all = vk::builtinTargets();
+  ASSERT_TRUE(all.ok()) << render(all.diags());
+  std::vector<std::string> names;
+  for (const vk::TargetProfile &t : *all)
+    names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"lavapipe", "adreno", "mali"}));
+  EXPECT_EQ(target("mali").device.maxStorageBufferRange, 128u * 1024 * 1024);
+  auto bad = vk::findTarget("voodoo2");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.diags()[0].message.find("known: host, lavapipe, adreno, mali"), std::string::npos)
+      << bad.diags()[0].message;
+}
+
+TEST(VulkanPartitioner, SupportTableAndKernelsAgree) {
+  // The partitioner's data and the executor's lowerings must list the same
+  // ops, and each op must be registered (or the graph could not name it).
+  std::vector<std::string> lowered = vk::vulkanLoweredOps();
+  std::vector<std::string> declared = vk::supportedOps();
+  ASSERT_FALSE(declared.empty());
+  for (const std::string &op : declared)
+    EXPECT_TRUE(std::find(lowered.begin(), lowered.end(), op) != lowered.end())
+        << op << " is in ops.yaml but has no kernel";
+  for (const std::string &op : lowered) {
+    if (!OpRegistry::builtin().lookup(op))
+      continue; // a lowering for an op the registry does not declare (yet)
+    EXPECT_TRUE(std::find(declared.begin(), declared.end(), op) != declared.end())
+        << op << " has a kernel but is missing from ops.yaml";
+  }
+}
+
+class SynthLlama : public ::testing::TestWithParam<SynthQuant> {};
+
+TEST_P(SynthLlama, OnePartitionOnLavapipeAndMatchesInterpreter) {
+  LlamaSynthOptions o;
+  o.layers = 2;
+  o.dim = 64;
+  o.heads = 4;
+  o.kvHeads = 2;
+  o.vocab = 128;
+  o.quant = GetParam();
+  o.tiedEmbeddings = true;
+  o.dynamicSeq = true;
+  auto g = synthesizeLlama(o);
+  ASSERT_TRUE(g.ok()) << render(g.diags());
+  auto r = vk::partitionGraph(**g, target("lavapipe"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->partitions.size(), 1u) << vk::formatReport(*r);
+  EXPECT_TRUE(r->cpuNodes.empty()) << vk::formatReport(*r);
+
+  GRAFT_REQUIRE_VULKAN();
+  auto inputs = makeRandomInputs(**g, 9, {{"s0", 5}});
+  ASSERT_TRUE(inputs.ok()) << render(inputs.diags());
+  auto ref = Interpreter().run(**g, *inputs);
+  ASSERT_TRUE(ref.ok()) << render(ref.diags());
+  vk::ExecutorOptions strict;
+  strict.allowCpuFallback = false;
+  auto exec = vk::GraphExecutor::create(*context(), **g, strict);
+  ASSERT_TRUE(exec.ok()) << render(exec.diags());
+  auto out = (*exec)->run(*inputs);
+  ASSERT_TRUE(out.ok()) << render(out.diags());
+  ASSERT_EQ(out->size(), ref->size());
+  for (std::size_t i = 0; i < out->size(); ++i)
+    EXPECT_EQ(allClose(std::get<Tensor>((*out)[i]), std::get<Tensor>((*ref)[i]), {1e-5, 1e-4}), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Quant, SynthLlama, ::testing::Values(SynthQuant::W4, SynthQuant::W8A8W4),
+                         [](const auto &info) {
+                           return std::string(name(info.param)) == "4w" ? std::string("W4")
+                                                                        : std::string("W8A8W4");
+                         });
+
+TEST(VulkanPartitioner, EtVkFusedBlocksAreOnePartition) {
+  for (const char *f : {"llama_block_4w_et_vk.gir", "llama_block_8da4w_et_vk.gir"}) {
+    auto g = parseGraphFile(std::string(GRAFT_TEST_DATA_DIR) + "/golden/vulkan/" + f);
+    ASSERT_TRUE(g.ok());
+    for (const char *t : {"lavapipe", "adreno", "mali"}) {
+      auto r = vk::partitionGraph(**g, target(t));
+      ASSERT_TRUE(r.ok());
+      EXPECT_EQ(r->partitions.size(), 1u) << f << " on " << t << "\n" << vk::formatReport(*r);
+      EXPECT_DOUBLE_EQ(r->coverage(), 1.0);
+    }
+  }
+}
+
+TEST(VulkanPartitioner, ReasonsForCpuNodes) {
+  auto g = parse(R"(graph @t {
+  param %emb : f32[40000, 1024] fqn="emb" = random(seed=1, min=-1, max=1)
+  param %w : u8[64, 24] fqn="w" = random(seed=2, min=0, max=255)
+  param %s : f32[64, 1] fqn="s" = random(seed=3, min=0.01, max=0.02)
+  input %tokens : i64[1, 4]
+  input %x : bf16[4, 48]
+  %e : f32[1, 4, 1024] = aten.embedding.default(%emb, %tokens)
+  %n : bf16[4, 48] = aten.neg.default(%x)
+  %q : f32[1, 4, 48] = et_vk.embedding_q4gsw.default(%w, %s, 48, %tokens, true)
+  %c : f32[1, 4, 1024] = aten.cumsum.default(%e, 2)
+  output %c
+  output %n
+  output %q
+})");
+  ASSERT_TRUE(g);
+  auto r = vk::partitionGraph(*g, target("mali"));
+  ASSERT_TRUE(r.ok());
+  const vk::CpuNode *e = cpuNode(*r, "e");
+  ASSERT_NE(e, nullptr) << vk::formatReport(*r);
+  EXPECT_NE(e->reason.find("buffer of 4.1e+07 elements (%emb) exceeds limit 3.4e+07"),
+            std::string::npos)
+      << e->reason;
+  const vk::CpuNode *n = cpuNode(*r, "n");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->reason, "dtype bf16 at input 0 (self)");
+  const vk::CpuNode *q = cpuNode(*r, "q");
+  ASSERT_NE(q, nullptr);
+  EXPECT_NE(q->reason.find("last dim 48 is not a multiple of 32"), std::string::npos) << q->reason;
+  const vk::CpuNode *c = cpuNode(*r, "c");
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->reason.find("unsupported op aten.cumsum.default"), std::string::npos) << c->reason;
+  // Adreno's 1 GiB range holds the f32 table.
+  auto a = vk::partitionGraph(*g, target("adreno"));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(cpuNode(*a, "e"), nullptr);
+}
+
+TEST(VulkanPartitioner, PartitionsAreConvex) {
+  // %a -> %b (CPU: bf16) -> %c, and %a -> %c directly: %a and %c in one
+  // partition would need %b's result to leave and re-enter it.
+  auto g = parse(R"(graph @t {
+  input %x : f32[8]
+  %a : f32[8] = aten.neg.default(%x)
+  %b : bf16[8] = aten._to_copy.default(%a, dtype=bf16)
+  %b2 : bf16[8] = aten.neg.default(%b)
+  %b3 : f32[8] = aten._to_copy.default(%b2, dtype=f32)
+  %c : f32[8] = aten.add.Tensor(%a, %b3)
+  %d : f32[8] = aten.neg.default(%x)
+  output %c
+  output %d
+})");
+  ASSERT_TRUE(g);
+  auto r = vk::partitionGraph(*g, target("lavapipe"));
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->cpuNodes.size(), 3u) << vk::formatReport(*r);
+  ASSERT_EQ(r->partitions.size(), 2u) << vk::formatReport(*r);
+  // %a and %d (independent) share a partition; %c is alone.
+  EXPECT_EQ(r->partitions[0].nodes.size(), 2u);
+  EXPECT_EQ(r->partitions[0].nodes[0].node->name(), "a");
+  EXPECT_EQ(r->partitions[0].nodes[1].node->name(), "d");
+  EXPECT_EQ(r->partitions[1].nodes[0].node->name(), "c");
+}
+
+TEST(VulkanPartitioner, ConstraintGroupsAreNeverSplit) {
+  // The KV-cache read: select_copy -> _local_scalar_dense, constrained by
+  // sym_constrain_range_for_size, used by slice_copy. Supported: all on the
+  // device, in one partition with the rest.
+  const char *ok = R"(graph @t {
+  sym u : [0, 15]
+  param %cache : f32[1, 16, 8] fqn="cache" = random(seed=3, min=-1, max=1)
+  input %pos : i64[2]
+  %sel : i64[] = aten.select_copy.int(%pos, 0, 1)
+  %u : symint = aten._local_scalar_dense.default(%sel)
+  aten.sym_constrain_range_for_size.default(%u, min=0, max=15)
+  %w : f32[1, 16-u, 8] = aten.slice_copy.Tensor(%cache, 1, %u)
+  %y : f32[1, 16-u, 8] = aten.neg.default(%w)
+  output %y
+})";
+  auto g = parse(ok);
+  ASSERT_TRUE(g);
+  auto r = vk::partitionGraph(*g, target("lavapipe"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->cpuNodes.empty()) << vk::formatReport(*r);
+  EXPECT_EQ(r->partitions.size(), 1u) << vk::formatReport(*r);
+
+  // A bf16 cache makes the slice unsupported: the whole group (select,
+  // scalar read, assertion, slice) stays on the CPU, each with the reason.
+  std::string bf = ok;
+  for (std::string from : {"f32[1, 16, 8]", "f32[1, 16-u, 8]"})
+    for (std::size_t p; (p = bf.find(from)) != std::string::npos;)
+      bf.replace(p, from.size(), "bf16" + from.substr(3));
+  auto gb = parse(bf);
+  ASSERT_TRUE(gb);
+  auto rb = vk::partitionGraph(*gb, target("lavapipe"));
+  ASSERT_TRUE(rb.ok());
+  ASSERT_EQ(rb->cpuNodes.size(), 5u) << vk::formatReport(*rb);
+  EXPECT_NE(cpuNode(*rb, "w")->reason.find("dtype bf16"), std::string::npos);
+  for (const char *n : {"sel", "u"})
+    EXPECT_NE(cpuNode(*rb, n)->reason.find("constraint group split: %w"), std::string::npos)
+        << cpuNode(*rb, n)->reason;
+  bool assertionOnCpu = false;
+  for (const vk::CpuNode &c : rb->cpuNodes)
+    assertionOnCpu |= c.node->target() == "aten.sym_constrain_range_for_size.default";
+  EXPECT_TRUE(assertionOnCpu);
+  EXPECT_TRUE(rb->partitions.empty());
+}
+
+std::string runCli(const std::string &args, int &status) {
+  std::string cmd = std::string(GRAFT_CLI_PATH) + " " + args + " 2>&1";
+  std::array<char, 4096> buf{};
+  std::string out;
+  FILE *p = popen(cmd.c_str(), "r");
+  if (!p) {
+    status = -1;
+    return out;
+  }
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), p))
+    out.append(buf.data(), n);
+  int rc = pclose(p);
+  status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return out;
+}
+
+TEST(VulkanPartitioner, CliTextAndJson) {
+  std::string file =
+      std::string(GRAFT_TEST_DATA_DIR) + "/golden/vulkan/llama_block_8da4w_et_vk.gir";
+  int status = 0;
+  std::string text = runCli("partition " + file + " --target lavapipe", status);
+  EXPECT_EQ(status, 0) << text;
+  EXPECT_NE(text.find("target lavapipe: 1 Vulkan partition, 31 of 31 nodes on the device"),
+            std::string::npos)
+      << text;
+  std::string json = runCli("partition " + file + " --target mali --json", status);
+  EXPECT_EQ(status, 0) << json;
+  auto j = nlohmann::json::parse(json, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << json;
+  EXPECT_EQ(j["target"], "mali");
+  EXPECT_EQ(j["partitions"].size(), 1u);
+  EXPECT_EQ(j["cpu"].size(), 0u);
+  std::string bad = runCli("partition " + file + " --target nope", status);
+  EXPECT_EQ(status, 1) << bad;
+  EXPECT_NE(bad.find("unknown target 'nope'"), std::string::npos) << bad;
+}
+
+TEST(VulkanPartitioner, CliRunVkCheck) {
+  GRAFT_REQUIRE_VULKAN();
+  std::string file = std::string(GRAFT_TEST_DATA_DIR) + "/golden/vulkan/llama_block_4w_et_vk.gir";
+  int status = 0;
+  std::string out =
+      runCli("run-vk " + file + " --check --atol 1e-4 --sym s0=3 --no-fallback --json", status);
+  EXPECT_EQ(status, 0) << out;
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["nodes"]["cpu_fallback"], 0);
+  EXPECT_TRUE(j["check"]["ok"].get<bool>());
+  EXPECT_LT(j["check"]["max_abs_error"].get<double>(), 1e-4);
+  std::string devices = runCli("devices", status);
+  EXPECT_EQ(status, 0);
+  EXPECT_NE(devices.find("0: "), std::string::npos) << devices;
+  std::string badDevice = runCli("run-vk " + file + " --device 99", status);
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(badDevice.find("--device 99 does not exist"), std::string::npos) << badDevice;
+}
+
+} // namespace
