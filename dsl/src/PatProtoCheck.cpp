@@ -393,6 +393,13 @@ private:
       if (auto v = eval(*s.value))
         lets_[s.results.front()] = *v;
       return;
+    case RewriteStmt::Kind::Forward: {
+      auto v = eval(*s.value);
+      auto old = results_.find(s.results.front());
+      if (v && v->isValue() && old != results_.end())
+        compare(s, s.results.front(), *old->second, *v->value());
+      return;
+    }
     case RewriteStmt::Kind::ConstTransform: {
       const rewrite::ConstantTransform *t = ctx_.transforms.find(s.target);
       if (!t)
@@ -512,11 +519,13 @@ private:
         before.isTensor() ? before.proto().str() : graft::name(before.kind()).data();
     std::string afterText =
         after.isTensor() ? after.proto().str() : graft::name(after.kind()).data();
-    Diagnostic d =
-        Diagnostic::error(s.loc, "the rewrite replaces %" + name + " (" + beforeText +
-                                     ") with a value of another "
-                                     "prototype: " +
-                                     s.target + " gives " + afterText + " (" + why + ")");
+    Diagnostic d = Diagnostic::error(
+        s.loc,
+        "the rewrite replaces %" + name + " (" + beforeText +
+            ") with a value of another "
+            "prototype: " +
+            (s.kind == RewriteStmt::Kind::Forward ? std::string("the forwarded value") : s.target) +
+            " gives " + afterText + " (" + why + ")");
     if (auto it = matched_.find(name); it != matched_.end())
       d.note(it->second->loc, "%" + name + " is matched here");
     d.note(instanceNote());

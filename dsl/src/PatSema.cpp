@@ -340,6 +340,7 @@ private:
   void transformStmt(const Syn &stmt, const Syn &call, const rewrite::ConstantTransform &t,
                      const std::string &result);
   void newNodeStmt(const Syn &stmt, const Syn &call);
+  void forwardStmt(const Syn &stmt, const Syn &value);
   std::optional<Argument> convertSymbol(const Syn &at, const std::string &text,
                                         const SchemaType &t);
 
@@ -1881,6 +1882,11 @@ void RuleSema::rewriteStmt(const Syn &stmt) {
     rule_.rewrite.push_back(std::move(st));
     return;
   }
+  // `%dq = $x`: forward a match result to an existing value.
+  if (rhs.kind == SK::ECapture || rhs.kind == SK::EResult) {
+    forwardStmt(stmt, rhs);
+    return;
+  }
   // `%a, %b = ns.op(...)`
   if (rhs.kind != SK::ECall || rhs.kids.front().kind != SK::OpName) {
     error(rhs, "a result is defined by an op call: '" + printInline(lhs) +
@@ -2176,6 +2182,47 @@ void RuleSema::newNodeStmt(const Syn &stmt, const Syn &call) {
     rule_.rewrite.push_back(std::move(st));
 }
 
+// `%r = $x` / `%r = %m`: the match result %r is replaced by a value that
+// already exists (a capture or another result), so no node is created. This
+// is how a fold removes a pair of ops (dequantize(quantize(x)) -> x).
+void RuleSema::forwardStmt(const Syn &stmt, const Syn &value) {
+  const Syn &lhs = stmt.kids[0];
+  if (lhs.kids.size() != 1 || lhs.kids[0].text == "_") {
+    error(lhs, "forwarding a value ('%r = $x') defines exactly one named result");
+    return;
+  }
+  const Syn &res = lhs.kids[0];
+  std::string nm = bareName(res.text);
+  Typed v = lowerExpr(value, ExprCtx::Rewrite);
+  auto it = results_.find(nm);
+  if (it == results_.end()) {
+    error(res, "'%" + nm + " = " + value.text +
+                   "' forwards a value, so it must replace a result of the match (to name a "
+                   "new node write '%" +
+                   nm + " = ns.op(...)')");
+    return;
+  }
+  if (it->second.replacedAt != &res) {
+    error(res, "%" + nm + " is replaced twice")
+        .note(loc(*it->second.replacedAt), "first replaced here");
+    return;
+  }
+  if (!v.ok)
+    return;
+  if (v.type != ExprType::Any && !unify(v.type, it->second.type)) {
+    error(value, "the rewrite replaces %" + nm + " (" + article(it->second.type) + ") with " +
+                     article(v.type))
+        .note(it->second.loc, "%" + nm + " is defined here");
+    return;
+  }
+  RewriteStmt st;
+  st.kind = RewriteStmt::Kind::Forward;
+  st.loc = loc(stmt);
+  st.results = {nm};
+  st.value = v.e;
+  rule_.rewrite.push_back(std::move(st));
+}
+
 //===----------------------------------------------------------------------===//
 // Example, tolerance, unused names
 //===----------------------------------------------------------------------===//
@@ -2252,7 +2299,10 @@ void RuleSema::exampleSection(const Syn &sec) {
       continue;
     }
     if (!ints.empty()) {
-      if (type != ExprType::Int && type != ExprType::Number && type != ExprType::Any) {
+      // Integers are valid values of a float capture (a scale of 1), as int
+      // literals are for float parameters; verify-rules passes them as floats.
+      if (type != ExprType::Int && type != ExprType::Number && type != ExprType::Float &&
+          type != ExprType::Any) {
         error(v, "$" + nm + " is " + article(type) + ", but the example gives integers")
             .note(it->second.first, "$" + nm + " is bound here");
         continue;

@@ -81,4 +81,11 @@ Expected<Tensor> torchaoDequantizeAffine(const Tensor &input, const std::vector<
                                          DType inputDType, int64_t quantMin, int64_t quantMax,
                                          DType outputDType);
 
+/// torchao quantize_affine (current signature, INT domain) on runtime
+/// tensors: what the quantize_affine constant transform computes, so a
+/// weight folded ahead of time is bit-identical to the op run in the graph.
+Expected<Tensor> torchaoQuantizeAffine(const Tensor &input, const std::vector<int64_t> &blockSize,
+                                       const Tensor &scale, const Tensor *zeroPoint,
+                                       DType outputDType, int64_t quantMin, int64_t quantMax);
+
 } // namespace graft::interp

@@ -458,6 +458,16 @@ Expected<Tensor> torchaoDequantizeAffine(const Tensor &input, const std::vector<
   return dequantizeNoCheck(input, blockSize, scale, zeroPoint, r, "INT", false, outputDType);
 }
 
+Expected<Tensor> torchaoQuantizeAffine(const Tensor &input, const std::vector<int64_t> &blockSize,
+                                       const Tensor &scale, const Tensor *zeroPoint,
+                                       DType outputDType, int64_t quantMin, int64_t quantMax) {
+  GRAFT_TRY(auto range,
+            checkedQuantRange(outputDType, Number::fromInt(quantMin), Number::fromInt(quantMax)));
+  QRange r{range.first, range.second, qnum(range.first), qnum(range.second)};
+  GRAFT_TRY(Tensor q, quantizeNoCast(input, blockSize, scale, zeroPoint, r, "INT"));
+  return q.to(isSubByteUint(outputDType) ? DType::U8 : outputDType);
+}
+
 void registerTorchaoQuantKernels(KernelRegistry &r) {
   r.add("torchao.quantize_affine.default", quantizeAffine);
   r.add("torchao.dequantize_affine.default", dequantizeAffine);

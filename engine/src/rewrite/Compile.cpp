@@ -494,6 +494,12 @@ Status RuleCompiler::compileRewrite() {
       if (st.results.size() != 1)
         return errorAt(st.loc, "a computed attribute binds one name");
       break;
+    case RewriteStmt::Kind::Forward:
+      if (!st.value)
+        return errorAt(st.loc, "forwarding needs a value");
+      if (st.results.size() != 1 || results_.find(bare(st.results[0])) == results_.end())
+        return errorAt(st.loc, "forwarding replaces exactly one result of the match");
+      break;
     case RewriteStmt::Kind::NewNode: {
       cs.target = canonicalTarget(st.target);
       cs.schema = registry_.lookup(cs.target);
@@ -530,7 +536,7 @@ Status RuleCompiler::compileRewrite() {
       GRAFT_TRY(CExpr c, compileExpr(*a, true, ctx));
       cs.kwargs.emplace_back(k, std::move(c));
     }
-    if (st.kind == RewriteStmt::Kind::Let) {
+    if (st.kind == RewriteStmt::Kind::Let || st.kind == RewriteStmt::Kind::Forward) {
       GRAFT_TRY(CExpr c, compileExpr(*st.value, true, nullptr));
       cs.value = std::move(c);
     }
@@ -556,7 +562,7 @@ Status RuleCompiler::compileRewrite() {
       }
     }
     // Results become visible to later statements.
-    if (st.kind == RewriteStmt::Kind::NewNode) {
+    if (st.kind == RewriteStmt::Kind::NewNode || st.kind == RewriteStmt::Kind::Forward) {
       for (const std::string &r : st.results) {
         std::string n = bare(r);
         auto it = results_.find(n);

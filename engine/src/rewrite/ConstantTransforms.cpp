@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "graft/rewrite/ConstantTransforms.h"
 
+#include "QuantTransforms.h"
 #include "RewriteUtil.h"
 
 #include <algorithm>
@@ -680,6 +681,12 @@ const ConstantTransformRegistry &ConstantTransformRegistry::builtin() {
     auto *r = new ConstantTransformRegistry();
     for (ConstantTransform t : {makePackInt4(), makeUnpackInt4(), makeTranspose(),
                                 makePadToMultiple(), makeGroupSums(), makeCast(), makeReshape()}) {
+      Status s = r->add(std::move(t));
+      assert(s.ok() && "built-in constant transforms have unique names");
+      (void)s;
+    }
+    // quantize_affine / quantize_affine_no_zp (QuantTransforms.cpp).
+    for (ConstantTransform t : detail::quantTransforms()) {
       Status s = r->add(std::move(t));
       assert(s.ok() && "built-in constant transforms have unique names");
       (void)s;

@@ -181,9 +181,9 @@ struct CStmt {
   const RewriteStmt *src = nullptr;
   RewriteStmt::Kind kind = RewriteStmt::Kind::NewNode;
   std::vector<int> resultSlots;  ///< ConstTransform/Let: capture slots
-  std::vector<int> resultValues; ///< NewNode: rewrite value indices (one per result)
-  /// NewNode: for each result, the pattern value it replaces (patNode,
-  /// result), or (-1, 0) for a fresh intermediate.
+  std::vector<int> resultValues; ///< NewNode/Forward: rewrite value indices (one per result)
+  /// NewNode/Forward: for each result, the pattern value it replaces
+  /// (patNode, result), or (-1, 0) for a fresh intermediate.
   std::vector<std::pair<int, int>> replaces;
   std::string target;   ///< NewNode: canonical target
   std::string baseName; ///< NewNode: op name, the base of fresh value names
@@ -192,7 +192,7 @@ struct CStmt {
   const ConstantTransform *transform = nullptr;
   std::vector<CExpr> args;
   std::vector<std::pair<std::string, CExpr>> kwargs;
-  CExpr value; ///< Let
+  CExpr value; ///< Let, Forward (the forwarded value)
   /// ConstTransform whose non-tensor arguments are all literals: bound once
   /// at compile time (staging then skips evaluation and binding).
   std::optional<TransformArgs> literalArgs;

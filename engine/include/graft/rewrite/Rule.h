@@ -159,6 +159,8 @@ struct RewriteStmt {
                     ///< constant transform; the result is a new constant (FQN-registered)
     Let,            ///< `$n = dim($w, 0) * 2`: a computed attribute
     NewNode,        ///< `%out = et_vk.linear_q4gsw(...)`: a new node
+    Forward,        ///< `%dq = $x`: a match result is replaced by an existing value
+                    ///< (a capture or another result; `value`), no node is created
   };
   Kind kind = Kind::NewNode;
   SourceRange loc;
@@ -167,7 +169,7 @@ struct RewriteStmt {
   std::string target;
   std::vector<ExprPtr> args;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
-  ExprPtr value; ///< Let
+  ExprPtr value; ///< Let, Forward
 };
 
 /// The values a rule's `example` block gives each capture, used by

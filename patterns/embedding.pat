@@ -1,0 +1,92 @@
+// Int4 group-wise embeddings -> et_vk.embedding_q4gsw (docs/rules.md, "Embedding").
+//
+// Before (torchao IntxUnpackedToInt8Tensor, as exported):
+//   %dq  : f32[V, D] = torchao.dequantize_affine(%w : i8[V, D], [1, G], %s : f32[V, D/G],
+//                                                none, i8, -8, 7, output_dtype=f32)
+//   %out : f32[*, D] = aten.embedding(%dq, %idx)
+// Before (ExecuTorch llama quantizer, two nibbles per byte, EVEN column in the HIGH nibble):
+//   %out : f32[*, D] = quantized_decomposed.embedding_4bit.dtype(%wp : u8[V, D/2], %s, none,
+//                                                               -8, 7, %idx, dtype=f32)
+// After (both):
+//   %out : f32[*, D] = et_vk.embedding_q4gsw(%packed : u8[V, D/2], %s : f32[V, D/G], G, %idx,
+//                                            is_linear_weight=true)
+//
+// %packed is in the *linear convention* (pack_4bit_weight_tensor: EVEN column in the LOW
+// nibble, +8 offset), the layout linear_q4gsw reads, so a tied lm_head packs to the same
+// bytes under the same FQN (one constant; the FQN registry dedups it). The scales stay
+// [V, G] (never transposed here: the lm_head gets its own transposed copy).
+//
+// Conditions (backends/vulkan/patterns/quantized_embedding.py, executorch cff6f4dd):
+// quant range exactly [-8, 7], input_dtype i8, block_size [1, G], D % G == 0, D % 32 == 0
+// (the shader writes 32 values per invocation), zero point absent or all zero (the kernel
+// has no zero point), weight and scales are state-dict constants.
+
+/// torchao int4 weight-only embedding (dequantize_affine -> embedding), pytorch/executorch#20381.
+rule torchao_embedding_q4gsw benefit 20 tags(embedding, int4) backend vulkan {
+  match {
+    // `shared`: torch.export may emit one dequantize for a tied embedding and lm_head;
+    // the embedding fuses first and the dequantize stays for the lm_head's rule.
+    shared %dq = torchao.dequantize_affine(param $w : i8[$V, $D], [1, $G], param $s : $sdt[$V, $NG],
+                                           $zp, i8, -8, 7, output_dtype = $odt)
+    %out       = aten.embedding(%dq, $idx)
+  }
+  where {
+    $D % $G == 0
+    $D % 32 == 0
+    $NG == $D / $G
+    $sdt == $odt or bits($sdt) < bits($odt)
+    $zp is none or all_zero($zp)
+    values_in($w, -8, 7)
+  }
+  rewrite {
+    // The fused op returns the scales' dtype: widen bf16 checkpoint scales to the
+    // dequantized dtype (exact; identity, hence no new constant, when they agree).
+    // Narrowing is not exact (torchao multiplies in the wider dtype, then rounds once),
+    // hence the where clause above.
+    $scales = cast($s, dtype = $odt)
+    $packed = pack_int4($w, nibbles = low_first)
+    %out    = et_vk.embedding_q4gsw($packed, $scales, $G, $idx, is_linear_weight = true)
+  }
+  example { V = [8, 40], D = [64, 128], G = [32, 64], odt = [f32, bf16], sdt = [f32, bf16] }
+}
+
+/// quantized_decomposed.embedding_4bit.dtype (high nibble = even column) repacked to the
+/// linear convention, so a tied embedding and lm_head share identical packed bytes.
+rule qd_embedding_4bit_q4gsw benefit 20 tags(embedding, int4) backend vulkan {
+  match {
+    %out = quantized_decomposed.embedding_4bit.dtype(param $w : u8[$V, $DH],
+                                                     param $s : $sdt[$V, $NG], $zp, -8, 7, $idx,
+                                                     dtype = none | $sdt)
+  }
+  where {
+    (2 * $DH) % $NG == 0
+    (2 * $DH) % 32 == 0
+    $zp is none or all_zero($zp)
+  }
+  rewrite {
+    $G        = 2 * $DH / $NG
+    $unpacked = unpack_int4($w, nibbles = high_first)
+    $packed   = pack_int4($unpacked, nibbles = low_first)
+    %out      = et_vk.embedding_q4gsw($packed, $s, $G, $idx, is_linear_weight = true)
+  }
+  example { V = [8, 40], DH = [16, 32, 64], NG = [1, 2, 4], sdt = [f32, bf16] }
+}
+
+/// embedding_4bit with per-row scales [V]: one group spanning the row (upstream's
+/// group_size = embed_dim when the scales are 1-D).
+rule qd_embedding_4bit_q4gsw_per_row benefit 20 tags(embedding, int4) backend vulkan {
+  match {
+    %out = quantized_decomposed.embedding_4bit.dtype(param $w : u8[$V, $DH], param $s : $sdt[$V],
+                                                     $zp, -8, 7, $idx, dtype = none | $sdt)
+  }
+  where {
+    (2 * $DH) % 32 == 0
+    $zp is none or all_zero($zp)
+  }
+  rewrite {
+    $unpacked = unpack_int4($w, nibbles = high_first)
+    $packed   = pack_int4($unpacked, nibbles = low_first)
+    %out      = et_vk.embedding_q4gsw($packed, $s, 2 * $DH, $idx, is_linear_weight = true)
+  }
+  example { V = [8, 40], DH = [16, 32, 64], sdt = [f32, bf16] }
+}

@@ -1,0 +1,137 @@
+// Int4 group-wise weight-only linears ("4w") -> et_vk.linear_q4gsw (docs/rules.md, "Linear 4w").
+//
+// Before (torchao IntxUnpackedToInt8Tensor weight, any of three spellings of the matmul):
+//   %w : f32[N, K] = torchao.dequantize_affine(%qw : i8[N, K], [1, G], %s : f32[N, K/G],
+//                                              none, i8, -8, 7, output_dtype=f32)
+//   %y : f32[..., N] = aten.linear(%x : f32[..., K], %w, %bias?)
+//   or  %wt = aten.t(%w) | aten.permute_copy(%w, [1, 0]);  %y = aten.mm(%x, %wt)
+//   or  %wt = ...;  %y = aten.addmm(%bias, %x, %wt)
+// After:
+//   %y : f32[..., N] = et_vk.linear_q4gsw(%x, %packed : u8[N, K8/2], %scales : f32[K/G, N4], G,
+//                                         %bias4?)
+//
+// Repacking (backends/vulkan/patterns/quantized_linear.py + weight_packing_utils.py,
+// executorch cff6f4dd): the weight is zero-padded along K to a multiple of 8 (padding
+// decodes to 0) and packed two nibbles per byte, EVEN k in the LOW nibble, +8 offset
+// (pack_4bit_weight_tensor); the scales are transposed to [G, N] and N is zero-padded to a
+// multiple of 4 (align_width_and_update_state_dict); a constant bias is padded to a
+// multiple of 4 as well. Every new constant goes through the FQN registry: a tied
+// embedding's packed weight is reused, and the transposed scales are a *separate* constant
+// (the embedding keeps reading scales [V, G]).
+//
+// Conditions: quant range [-8, 7] and input_dtype i8 (a 4-bit weight stored in int8),
+// block_size [1, G], K % G == 0, K % 4 == 0 (upstream's in_channels % 4 check), zero point
+// absent or all zero (the kernel has none), weight values in [-8, 7], weight and scales are
+// state-dict constants, and the dequantized weight has no other user.
+//
+// linear_q4gsw returns the activation's dtype; the scales are widened to it when the
+// checkpoint stored them narrower (bf16 scales in an f32 graph, after dtype_legalize.pat).
+
+/// torchao 4w linear without bias.
+rule torchao_linear_q4gsw benefit 20 tags(linear, int4, weight_only) backend vulkan {
+  match {
+    %w = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G], param $s : $sdt[$N, $NG], $zp,
+                                   i8, -8, 7, output_dtype = $odt)
+    %y = aten.linear($x : $odt[..., $K], %w, none)
+  }
+  where {
+    $K % $G == 0
+    $K % 4 == 0
+    $NG == $K / $G
+    $sdt == $odt or bits($sdt) < bits($odt)
+    $zp is none or all_zero($zp)
+    values_in($qw, -8, 7)
+  }
+  rewrite {
+    $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
+    $packed = pack_int4($wp, nibbles = low_first)
+    $sc     = cast($s, dtype = $odt)
+    $st     = transpose($sc, 0, 1)
+    $scales = pad_to_multiple($st, dim = 1, multiple = 4)
+    %y      = et_vk.linear_q4gsw($x, $packed, $scales, $G)
+  }
+  example { N = [4, 8, 12], K = [32, 64, 96], G = [16, 32], odt = [f32, bf16], sdt = [f32, bf16] }
+}
+
+/// torchao 4w linear with a constant bias (padded to a multiple of 4, as upstream does).
+rule torchao_linear_q4gsw_bias benefit 20 tags(linear, int4, weight_only) backend vulkan {
+  match {
+    %w = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G], param $s : $sdt[$N, $NG], $zp,
+                                   i8, -8, 7, output_dtype = $odt)
+    %y = aten.linear($x : $odt[..., $K], %w, param $b : $odt[$N])
+  }
+  where {
+    $K % $G == 0
+    $K % 4 == 0
+    $NG == $K / $G
+    $sdt == $odt or bits($sdt) < bits($odt)
+    $zp is none or all_zero($zp)
+    values_in($qw, -8, 7)
+  }
+  rewrite {
+    $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
+    $packed = pack_int4($wp, nibbles = low_first)
+    $sc     = cast($s, dtype = $odt)
+    $st     = transpose($sc, 0, 1)
+    $scales = pad_to_multiple($st, dim = 1, multiple = 4)
+    $bias   = pad_to_multiple($b, dim = 0, multiple = 4)
+    %y      = et_vk.linear_q4gsw($x, $packed, $scales, $G, $bias)
+  }
+  example { N = [4, 8, 12], K = [32, 64, 96], G = [16, 32], odt = [f32, bf16], sdt = [f32, bf16] }
+}
+
+/// torchao 4w weight reaching aten.mm through a transpose (aten.t or permute_copy [1, 0]).
+rule torchao_mm_q4gsw benefit 20 tags(linear, int4, weight_only) backend vulkan {
+  match {
+    %w  = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G], param $s : $sdt[$N, $NG], $zp,
+                                    i8, -8, 7, output_dtype = $odt)
+    %wt = aten.t(%w) | aten.permute_copy(%w, [1, 0]) | aten.t_copy(%w)
+    %y  = aten.mm($x : $odt[_, $K], %wt)
+  }
+  where {
+    $K % $G == 0
+    $K % 4 == 0
+    $NG == $K / $G
+    $sdt == $odt or bits($sdt) < bits($odt)
+    $zp is none or all_zero($zp)
+    values_in($qw, -8, 7)
+  }
+  rewrite {
+    $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
+    $packed = pack_int4($wp, nibbles = low_first)
+    $sc     = cast($s, dtype = $odt)
+    $st     = transpose($sc, 0, 1)
+    $scales = pad_to_multiple($st, dim = 1, multiple = 4)
+    %y      = et_vk.linear_q4gsw($x, $packed, $scales, $G)
+  }
+  example { N = [4, 8, 12], K = [32, 64, 96], G = [16, 32], odt = [f32, bf16], sdt = [f32, bf16] }
+}
+
+/// torchao 4w weight in aten.addmm(bias, x, w^T) with beta = alpha = 1 (what
+/// AddmmToLinearTransform turns back into a linear upstream).
+rule torchao_addmm_q4gsw benefit 20 tags(linear, int4, weight_only) backend vulkan {
+  match {
+    %w  = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G], param $s : $sdt[$N, $NG], $zp,
+                                    i8, -8, 7, output_dtype = $odt)
+    %wt = aten.t(%w) | aten.permute_copy(%w, [1, 0]) | aten.t_copy(%w)
+    %y  = aten.addmm(param $b : $odt[$N], $x : $odt[_, $K], %wt)
+  }
+  where {
+    $K % $G == 0
+    $K % 4 == 0
+    $NG == $K / $G
+    $sdt == $odt or bits($sdt) < bits($odt)
+    $zp is none or all_zero($zp)
+    values_in($qw, -8, 7)
+  }
+  rewrite {
+    $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
+    $packed = pack_int4($wp, nibbles = low_first)
+    $sc     = cast($s, dtype = $odt)
+    $st     = transpose($sc, 0, 1)
+    $scales = pad_to_multiple($st, dim = 1, multiple = 4)
+    $bias   = pad_to_multiple($b, dim = 0, multiple = 4)
+    %y      = et_vk.linear_q4gsw($x, $packed, $scales, $G, $bias)
+  }
+  example { N = [4, 8, 12], K = [32, 64, 96], G = [16, 32], odt = [f32, bf16], sdt = [f32, bf16] }
+}

@@ -1,0 +1,166 @@
+// PT2E static quantization (quantized_decomposed Q/DQ) -> Vulkan linears.
+//
+// Seeds: ExecuTorch backends/vulkan/_passes/fuse_quantized_ops.py
+// (FuseQuantizedOpsTransform, the legacy "linear_qcnw" fusion: weight-only
+// per-channel 8-bit -> aten._weight_int8pack_mm, 4-bit -> et_vk.linear_qcs4w,
+// bias as a separate add) and backends/vulkan/patterns/quantized_linear.py
+// (QuantizedLinearMatch: static per-tensor activation + per-channel weight ->
+// et_vk.linear_q8ta_q8csw fed the int8 activation itself).
+//
+// Before (weight-only, 4-bit values in an int8 tensor):
+//   %wdq : f32[N, K] = quantized_decomposed.dequantize_per_channel.default(%w, %s, %zp, 0, -8, 7, i8)
+//   %y   : f32[M, N] = aten.linear.default(%x, %wdq, %b)
+// After:
+//   %mm  : f32[M, N] = et_vk.linear_qcs4w.default(%x, %w.pack_int4_high_first, %s)
+//   %y   : f32[M, N] = aten.add.Tensor(%mm, %b)
+//
+// Before (static activation):
+//   %xq  : i8[M, K]  = quantized_decomposed.quantize_per_tensor.default(%x, 0.02, 3, -128, 127, i8)
+//   %xdq : f32[M, K] = quantized_decomposed.dequantize_per_tensor.default(%xq, 0.02, 3, -128, 127, i8)
+//   %wdq : f32[N, K] = quantized_decomposed.dequantize_per_channel.default(%w, %s, %zp, 0, -127, 127, i8)
+//   %y   : f32[M, N] = aten.linear.default(%xdq, %wdq, %b)
+// After (the quantize stays: the fused op reads the int8 activation):
+//   %xq  : i8[M, K]  = quantized_decomposed.quantize_per_tensor.default(%x, 0.02, 3, -128, 127, i8)
+//   %y   : f32[M, N] = et_vk.linear_q8ta_q8csw.default(%xq, 0.02, 3, %w, %w.group_sums..., %s.pad..., %b)
+//
+// Conditions, and where graft is stricter than upstream (each upstream gap
+// would fuse a graph into something that computes different numbers):
+//  * the weight is a constant int8 [N, K] quantized per channel along axis 0
+//    with f32 scales [N] (upstream checks neither the axis nor the scales'
+//    shape in the legacy pass);
+//  * symmetric: zero points absent or all zero. Upstream's legacy pass raises
+//    NotImplementedError on asymmetric weights, and the q8csw path ignores
+//    the weight zero point altogether; here an asymmetric weight simply does
+//    not match (see tests/golden/rules/pt2e_asymmetric_no_fuse);
+//  * 4 vs 8 bits is decided from the weight DATA, as upstream does
+//    (values_in($w, -8, 7)); a data-free graph therefore takes the 8-bit path,
+//    which is exact for any int8 weight;
+//  * linear_qcs4w needs an even K (two values per byte); _weight_int8pack_mm
+//    takes a 2-D activation (ATen's kernel checks it);
+//  * the static-activation path needs K % 4 == 0 (upstream's texel-alignment
+//    limit) and an int8 activation dequantized per tensor with float scale
+//    and int zero point (quantize_per_tensor.default, not the .tensor form).
+//
+// Numerics: linear_qcs4w and linear_q8ta_q8csw dequantize exactly as
+// dequantize_per_channel does (w * s[n] in f32) and run the same f32 linear,
+// so they are bit-exact. _weight_int8pack_mm computes (sum_k x*w) * s[n]
+// (ATen int8mm_kernel) instead of sum_k x*(w*s[n]): the scale moves out of the
+// sum, which changes the rounding, hence that rule's tolerance.
+
+/// Weight-only 8-bit symmetric per-channel linear, no bias ->
+/// aten._weight_int8pack_mm.
+rule pt2e_linear_int8pack benefit 10 tags(linear, int8, pt2e) backend vulkan {
+  match {
+    %w = quantized_decomposed.dequantize_per_channel(param $qw : i8[$N, $K], param $s : f32[$N],
+                                                     $zp, 0, $wqmin, $wqmax, i8)
+    %y = aten.linear($x : f32[$M, $K], %w)
+  }
+  where {
+    $wqmin >= -128 and $wqmax <= 127
+    $zp is none or all_zero($zp)
+  }
+  rewrite {
+    %y = aten._weight_int8pack_mm($x, $qw, $s)
+  }
+  example { M = [1, 4], N = [8, 12], K = [8, 64], wqmin = -127, wqmax = 127 }
+  tolerance(atol = 1e-3, rtol = 1e-5)
+}
+
+/// Weight-only 8-bit symmetric per-channel linear with a bias ->
+/// aten._weight_int8pack_mm + aten.add (the op has no bias).
+rule pt2e_linear_int8pack_bias benefit 10 tags(linear, int8, pt2e) backend vulkan {
+  match {
+    %w = quantized_decomposed.dequantize_per_channel(param $qw : i8[$N, $K], param $s : f32[$N],
+                                                     $zp, 0, $wqmin, $wqmax, i8)
+    %y = aten.linear($x : f32[$M, $K], %w, $b : f32[$N])
+  }
+  where {
+    $wqmin >= -128 and $wqmax <= 127
+    $zp is none or all_zero($zp)
+  }
+  rewrite {
+    %mm = aten._weight_int8pack_mm($x, $qw, $s)
+    %y  = aten.add.Tensor(%mm, $b)
+  }
+  example { M = [1, 4], N = [8, 12], K = [8, 64], wqmin = -127, wqmax = 127 }
+  tolerance(atol = 1e-3, rtol = 1e-5)
+}
+
+/// Weight-only 4-bit symmetric per-channel linear (int8 weights in [-8, 7]),
+/// no bias -> et_vk.linear_qcs4w on the weight packed high nibble first.
+rule pt2e_linear_qcs4w benefit 12 tags(linear, int4, pt2e) backend vulkan {
+  match {
+    %w = quantized_decomposed.dequantize_per_channel(param $qw : i8[$N, $K], param $s : f32[$N],
+                                                     $zp, 0, $wqmin, $wqmax, i8)
+    %y = aten.linear($x : f32[..., $K], %w)
+  }
+  where {
+    $K % 2 == 0
+    $wqmin >= -128 and $wqmax <= 127
+    $zp is none or all_zero($zp)
+    values_in($qw, -8, 7)
+  }
+  rewrite {
+    $packed = pack_int4($qw, nibbles = high_first)
+    %y      = et_vk.linear_qcs4w($x, $packed, $s)
+  }
+  example { N = [8, 12], K = [8, 64], wqmin = -8, wqmax = 7 }
+}
+
+/// Weight-only 4-bit symmetric per-channel linear with a bias ->
+/// et_vk.linear_qcs4w + aten.add (the op has no bias).
+rule pt2e_linear_qcs4w_bias benefit 12 tags(linear, int4, pt2e) backend vulkan {
+  match {
+    %w = quantized_decomposed.dequantize_per_channel(param $qw : i8[$N, $K], param $s : f32[$N],
+                                                     $zp, 0, $wqmin, $wqmax, i8)
+    %y = aten.linear($x : f32[..., $K], %w, $b : f32[$N])
+  }
+  where {
+    $K % 2 == 0
+    $wqmin >= -128 and $wqmax <= 127
+    $zp is none or all_zero($zp)
+    values_in($qw, -8, 7)
+  }
+  rewrite {
+    $packed = pack_int4($qw, nibbles = high_first)
+    %mm     = et_vk.linear_qcs4w($x, $packed, $s)
+    %y      = aten.add.Tensor(%mm, $b)
+  }
+  example { N = [8, 12], K = [8, 64], wqmin = -8, wqmax = 7 }
+}
+
+/// Static per-tensor int8 activation + symmetric per-channel int8 weight ->
+/// et_vk.linear_q8ta_q8csw on the int8 activation (upstream passes the
+/// dequantize's input), with per-channel weight sums and the scales padded to
+/// a multiple of 4 as make_linear_q8ta_q8csw_custom_op does.
+rule pt2e_linear_q8ta_q8csw benefit 20 tags(linear, int8, pt2e) backend vulkan {
+  match {
+    %xdq = quantized_decomposed.dequantize_per_tensor($xq : i8[..., $K], $is, $izp, $aqmin, $aqmax,
+                                                      i8)
+    %w   = quantized_decomposed.dequantize_per_channel(param $qw : i8[$N, $K], param $s : f32[$N],
+                                                       $zp, 0, $wqmin, $wqmax, i8)
+    %y   = aten.linear(%xdq, %w, $b)
+  }
+  where {
+    $K % 4 == 0
+    $aqmin >= -128 and $aqmax <= 127
+    $wqmin >= -128 and $wqmax <= 127
+    $zp is none or all_zero($zp)
+  }
+  rewrite {
+    $gsums  = group_sums($qw, $K, pad_to = 4)
+    $sums   = reshape($gsums, [-1])
+    $scales = pad_to_multiple($s, dim = 0, multiple = 4)
+    %y      = et_vk.linear_q8ta_q8csw($xq, $is, $izp, $qw, $sums, $scales, $b)
+  }
+  example {
+    N = [6, 8]
+    K = [8, 64]
+    is = 1
+    izp = [0, 3]
+    aqmin = -128
+    aqmax = 127
+    wqmin = -127
+    wqmax = 127
+  }
+}

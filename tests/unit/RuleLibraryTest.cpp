@@ -1,0 +1,171 @@
+//===- RuleLibraryTest.cpp - The shipped rule library on golden graphs ----===//
+//
+// Each directory tests/golden/rules/<case>/ holds
+//   input.gir     the graph to fuse
+//   expected.gir  the graph after EVERY rule of patterns/*.pat (loaded sorted by
+//                 file name) ran on it, printed canonically
+//   expected.txt  what fired, per-rule statistics and the FQN registry
+//   explain.txt   (optional) `graft explain` over all rules on input.gir:
+//                 negative cases use it to pin the predicate that fails
+// A new case is a new directory. The fused graph must verify; when the input
+// carries data for every constant it must compute the same outputs as the
+// input within the largest tolerance of the rules that fired. Paths in the
+// reports are relative to the repository root (patterns/foo.pat:12:5).
+// GRAFT_UPDATE_GOLDEN=1 rewrites the expected files (then review the diff).
+//
+//===----------------------------------------------------------------------===//
+#include "RuleLibrary.h"
+
+#include "graft/interp/Interpreter.h"
+#include "graft/ir/Verifier.h"
+#include "graft/rewrite/Rewriter.h"
+#include "graft/serialize/TextIR.h"
+#include "graft/support/FileIO.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+using namespace graft;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<fs::path> cases() {
+  std::vector<fs::path> out;
+  fs::path root = fs::path(GRAFT_TEST_DATA_DIR) / "golden" / "rules";
+  for (const auto &e : fs::directory_iterator(root))
+    if (e.is_directory())
+      out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string readOrEmpty(const fs::path &p) {
+  auto t = readFile(p.string());
+  return t ? *t : std::string();
+}
+
+bool allConstantsHaveData(const Graph &g) {
+  for (const GraphInput &in : g.inputs())
+    if (in.isConstant() && !in.hasData())
+      return false;
+  return true;
+}
+
+/// Strips `prefix` everywhere in `text` (absolute paths -> repo-relative).
+std::string stripPrefix(std::string text, const std::string &prefix) {
+  for (std::size_t at; (at = text.find(prefix)) != std::string::npos;)
+    text.erase(at, prefix.size());
+  return text;
+}
+
+class RuleLibraryGolden : public ::testing::TestWithParam<fs::path> {};
+
+} // namespace
+
+TEST_P(RuleLibraryGolden, FusesToTheExpectedGraph) {
+  const fs::path dir = GetParam();
+  const std::string repoPrefix = test::patternsDir().parent_path().string() + "/";
+  SourceManager sources;
+  std::string error;
+  auto rules = test::loadRuleLibrary(sources, error);
+  ASSERT_TRUE(error.empty()) << error;
+  ASSERT_FALSE(rules.empty()) << "no rules in " << test::patternsDir();
+  auto compiled = rewrite::CompiledRules::compile(std::move(rules));
+  ASSERT_TRUE(compiled.ok()) << render(compiled.diags(), &sources);
+  auto graph = parseGraphFile((dir / "input.gir").string(), &sources);
+  ASSERT_TRUE(graph.ok()) << render(graph.diags(), &sources);
+  auto before = parseGraphFile((dir / "input.gir").string());
+  ASSERT_TRUE(before.ok());
+  const bool update = std::getenv("GRAFT_UPDATE_GOLDEN") != nullptr;
+
+  // explain runs on the unfused input, over every rule.
+  if (fs::exists(dir / "explain.txt")) {
+    std::string text;
+    for (const rewrite::ExplainEntry &e : rewrite::explain(**before, *compiled, {}))
+      text += rewrite::format(e) + "\n";
+    text = stripPrefix(text, repoPrefix);
+    if (update) {
+      ASSERT_TRUE(writeFileAtomic((dir / "explain.txt").string(), text).ok());
+    }
+    EXPECT_EQ(text, readOrEmpty(dir / "explain.txt")) << dir;
+  }
+
+  rewrite::FqnRegistry fqns;
+  rewrite::RewriteOptions options;
+  options.verifyEach = true;
+  auto result = rewrite::applyRules(**graph, *compiled, fqns, options);
+  ASSERT_TRUE(result.ok()) << render(result.diags(), &sources);
+  EXPECT_TRUE(result->converged);
+  EXPECT_TRUE(verify(**graph).empty()) << render(verify(**graph));
+
+  PrintOptions po;
+  po.maxInlineElements = 4096;
+  auto text = printGraph(**graph, po);
+  ASSERT_TRUE(text.ok()) << render(text.diags());
+  std::string report = rewrite::formatResult(*result, *compiled);
+  if (fqns.size())
+    report += "constants made:\n" + fqns.str();
+  report = stripPrefix(report, repoPrefix);
+
+  if (update) {
+    ASSERT_TRUE(writeFileAtomic((dir / "expected.gir").string(), *text).ok());
+    ASSERT_TRUE(writeFileAtomic((dir / "expected.txt").string(), report).ok());
+  }
+  EXPECT_EQ(*text, readOrEmpty(dir / "expected.gir")) << dir;
+  EXPECT_EQ(report, readOrEmpty(dir / "expected.txt")) << dir;
+
+  // A bf16 checkpoint in an f32 model (dtype_legalize.pat) ends like an f32 one:
+  // no node produces bf16; the bf16 scales remain only as unused parameters.
+  if (dir.filename().string().rfind("bf16_checkpoint", 0) == 0) {
+    for (const Node &n : (*graph)->nodes())
+      for (const Value *v : n.outputs())
+        EXPECT_FALSE(v->isTensor() && v->proto().dtype == DType::BF16)
+            << dir << ": %" << v->name() << " is still bf16";
+    for (const GraphInput &in : (*graph)->inputs()) {
+      if (in.value->isTensor() && in.value->proto().dtype == DType::BF16) {
+        EXPECT_FALSE(in.value->hasUses()) << dir << ": %" << in.value->name() << " is still used";
+      }
+    }
+  }
+
+  auto again = parseGraph(*text, "expected.gir");
+  ASSERT_TRUE(again.ok()) << render(again.diags());
+
+  // The tolerance is the largest of the rules that fired (exact when none did).
+  double atol = 0, rtol = 0;
+  for (const rewrite::RuleStats &s : result->stats) {
+    if (!s.applied)
+      continue;
+    for (std::size_t i : compiled->find(s.rule)) {
+      atol = std::max(atol, compiled->rule(i).atol);
+      rtol = std::max(rtol, compiled->rule(i).rtol);
+    }
+  }
+  if (allConstantsHaveData(**before)) {
+    auto in = makeRandomInputs(**before, 11);
+    ASSERT_TRUE(in.ok()) << render(in.diags());
+    auto a = Interpreter().run(**before, *in);
+    auto b = Interpreter().run(**graph, *in);
+    ASSERT_TRUE(a.ok()) << render(a.diags());
+    ASSERT_TRUE(b.ok()) << render(b.diags());
+    ASSERT_EQ(a->size(), b->size());
+    for (std::size_t o = 0; o < a->size(); ++o) {
+      const Tensor &x = std::get<Tensor>((*a)[o]);
+      const Tensor &y = std::get<Tensor>((*b)[o]);
+      ASSERT_EQ(x.sizes(), y.sizes());
+      ASSERT_EQ(x.dtype(), y.dtype()) << dir << " output " << o;
+      for (int64_t k = 0; k < x.numel(); ++k)
+        ASSERT_LE(std::abs(x.getDouble(k) - y.getDouble(k)), atol + rtol * std::abs(x.getDouble(k)))
+            << dir << " output " << o << " element " << k;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, RuleLibraryGolden, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<fs::path> &info) {
+                           return info.param.filename().string();
+                         });
