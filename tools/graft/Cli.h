@@ -66,5 +66,20 @@ Command makeVerifyRulesCommand(); ///< RewriteCommands.cpp
 Command makeDevicesCommand();     ///< VulkanCommands.cpp
 Command makeRunVkCommand();       ///< VulkanCommands.cpp
 Command makePartitionCommand();   ///< VulkanCommands.cpp
+Command makeCoverageCommand();    ///< CoverageCommand.cpp
 
+Command makeCompileCommand(); ///< CompileCommand.cpp
+
+} // namespace graft::cli
+
+// `graft run PROGRAM.vkprog` (CompileCommand.cpp) and the input builder it
+// shares with `graft run` (RunCommand.cpp).
+#include "graft/interp/Interpreter.h"
+namespace graft::cli {
+/// Runs a .vkprog on the Vulkan device (`graft run` dispatches here by magic).
+int runProgramFile(const Args &args);
+/// User inputs from --inputs NAME=VALUES, the rest random from --seed.
+Expected<std::vector<RuntimeValue>> buildRunInputs(const Graph &graph, const Args &args,
+                                                   uint64_t seed,
+                                                   std::map<std::string, int64_t> &symbols);
 } // namespace graft::cli

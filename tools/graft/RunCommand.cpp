@@ -4,6 +4,7 @@
 #include "graft/interp/Interpreter.h"
 #include "graft/ir/Verifier.h"
 #include "graft/serialize/Load.h"
+#include "graft/serialize/ProgramFile.h"
 #include "graft/serialize/TextIR.h"
 #include "graft/support/FileIO.h"
 
@@ -223,29 +224,56 @@ nlohmann::json toJson(const RuntimeValue &v, bool allValues) {
 
 } // namespace
 
+Expected<std::vector<RuntimeValue>> buildRunInputs(const Graph &graph, const Args &args,
+                                                   uint64_t seed,
+                                                   std::map<std::string, int64_t> &symbols) {
+  return buildInputs(graph, args, seed, symbols);
+}
+
 Command makeRunCommand() {
   Command c;
   c.name = "run";
-  c.usage = "graft run FILE [--seed N] [--inputs NAME=VALUES]... [--sym NAME=INT]... [--json] "
-            "[--all-values]";
-  c.summary = "Execute a graph with the reference interpreter and print its outputs.";
+  c.usage =
+      "graft run FILE [--seed N] [--inputs NAME=VALUES]... [--sym NAME=INT]... [--json] "
+      "[--all-values]\n       graft run PROGRAM.vkprog [--inputs ...] [--seed N] [--device N] "
+      "[--check [--reference MODEL] [--atol X]] [--json]";
+  c.summary = "Execute a graph with the reference interpreter (a .vkprog on the Vulkan device).";
   c.details =
       "User inputs not given with --inputs are random, generated from their prototypes with\n"
       "--seed (floats uniform in [-1, 1), index inputs within the consumer's range).\n"
       "VALUES is a flat row-major list '[1, 2, 3]' or '@FILE' holding raw little-endian\n"
       "elements of the input's dtype. Symbolic dims take --sym values, or are solved from\n"
-      "the number of values given, or default to the symbol's range minimum.";
+      "the number of values given, or default to the symbol's range minimum.\n"
+      "A program file from `graft compile` runs on the Vulkan device instead; --check also\n"
+      "runs the reference interpreter on the original (pre-fusion) graph: --reference MODEL,\n"
+      "else the one embedded by `graft compile --embed-reference`, else the model path\n"
+      "recorded in the program.";
   c.flags = {{"seed", true, "seed for random inputs (default 0)", "N"},
              {"inputs", true, "value for one user input (repeatable)", "NAME=VALUES"},
              {"sym", true, "value of a symbolic dim (repeatable)", "NAME=INT"},
              {"json", false, "print one JSON object instead of text"},
              {"all-values", false, "print every element, not the first 16"},
-             {"no-verify", false, "skip verifying the graph before running"}};
+             {"no-verify", false, "skip verifying the graph before running"},
+             // Program files (.vkprog from `graft compile`) run on the Vulkan device.
+             {"device", true, "PROGRAM: Vulkan device index (see `graft devices`)", "N"},
+             {"check", false,
+              "PROGRAM: compare with the reference interpreter on the original "
+              "graph"},
+             {"reference", true, "PROGRAM: the original model for --check", "MODEL"},
+             {"atol", true, "PROGRAM: with --check, fail when the max abs error exceeds X", "X"}};
   c.run = [](const Args &args) {
     if (args.positional.size() != 1) {
       std::cerr << "graft run: error: expected exactly one FILE\n";
       return int(kUserError);
     }
+    if (isProgramFile(args.positional[0]))
+      return runProgramFile(args);
+    for (const char *flag : {"device", "check", "reference", "atol"})
+      if (args.has(flag)) {
+        std::cerr << "graft run: error: --" << flag
+                  << " applies to program files (.vkprog); use `graft run-vk` for a graph\n";
+        return int(kUserError);
+      }
     uint64_t seed = 0;
     if (auto s = args.get("seed")) {
       char *end = nullptr;

@@ -13,6 +13,8 @@
 //   graft devices           list the Vulkan devices
 //   graft run-vk FILE       execute a graph on a Vulkan device
 //   graft partition FILE --target T   Vulkan partitions and CPU reasons
+//   graft coverage G... --rules F     which rules fire, near misses, unfused ops
+//   graft compile MODEL -o P.vkprog   the whole pipeline to a Vulkan program file
 //
 //===----------------------------------------------------------------------===//
 #include "Cli.h"
@@ -27,10 +29,11 @@
 using namespace graft::cli;
 
 static std::vector<Command> commands() {
-  return {makePrintCommand(),    makeVerifyCommand(),      makeRunCommand(),     makeOpsCommand(),
-          makeCheckCommand(),    makeFmtCommand(),         makeSynthCommand(),   makeFuseCommand(),
-          makeExplainCommand(),  makeVerifyRulesCommand(), makeDevicesCommand(), makeRunVkCommand(),
-          makePartitionCommand()};
+  return {makePrintCommand(),       makeVerifyCommand(),   makeRunCommand(),
+          makeOpsCommand(),         makeCheckCommand(),    makeFmtCommand(),
+          makeSynthCommand(),       makeFuseCommand(),     makeExplainCommand(),
+          makeVerifyRulesCommand(), makeDevicesCommand(),  makeRunVkCommand(),
+          makePartitionCommand(),   makeCoverageCommand(), makeCompileCommand()};
 }
 
 static void printUsage(std::ostream &os) {

@@ -387,6 +387,23 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(Context &ctx, con
   return exec;
 }
 
+NodePlan planNode(const Node &node, const DeviceInfo &device) {
+  NodePlan p;
+  p.node = &node;
+  std::string why = node.schema() ? vulkanUnsupportedReason(node, device)
+                                  : "op '" + node.target() + "' is not registered";
+  if (why.empty()) {
+    const Lowering *l = findLowering(node.target());
+    p.placement = l->placement;
+    p.kernel = l->kernel;
+  } else {
+    p.placement = Placement::CpuFallback;
+    p.kernel = "interpreter";
+    p.reason = why;
+  }
+  return p;
+}
+
 GraphExecutor::~GraphExecutor() = default;
 
 std::size_t GraphExecutor::numCpuFallbackNodes() const {

@@ -86,6 +86,10 @@ private:
 /// Why `node` cannot run as a Vulkan kernel on a device with these
 /// properties (empty when it can). The same check GraphExecutor::create uses.
 std::string vulkanUnsupportedReason(const Node &node, const DeviceInfo &device);
+/// The plan GraphExecutor::create would give `node` on a device with these
+/// properties, without a Context (for compiling ahead of time): placement,
+/// kernel, and the CPU-fallback reason.
+NodePlan planNode(const Node &node, const DeviceInfo &device);
 /// Every op target the executor has a device or host lowering for.
 std::vector<std::string> vulkanLoweredOps();
 

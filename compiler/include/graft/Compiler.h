@@ -1,0 +1,168 @@
+//===- Compiler.h - graft as a library: model -> Vulkan program ---*- C++ -*-===//
+//
+// The API an export pipeline calls (docs/api.md). The whole pipeline:
+//
+//   graft::CompileOptions opts;
+//   opts.target = "adreno";
+//   opts.output = "model.vkprog";                  // written atomically
+//   auto result = graft::compile("model.pt2", opts);
+//   if (!result) { for (auto &d : result.diags()) std::cerr << render(d); }
+//   std::cout << result->summary.text();           // or .json()
+//
+// or step by step:
+//
+//   auto model = graft::load("model.pt2");
+//   auto rules = graft::RuleSet::shipped();        // patterns/*.pat, embedded
+//   rules->addPath("my_rules/");                   // user .pat files
+//   rewrite::FqnRegistry fqns;
+//   auto fused = graft::fuse(*model->graph, *rules, fqns);
+//   auto parts = graft::partition(*model->graph, "lavapipe");
+//
+// The shipped rule library is compiled into the library, so none of this
+// needs a source tree. Dependencies point one way: graft_compiler ->
+// graft_vulkan, graft_dsl -> graft_serialize -> graft_engine.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/ir/Graph.h"
+#include "graft/rewrite/Coverage.h"
+#include "graft/rewrite/FqnRegistry.h"
+#include "graft/rewrite/Rewriter.h"
+#include "graft/rewrite/Rule.h"
+#include "graft/serialize/ProgramFile.h"
+#include "graft/serialize/Pt2.h"
+#include "graft/support/Diagnostic.h"
+#include "graft/support/Expected.h"
+#include "graft/vulkan/Partitioner.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace graft {
+
+/// A model read from a .pt2 or .gir.
+struct Model {
+  std::unique_ptr<Graph> graph;
+  std::optional<Pt2Provenance> pt2; ///< set for a .pt2 (needed to write one back)
+  std::string path;
+};
+
+/// Reads a .pt2 or .gir (diagnostics render against `sources` when given).
+Expected<Model> load(const std::string &path, SourceManager *sources = nullptr);
+
+/// Fusion rules: the shipped library and/or user .pat files. Files whose name
+/// contains "legaliz" (dtype legalization) form a first pass that runs to a
+/// fixpoint before all other rules.
+class RuleSet {
+public:
+  RuleSet() = default;
+  /// The shipped rules (patterns/*.pat, embedded at build time).
+  static Expected<RuleSet> shipped(SourceManager *sources = nullptr);
+  /// Names of the embedded rule files.
+  static std::vector<std::string> shippedFiles();
+
+  /// Adds a .pat file (with its imports) or every *.pat in a directory (sorted).
+  Status addPath(const std::string &path, SourceManager *sources = nullptr);
+  /// Adds rules from .pat text held in memory; `name` is used in diagnostics.
+  Status addText(std::string_view text, const std::string &name, SourceManager *sources = nullptr);
+
+  std::size_t size() const { return legalize_.size() + fuse_.size(); }
+  const std::vector<std::string> &files() const { return files_; }
+  const std::vector<rewrite::Rule> &legalizeRules() const { return legalize_; }
+  const std::vector<rewrite::Rule> &fuseRules() const { return fuse_; }
+  std::vector<Diagnostic> warnings; ///< warnings of the files loaded
+
+private:
+  void take(std::vector<rewrite::Rule> rules, const std::vector<std::size_t> &ruleFile,
+            const std::vector<std::string> &files);
+  std::vector<rewrite::Rule> legalize_, fuse_;
+  std::vector<std::string> files_;
+  std::vector<std::string> seen_; ///< rule identities (file:line:col/variant) already taken
+};
+
+struct FuseResult {
+  rewrite::RewriteResult legalize; ///< the legalization pass
+  rewrite::RewriteResult fuse;     ///< everything else
+  /// Rewrites committed per rule name (both passes), rules that fired only.
+  std::map<std::string, uint64_t> rulesFired;
+  std::size_t nodesBefore = 0, nodesAfter = 0;
+};
+
+/// Legalizes, then fuses, `graph` in place. Constants the rules make are
+/// recorded in `fqns` (tied weights packed once).
+Expected<FuseResult> fuse(Graph &graph, const RuleSet &rules, rewrite::FqnRegistry &fqns,
+                          const rewrite::RewriteOptions &options = {});
+
+/// Partitions for a target profile name (lavapipe, adreno, mali, host).
+Expected<vk::PartitionReport> partition(const Graph &graph, const std::string &target,
+                                        int deviceIndex = -1);
+
+/// The numbers `graft compile` prints.
+struct CompileSummary {
+  std::string model, output, target;
+  std::size_t nodesIn = 0, nodesOut = 0;
+  std::map<std::string, uint64_t> rulesFired;
+  std::size_t partitions = 0;
+  std::size_t gpuNodes = 0; ///< in partitions (device kernels and host steps)
+  std::size_t cpuNodes = 0;
+  std::map<std::string, uint64_t> cpuReasons;
+  /// Input model constants, byte-identical ones (tied weights) counted once.
+  uint64_t constantBytesIn = 0;
+  /// The program's constant pool for the fused graph (identical bytes once).
+  uint64_t constantBytesOut = 0;
+  /// Theoretical minimum: every distinct input constant, int4-valued int8
+  /// tensors at 4 bits per element (packed int4 + scales + the rest).
+  uint64_t constantBytesMin = 0;
+  uint64_t programBytes = 0; ///< size of the written file (0 when not written)
+  std::vector<std::pair<std::string, double>> phaseSeconds; ///< in phase order
+
+  std::string json() const; ///< one JSON object (keys in docs/cli.md)
+  std::string text() const; ///< the short human summary
+};
+
+struct CompileOptions {
+  std::string target = "lavapipe";
+  int deviceIndex = -1;           ///< for target "host"
+  bool defaultRules = true;       ///< include the shipped rules
+  std::vector<std::string> rules; ///< user .pat files or directories
+  /// Where to write the program; empty: compile only.
+  std::string output;
+  /// Also store the original graph (and its constants, deduplicated against
+  /// the fused ones) so `graft run --check` needs no source model.
+  bool embedReference = false;
+  rewrite::RewriteOptions rewrite;
+  /// Also build a rule-coverage report of the fusion pass
+  /// (CompileResult::coverage; format it with serialize/CoverageReport.h).
+  bool coverage = false;
+  /// Progress of long phases: (phase, fraction done in [0, 1]).
+  std::function<void(const std::string &, double)> progress;
+  SourceManager *sources = nullptr; ///< receives the text of rule files / .gir
+};
+
+struct CompileResult {
+  Program program; ///< fused graph, plan, provenance (constants in memory)
+  std::optional<Pt2Provenance> pt2;
+  FuseResult fuse;
+  rewrite::FqnRegistry fqns;
+  CompileSummary summary;
+  std::optional<rewrite::CoverageReport> coverage; ///< with CompileOptions::coverage
+};
+
+/// load -> legalize -> fuse -> partition -> codegen (plan) -> write.
+Expected<CompileResult> compile(const std::string &modelPath, const CompileOptions &options = {});
+
+/// Byte counts of a graph's constants: `distinct` by content (what a
+/// deduplicating file stores) and the theoretical minimum described at
+/// CompileSummary::constantBytesMin.
+struct ConstantBytes {
+  uint64_t distinct = 0;
+  uint64_t minimum = 0;
+};
+ConstantBytes countConstantBytes(const Graph &graph);
+
+} // namespace graft

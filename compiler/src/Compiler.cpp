@@ -1,0 +1,635 @@
+//===- Compiler.cpp - load / rules / fuse / partition / compile -----------===//
+//
+// The end-to-end pipeline behind `graft compile` (docs/api.md). Each phase
+// is a function an export pipeline can also call on its own; compile() only
+// sequences them, times them, and turns their results into a Program
+// (serialize/ProgramFile.h) and a CompileSummary.
+//
+//===----------------------------------------------------------------------===//
+#include "graft/Compiler.h"
+
+#include "graft/dsl/Pat.h"
+#include "graft/ir/Verifier.h"
+#include "graft/serialize/Load.h"
+#include "graft/support/EmbeddedFile.h"
+#include "graft/support/FileIO.h"
+#include "graft/vulkan/GraphExecutor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+#include <set>
+#include <unordered_map>
+
+namespace graft {
+
+// patterns/*.pat, compiled in by graft_embed_files (compiler/CMakeLists.txt).
+extern const EmbeddedFile kShippedRuleFiles[];
+extern const std::size_t kShippedRuleFilesCount;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool isLegalizationFile(const std::string &file) {
+  return fs::path(file).filename().string().find("legaliz") != std::string::npos;
+}
+
+/// A private directory removed on destruction: the shipped rules are written
+/// there so their `import`s resolve exactly as in the source tree.
+class TempDir {
+public:
+  ~TempDir() {
+    if (!path_.empty()) {
+      std::error_code ec;
+      fs::remove_all(path_, ec);
+    }
+  }
+  Status create() {
+    std::error_code ec;
+    fs::path base = fs::temp_directory_path(ec);
+    if (ec)
+      base = "/tmp";
+    std::string tmpl = (base / "graft-rules-XXXXXX").string();
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (!::mkdtemp(buf.data()))
+      return Diagnostic::error("cannot create a temporary directory for the shipped rules in " +
+                               base.string());
+    path_ = buf.data();
+    return okStatus();
+  }
+  const std::string &path() const { return path_; }
+
+private:
+  std::string path_;
+};
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string humanBytes(uint64_t b) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u ? "%.2f %s" : "%.0f %s", v, units[u]);
+  return buf;
+}
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
+    default:
+      if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+        out += buf;
+      } else {
+        out += c;
+      }
+    }
+  }
+  return out + "\"";
+}
+
+std::string jsonNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+template <class M> std::string jsonCounts(const M &m) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto &[k, v] : m) {
+    out += (first ? "" : ", ") + jsonString(k) + ": " + std::to_string(v);
+    first = false;
+  }
+  return out + "}";
+}
+
+/// Connected groups of CPU nodes (edges between two CPU nodes), by node index.
+std::vector<ProgramSubgraph> cpuSubgraphs(const Graph &graph, const std::vector<bool> &onCpu) {
+  std::unordered_map<const Value *, std::size_t> producer;
+  std::vector<std::size_t> parent(onCpu.size());
+  std::iota(parent.begin(), parent.end(), 0);
+  auto find = [&](std::size_t x) {
+    while (parent[x] != x)
+      x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  std::size_t i = 0;
+  for (const Node &n : graph.nodes()) {
+    if (onCpu[i]) {
+      n.forEachOperand([&](Value *v) {
+        auto it = producer.find(v);
+        if (it != producer.end() && onCpu[it->second])
+          parent[find(i)] = find(it->second);
+      });
+    }
+    for (Value *o : n.outputs())
+      producer[o] = i;
+    ++i;
+  }
+  std::map<std::size_t, std::size_t> groupOf;
+  std::vector<ProgramSubgraph> out;
+  for (std::size_t k = 0; k < onCpu.size(); ++k) {
+    if (!onCpu[k])
+      continue;
+    auto [it, fresh] = groupOf.emplace(find(k), out.size());
+    if (fresh)
+      out.push_back(ProgramSubgraph{static_cast<int>(out.size()), {}});
+    out[it->second].nodes.push_back(k);
+  }
+  return out;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Loading
+//===----------------------------------------------------------------------===//
+
+Expected<Model> load(const std::string &path, SourceManager *sources) {
+  GRAFT_TRY(LoadedGraph g, loadGraph(path, sources));
+  Model m;
+  m.graph = std::move(g.graph);
+  m.pt2 = std::move(g.pt2);
+  m.path = path;
+  return m;
+}
+
+//===----------------------------------------------------------------------===//
+// Rules
+//===----------------------------------------------------------------------===//
+
+std::vector<std::string> RuleSet::shippedFiles() {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < kShippedRuleFilesCount; ++i)
+    if (endsWith(kShippedRuleFiles[i].name, ".pat"))
+      out.push_back(kShippedRuleFiles[i].name);
+  return out;
+}
+
+Expected<RuleSet> RuleSet::shipped(SourceManager *sources) {
+  RuleSet set;
+  if (shippedFiles().empty())
+    return set;
+  // Without imports, each file is parsed from memory under the name
+  // "patterns/NAME.pat", so diagnostics and reports name it as the source tree
+  // does. An `import` is resolved by the DSL through the file system, so then
+  // every file is written to a private directory and loaded from there.
+  bool imports = false;
+  for (std::size_t i = 0; i < kShippedRuleFilesCount; ++i) {
+    const EmbeddedFile &f = kShippedRuleFiles[i];
+    std::string_view text(f.data, f.size);
+    for (std::size_t at = text.find("import"); at != std::string_view::npos && !imports;
+         at = text.find("import", at + 1)) {
+      std::size_t bol = text.rfind('\n', at);
+      std::string_view before = text.substr(bol == std::string_view::npos ? 0 : bol + 1,
+                                            at - (bol == std::string_view::npos ? 0 : bol + 1));
+      imports =
+          endsWith(f.name, ".pat") && before.find_first_not_of(" \t") == std::string_view::npos;
+    }
+  }
+  if (!imports) {
+    for (std::size_t i = 0; i < kShippedRuleFilesCount; ++i) {
+      const EmbeddedFile &f = kShippedRuleFiles[i];
+      if (endsWith(f.name, ".pat"))
+        GRAFT_CHECK_OK(set.addText(std::string_view(f.data, f.size),
+                                   std::string("patterns/") + f.name, sources));
+    }
+    return set;
+  }
+  TempDir dir;
+  GRAFT_CHECK_OK(dir.create());
+  fs::path root = fs::path(dir.path()) / "patterns";
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  for (std::size_t i = 0; i < kShippedRuleFilesCount; ++i) {
+    const EmbeddedFile &f = kShippedRuleFiles[i];
+    if (!endsWith(f.name, ".pat"))
+      continue;
+    GRAFT_CHECK_OK(writeFileAtomic((root / f.name).string(), std::string_view(f.data, f.size)));
+  }
+  GRAFT_CHECK_OK(set.addPath(root.string(), sources));
+  return set;
+}
+
+void RuleSet::take(std::vector<rewrite::Rule> rules, const std::vector<std::size_t> &ruleFile,
+                   const std::vector<std::string> &files) {
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    rewrite::Rule &r = rules[i];
+    // A file imported by several loaded files contributes its rules once.
+    std::string id = r.loc.begin.file + ":" + std::to_string(r.loc.begin.line) + ":" +
+                     std::to_string(r.loc.begin.column) + "/" + std::to_string(r.variant);
+    if (std::find(seen_.begin(), seen_.end(), id) != seen_.end())
+      continue;
+    seen_.push_back(id);
+    const std::string &file = i < ruleFile.size() ? files[ruleFile[i]] : std::string();
+    (isLegalizationFile(file) ? legalize_ : fuse_).push_back(std::move(r));
+  }
+  for (const std::string &f : files)
+    if (std::find(files_.begin(), files_.end(), f) == files_.end())
+      files_.push_back(f);
+}
+
+Status RuleSet::addPath(const std::string &path, SourceManager *sources) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    std::vector<std::string> pats;
+    for (const auto &e : fs::directory_iterator(path, ec))
+      if (e.path().extension() == ".pat")
+        pats.push_back(e.path().string());
+    if (ec)
+      return Diagnostic::error("cannot read rule directory '" + path + "': " + ec.message());
+    std::sort(pats.begin(), pats.end());
+    if (pats.empty())
+      return Diagnostic::error("rule directory '" + path + "' holds no .pat files");
+    for (const std::string &p : pats)
+      GRAFT_CHECK_OK(addPath(p, sources));
+    return okStatus();
+  }
+  GRAFT_TRY(dsl::RuleSet set, dsl::parsePatFile(path, sources));
+  warnings.insert(warnings.end(), set.warnings.begin(), set.warnings.end());
+  take(std::move(set.rules), set.ruleFile, set.files);
+  return okStatus();
+}
+
+Status RuleSet::addText(std::string_view text, const std::string &name, SourceManager *sources) {
+  GRAFT_TRY(dsl::RuleSet set, dsl::parsePat(text, name, sources));
+  warnings.insert(warnings.end(), set.warnings.begin(), set.warnings.end());
+  take(std::move(set.rules), set.ruleFile, set.files);
+  return okStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// Fusion and partitioning
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+Expected<rewrite::RewriteResult> runPass(Graph &graph, const std::vector<rewrite::Rule> &rules,
+                                         rewrite::FqnRegistry &fqns,
+                                         const rewrite::RewriteOptions &options) {
+  if (rules.empty()) {
+    rewrite::RewriteResult r;
+    r.converged = true;
+    r.stopReason = "fixpoint";
+    r.nodesBefore = r.nodesAfter = graph.numNodes();
+    return r;
+  }
+  GRAFT_TRY(auto compiled, rewrite::CompiledRules::compile(rules));
+  return rewrite::applyRules(graph, compiled, fqns, options);
+}
+
+void countFired(const rewrite::RewriteResult &r, std::map<std::string, uint64_t> &out) {
+  for (const rewrite::RuleStats &s : r.stats)
+    if (s.applied)
+      out[s.rule] += s.applied;
+}
+
+} // namespace
+
+Expected<FuseResult> fuse(Graph &graph, const RuleSet &rules, rewrite::FqnRegistry &fqns,
+                          const rewrite::RewriteOptions &options) {
+  FuseResult out;
+  out.nodesBefore = graph.numNodes();
+  GRAFT_TRY(out.legalize, runPass(graph, rules.legalizeRules(), fqns, options));
+  GRAFT_TRY(out.fuse, runPass(graph, rules.fuseRules(), fqns, options));
+  countFired(out.legalize, out.rulesFired);
+  countFired(out.fuse, out.rulesFired);
+  out.nodesAfter = graph.numNodes();
+  return out;
+}
+
+Expected<vk::PartitionReport> partition(const Graph &graph, const std::string &target,
+                                        int deviceIndex) {
+  GRAFT_TRY(vk::TargetProfile profile, vk::findTarget(target, deviceIndex));
+  return vk::partitionGraph(graph, profile);
+}
+
+//===----------------------------------------------------------------------===//
+// Constant bytes
+//===----------------------------------------------------------------------===//
+
+ConstantBytes countConstantBytes(const Graph &graph) {
+  ConstantBytes out;
+  std::multimap<std::pair<uint64_t, uint64_t>, Tensor> seen;
+  for (const GraphInput &in : graph.inputs()) {
+    if (!in.isConstant() || !in.hasData())
+      continue;
+    // As the program file does: a constant nothing reads costs nothing.
+    bool read = in.value->hasUses();
+    for (const GraphOutput &o : graph.outputs())
+      read = read || o.value == in.value;
+    if (!read)
+      continue;
+    Tensor t = in.data();
+    if (!t.defined())
+      continue;
+    if (!t.isContiguous() || t.offset() != 0)
+      t = t.contiguous();
+    uint64_t size = t.nbytes();
+    uint64_t h = contentHash(t.rawData(), size);
+    bool dup = false;
+    auto [lo, hi] = seen.equal_range({h, size});
+    for (auto it = lo; it != hi && !dup; ++it)
+      dup = size == 0 || std::memcmp(it->second.rawData(), t.rawData(), size) == 0;
+    if (dup)
+      continue;
+    seen.emplace(std::make_pair(h, size), t);
+    out.distinct += size;
+    // int4-valued int8 data (torchao's unpacked int4 qdata) needs 4 bits per
+    // element once packed; everything else is counted as it is.
+    bool int4 = t.dtype() == DType::I8 && t.numel() > 0;
+    const int8_t *p = reinterpret_cast<const int8_t *>(t.rawData());
+    for (int64_t i = 0; int4 && i < t.numel(); ++i)
+      int4 = p[i] >= -8 && p[i] <= 7;
+    out.minimum += int4 ? static_cast<uint64_t>((t.numel() + 1) / 2) : size;
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Summary
+//===----------------------------------------------------------------------===//
+
+std::string CompileSummary::json() const {
+  std::string phases = "{";
+  double total = 0;
+  for (std::size_t i = 0; i < phaseSeconds.size(); ++i) {
+    phases += (i ? ", " : "") + jsonString(phaseSeconds[i].first) + ": " +
+              jsonNumber(phaseSeconds[i].second);
+    total += phaseSeconds[i].second;
+  }
+  phases += "}";
+  uint64_t fired = 0;
+  for (const auto &[rule, n] : rulesFired)
+    fired += n;
+  return "{\"model\": " + jsonString(model) + ", \"output\": " + jsonString(output) +
+         ", \"target\": " + jsonString(target) + ", \"nodes_in\": " + std::to_string(nodesIn) +
+         ", \"nodes_out\": " + std::to_string(nodesOut) +
+         ", \"rewrites\": " + std::to_string(fired) +
+         ", \"rules_fired\": " + jsonCounts(rulesFired) +
+         ", \"partitions\": " + std::to_string(partitions) +
+         ", \"gpu_nodes\": " + std::to_string(gpuNodes) +
+         ", \"cpu_nodes\": " + std::to_string(cpuNodes) +
+         ", \"cpu_reasons\": " + jsonCounts(cpuReasons) +
+         ", \"constant_bytes_in\": " + std::to_string(constantBytesIn) +
+         ", \"constant_bytes_out\": " + std::to_string(constantBytesOut) +
+         ", \"constant_bytes_min\": " + std::to_string(constantBytesMin) +
+         ", \"program_bytes\": " + std::to_string(programBytes) + ", \"phase_seconds\": " + phases +
+         ", \"total_seconds\": " + jsonNumber(total) + "}";
+}
+
+std::string CompileSummary::text() const {
+  std::string s =
+      "compiled " + model + (output.empty() ? "" : " -> " + output) + " for " + target + "\n";
+  s += "  nodes:      " + std::to_string(nodesIn) + " in, " + std::to_string(nodesOut) + " out\n";
+  uint64_t fired = 0;
+  for (const auto &[rule, n] : rulesFired)
+    fired += n;
+  s += "  rewrites:   " + std::to_string(fired);
+  if (!rulesFired.empty()) {
+    s += " (";
+    bool first = true;
+    for (const auto &[rule, n] : rulesFired) {
+      s += (first ? "" : ", ") + rule + " x" + std::to_string(n);
+      first = false;
+    }
+    s += ")";
+  }
+  s += "\n  partitions: " + std::to_string(partitions) + "; nodes on the GPU " +
+       std::to_string(gpuNodes) + ", on the CPU " + std::to_string(cpuNodes) + "\n";
+  for (const auto &[reason, n] : cpuReasons)
+    s += "    cpu x" + std::to_string(n) + ": " + reason + "\n";
+  char ratio[32] = "";
+  if (constantBytesMin)
+    std::snprintf(ratio, sizeof(ratio), " (%.2fx the minimum)",
+                  double(constantBytesOut) / double(constantBytesMin));
+  s += "  constants:  " + humanBytes(constantBytesIn) + " in, " + humanBytes(constantBytesOut) +
+       " out, minimum " + humanBytes(constantBytesMin) + ratio + "\n";
+  if (programBytes)
+    s += "  program:    " + humanBytes(programBytes) + "\n";
+  s += "  time:      ";
+  double total = 0;
+  for (const auto &[phase, t] : phaseSeconds) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), " %s %.3fs", phase.c_str(), t);
+    s += buf;
+    total += t;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "; total %.3fs\n", total);
+  return s + buf;
+}
+
+//===----------------------------------------------------------------------===//
+// compile
+//===----------------------------------------------------------------------===//
+
+Expected<CompileResult> compile(const std::string &modelPath, const CompileOptions &options) {
+  CompileResult result;
+  CompileSummary &sum = result.summary;
+  sum.model = modelPath;
+  sum.output = options.output;
+  sum.target = options.target;
+  auto phase = [&](const std::string &name, auto &&body) -> Status {
+    if (options.progress)
+      options.progress(name, 0.0);
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = body();
+    sum.phaseSeconds.emplace_back(name, secondsSince(t0));
+    if (options.progress)
+      options.progress(name, 1.0);
+    return s;
+  };
+
+  // Rules first: a bad rule file fails before any model is read.
+  RuleSet rules;
+  GRAFT_CHECK_OK(phase("rules", [&]() -> Status {
+    if (options.defaultRules) {
+      GRAFT_TRY(rules, RuleSet::shipped(options.sources));
+    }
+    for (const std::string &path : options.rules)
+      GRAFT_CHECK_OK(rules.addPath(path, options.sources));
+    return okStatus();
+  }));
+  // The target too: an unknown profile is a user error before the work.
+  vk::TargetProfile profile;
+  GRAFT_CHECK_OK(phase("target", [&]() -> Status {
+    GRAFT_TRY(profile, vk::findTarget(options.target, options.deviceIndex));
+    return okStatus();
+  }));
+
+  Model model;
+  GRAFT_CHECK_OK(phase("load", [&]() -> Status {
+    GRAFT_TRY(model, load(modelPath, options.sources));
+    if (auto diags = verify(*model.graph); !diags.empty())
+      return Failure(std::move(diags));
+    if (options.embedReference) {
+      GRAFT_TRY(Model ref, load(modelPath, options.sources));
+      result.program.reference = std::move(ref.graph);
+    }
+    std::error_code ec;
+    result.program.sourceBytes = fs::file_size(modelPath, ec);
+    ConstantBytes in = countConstantBytes(*model.graph);
+    sum.constantBytesIn = in.distinct;
+    sum.constantBytesMin = in.minimum;
+    sum.nodesIn = model.graph->numNodes();
+    return okStatus();
+  }));
+  Graph &graph = *model.graph;
+  result.pt2 = std::move(model.pt2);
+
+  rewrite::RewriteOptions ropts = options.rewrite;
+  GRAFT_CHECK_OK(phase("legalize", [&]() -> Status {
+    GRAFT_TRY(result.fuse.legalize, runPass(graph, rules.legalizeRules(), result.fqns, ropts));
+    countFired(result.fuse.legalize, result.fuse.rulesFired);
+    return okStatus();
+  }));
+  GRAFT_CHECK_OK(phase("fuse", [&]() -> Status {
+    result.fuse.nodesBefore = sum.nodesIn;
+    if (options.coverage) {
+      // The coverage report needs a snapshot of the graph before the pass and
+      // the compiled rules, so this pass is run here rather than by runPass.
+      GRAFT_TRY(auto compiled, rewrite::CompiledRules::compile(rules.fuseRules()));
+      rewrite::CoverageSnapshot before = rewrite::snapshotForCoverage(graph, compiled);
+      rewrite::RewriteOptions withLog = ropts;
+      withLog.recordLog = true;
+      GRAFT_TRY(result.fuse.fuse, rewrite::applyRules(graph, compiled, result.fqns, withLog));
+      result.coverage = rewrite::emptyCoverage(compiled);
+      rewrite::addCoverage(*result.coverage, modelPath, before, graph, result.fuse.fuse, compiled);
+    } else {
+      GRAFT_TRY(result.fuse.fuse, runPass(graph, rules.fuseRules(), result.fqns, ropts));
+    }
+    countFired(result.fuse.fuse, result.fuse.rulesFired);
+    result.fuse.nodesAfter = graph.numNodes();
+    if (auto diags = verify(graph); !diags.empty()) {
+      std::vector<Diagnostic> out;
+      for (Diagnostic &d : diags)
+        out.push_back(Diagnostic::internal("the fused graph does not verify: " + d.message));
+      return Failure(std::move(out));
+    }
+    return okStatus();
+  }));
+  sum.rulesFired = result.fuse.rulesFired;
+  sum.nodesOut = graph.numNodes();
+
+  vk::PartitionReport report;
+  GRAFT_CHECK_OK(phase("partition", [&]() -> Status {
+    GRAFT_TRY(report, vk::partitionGraph(graph, profile));
+    return okStatus();
+  }));
+
+  Program &prog = result.program;
+  GRAFT_CHECK_OK(phase("codegen", [&]() -> Status {
+    std::unordered_map<const Node *, std::pair<int, bool>> inPartition;
+    for (const vk::Partition &p : report.partitions)
+      for (const vk::PartitionNode &pn : p.nodes)
+        inPartition[pn.node] = {p.id, pn.host};
+    std::unordered_map<const Node *, std::string> cpuReason;
+    for (const vk::CpuNode &c : report.cpuNodes) {
+      cpuReason[c.node] = c.reason;
+      ++sum.cpuReasons[c.reason];
+    }
+    std::unordered_map<const Node *, std::size_t> index;
+    std::vector<bool> onCpu;
+    for (const Node &n : graph.nodes()) {
+      index[&n] = onCpu.size();
+      ProgramNodePlan np;
+      np.node = n.numOutputs() ? n.output(0)->name() : std::string();
+      np.target = n.target();
+      vk::NodePlan kernelPlan = vk::planNode(n, profile.device);
+      auto it = inPartition.find(&n);
+      if (it != inPartition.end()) {
+        np.partition = it->second.first;
+        np.placement = it->second.second ? "host" : "device";
+        np.kernel = kernelPlan.kernel;
+      } else {
+        np.placement = "cpu";
+        np.kernel = "interpreter";
+        auto r = cpuReason.find(&n);
+        np.reason = r != cpuReason.end() ? r->second : kernelPlan.reason;
+      }
+      onCpu.push_back(np.placement == "cpu");
+      prog.plan.push_back(std::move(np));
+    }
+    for (const vk::Partition &p : report.partitions) {
+      ProgramSubgraph s{p.id, {}};
+      for (const vk::PartitionNode &pn : p.nodes)
+        s.nodes.push_back(index.at(pn.node));
+      prog.partitions.push_back(std::move(s));
+    }
+    prog.cpuSubgraphs = cpuSubgraphs(graph, onCpu);
+    for (const rewrite::ProvenanceEntry &e : result.fqns.entries()) {
+      const GraphInput *in = graph.findConstant(e.fqn);
+      if (!in || !in->value->hasUses())
+        continue; // made by a rewrite that a later rewrite superseded
+      ProgramProvenance pp;
+      pp.fqn = e.fqn;
+      pp.transform = e.request.transform;
+      pp.sources = e.request.sources;
+      pp.args = e.request.args;
+      pp.rule = e.rule;
+      pp.requests = e.requests;
+      pp.origins = result.fqns.originsOf(e.fqn);
+      prog.provenance.push_back(std::move(pp));
+    }
+    sum.partitions = report.partitions.size();
+    sum.cpuNodes = report.cpuNodes.size();
+    sum.gpuNodes = graph.numNodes() - sum.cpuNodes;
+    sum.constantBytesOut = countConstantBytes(graph).distinct;
+    return okStatus();
+  }));
+
+  prog.graph = std::move(model.graph);
+  prog.target = profile.name;
+  prog.sourcePath = modelPath;
+  if (!options.output.empty()) {
+    GRAFT_CHECK_OK(phase("write", [&]() -> Status {
+      ProgramWriteOptions w;
+      if (options.progress)
+        w.progress = [&](double f) { options.progress("write", f); };
+      prog.summaryJson = sum.json();
+      GRAFT_TRY(ProgramStats st, writeProgram(prog, options.output, w));
+      sum.programBytes = st.fileBytes;
+      return okStatus();
+    }));
+  }
+  prog.summaryJson = sum.json();
+  return result;
+}
+
+} // namespace graft

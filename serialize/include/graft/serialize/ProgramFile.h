@@ -1,0 +1,128 @@
+//===- ProgramFile.h - The compiled Vulkan program file (.vkprog) ---*- C++ -*-===//
+//
+// `graft compile` writes, and `graft run` reads, one self-describing binary
+// file per compiled model (docs/program-format.md):
+//
+//   header   magic "GRAFTVKP", format version, file size, section table
+//   META     JSON: target profile, source model, compile summary
+//   GRAPH    canonical text IR of the fused graph, constants without data
+//   REFGRAPH (optional) text IR of the original graph, for `graft run --check`
+//   CONSTS   JSON: the constant pool (offset, size, content hash per blob) and
+//            which graph input each blob backs
+//   PLAN     JSON: per node placement (device kernel / host step / CPU
+//            fallback + reason) and partition; partitions; CPU subgraphs
+//   PROV     JSON: FQN registry provenance (source FQNs + transform of every
+//            constant the rules made)
+//   DATA     the constant blobs, each 64-byte aligned; byte-identical
+//            constants (a tied embedding / lm_head weight) stored once
+//
+//   Program p;  p.graph = std::move(fused);  p.plan = ...;
+//   Status s = writeProgram(p, "model.vkprog");      // atomic
+//   auto back = readProgram("model.vkprog");         // constants memory-mapped
+//
+// The reader validates the header, every section's bounds and checksum, the
+// JSON, every blob's range and alignment, and every binding against the
+// graph's prototypes; a damaged file is a user error naming the section,
+// never a crash.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/ir/Graph.h"
+#include "graft/support/Expected.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace graft {
+
+inline constexpr char kProgramMagic[8] = {'G', 'R', 'A', 'F', 'T', 'V', 'K', 'P'};
+inline constexpr uint32_t kProgramVersion = 1;
+/// Alignment of every constant blob (and of the DATA section) in the file.
+inline constexpr uint64_t kProgramAlignment = 64;
+
+/// Where one node of the fused graph runs, as decided at compile time.
+struct ProgramNodePlan {
+  std::string node;      ///< first result's name ("" for a node without results)
+  std::string target;    ///< op, "et_vk.linear_q4gsw.default"
+  std::string placement; ///< "device", "host" or "cpu"
+  std::string kernel;    ///< the executor's kernel / shader template, "interpreter" on the CPU
+  std::string reason;    ///< why the node stays on the CPU (empty otherwise)
+  int partition = -1;    ///< partition id, -1 on the CPU
+};
+
+/// A group of nodes, by index into the fused graph's node list.
+struct ProgramSubgraph {
+  int id = 0;
+  std::vector<std::size_t> nodes;
+};
+
+/// One constant a rewrite rule made (FqnRegistry entry).
+struct ProgramProvenance {
+  std::string fqn;
+  std::string transform;
+  std::vector<std::string> sources;
+  std::string args;
+  std::string rule;
+  uint64_t requests = 1;
+  std::vector<std::string> origins; ///< original state-dict FQNs, through chains
+};
+
+struct Program {
+  std::unique_ptr<Graph> graph; ///< the fused graph; its constants carry data
+  /// The original (pre-fusion) graph, embedded on request so `graft run
+  /// --check` can compare against it without the source model.
+  std::unique_ptr<Graph> reference;
+  std::string target;     ///< the target profile compiled for ("lavapipe")
+  std::string sourcePath; ///< the model compiled from, as given
+  uint64_t sourceBytes = 0;
+  /// Free-form JSON object (the compile summary); "{}" when empty.
+  std::string summaryJson = "{}";
+  std::vector<ProgramNodePlan> plan; ///< one per node of `graph`, in graph order
+  std::vector<ProgramSubgraph> partitions;
+  std::vector<ProgramSubgraph> cpuSubgraphs; ///< connected groups of CPU nodes
+  std::vector<ProgramProvenance> provenance;
+};
+
+/// What writing (or reading) found about the constant pool.
+struct ProgramStats {
+  uint64_t fileBytes = 0;
+  uint64_t constants = 0;      ///< constant inputs with data, both graphs
+  uint64_t blobs = 0;          ///< distinct blobs stored
+  uint64_t blobBytes = 0;      ///< bytes of distinct blobs (without padding)
+  uint64_t graphBlobBytes = 0; ///< distinct blobs the fused graph uses
+  uint64_t dedupedBytes = 0;   ///< bytes saved by storing identical constants once
+};
+
+struct ProgramWriteOptions {
+  /// Called with the fraction of constant bytes written so far (0..1).
+  std::function<void(double)> progress;
+};
+
+/// Writes `program` atomically (temp file in the same directory, fsync,
+/// rename): on failure nothing is left at `path`. While printing, the
+/// constants' initializers are detached and restored, so the graphs must not
+/// be used concurrently.
+Expected<ProgramStats> writeProgram(const Program &program, const std::string &path,
+                                    const ProgramWriteOptions &options = {});
+
+struct ProgramReadOptions {
+  /// Also recompute every blob's content hash (reads every constant byte;
+  /// without it constants are mapped lazily and only metadata is checked).
+  bool verifyData = false;
+};
+
+/// Reads and validates a program file; constants are memory-mapped.
+Expected<Program> readProgram(const std::string &path, const ProgramReadOptions &options = {},
+                              ProgramStats *stats = nullptr);
+
+/// Whether `path` starts with the program magic.
+bool isProgramFile(const std::string &path);
+
+/// The content hash used to deduplicate blobs (64-bit FNV-1a).
+uint64_t contentHash(const uint8_t *data, std::size_t size);
+
+} // namespace graft

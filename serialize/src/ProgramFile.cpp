@@ -1,0 +1,711 @@
+//===- ProgramFile.cpp - Writing and reading .vkprog program files --------===//
+//
+// Layout (docs/program-format.md), all integers little-endian:
+//
+//   0   header (64 bytes): magic, version, section count, file size,
+//       section-table offset, section-table hash
+//   64  section table: per section tag[8], offset, size, hash
+//   ..  META, GRAPH, [REFGRAPH], CONSTS, PLAN, PROV (text / JSON)
+//   ..  DATA (64-byte aligned), blobs 64-byte aligned within it
+//
+// Metadata sections carry an FNV-1a hash, checked on every read. The DATA
+// section is not hashed as a whole (that would read every weight at load,
+// defeating the memory mapping); each blob carries its content hash, which
+// is what deduplication keys on and what ProgramReadOptions::verifyData
+// checks.
+//
+//===----------------------------------------------------------------------===//
+#include "graft/serialize/ProgramFile.h"
+
+#include "graft/ir/Verifier.h"
+#include "graft/serialize/TextIR.h"
+
+#include <nlohmann/json.hpp>
+
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace graft {
+
+static_assert(std::endian::native == std::endian::little,
+              "the program file is little-endian; big-endian hosts need byte swapping");
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr uint64_t kHeaderBytes = 64;
+constexpr uint64_t kTableEntryBytes = 32;
+/// Sections the reader requires, in the order they are written.
+const char *const kRequiredSections[] = {"META", "GRAPH", "CONSTS", "PLAN", "PROV", "DATA"};
+
+uint64_t alignUp(uint64_t v, uint64_t a) {
+  return (v + a - 1) / a * a;
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+template <class T> void put(std::string &out, T v) {
+  char b[sizeof(T)];
+  std::memcpy(b, &v, sizeof(T));
+  out.append(b, sizeof(T));
+}
+template <class T> T get(const std::string &in, std::size_t at) {
+  T v;
+  std::memcpy(&v, in.data() + at, sizeof(T));
+  return v;
+}
+
+struct Section {
+  std::string tag;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  uint64_t hash = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
+
+/// Detaches every constant initializer of a graph for printing the structure
+/// (constants then print as data-free inputs) and restores them afterwards.
+class DetachedInits {
+public:
+  explicit DetachedInits(Graph &g) : graph_(g) {
+    for (GraphInput &in : g.inputs()) {
+      saved_.push_back(in.init);
+      in.init.reset();
+    }
+  }
+  ~DetachedInits() {
+    std::size_t i = 0;
+    for (GraphInput &in : graph_.inputs())
+      in.init = saved_[i++];
+  }
+
+private:
+  Graph &graph_;
+  std::vector<std::optional<ConstantInit>> saved_;
+};
+
+Expected<std::string> structureText(Graph &g) {
+  DetachedInits detached(g);
+  PrintOptions opts;
+  opts.printMetadata = true;
+  return printGraph(g, opts);
+}
+
+struct Blob {
+  Tensor data; ///< contiguous
+  uint64_t hash = 0;
+  uint64_t offset = 0; ///< within DATA
+};
+
+struct Binding {
+  std::string graph; ///< "main" / "reference"
+  std::size_t input = 0;
+  std::size_t blob = 0;
+};
+
+bool isRead(const Graph &g, const GraphInput &in) {
+  if (in.value->hasUses())
+    return true;
+  for (const GraphOutput &o : g.outputs())
+    if (o.value == in.value)
+      return true;
+  return false;
+}
+
+/// The constant pool: blobs deduplicated by content (hash, then bytes).
+struct Pool {
+  std::vector<Blob> blobs;
+  std::vector<Binding> bindings;
+  std::multimap<std::pair<uint64_t, uint64_t>, std::size_t> index;
+  ProgramStats stats;
+
+  void add(const Graph &g, const std::string &which) {
+    for (std::size_t i = 0; i < g.inputs().size(); ++i) {
+      const GraphInput &in = g.inputs()[i];
+      // A constant nothing reads (an original weight every use of which a
+      // rule replaced) stays in the graph's signature but costs no bytes.
+      if (!in.isConstant() || !in.hasData() || !isRead(g, in))
+        continue;
+      Tensor t = in.data();
+      if (!t.defined())
+        continue;
+      if (!t.isContiguous() || t.offset() != 0)
+        t = t.contiguous();
+      const uint8_t *p = t.rawData();
+      uint64_t size = t.nbytes();
+      uint64_t h = contentHash(p, size);
+      ++stats.constants;
+      std::size_t found = blobs.size();
+      auto [lo, hi] = index.equal_range({h, size});
+      for (auto it = lo; it != hi; ++it)
+        if (size == 0 || std::memcmp(blobs[it->second].data.rawData(), p, size) == 0) {
+          found = it->second;
+          break;
+        }
+      if (found == blobs.size()) {
+        blobs.push_back(Blob{t, h, 0});
+        index.emplace(std::make_pair(h, size), found);
+      } else {
+        stats.dedupedBytes += size;
+      }
+      bindings.push_back(Binding{which, i, found});
+    }
+  }
+};
+
+json planJson(const Program &p) {
+  json nodes = json::array();
+  for (const ProgramNodePlan &n : p.plan) {
+    json j = {{"node", n.node},
+              {"target", n.target},
+              {"placement", n.placement},
+              {"kernel", n.kernel},
+              {"partition", n.partition}};
+    if (!n.reason.empty())
+      j["reason"] = n.reason;
+    nodes.push_back(std::move(j));
+  }
+  auto groups = [](const std::vector<ProgramSubgraph> &gs) {
+    json a = json::array();
+    for (const ProgramSubgraph &s : gs)
+      a.push_back({{"id", s.id}, {"nodes", s.nodes}});
+    return a;
+  };
+  return {{"dispatch", "per-node"},
+          {"nodes", nodes},
+          {"partitions", groups(p.partitions)},
+          {"cpu_subgraphs", groups(p.cpuSubgraphs)}};
+}
+
+json provenanceJson(const Program &p) {
+  json a = json::array();
+  for (const ProgramProvenance &e : p.provenance)
+    a.push_back({{"fqn", e.fqn},
+                 {"transform", e.transform},
+                 {"sources", e.sources},
+                 {"args", e.args},
+                 {"rule", e.rule},
+                 {"requests", e.requests},
+                 {"origins", e.origins}});
+  return a;
+}
+
+/// A temp file next to the destination, removed unless committed.
+class TempFile {
+public:
+  ~TempFile() {
+    if (file_)
+      std::fclose(file_);
+    if (!path_.empty() && !committed_)
+      std::remove(path_.c_str());
+  }
+  Status open(const std::string &dest) {
+    std::filesystem::path d(dest);
+    std::string dir = d.has_parent_path() ? d.parent_path().string() : std::string(".");
+    std::string tmpl =
+        (std::filesystem::path(dir) / ("." + d.filename().string() + ".XXXXXX")).string();
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    int fd = ::mkstemp(buf.data());
+    if (fd < 0)
+      return Diagnostic::error("cannot write '" + dest + "': " + std::strerror(errno));
+    path_ = buf.data();
+    // mkstemp creates the file 0600; give it the usual 0666 & ~umask.
+    mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::fchmod(fd, 0666 & ~mask);
+    file_ = ::fdopen(fd, "wb");
+    if (!file_) {
+      ::close(fd);
+      return Diagnostic::error("cannot write '" + dest + "': " + std::strerror(errno));
+    }
+    dest_ = dest;
+    return okStatus();
+  }
+  Status write(const void *data, std::size_t n) {
+    if (n && std::fwrite(data, 1, n, file_) != n)
+      return Diagnostic::error("cannot write '" + dest_ + "': " + std::strerror(errno));
+    written_ += n;
+    return okStatus();
+  }
+  Status pad(uint64_t to) {
+    static const char zeros[kProgramAlignment] = {};
+    while (written_ < to)
+      GRAFT_CHECK_OK(write(zeros, std::min<uint64_t>(to - written_, sizeof(zeros))));
+    return okStatus();
+  }
+  Status commit() {
+    if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0)
+      return Diagnostic::error("cannot write '" + dest_ + "': " + std::strerror(errno));
+    std::fclose(file_);
+    file_ = nullptr;
+    if (std::rename(path_.c_str(), dest_.c_str()) != 0)
+      return Diagnostic::error("cannot write '" + dest_ + "': " + std::strerror(errno));
+    committed_ = true;
+    return okStatus();
+  }
+  uint64_t written() const { return written_; }
+
+private:
+  std::FILE *file_ = nullptr;
+  std::string path_, dest_;
+  uint64_t written_ = 0;
+  bool committed_ = false;
+};
+
+//===----------------------------------------------------------------------===//
+// Reading
+//===----------------------------------------------------------------------===//
+
+class Reader {
+public:
+  Reader(std::string path, const ProgramReadOptions &options)
+      : path_(std::move(path)), options_(options) {}
+
+  Expected<Program> read(ProgramStats *stats) {
+    std::ifstream in(path_, std::ios::binary);
+    if (!in)
+      return fail("", std::string("cannot open: ") + std::strerror(errno));
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path_, ec))
+      return fail("", "cannot read: not a regular file");
+    fileSize_ = std::filesystem::file_size(path_, ec);
+    if (ec)
+      return fail("", "cannot read: " + ec.message());
+    std::string header(kHeaderBytes, '\0');
+    if (fileSize_ < kHeaderBytes || !in.read(header.data(), kHeaderBytes))
+      return fail("header", "file is truncated (" + std::to_string(fileSize_) +
+                                " bytes, the header alone is 64)");
+    if (std::memcmp(header.data(), kProgramMagic, 8) != 0)
+      return fail("header", "not a graft program file (bad magic)");
+    uint32_t version = get<uint32_t>(header, 8);
+    if (version != kProgramVersion)
+      return fail("header", "unsupported format version " + std::to_string(version) +
+                                " (this graft reads version " + std::to_string(kProgramVersion) +
+                                ")");
+    uint32_t count = get<uint32_t>(header, 12);
+    uint64_t recordedSize = get<uint64_t>(header, 16);
+    uint64_t tableOffset = get<uint64_t>(header, 24);
+    uint64_t tableHash = get<uint64_t>(header, 32);
+    if (recordedSize != fileSize_)
+      return fail("header", "file is " + std::to_string(fileSize_) + " bytes but the header says " +
+                                std::to_string(recordedSize) + " (truncated or appended to)");
+    if (count == 0 || count > 64)
+      return fail("header", "implausible section count " + std::to_string(count));
+    uint64_t tableBytes = uint64_t(count) * kTableEntryBytes;
+    if (tableOffset < kHeaderBytes || tableOffset > fileSize_ ||
+        tableBytes > fileSize_ - tableOffset)
+      return fail("header", "section table out of range");
+    std::string table(tableBytes, '\0');
+    in.seekg(static_cast<std::streamoff>(tableOffset));
+    if (!in.read(table.data(), static_cast<std::streamsize>(tableBytes)))
+      return fail("header", "cannot read the section table");
+    if (contentHash(reinterpret_cast<const uint8_t *>(table.data()), table.size()) != tableHash)
+      return fail("header", "section table checksum mismatch");
+    for (uint32_t i = 0; i < count; ++i) {
+      Section s;
+      std::size_t at = i * kTableEntryBytes;
+      s.tag.assign(table.data() + at, strnlen(table.data() + at, 8));
+      s.offset = get<uint64_t>(table, at + 8);
+      s.size = get<uint64_t>(table, at + 16);
+      s.hash = get<uint64_t>(table, at + 24);
+      if (s.offset > fileSize_ || s.size > fileSize_ - s.offset)
+        return fail(s.tag, "offset " + std::to_string(s.offset) + " + size " +
+                               std::to_string(s.size) + " lies outside the file (" +
+                               std::to_string(fileSize_) + " bytes)");
+      if (sections_.count(s.tag))
+        return fail(s.tag, "section appears twice");
+      sections_[s.tag] = s;
+    }
+    for (const char *tag : kRequiredSections)
+      if (!sections_.count(tag))
+        return fail(tag, "section is missing");
+
+    GRAFT_TRY(json meta, jsonSection(in, "META"));
+    GRAFT_TRY(std::string graphText, textSection(in, "GRAPH"));
+    GRAFT_TRY(json consts, jsonSection(in, "CONSTS"));
+    GRAFT_TRY(json plan, jsonSection(in, "PLAN"));
+    GRAFT_TRY(json prov, jsonSection(in, "PROV"));
+    const Section &data = sections_.at("DATA");
+    if (data.offset % kProgramAlignment)
+      return fail("DATA", "section is not " + std::to_string(kProgramAlignment) +
+                              "-byte aligned (offset " + std::to_string(data.offset) + ")");
+
+    Program p;
+    try {
+      GRAFT_CHECK_OK(readMeta(meta, p));
+    } catch (const json::exception &e) {
+      return fail("META", std::string("malformed: ") + e.what());
+    }
+    GRAFT_TRY(p.graph, parseSection(graphText, "GRAPH"));
+    if (sections_.count("REFGRAPH")) {
+      GRAFT_TRY(std::string refText, textSection(in, "REFGRAPH"));
+      GRAFT_TRY(p.reference, parseSection(refText, "REFGRAPH"));
+    }
+    try {
+      GRAFT_CHECK_OK(readConsts(consts, p, data, stats));
+    } catch (const json::exception &e) {
+      return fail("CONSTS", std::string("malformed: ") + e.what());
+    }
+    try {
+      GRAFT_CHECK_OK(readPlan(plan, p));
+    } catch (const json::exception &e) {
+      return fail("PLAN", std::string("malformed: ") + e.what());
+    }
+    try {
+      GRAFT_CHECK_OK(readProvenance(prov, p));
+    } catch (const json::exception &e) {
+      return fail("PROV", std::string("malformed: ") + e.what());
+    }
+    GRAFT_CHECK_OK(verifySection(*p.graph, "GRAPH"));
+    if (p.reference)
+      GRAFT_CHECK_OK(verifySection(*p.reference, "REFGRAPH"));
+    if (stats)
+      stats->fileBytes = fileSize_;
+    return p;
+  }
+
+private:
+  Diagnostic fail(const std::string &section, const std::string &why) const {
+    return Diagnostic::error(path_ + ": " + (section.empty() ? "" : "section " + section + ": ") +
+                             why);
+  }
+
+  Expected<std::string> textSection(std::ifstream &in, const std::string &tag) {
+    const Section &s = sections_.at(tag);
+    std::string bytes(s.size, '\0');
+    in.clear();
+    in.seekg(static_cast<std::streamoff>(s.offset));
+    if (!in.read(bytes.data(), static_cast<std::streamsize>(s.size)))
+      return fail(tag, "cannot read");
+    if (contentHash(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()) != s.hash)
+      return fail(tag, "checksum mismatch (the file is damaged)");
+    return bytes;
+  }
+
+  Expected<json> jsonSection(std::ifstream &in, const std::string &tag) {
+    GRAFT_TRY(std::string text, textSection(in, tag));
+    json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded())
+      return fail(tag, "is not valid JSON");
+    return j;
+  }
+
+  Expected<std::unique_ptr<Graph>> parseSection(const std::string &text, const std::string &tag) {
+    auto g = parseGraph(text, path_ + ":" + tag);
+    if (!g)
+      return fail(tag, "invalid graph text: " + g.diags().front().message);
+    return std::move(*g);
+  }
+
+  Status verifySection(const Graph &g, const std::string &tag) {
+    auto diags = verify(g);
+    if (!diags.empty())
+      return fail(tag, "graph does not verify: " + diags.front().message);
+    return okStatus();
+  }
+
+  Status readMeta(const json &meta, Program &p) {
+    if (meta.value("format", "") != "graft-vkprog")
+      return fail("META", "format is not 'graft-vkprog'");
+    p.target = meta.at("target").get<std::string>();
+    p.sourcePath = meta.at("source").at("path").get<std::string>();
+    p.sourceBytes = meta.at("source").at("bytes").get<uint64_t>();
+    p.summaryJson = meta.at("summary").dump();
+    return okStatus();
+  }
+
+  Status readConsts(const json &c, Program &p, const Section &data, ProgramStats *stats) {
+    struct BlobRef {
+      uint64_t offset, size, hash;
+      std::shared_ptr<Storage> storage;
+    };
+    std::vector<BlobRef> blobs;
+    ProgramStats st;
+    for (const json &b : c.at("blobs")) {
+      BlobRef r{b.at("offset").get<uint64_t>(), b.at("size").get<uint64_t>(), 0, nullptr};
+      std::string h = b.at("hash").get<std::string>();
+      r.hash = std::strtoull(h.c_str(), nullptr, 16);
+      std::string label = "blob " + std::to_string(blobs.size());
+      if (r.offset % kProgramAlignment)
+        return fail("CONSTS", label + " at offset " + std::to_string(r.offset) + " is not " +
+                                  std::to_string(kProgramAlignment) + "-byte aligned");
+      if (r.offset > data.size || r.size > data.size - r.offset)
+        return fail("CONSTS", label + " (offset " + std::to_string(r.offset) + ", " +
+                                  std::to_string(r.size) +
+                                  " bytes) lies outside the DATA section (" +
+                                  std::to_string(data.size) + " bytes)");
+      if (r.size == 0) {
+        r.storage = Storage::zeros(0);
+      } else {
+        auto m = Storage::mapFile(path_, data.offset + r.offset, r.size);
+        if (!m)
+          return fail("DATA", label + ": " + m.diags().front().message);
+        r.storage = *m;
+        if (options_.verifyData && contentHash(r.storage->data(), r.size) != r.hash)
+          return fail("DATA", label + ": content hash mismatch (the file is damaged)");
+      }
+      st.blobBytes += r.size;
+      blobs.push_back(std::move(r));
+    }
+    st.blobs = blobs.size();
+    std::vector<bool> mainUses(blobs.size(), false);
+    for (const json &b : c.at("bindings")) {
+      std::string which = b.at("graph").get<std::string>();
+      Graph *g = which == "main"        ? p.graph.get()
+                 : which == "reference" ? p.reference.get()
+                                        : nullptr;
+      if (!g)
+        return fail("CONSTS", "binding names graph '" + which + "', which the file does not hold");
+      std::size_t input = b.at("input").get<std::size_t>();
+      std::size_t blob = b.at("blob").get<std::size_t>();
+      std::string fqn = b.at("fqn").get<std::string>();
+      if (input >= g->inputs().size() || !g->inputs()[input].isConstant())
+        return fail("CONSTS", "binding of '" + fqn + "': input " + std::to_string(input) +
+                                  " of the " + which + " graph is not a constant");
+      GraphInput &in = g->inputs()[input];
+      if (in.fqn != fqn)
+        return fail("CONSTS", "binding of '" + fqn + "': input " + std::to_string(input) + " is '" +
+                                  in.fqn + "'");
+      if (blob >= blobs.size())
+        return fail("CONSTS", "binding of '" + fqn + "': blob " + std::to_string(blob) +
+                                  " does not exist (" + std::to_string(blobs.size()) + " blobs)");
+      const TensorProto &proto = in.value->proto();
+      auto sizes = concreteSizes(proto.shape);
+      if (!sizes)
+        return fail("CONSTS", "binding of '" + fqn + "': the constant's shape is symbolic");
+      Tensor t(proto.dtype, *sizes, blobs[blob].storage);
+      if (t.nbytes() != blobs[blob].size)
+        return fail("CONSTS", "binding of '" + fqn + "': " + proto.str() + " needs " +
+                                  std::to_string(t.nbytes()) + " bytes, blob " +
+                                  std::to_string(blob) + " has " +
+                                  std::to_string(blobs[blob].size));
+      in.setData(std::move(t), ExternalData{});
+      ++st.constants;
+      if (which == "main" && !mainUses[blob]) {
+        mainUses[blob] = true;
+        st.graphBlobBytes += blobs[blob].size;
+      }
+    }
+    if (stats)
+      *stats = st;
+    return okStatus();
+  }
+
+  Status readPlan(const json &j, Program &p) {
+    const json &nodes = j.at("nodes");
+    std::vector<const Node *> order;
+    for (const Node &n : p.graph->nodes())
+      order.push_back(&n);
+    if (nodes.size() != order.size())
+      return fail("PLAN", "has " + std::to_string(nodes.size()) + " nodes, the graph " +
+                              std::to_string(order.size()));
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const json &n = nodes[i];
+      ProgramNodePlan np;
+      np.node = n.at("node").get<std::string>();
+      np.target = n.at("target").get<std::string>();
+      np.placement = n.at("placement").get<std::string>();
+      np.kernel = n.at("kernel").get<std::string>();
+      np.reason = n.value("reason", "");
+      np.partition = n.at("partition").get<int>();
+      const Node &g = *order[i];
+      std::string gname = g.numOutputs() ? g.output(0)->name() : std::string();
+      if (np.target != g.target() || np.node != gname)
+        return fail("PLAN", "node " + std::to_string(i) + " is %" + np.node + " (" + np.target +
+                                ") but the graph has %" + gname + " (" + g.target() + ")");
+      if (np.placement != "device" && np.placement != "host" && np.placement != "cpu")
+        return fail("PLAN", "node %" + np.node + ": unknown placement '" + np.placement + "'");
+      p.plan.push_back(std::move(np));
+    }
+    auto groups = [&](const json &a, std::vector<ProgramSubgraph> &out,
+                      const char *what) -> Status {
+      for (const json &g : a) {
+        ProgramSubgraph s;
+        s.id = g.at("id").get<int>();
+        s.nodes = g.at("nodes").get<std::vector<std::size_t>>();
+        for (std::size_t n : s.nodes)
+          if (n >= order.size())
+            return fail("PLAN", std::string(what) + " " + std::to_string(s.id) + " names node " +
+                                    std::to_string(n) + " of " + std::to_string(order.size()));
+        out.push_back(std::move(s));
+      }
+      return okStatus();
+    };
+    GRAFT_CHECK_OK(groups(j.at("partitions"), p.partitions, "partition"));
+    GRAFT_CHECK_OK(groups(j.at("cpu_subgraphs"), p.cpuSubgraphs, "CPU subgraph"));
+    return okStatus();
+  }
+
+  Status readProvenance(const json &j, Program &p) {
+    for (const json &e : j) {
+      ProgramProvenance pe;
+      pe.fqn = e.at("fqn").get<std::string>();
+      pe.transform = e.at("transform").get<std::string>();
+      pe.sources = e.at("sources").get<std::vector<std::string>>();
+      pe.args = e.at("args").get<std::string>();
+      pe.rule = e.at("rule").get<std::string>();
+      pe.requests = e.at("requests").get<uint64_t>();
+      pe.origins = e.at("origins").get<std::vector<std::string>>();
+      p.provenance.push_back(std::move(pe));
+    }
+    return okStatus();
+  }
+
+  std::string path_;
+  const ProgramReadOptions &options_;
+  uint64_t fileSize_ = 0;
+  std::map<std::string, Section> sections_;
+};
+
+} // namespace
+
+uint64_t contentHash(const uint8_t *data, std::size_t size) {
+  uint64_t h = 1469598103934665603ull;
+  for (std::size_t i = 0; i < size; ++i) {
+    h ^= data[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+bool isProgramFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[8] = {};
+  return in.read(magic, 8) && std::memcmp(magic, kProgramMagic, 8) == 0;
+}
+
+Expected<ProgramStats> writeProgram(const Program &program, const std::string &path,
+                                    const ProgramWriteOptions &options) {
+  if (!program.graph)
+    return Diagnostic::error("cannot write '" + path + "': the program has no graph");
+  if (program.plan.size() != program.graph->numNodes())
+    return Diagnostic::internal("program plan has " + std::to_string(program.plan.size()) +
+                                " entries for " + std::to_string(program.graph->numNodes()) +
+                                " nodes");
+  // Structure first (it fails on graphs that cannot be printed).
+  std::vector<std::pair<std::string, std::string>> sections;
+  json meta = {{"format", "graft-vkprog"},
+               {"version", kProgramVersion},
+               {"target", program.target},
+               {"source", {{"path", program.sourcePath}, {"bytes", program.sourceBytes}}},
+               {"has_reference", program.reference != nullptr},
+               {"summary", json::parse(program.summaryJson.empty() ? "{}" : program.summaryJson)}};
+  sections.emplace_back("META", meta.dump(1));
+  GRAFT_TRY(std::string graphText, structureText(*program.graph));
+  sections.emplace_back("GRAPH", std::move(graphText));
+  if (program.reference) {
+    GRAFT_TRY(std::string refText, structureText(*program.reference));
+    sections.emplace_back("REFGRAPH", std::move(refText));
+  }
+
+  Pool pool;
+  pool.add(*program.graph, "main");
+  std::size_t mainBlobs = pool.blobs.size();
+  if (program.reference)
+    pool.add(*program.reference, "reference");
+  uint64_t dataSize = 0;
+  for (std::size_t i = 0; i < pool.blobs.size(); ++i) {
+    Blob &b = pool.blobs[i];
+    dataSize = alignUp(dataSize, kProgramAlignment);
+    b.offset = dataSize;
+    dataSize += b.data.nbytes();
+    pool.stats.blobBytes += b.data.nbytes();
+    if (i < mainBlobs)
+      pool.stats.graphBlobBytes += b.data.nbytes();
+  }
+  pool.stats.blobs = pool.blobs.size();
+  json consts = {
+      {"alignment", kProgramAlignment}, {"blobs", json::array()}, {"bindings", json::array()}};
+  for (const Blob &b : pool.blobs)
+    consts["blobs"].push_back(
+        {{"offset", b.offset}, {"size", b.data.nbytes()}, {"hash", hex64(b.hash)}});
+  for (const Binding &b : pool.bindings) {
+    const Graph &g = b.graph == "main" ? *program.graph : *program.reference;
+    const GraphInput &in = g.inputs()[b.input];
+    consts["bindings"].push_back({{"graph", b.graph},
+                                  {"input", b.input},
+                                  {"fqn", in.fqn},
+                                  {"blob", b.blob},
+                                  {"dtype", std::string(name(in.value->proto().dtype))}});
+  }
+  sections.emplace_back("CONSTS", consts.dump(1));
+  sections.emplace_back("PLAN", planJson(program).dump(1));
+  sections.emplace_back("PROV", provenanceJson(program).dump(1));
+
+  // Offsets: header, table, metadata sections, then the aligned DATA.
+  uint32_t count = static_cast<uint32_t>(sections.size() + 1);
+  std::vector<Section> table;
+  uint64_t at = kHeaderBytes + count * kTableEntryBytes;
+  for (const auto &[tag, bytes] : sections) {
+    table.push_back(
+        Section{tag, at, bytes.size(),
+                contentHash(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size())});
+    at += bytes.size();
+  }
+  uint64_t dataOffset = alignUp(at, kProgramAlignment);
+  table.push_back(Section{"DATA", dataOffset, dataSize, 0});
+  uint64_t fileSize = dataOffset + dataSize;
+
+  std::string tableBytes;
+  for (const Section &s : table) {
+    char tag[8] = {};
+    std::memcpy(tag, s.tag.data(), std::min<std::size_t>(s.tag.size(), 8));
+    tableBytes.append(tag, 8);
+    put<uint64_t>(tableBytes, s.offset);
+    put<uint64_t>(tableBytes, s.size);
+    put<uint64_t>(tableBytes, s.hash);
+  }
+  std::string header(kProgramMagic, 8);
+  put<uint32_t>(header, kProgramVersion);
+  put<uint32_t>(header, count);
+  put<uint64_t>(header, fileSize);
+  put<uint64_t>(header, kHeaderBytes);
+  put<uint64_t>(
+      header, contentHash(reinterpret_cast<const uint8_t *>(tableBytes.data()), tableBytes.size()));
+  header.resize(kHeaderBytes, '\0');
+
+  TempFile out;
+  GRAFT_CHECK_OK(out.open(path));
+  GRAFT_CHECK_OK(out.write(header.data(), header.size()));
+  GRAFT_CHECK_OK(out.write(tableBytes.data(), tableBytes.size()));
+  for (const auto &[tag, bytes] : sections)
+    GRAFT_CHECK_OK(out.write(bytes.data(), bytes.size()));
+  GRAFT_CHECK_OK(out.pad(dataOffset));
+  uint64_t done = 0;
+  for (const Blob &b : pool.blobs) {
+    GRAFT_CHECK_OK(out.pad(dataOffset + b.offset));
+    GRAFT_CHECK_OK(out.write(b.data.rawData(), b.data.nbytes()));
+    done += b.data.nbytes();
+    if (options.progress && dataSize)
+      options.progress(double(done) / double(dataSize));
+  }
+  if (out.written() != fileSize)
+    return Diagnostic::internal("program file size " + std::to_string(out.written()) +
+                                " != planned " + std::to_string(fileSize));
+  GRAFT_CHECK_OK(out.commit());
+  pool.stats.fileBytes = fileSize;
+  return pool.stats;
+}
+
+Expected<Program> readProgram(const std::string &path, const ProgramReadOptions &options,
+                              ProgramStats *stats) {
+  return Reader(path, options).read(stats);
+}
+
+} // namespace graft

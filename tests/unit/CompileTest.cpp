@@ -1,0 +1,380 @@
+//===- CompileTest.cpp - graft compile, the compiler API, graft run PROGRAM -===//
+//
+// The whole pipeline on synthesized 2-layer Llamas (4w and 8da4w, tied
+// embeddings, tiny dims): the shipped rules fuse them, the program file
+// holds one partition with no CPU node, runs on the Vulkan device (lavapipe
+// in CI) and matches the reference interpreter on the ORIGINAL graph. Plus
+// the CLI's JSON summary and its errors (exit 1, no output file).
+//
+//===----------------------------------------------------------------------===//
+#include "graft/Compiler.h"
+
+#include "graft/interp/Interpreter.h"
+#include "graft/serialize/ProgramFile.h"
+#include "graft/serialize/Synth.h"
+#include "graft/support/FileIO.h"
+#include "graft/vulkan/GraphExecutor.h"
+
+#include "VulkanTestUtil.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <sys/wait.h>
+
+namespace graft {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string runCli(const std::string &args, int &status) {
+  std::string cmd = std::string(GRAFT_CLI_PATH) + " " + args + " 2>&1";
+  std::array<char, 4096> buf{};
+  std::string out;
+  FILE *p = popen(cmd.c_str(), "r");
+  if (!p) {
+    status = -1;
+    return out;
+  }
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), p))
+    out.append(buf.data(), n);
+  int rc = pclose(p);
+  status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return out;
+}
+
+class CompileTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("graft-compiletest-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string path(const std::string &name) const { return (dir_ / name).string(); }
+
+  /// A tiny 2-layer Llama with tied embeddings, written as a .pt2.
+  std::string synth(SynthQuant quant, bool dynamicSeq, const std::string &name) {
+    LlamaSynthOptions o;
+    o.layers = 2;
+    o.dim = 64;
+    o.heads = 4;
+    o.kvHeads = 2;
+    o.vocab = 128;
+    o.maxSeqLen = 16;
+    o.seqLen = 4;
+    o.quant = quant;
+    o.tiedEmbeddings = true;
+    o.dynamicSeq = dynamicSeq;
+    auto g = synthesizeLlama(o);
+    EXPECT_TRUE(g.ok()) << (g.ok() ? "" : render(g.diags()));
+    std::string p = path(name);
+    Status s = writePt2(**g, p, synthWriteOptions(o));
+    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : render(s.diags()));
+    return p;
+  }
+
+  fs::path dir_;
+};
+
+/// Runs the program's graph on the device and the reference graph on the
+/// interpreter, on the same inputs; returns the max abs error.
+double deviceVsReference(const Graph &program, const Graph &reference,
+                         const std::map<std::string, int64_t> &symbols) {
+  auto inputs = makeRandomInputs(program, 3, symbols);
+  EXPECT_TRUE(inputs.ok()) << (inputs.ok() ? "" : render(inputs.diags()));
+  vk::ExecutorOptions strict;
+  strict.allowCpuFallback = false;
+  auto exec = vk::GraphExecutor::create(*vktest::context(), program, strict);
+  EXPECT_TRUE(exec.ok()) << (exec.ok() ? "" : render(exec.diags()));
+  if (!exec.ok())
+    return INFINITY;
+  auto out = (*exec)->run(*inputs);
+  EXPECT_TRUE(out.ok()) << (out.ok() ? "" : render(out.diags()));
+  auto ref = Interpreter().run(reference, *inputs);
+  EXPECT_TRUE(ref.ok()) << (ref.ok() ? "" : render(ref.diags()));
+  if (!out.ok() || !ref.ok())
+    return INFINITY;
+  vk::Comparison c = vk::compareValues(*out, *ref);
+  EXPECT_EQ(c.firstProblem, "");
+  return c.maxAbsError;
+}
+
+TEST_F(CompileTest, ShippedRulesAreEmbedded) {
+  auto files = RuleSet::shippedFiles();
+  auto rules = RuleSet::shipped();
+  ASSERT_TRUE(rules.ok()) << render(rules.diags());
+  if (files.empty())
+    GTEST_SKIP() << "no shipped rules yet (patterns/*.pat)";
+  EXPECT_GT(rules->size(), 0u);
+  // Every embedded file was loaded (imports among them resolve too).
+  EXPECT_GE(rules->files().size(), files.size());
+}
+
+TEST_F(CompileTest, ApiFusesPartitionsAndRoundTrips4w) {
+  std::string model = synth(SynthQuant::W4, /*dynamicSeq=*/true, "m4w.pt2");
+  CompileOptions opts;
+  opts.output = path("m4w.vkprog");
+  std::vector<std::string> phases;
+  opts.progress = [&](const std::string &phase, double f) {
+    if (f == 0.0)
+      phases.push_back(phase);
+  };
+  auto r = compile(model, opts);
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  const CompileSummary &s = r->summary;
+  EXPECT_EQ(phases, (std::vector<std::string>{"rules", "target", "load", "legalize", "fuse",
+                                              "partition", "codegen", "write"}));
+  ASSERT_TRUE(fs::exists(opts.output));
+  EXPECT_EQ(s.programBytes, fs::file_size(opts.output));
+  EXPECT_EQ(s.cpuNodes, 0u) << s.text();
+  EXPECT_EQ(s.partitions, 1u) << s.text();
+  EXPECT_EQ(s.gpuNodes, s.nodesOut);
+  if (!RuleSet::shippedFiles().empty()) {
+    EXPECT_LT(s.nodesOut, s.nodesIn) << s.text();
+    EXPECT_FALSE(s.rulesFired.empty());
+    // Packing int4 halves the weights; tied weights are stored once.
+    EXPECT_LT(s.constantBytesOut, s.constantBytesIn) << s.text();
+    EXPECT_FALSE(r->program.provenance.empty());
+  }
+  EXPECT_LE(s.constantBytesMin, s.constantBytesIn);
+
+  auto back = readProgram(opts.output);
+  ASSERT_TRUE(back.ok()) << render(back.diags());
+  EXPECT_EQ(back->target, "lavapipe");
+  EXPECT_EQ(back->sourcePath, model);
+  EXPECT_EQ(back->plan.size(), back->graph->numNodes());
+  for (const ProgramNodePlan &p : back->plan)
+    EXPECT_NE(p.placement, "cpu") << p.node << ": " << p.reason;
+  EXPECT_EQ(back->provenance.size(), r->program.provenance.size());
+  // Tied embeddings: the synthesized program has two byte-identical weight
+  // FQNs (tok_embeddings and output); whatever the rules made of them is
+  // byte-identical too and stored once, so two constants share one mapping.
+  std::map<const Storage *, std::vector<std::string>> byStorage;
+  for (const GraphInput &in : back->graph->inputs())
+    if (in.isConstant() && in.hasData())
+      byStorage[in.data().storage().get()].push_back(in.fqn);
+  bool shared = false;
+  for (const auto &[storage, fqns] : byStorage)
+    shared = shared || fqns.size() > 1;
+  EXPECT_TRUE(shared) << "no two constants share a blob";
+  EXPECT_EQ(nlohmann::json::parse(back->summaryJson)["nodes_out"], s.nodesOut);
+
+  GRAFT_REQUIRE_VULKAN();
+  auto original = load(model);
+  ASSERT_TRUE(original.ok());
+  EXPECT_LT(deviceVsReference(*back->graph, *original->graph, {{"s0", 3}}), 1e-4);
+}
+
+TEST_F(CompileTest, ApiEmbeddedReference8da4w) {
+  std::string model = synth(SynthQuant::W8A8W4, /*dynamicSeq=*/false, "m8.pt2");
+  CompileOptions opts;
+  opts.output = path("m8.vkprog");
+  opts.embedReference = true;
+  auto r = compile(model, opts);
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  EXPECT_EQ(r->summary.cpuNodes, 0u) << r->summary.text();
+  // The source model is not needed any more.
+  fs::remove(model);
+  auto back = readProgram(opts.output);
+  ASSERT_TRUE(back.ok()) << render(back.diags());
+  ASSERT_NE(back->reference, nullptr);
+  if (!RuleSet::shippedFiles().empty()) {
+    EXPECT_LT(back->graph->numNodes(), back->reference->numNodes());
+  }
+  GRAFT_REQUIRE_VULKAN();
+  // The device quantizes activations per token as the original graph does.
+  EXPECT_LT(deviceVsReference(*back->graph, *back->reference, {}), 1e-3);
+}
+
+TEST_F(CompileTest, CpuNodesHaveReasonsAndRunThroughTheFallback) {
+  // A bf16 checkpoint without the legalization rules keeps bf16 nodes on the CPU.
+  LlamaSynthOptions o;
+  o.layers = 1;
+  o.dim = 64;
+  o.heads = 4;
+  o.vocab = 128;
+  o.maxSeqLen = 16;
+  o.seqLen = 4;
+  o.quant = SynthQuant::None;
+  o.checkpointDType = DType::BF16;
+  auto g = synthesizeLlama(o);
+  ASSERT_TRUE(g.ok()) << render(g.diags());
+  std::string model = path("bf16.pt2");
+  ASSERT_TRUE(writePt2(**g, model, synthWriteOptions(o)).ok());
+  CompileOptions opts;
+  opts.defaultRules = false;
+  opts.output = path("bf16.vkprog");
+  auto r = compile(model, opts);
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  const CompileSummary &s = r->summary;
+  ASSERT_GT(s.cpuNodes, 0u) << s.text();
+  EXPECT_FALSE(s.cpuReasons.empty());
+  uint64_t counted = 0;
+  for (const auto &[reason, n] : s.cpuReasons)
+    counted += n;
+  EXPECT_EQ(counted, s.cpuNodes);
+  EXPECT_EQ(s.gpuNodes + s.cpuNodes, s.nodesOut);
+  EXPECT_NE(s.text().find("cpu x"), std::string::npos) << s.text();
+
+  auto back = readProgram(opts.output);
+  ASSERT_TRUE(back.ok()) << render(back.diags());
+  std::size_t cpu = 0, inSubgraphs = 0;
+  for (const ProgramNodePlan &p : back->plan)
+    if (p.placement == "cpu") {
+      ++cpu;
+      EXPECT_FALSE(p.reason.empty()) << p.node;
+      EXPECT_EQ(p.kernel, "interpreter");
+      EXPECT_EQ(p.partition, -1);
+    }
+  EXPECT_EQ(cpu, s.cpuNodes);
+  for (const ProgramSubgraph &sg : back->cpuSubgraphs)
+    inSubgraphs += sg.nodes.size();
+  EXPECT_EQ(inSubgraphs, cpu);
+  EXPECT_EQ(back->partitions.size(), s.partitions);
+
+  GRAFT_REQUIRE_VULKAN();
+  auto inputs = makeRandomInputs(*back->graph, 1);
+  ASSERT_TRUE(inputs.ok());
+  auto exec = vk::GraphExecutor::create(*vktest::context(), *back->graph);
+  ASSERT_TRUE(exec.ok()) << render(exec.diags());
+  auto out = (*exec)->run(*inputs);
+  ASSERT_TRUE(out.ok()) << render(out.diags());
+  auto original = load(model);
+  ASSERT_TRUE(original.ok());
+  auto ref = Interpreter().run(*original->graph, *inputs);
+  ASSERT_TRUE(ref.ok());
+  vk::Comparison c = vk::compareValues(*out, *ref);
+  EXPECT_EQ(c.firstProblem, "");
+  EXPECT_LT(c.maxAbsError, 1e-2); // bf16 results
+}
+
+TEST_F(CompileTest, NoDefaultRulesKeepsTheGraph) {
+  std::string model = synth(SynthQuant::W4, false, "m.pt2");
+  CompileOptions opts;
+  opts.defaultRules = false;
+  auto r = compile(model, opts);
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  EXPECT_EQ(r->summary.nodesIn, r->summary.nodesOut);
+  EXPECT_TRUE(r->summary.rulesFired.empty());
+  EXPECT_EQ(r->summary.programBytes, 0u); // no output requested
+}
+
+TEST_F(CompileTest, CliJsonAndRunCheck) {
+  std::string model = synth(SynthQuant::W4, false, "m.pt2");
+  std::string prog = path("m.vkprog");
+  int status = 0;
+  std::string out = runCli("compile " + model + " -o " + prog + " --json --fused-pt2 " +
+                               path("fused.pt2") + " --report " + path("coverage.json"),
+                           status);
+  ASSERT_EQ(status, 0) << out;
+  auto coverage = readFile(path("coverage.json"));
+  ASSERT_TRUE(coverage.ok());
+  EXPECT_FALSE(nlohmann::json::parse(*coverage, nullptr, false).is_discarded());
+  nlohmann::json j = nlohmann::json::parse(out);
+  for (const char *key : {"nodes_in", "nodes_out", "rules_fired", "partitions", "gpu_nodes",
+                          "cpu_nodes", "cpu_reasons", "constant_bytes_in", "constant_bytes_out",
+                          "constant_bytes_min", "phase_seconds"})
+    EXPECT_TRUE(j.contains(key)) << key << " missing in " << out;
+  EXPECT_TRUE(j["rules_fired"].is_object());
+  EXPECT_TRUE(j["cpu_reasons"].is_object());
+  EXPECT_TRUE(j["phase_seconds"].contains("fuse"));
+  EXPECT_EQ(j["cpu_nodes"], 0);
+  if (!RuleSet::shippedFiles().empty()) {
+    EXPECT_LT(j["nodes_out"].get<int>(), j["nodes_in"].get<int>());
+    EXPECT_FALSE(j["rules_fired"].empty());
+  }
+  EXPECT_TRUE(isProgramFile(prog));
+  // The fused .pt2 reads back with the fused node count.
+  auto fused = load(path("fused.pt2"));
+  ASSERT_TRUE(fused.ok()) << render(fused.diags());
+  EXPECT_EQ(fused->graph->numNodes(), j["nodes_out"].get<std::size_t>());
+
+  // Human summary, not a terminal: no progress escape codes.
+  std::string text = runCli("compile " + model + " -o " + path("m2.vkprog"), status);
+  ASSERT_EQ(status, 0) << text;
+  EXPECT_NE(text.find("nodes:"), std::string::npos) << text;
+  EXPECT_NE(text.find("constants:"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\r'), std::string::npos);
+  std::string quiet = runCli("compile " + model + " -o " + path("m3.vkprog") + " --quiet", status);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(quiet, "");
+
+  auto devices = vk::listDevices();
+  if (!devices.ok() || devices->empty())
+    GTEST_SKIP() << "no Vulkan device";
+  // --check against the source model recorded in the program.
+  std::string run = runCli("run " + prog + " --check --atol 1e-4 --json", status);
+  ASSERT_EQ(status, 0) << run;
+  nlohmann::json rj = nlohmann::json::parse(run);
+  EXPECT_EQ(rj["check"]["reference"], model);
+  EXPECT_TRUE(rj["check"]["ok"].get<bool>());
+  EXPECT_EQ(rj["cpu_fallback_nodes"], 0);
+  // Without the source model and no embedded reference: a clear error...
+  fs::rename(model, path("moved.pt2"));
+  std::string noRef = runCli("run " + prog + " --check", status);
+  EXPECT_EQ(status, 1) << noRef;
+  EXPECT_NE(noRef.find("--reference MODEL"), std::string::npos) << noRef;
+  // ... unless --reference names it.
+  std::string withRef = runCli("run " + prog + " --check --reference " + path("moved.pt2") +
+                                   " --inputs tokens=[1,2,3,4]",
+                               status);
+  EXPECT_EQ(status, 0) << withRef;
+  EXPECT_NE(withRef.find("check vs reference interpreter on the original graph"), std::string::npos)
+      << withRef;
+}
+
+TEST_F(CompileTest, CliErrorsLeaveNoOutput) {
+  std::string model = synth(SynthQuant::W4, false, "m.pt2");
+  std::string prog = path("out.vkprog");
+  int status = 0;
+
+  std::string out = runCli("compile " + path("missing.pt2") + " -o " + prog, status);
+  EXPECT_EQ(status, 1) << out;
+  EXPECT_NE(out.find("missing.pt2"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(prog));
+
+  ASSERT_TRUE(writeFileAtomic(path("bad.pat"), "rule broken {\n").ok());
+  out = runCli("compile " + model + " -o " + prog + " --rules " + path("bad.pat"), status);
+  EXPECT_EQ(status, 1) << out;
+  EXPECT_NE(out.find("bad.pat"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(prog));
+
+  std::string unwritable = path("no/such/dir/out.vkprog");
+  out = runCli("compile " + model + " -o " + unwritable, status);
+  EXPECT_EQ(status, 1) << out;
+  EXPECT_NE(out.find("cannot write"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(unwritable));
+
+  // An unwritable side output removes the program as well.
+  out = runCli("compile " + model + " -o " + prog + " --fused-pt2 " + path("no/dir/f.pt2"), status);
+  EXPECT_EQ(status, 1) << out;
+  EXPECT_FALSE(fs::exists(prog));
+
+  out = runCli("compile " + model + " -o " + prog + " --target nope", status);
+  EXPECT_EQ(status, 1) << out;
+  EXPECT_FALSE(fs::exists(prog));
+
+  out = runCli("compile " + model, status);
+  EXPECT_EQ(status, 1) << out;
+
+  // A damaged program is a user error naming the section.
+  ASSERT_EQ(runCli("compile " + model + " -o " + prog + " --quiet", status), "");
+  ASSERT_EQ(status, 0);
+  auto bytes = readFile(prog);
+  ASSERT_TRUE(bytes.ok());
+  ASSERT_TRUE(writeFileAtomic(prog, bytes->substr(0, bytes->size() - 5)).ok());
+  out = runCli("run " + prog, status);
+  EXPECT_EQ(status, 1) << out;
+  EXPECT_NE(out.find("section header"), std::string::npos) << out;
+}
+
+} // namespace
+} // namespace graft

@@ -1,0 +1,382 @@
+//===- CompileCommand.cpp - graft compile / graft run PROGRAM -------------===//
+//
+//   graft compile MODEL.{pt2,gir} -o MODEL.vkprog [--rules DIR|FILE]...
+//       [--no-default-rules] [--target PROFILE] [--report FILE] [--json]
+//       [--fused-pt2 OUT.pt2] [--embed-reference] [--quiet]
+//   graft run MODEL.vkprog [--inputs ...] [--seed N] [--device N] [--check]
+//
+// Both are thin layers over graft_compiler (graft/Compiler.h) and the
+// program file (graft/serialize/ProgramFile.h); docs/cli.md documents them.
+//
+//===----------------------------------------------------------------------===//
+#include "Cli.h"
+
+#include "graft/Compiler.h"
+#include "graft/interp/Interpreter.h"
+#include "graft/serialize/CoverageReport.h"
+#include "graft/serialize/Load.h"
+#include "graft/serialize/ProgramFile.h"
+#include "graft/vulkan/GraphExecutor.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+namespace graft::cli {
+namespace {
+
+std::vector<std::string> splitList(const std::vector<std::string> &values) {
+  std::vector<std::string> out;
+  for (const std::string &v : values) {
+    std::stringstream ss(v);
+    std::string part;
+    while (std::getline(ss, part, ','))
+      if (!part.empty())
+        out.push_back(part);
+  }
+  return out;
+}
+
+/// A one-line progress indicator on stderr, only on a terminal.
+class Progress {
+public:
+  explicit Progress(bool enabled) : enabled_(enabled) {}
+  ~Progress() { clear(); }
+  void update(const std::string &phase, double fraction) {
+    if (!enabled_)
+      return;
+    // Redraw only when something visible changes.
+    int pct = int(std::lround(fraction * 100));
+    if (shown_ && phase == phase_ && pct == pct_)
+      return;
+    phase_ = phase;
+    pct_ = pct;
+    std::fprintf(stderr, "\r\033[K%s %3d%%", phase.c_str(), pct);
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void clear() {
+    if (enabled_ && shown_) {
+      std::fprintf(stderr, "\r\033[K");
+      std::fflush(stderr);
+      shown_ = false;
+    }
+  }
+
+private:
+  bool enabled_;
+  bool shown_ = false;
+  std::string phase_;
+  int pct_ = -1;
+};
+
+nlohmann::json valueJson(const RuntimeValue &v) {
+  nlohmann::json j;
+  if (const Tensor *t = std::get_if<Tensor>(&v)) {
+    j["dtype"] = std::string(name(t->dtype()));
+    j["shape"] = t->sizes();
+    nlohmann::json vals = nlohmann::json::array();
+    for (int64_t i = 0, n = std::min<int64_t>(t->numel(), 16); i < n; ++i) {
+      double d = t->getDouble(i);
+      vals.push_back(std::isfinite(d) ? nlohmann::json(d) : nlohmann::json(std::to_string(d)));
+    }
+    j["values"] = vals;
+    j["truncated"] = t->numel() > 16;
+  } else {
+    j["value"] = str(v);
+  }
+  return j;
+}
+
+std::optional<int64_t> parseInt(const std::string &s) {
+  if (s.empty())
+    return std::nullopt;
+  char *end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (!end || *end)
+    return std::nullopt;
+  return v;
+}
+
+} // namespace
+
+Command makeCompileCommand() {
+  Command c;
+  c.name = "compile";
+  c.usage = "graft compile MODEL.{pt2,gir} -o OUT.vkprog [--rules DIR|FILE]... "
+            "[--no-default-rules] [--target PROFILE] [--report FILE.{json,md,html,xml}] [--json] "
+            "[--fused-pt2 OUT.pt2] [--embed-reference] [--quiet]";
+  c.summary = "Compile a model to a Vulkan program file (load, legalize, fuse, partition, write).";
+  c.details =
+      "Runs the whole pipeline: reads the model, applies the shipped rule library (compiled\n"
+      "into graft; --no-default-rules leaves it out) and the --rules files or directories,\n"
+      "legalization rules first, partitions the fused graph for the target profile (lavapipe,\n"
+      "adreno, mali, host; default lavapipe) and writes the program atomically: the fused\n"
+      "graph, its constants (byte-identical ones once), the plan of every node and the\n"
+      "provenance of every constant the rules made (docs/program-format.md). Prints a short\n"
+      "summary; --json prints it as one object. --report writes a rule-coverage report of\n"
+      "the fusion pass (format by extension). --fused-pt2 also writes the fused graph as a\n"
+      ".pt2. --embed-reference stores the original graph too, so `graft run --check` needs\n"
+      "no source model. Progress is shown on a terminal unless --quiet.";
+  c.flags = {{"o", true, "the program file to write", "OUT.vkprog"},
+             {"rules", true, "rule file or directory, repeatable or comma-separated", "DIR|FILE"},
+             {"no-default-rules", false, "leave out the shipped rule library"},
+             {"target", true, "device profile (default lavapipe)", "PROFILE"},
+             {"device", true, "with --target host: the Vulkan device index", "N"},
+             {"report", true, "write a rule-coverage report (.json, .md, .html, .xml)", "FILE"},
+             {"json", false, "print the summary as one JSON object"},
+             {"fused-pt2", true, "also write the fused graph as a .pt2", "OUT.pt2"},
+             {"embed-reference", false, "store the original graph for `graft run --check`"},
+             {"quiet", false, "no progress and no summary (errors only)"}};
+  c.run = [](const Args &args) {
+    if (args.positional.size() != 1) {
+      std::cerr << "graft compile: error: expected exactly one MODEL\n";
+      return int(kUserError);
+    }
+    auto out = args.get("o");
+    if (!out || out->empty()) {
+      std::cerr << "graft compile: error: -o OUT.vkprog is required\n";
+      return int(kUserError);
+    }
+    CompileOptions opts;
+    opts.output = *out;
+    opts.defaultRules = !args.has("no-default-rules");
+    opts.rules = splitList(args.all("rules"));
+    if (auto t = args.get("target"))
+      opts.target = *t;
+    if (auto d = args.get("device")) {
+      auto v = parseInt(*d);
+      if (!v || *v < 0) {
+        std::cerr << "graft compile: error: --device expects a non-negative integer\n";
+        return int(kUserError);
+      }
+      opts.deviceIndex = static_cast<int>(*v);
+    }
+    opts.embedReference = args.has("embed-reference");
+    std::optional<CoverageFormat> reportFormat;
+    if (auto r = args.get("report")) {
+      auto f = coverageFormatFromPath(*r);
+      if (!f)
+        return reportFailure(f.diags());
+      reportFormat = *f;
+      opts.coverage = true;
+    }
+    bool quiet = args.has("quiet");
+    Progress progress(!quiet && ::isatty(STDOUT_FILENO) && ::isatty(STDERR_FILENO));
+    opts.progress = [&](const std::string &phase, double f) { progress.update(phase, f); };
+    SourceManager sources;
+    opts.sources = &sources;
+
+    auto result = compile(args.positional[0], opts);
+    progress.clear();
+    if (!result)
+      return reportFailure(result.diags(), &sources);
+
+    // Side outputs: on failure the program is removed too, so a failed run
+    // leaves nothing behind.
+    auto fail = [&](const std::vector<Diagnostic> &diags) {
+      std::error_code ec;
+      std::filesystem::remove(*out, ec);
+      return reportFailure(diags, &sources);
+    };
+    if (auto pt2 = args.get("fused-pt2")) {
+      Pt2WriteOptions w;
+      if (result->pt2)
+        w.provenance = &*result->pt2;
+      Status s = writePt2(*result->program.graph, *pt2, w);
+      if (!s)
+        return fail(s.diags());
+    }
+    if (reportFormat) {
+      Status s = writeCoverageReport(*result->coverage, *reportFormat, *args.get("report"));
+      if (!s) {
+        if (auto pt2 = args.get("fused-pt2")) {
+          std::error_code ec;
+          std::filesystem::remove(*pt2, ec);
+        }
+        return fail(s.diags());
+      }
+    }
+    if (args.has("json"))
+      std::cout << nlohmann::ordered_json::parse(result->summary.json()).dump(2) << "\n";
+    else if (!quiet)
+      std::cout << result->summary.text();
+    return int(kOk);
+  };
+  return c;
+}
+
+int runProgramFile(const Args &args) {
+  const std::string &path = args.positional[0];
+  uint64_t seed = 0;
+  if (auto s = args.get("seed")) {
+    auto v = parseInt(*s);
+    if (!v || *v < 0) {
+      std::cerr << "graft run: error: --seed expects a non-negative integer, got '" << *s << "'\n";
+      return int(kUserError);
+    }
+    seed = static_cast<uint64_t>(*v);
+  }
+  int deviceIndex = -1;
+  if (auto d = args.get("device")) {
+    auto v = parseInt(*d);
+    if (!v || *v < 0) {
+      std::cerr << "graft run: error: --device expects a non-negative integer, got '" << *d
+                << "'\n";
+      return int(kUserError);
+    }
+    deviceIndex = static_cast<int>(*v);
+  }
+  std::optional<double> atol;
+  if (auto s = args.get("atol")) {
+    char *end = nullptr;
+    double v = std::strtod(s->c_str(), &end);
+    if (s->empty() || !end || *end || !(v >= 0)) {
+      std::cerr << "graft run: error: --atol expects a non-negative number\n";
+      return int(kUserError);
+    }
+    atol = v;
+  }
+  std::map<std::string, int64_t> symbols;
+  for (const std::string &spec : args.all("sym")) {
+    auto eq = spec.find('=');
+    auto v = eq == std::string::npos ? std::nullopt : parseInt(spec.substr(eq + 1));
+    if (!v || eq == 0) {
+      std::cerr << "graft run: error: --sym " << spec << ": expected NAME=INT\n";
+      return int(kUserError);
+    }
+    symbols[spec.substr(0, eq)] = *v;
+  }
+
+  auto program = readProgram(path);
+  if (!program)
+    return reportFailure(program.diags());
+  const Graph &g = *program->graph;
+
+  // The reference for --check is resolved before running, so a missing one
+  // fails fast.
+  std::unique_ptr<Graph> loadedReference;
+  const Graph *reference = nullptr;
+  std::string referenceFrom;
+  SourceManager sources;
+  if (args.has("check")) {
+    std::string model = args.get("reference").value_or("");
+    if (model.empty() && !program->reference) {
+      std::error_code ec;
+      if (!program->sourcePath.empty() && std::filesystem::exists(program->sourcePath, ec))
+        model = program->sourcePath;
+    }
+    if (!model.empty()) {
+      auto loaded = loadGraph(model, &sources);
+      if (!loaded)
+        return reportFailure(loaded.diags(), &sources);
+      loadedReference = std::move(loaded->graph);
+      reference = loadedReference.get();
+      referenceFrom = model;
+    } else if (program->reference) {
+      reference = program->reference.get();
+      referenceFrom = "embedded";
+    } else {
+      std::cerr << "graft run: error: --check needs the original graph: the program embeds none "
+                   "(compile with --embed-reference), and its source model '"
+                << program->sourcePath << "' is not readable; pass --reference MODEL\n";
+      return int(kUserError);
+    }
+  } else if (args.has("reference") || atol) {
+    std::cerr << "graft run: error: --reference and --atol go with --check\n";
+    return int(kUserError);
+  }
+
+  auto inputs = buildRunInputs(g, args, seed, symbols);
+  if (!inputs)
+    return reportFailure(inputs.diags());
+  vk::ContextOptions copts;
+  copts.deviceIndex = deviceIndex;
+  auto ctx = vk::Context::create(copts);
+  if (!ctx)
+    return reportFailure(ctx.diags());
+  auto exec = vk::GraphExecutor::create(**ctx, g);
+  if (!exec)
+    return reportFailure(exec.diags());
+  // The executor plans for the device at hand; say where that differs from
+  // the plan compiled for the program's target profile.
+  std::size_t replanned = 0;
+  for (std::size_t i = 0; i < (*exec)->plan().size() && i < program->plan.size(); ++i) {
+    vk::Placement p = (*exec)->plan()[i].placement;
+    std::string now = p == vk::Placement::CpuFallback ? "cpu" : std::string(vk::name(p));
+    replanned += now != program->plan[i].placement;
+  }
+  auto outputs = (*exec)->run(*inputs);
+  if (!outputs)
+    return reportFailure(outputs.diags());
+
+  std::optional<vk::Comparison> cmp;
+  if (reference) {
+    auto ref = Interpreter().run(*reference, *inputs);
+    if (!ref)
+      return reportFailure(ref.diags(), &sources);
+    cmp = vk::compareValues(*outputs, *ref);
+  }
+  bool failed = cmp && (!cmp->firstProblem.empty() || cmp->mismatchedNonFinite > 0 ||
+                        (atol && cmp->maxAbsError > *atol));
+  const vk::ExecutorStats &stats = (*exec)->stats();
+  if (args.has("json")) {
+    nlohmann::json j;
+    j["program"] = path;
+    j["target"] = program->target;
+    j["device"] = (*ctx)->info().name;
+    j["seed"] = seed;
+    j["nodes"] = g.numNodes();
+    j["cpu_fallback_nodes"] = (*exec)->numCpuFallbackNodes();
+    j["replanned_nodes"] = replanned;
+    j["dispatches"] = stats.dispatches;
+    nlohmann::json outs = nlohmann::json::array();
+    for (std::size_t i = 0; i < outputs->size(); ++i) {
+      nlohmann::json oj = valueJson((*outputs)[i]);
+      oj["name"] = g.outputs()[i].value->name();
+      outs.push_back(oj);
+    }
+    j["outputs"] = outs;
+    if (cmp) {
+      j["check"] = {{"reference", referenceFrom},
+                    {"max_abs_error", cmp->maxAbsError},
+                    {"max_rel_error", cmp->maxRelError},
+                    {"mismatched_non_finite", cmp->mismatchedNonFinite},
+                    {"ok", !failed}};
+      if (!cmp->firstProblem.empty())
+        j["check"]["problem"] = cmp->firstProblem;
+    }
+    std::cout << j.dump(2) << "\n";
+    return int(failed ? kUserError : kOk);
+  }
+  std::cout << "program " << path << " (compiled for " << program->target << ") on "
+            << (*ctx)->info().name << ": " << g.numNodes() << " nodes, "
+            << (*exec)->numCpuFallbackNodes() << " cpu-fallback, " << stats.dispatches
+            << " dispatches\n";
+  if (replanned)
+    std::cout << "note: " << replanned << " node(s) placed differently on this device than "
+              << "planned for " << program->target << "\n";
+  bool all = args.has("all-values");
+  for (std::size_t i = 0; i < outputs->size(); ++i)
+    std::cout << "output %" << g.outputs()[i].value->name() << " = "
+              << str((*outputs)[i], all ? INT64_MAX : 16) << "\n";
+  if (cmp) {
+    std::cout << "check vs reference interpreter on the original graph (" << referenceFrom
+              << "): max abs error " << cmp->maxAbsError << ", max rel error " << cmp->maxRelError;
+    if (cmp->mismatchedNonFinite)
+      std::cout << ", " << cmp->mismatchedNonFinite << " mismatched non-finite values";
+    if (!cmp->firstProblem.empty())
+      std::cout << ", " << cmp->firstProblem;
+    if (atol)
+      std::cout << (failed ? " (exceeds --atol)" : " (within --atol)");
+    std::cout << "\n";
+  }
+  return int(failed ? kUserError : kOk);
+}
+
+} // namespace graft::cli
