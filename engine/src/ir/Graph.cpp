@@ -186,7 +186,7 @@ Value *Graph::newValue(std::string name, ValueKind kind, TensorProto proto) {
   v->proto_ = std::move(proto);
   Value *raw = v.get();
   values_.push_back(std::move(v));
-  valuesByName_[raw->name_] = raw;
+  valuesByName_[std::string_view(raw->name_)] = raw;
   return raw;
 }
 
@@ -319,7 +319,7 @@ void Graph::renumber() {
 }
 
 Value *Graph::findValue(std::string_view name) const {
-  auto it = valuesByName_.find(std::string(name));
+  auto it = valuesByName_.find(name);
   return it == valuesByName_.end() ? nullptr : it->second;
 }
 

@@ -107,6 +107,78 @@ std::string sanitizeName(const std::string &fqn) {
   return out;
 }
 
+/// An open-addressing set of node pointers (linear probing, tombstones):
+/// the driver asks "is this node dead?" for every worklist entry, and a
+/// node-based std::unordered_set costs an allocation per insert and a cache
+/// miss per probe.
+class NodeSet {
+public:
+  bool count(const Node *n) const {
+    if (slots_.empty())
+      return false;
+    for (std::size_t i = slot(n);; i = (i + 1) & mask()) {
+      if (slots_[i] == n)
+        return true;
+      if (slots_[i] == nullptr)
+        return false;
+    }
+  }
+  void insert(const Node *n) {
+    if ((used_ + 1) * 2 > slots_.size())
+      grow();
+    std::size_t tomb = SIZE_MAX;
+    std::size_t i = slot(n);
+    for (;; i = (i + 1) & mask()) {
+      if (slots_[i] == n)
+        return;
+      if (slots_[i] == tombstone() && tomb == SIZE_MAX)
+        tomb = i;
+      if (slots_[i] == nullptr)
+        break;
+    }
+    if (tomb != SIZE_MAX) {
+      slots_[tomb] = n;
+    } else {
+      slots_[i] = n;
+      ++used_;
+    }
+  }
+  void erase(const Node *n) {
+    if (slots_.empty())
+      return;
+    for (std::size_t i = slot(n);; i = (i + 1) & mask()) {
+      if (slots_[i] == n) {
+        slots_[i] = tombstone(); // stays counted in used_ (probe chains)
+        return;
+      }
+      if (slots_[i] == nullptr)
+        return;
+    }
+  }
+  void clear() {
+    std::fill(slots_.begin(), slots_.end(), nullptr);
+    used_ = 0;
+  }
+
+private:
+  static const Node *tombstone() { return reinterpret_cast<const Node *>(uintptr_t(1)); }
+  std::size_t mask() const { return slots_.size() - 1; }
+  std::size_t slot(const Node *n) const {
+    uint64_t h = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(n)) * 0x9E3779B97F4A7C15ull;
+    return static_cast<std::size_t>(h >> 32) & mask();
+  }
+  void grow() {
+    std::vector<const Node *> old = std::move(slots_);
+    slots_.assign(std::max<std::size_t>(64, old.size() * 2), nullptr);
+    used_ = 0;
+    for (const Node *n : old)
+      if (n && n != tombstone())
+        insert(n);
+  }
+  std::vector<const Node *> slots_;
+  std::size_t used_ = 0; ///< live entries plus tombstones
+};
+
 template <class Vec> void bump(Vec &v, const std::string &key) {
   for (auto &kv : v)
     if (kv.first == key) {
@@ -134,9 +206,23 @@ public:
       result_.stats[i].variant = rules.rule(i).variant;
       failures_[i].assign(rules.compiled(i).sites.size() + 1, 0);
     }
+    // constants_ keys view one arena holding the graph's FQNs (the graph's
+    // own strings move when it adds inputs) or registry entries (stable):
+    // no string allocation per constant.
+    std::size_t bytes = 0, count = 0;
     for (const GraphInput &in : graph_.inputs())
-      if (in.isConstant() && !in.fqn.empty())
-        constants_.emplace(in.fqn, in.value);
+      if (in.isConstant() && !in.fqn.empty()) {
+        bytes += in.fqn.size();
+        ++count;
+      }
+    fqnArena_.reserve(bytes);
+    constants_.reserve(count);
+    for (const GraphInput &in : graph_.inputs())
+      if (in.isConstant() && !in.fqn.empty()) {
+        std::size_t at = fqnArena_.size();
+        fqnArena_ += in.fqn;
+        constants_.emplace(std::string_view(fqnArena_).substr(at, in.fqn.size()), in.value);
+      }
     scratch_ = std::make_unique<Graph>("scratch");
   }
 
@@ -172,6 +258,8 @@ private:
     std::vector<int> setSlots, setValues;
     std::vector<StagedConst> consts;
     std::vector<StagedNode> nodes;
+    /// Forward statements and the existing (or scratch) value each forwards.
+    std::vector<std::pair<const CStmt *, Value *>> forwards;
     std::string reject;
   };
 
@@ -193,7 +281,10 @@ private:
   /// The FQN a new staged constant will get (named on first need: when a
   /// chained transform keys on it, or at commit).
   const std::string &ensureFqn(StagedConst &sc, const Txn &t);
-  std::string freshName(const std::string &base);
+  /// `base`, else `base_N` for the next N not taken (a counter per base, so
+  /// probing does not restart at 1). `permanent`: the name goes to a value
+  /// this run never removes (a graph input).
+  std::string freshName(std::string base, bool permanent = false);
   Value *scratchValue(ValueKind kind, const TensorProto &proto);
   void enqueue(Node *n) {
     if (n)
@@ -211,8 +302,9 @@ private:
   RewriteResult result_;
   std::vector<std::vector<uint64_t>> failures_;
   std::vector<Node *> worklist_;
-  std::unordered_set<const Node *> dead_;
-  std::unordered_map<std::string, Value *> constants_;
+  NodeSet dead_;
+  std::string fqnArena_; ///< reserved once: views into it stay valid
+  std::unordered_map<std::string_view, Value *> constants_;
   std::unordered_map<std::string, uint64_t> nameCounters_;
   std::unique_ptr<Graph> scratch_;
   std::vector<Value *> scratchPool_[4];
@@ -223,8 +315,21 @@ private:
   bool stop_ = false;
 };
 
-std::string Driver::freshName(const std::string &base) {
-  uint64_t &n = nameCounters_[base];
+std::string Driver::freshName(std::string base, bool permanent) {
+  auto it = nameCounters_.find(base);
+  if (it == nameCounters_.end()) {
+    // First request for this base. A permanent name keeps `base` taken for
+    // good, so a later request probing from `base` again reaches the same
+    // `base_1`, ... a stored counter would: no counter needed (constants'
+    // bases are unique, and would otherwise grow this map per rewrite).
+    if (!graph_.findValue(base)) {
+      if (!permanent)
+        nameCounters_.emplace(base, 1);
+      return base;
+    }
+    it = nameCounters_.emplace(base, 0).first;
+  }
+  uint64_t &n = it->second;
   for (;; ++n) {
     std::string cand = n == 0 ? base : base + "_" + std::to_string(n);
     if (!graph_.findValue(cand)) {
@@ -451,6 +556,33 @@ bool Driver::stage(const CompiledRule &rule, Txn &t) {
       t.setSlots.push_back(st.resultSlots[0]);
       break;
     }
+    case RewriteStmt::Kind::Forward: {
+      EvalValue v;
+      if (!evalArg(st.value, v))
+        return false;
+      auto a = toArgument(v);
+      if (!a.ok() || !a->isValue()) {
+        t.reject = "forwarded value: " +
+                   (a.ok() ? std::string("not a graph value") : a.diags()[0].message);
+        return false;
+      }
+      // Only values already in the graph: a value this rewrite creates would
+      // be named by the statement that creates it.
+      bool created = false;
+      for (const StagedConst &sc : t.consts)
+        created = created || sc.scratch == a->value();
+      for (const StagedNode &sn : t.nodes)
+        created = created ||
+                  std::find(sn.scratch.begin(), sn.scratch.end(), a->value()) != sn.scratch.end();
+      if (created) {
+        t.reject = "a forwarded value must already exist in the graph";
+        return false;
+      }
+      t.values[static_cast<std::size_t>(st.resultValues[0])] = EvalValue::value(a->value());
+      t.setValues.push_back(st.resultValues[0]);
+      t.forwards.emplace_back(&st, a->value());
+      break;
+    }
     case RewriteStmt::Kind::ConstTransform: {
       EvalValue v;
       if (!stageConst(rule, &st, *st.transform, st.args, st.kwargs, t, v))
@@ -522,6 +654,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
   Txn &t = txn_;
   t.consts.clear();
   t.nodes.clear();
+  t.forwards.clear();
   t.reject.clear();
   for (std::size_t &u : scratchUsed_)
     u = 0;
@@ -562,6 +695,32 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       }
       replace.emplace_back(orig, sn.scratch[i]);
     }
+  }
+  for (const auto &[st, fv] : t.forwards) {
+    if (!reason.empty())
+      break;
+    auto [pn, pr] = st->replaces[0];
+    const NodeBinding &b = matcher_.nodes()[static_cast<std::size_t>(pn)];
+    if (b.kind != NodeBinding::Kind::Node) {
+      reason = "the rewrite redefines a result of the absent optional node " +
+               rule.rule().nodes[static_cast<std::size_t>(pn)].targets[0];
+      break;
+    }
+    Value *orig = b.node->output(static_cast<unsigned>(pr));
+    if (fv == orig || fv->producer() == root) {
+      reason = "would create a cycle: %" + orig->name() + " is forwarded to a result of the node " +
+               "it replaces";
+      break;
+    }
+    if (orig->kind() != fv->kind() ||
+        (orig->isTensor() && !orig->proto().sameShapeAndDType(fv->proto()))) {
+      reason = "replacement for %" + orig->name() + " is " +
+               (fv->isTensor() ? fv->proto().str() : std::string(name(fv->kind()))) +
+               " but the matched value is " +
+               (orig->isTensor() ? orig->proto().str() : std::string(name(orig->kind())));
+      break;
+    }
+    replace.emplace_back(orig, fv);
   }
   // Escapes: every used result of the root must be replaced.
   if (reason.empty())
@@ -686,10 +845,12 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     if (!used)
       continue;
     Value *v =
-        graph_.addInput(InputKind::Parameter, freshName(sanitizeName(sc.fqn)), sc.proto, sc.fqn);
+        graph_.addInput(InputKind::Parameter, freshName(sanitizeName(sc.fqn), /*permanent=*/true),
+                        sc.proto, sc.fqn);
     if (sc.hasData)
       graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].setData(sc.data, ExternalData{});
-    constants_[sc.fqn] = v;
+    // Key on the registry entry's FQN (entries never move).
+    constants_[registry_.findByFqn(sc.fqn)->fqn] = v;
     real.emplace_back(sc.scratch, v);
     if (options_.recordLog)
       (sc.reuse ? log.reused : log.constants).push_back(sc.fqn);
@@ -725,7 +886,10 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
   }
   std::vector<Node *> touched;
   for (const auto &[orig, sv] : replace) {
+    // A forwarded value that already exists maps to itself.
     Value *nv = realOf(sv);
+    if (!nv)
+      nv = sv;
     for (Node *u : orig->users())
       touched.push_back(u);
     graph_.replaceAllUsesWith(orig, nv);

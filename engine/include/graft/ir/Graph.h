@@ -265,7 +265,10 @@ private:
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<GraphInput> inputs_;
   std::vector<GraphOutput> outputs_;
-  std::unordered_map<std::string, Value *> valuesByName_;
+  /// Keys view Value::name_: Values are never freed before the graph (erased
+  /// nodes' results stay allocated) and never renamed, so the views stay
+  /// valid, and inserting a value allocates no key string.
+  std::unordered_map<std::string_view, Value *> valuesByName_;
 };
 
 } // namespace graft
