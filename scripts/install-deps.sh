@@ -7,7 +7,8 @@ packages=(
   cmake ninja-build g++ make pkg-config
   tao-pegtl-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libvulkan-dev mesa-vulkan-drivers glslang-dev libboost-graph-dev
+  libvulkan-dev mesa-vulkan-drivers glslang-dev libboost-graph-dev zlib1g-dev
+  graphviz  # dot: pictures in HTML coverage reports (tested when present)
   "$@"
 )
 
