@@ -61,8 +61,10 @@ protected:
   std::string path(const std::string &name) const { return (dir_ / name).string(); }
 
   /// A tiny 2-layer Llama with tied embeddings, written as a .pt2.
-  std::string synth(SynthQuant quant, bool dynamicSeq, const std::string &name) {
+  std::string synth(SynthQuant quant, bool dynamicSeq, const std::string &name,
+                    DType checkpointDType = DType::F32) {
     LlamaSynthOptions o;
+    o.checkpointDType = checkpointDType;
     o.layers = 2;
     o.dim = 64;
     o.heads = 4;
@@ -111,8 +113,7 @@ TEST_F(CompileTest, ShippedRulesAreEmbedded) {
   auto files = RuleSet::shippedFiles();
   auto rules = RuleSet::shipped();
   ASSERT_TRUE(rules.ok()) << render(rules.diags());
-  if (files.empty())
-    GTEST_SKIP() << "no shipped rules yet (patterns/*.pat)";
+  ASSERT_FALSE(files.empty()) << "patterns/*.pat were not embedded";
   EXPECT_GT(rules->size(), 0u);
   // Every embedded file was loaded (imports among them resolve too).
   EXPECT_GE(rules->files().size(), files.size());
@@ -194,6 +195,37 @@ TEST_F(CompileTest, ApiEmbeddedReference8da4w) {
   EXPECT_LT(deviceVsReference(*back->graph, *back->reference, {}), 1e-3);
 }
 
+TEST_F(CompileTest, Bf16Checkpoint8da4wIsOnePartitionWithNoBf16Left) {
+  // The demo's model: weights quantized in bf16, computed in f32, so every
+  // dequantize_affine outputs bf16 and is cast to f32 (upstream PR #18957).
+  // Legalization must remove every bf16 value so the graph stays one
+  // partition, and the result must still match the original graph.
+  std::string model = synth(SynthQuant::W8A8W4, /*dynamicSeq=*/true, "bf16ckpt.pt2", DType::BF16);
+  auto original = load(model);
+  ASSERT_TRUE(original.ok()) << render(original.diags());
+  bool hadBf16 = false;
+  for (const Node &n : original->graph->nodes())
+    for (const Value *v : n.outputs())
+      hadBf16 = hadBf16 || v->proto().dtype == DType::BF16;
+  ASSERT_TRUE(hadBf16) << "the synthesized bf16 checkpoint has no bf16 value";
+
+  CompileOptions opts;
+  opts.output = path("bf16ckpt.vkprog");
+  auto r = compile(model, opts);
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  const CompileSummary &s = r->summary;
+  EXPECT_EQ(s.partitions, 1u) << s.text();
+  EXPECT_EQ(s.cpuNodes, 0u) << s.text();
+  EXPECT_GT(r->fuse.legalize.rewrites, 0u) << s.text();
+  auto back = readProgram(opts.output);
+  ASSERT_TRUE(back.ok()) << render(back.diags());
+  for (const Node &n : back->graph->nodes())
+    for (const Value *v : n.outputs())
+      EXPECT_NE(v->proto().dtype, DType::BF16) << v->name();
+  GRAFT_REQUIRE_VULKAN();
+  EXPECT_LT(deviceVsReference(*back->graph, *original->graph, {{"s0", 3}}), 2e-2);
+}
+
 TEST_F(CompileTest, CpuNodesHaveReasonsAndRunThroughTheFallback) {
   // A bf16 checkpoint without the legalization rules keeps bf16 nodes on the CPU.
   LlamaSynthOptions o;
@@ -204,7 +236,7 @@ TEST_F(CompileTest, CpuNodesHaveReasonsAndRunThroughTheFallback) {
   o.maxSeqLen = 16;
   o.seqLen = 4;
   o.quant = SynthQuant::None;
-  o.checkpointDType = DType::BF16;
+  o.dtype = DType::BF16; // a bf16 model (compute dtype), not just a bf16 checkpoint
   auto g = synthesizeLlama(o);
   ASSERT_TRUE(g.ok()) << render(g.diags());
   std::string model = path("bf16.pt2");

@@ -714,6 +714,7 @@ TEST_P(Pt2RoundTrip, SynthReadWriteReadIsIdentical) {
   o.dynamicSeq = c.dynamic;
   o.tiedEmbeddings = c.tied;
   o.checkpointDType = c.dtype;
+  o.dtype = c.dtype;
   auto synth = synthesizeLlama(o);
   ASSERT_TRUE(synth.ok()) << diagText(synth.diags());
   EXPECT_TRUE(verify(**synth).empty()) << diagText(verify(**synth));

@@ -81,6 +81,12 @@ int runSynth(const Args &args) {
       return reportFailure({Diagnostic::error("--checkpoint-dtype: unknown dtype '" + *d + "'")});
     o.checkpointDType = *dt;
   }
+  if (auto d = args.get("dtype")) {
+    auto dt = parseDType(*d);
+    if (!dt)
+      return reportFailure({Diagnostic::error("--dtype: unknown dtype '" + *d + "'")});
+    o.dtype = *dt;
+  }
   o.tiedEmbeddings = args.has("tied-embeddings");
   o.dynamicSeq = args.has("dynamic-seq");
 
@@ -113,7 +119,7 @@ Command makeSynthCommand() {
   Command c;
   c.name = "synth";
   c.usage = "graft synth llama --layers N --dim D --heads H --vocab V "
-            "--quant {4w,8da4w,pt2e-8w,qat-4w,none} [--checkpoint-dtype bf16] "
+            "--quant {4w,8da4w,pt2e-8w,qat-4w,none} [--checkpoint-dtype bf16] [--dtype bf16] "
             "[--tied-embeddings] [--dynamic-seq] -o OUT.pt2";
   c.summary = "Write a Llama-shaped exported program with random weights.";
   c.details = "The program is what torch.export produces for ExecuTorch's llama_transformer,\n"
@@ -136,7 +142,10 @@ Command makeSynthCommand() {
       {"max-seq-len", true, "rotary table length / dynamic bound (default 128)", "N"},
       {"seq-len", true, "static sequence length (example value if dynamic; default 8)", "N"},
       {"quant", true, "none, 4w, 8da4w, pt2e-8w or qat-4w (default 4w)", "MODE"},
-      {"checkpoint-dtype", true, "f32 (default), bf16 or f16", "DTYPE"},
+      {"checkpoint-dtype", true, "dtype the weights were quantized in: f32 (default), bf16 or f16",
+       "DTYPE"},
+      {"dtype", true, "compute dtype of activations and float weights: f32 (default), bf16, f16",
+       "DTYPE"},
       {"tied-embeddings", false, "the LM head shares the embedding's storage"},
       {"dynamic-seq", false, "symbolic sequence length"},
       {"seed", true, "random seed (default 1)", "N"},

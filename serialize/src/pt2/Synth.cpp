@@ -80,6 +80,8 @@ Status validate(const LlamaSynthOptions &o) {
   if (o.checkpointDType != DType::F32 && o.checkpointDType != DType::BF16 &&
       o.checkpointDType != DType::F16)
     return bad("checkpoint dtype must be f32, bf16 or f16");
+  if (o.dtype != DType::F32 && o.dtype != DType::BF16 && o.dtype != DType::F16)
+    return bad("dtype must be f32, bf16 or f16");
   bool grouped =
       o.quant == SynthQuant::W4 || o.quant == SynthQuant::W8A8W4 || o.quant == SynthQuant::QatW4;
   if (grouped) {
@@ -280,7 +282,8 @@ struct QWeight {
 class LlamaSynth {
 public:
   LlamaSynth(Graph &g, const LlamaSynthOptions &o) : g_(g), o_(o), b_(g, o) {
-    dt_ = o.checkpointDType;
+    dt_ = o.dtype;
+    ckpt_ = o.checkpointDType;
     hd_ = o.dim / o.heads;
     kv_ = kvHeadsOf(o);
     hidden_ = hiddenOf(o);
@@ -540,8 +543,13 @@ private:
                                                        {"input_dtype", DType::I8},
                                                        {"quant_min", -8},
                                                        {"quant_max", 7},
-                                                       {"output_dtype", dt_}};
-    return b_.call1("torchao.dequantize_affine.default", a);
+                                                       {"output_dtype", ckpt_}};
+    GRAFT_TRY(Value * dq, b_.call1("torchao.dequantize_affine.default", a));
+    if (ckpt_ == dt_)
+      return dq;
+    // The frozen subclass dtype (upstream PR #18957): the weight comes out in
+    // the checkpoint dtype and is cast to the compute dtype before use.
+    return b_.call1("aten._to_copy.default", {{"self", dq}, {"dtype", dt_}});
   }
 
   Expected<Value *> embedding(const QWeight &w, Value *tokens) {
@@ -676,7 +684,8 @@ private:
   Graph &g_;
   const LlamaSynthOptions &o_;
   Builder b_;
-  DType dt_;
+  DType dt_;   ///< compute dtype
+  DType ckpt_; ///< dtype the weights were quantized in
   int hd_ = 0, kv_ = 0, hidden_ = 0;
   int pt2eIndex_ = 0;
   std::vector<PendingConst> pending_;

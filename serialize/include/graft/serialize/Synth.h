@@ -49,7 +49,16 @@ struct LlamaSynthOptions {
   int maxSeqLen = 128; ///< rotary table length and the upper bound of a dynamic sequence
   int seqLen = 8;      ///< the static sequence length (the example value when dynamic)
   SynthQuant quant = SynthQuant::W4;
-  DType checkpointDType = DType::F32; ///< f32 or bf16 (f16 also accepted)
+  /// The dtype torchao quantized the weights in (ExecuTorch's Llama export
+  /// quantizes in the checkpoint dtype, then casts the model to `dtype`). For
+  /// 4w/8da4w a checkpoint dtype other than `dtype` leaves what upstream PR
+  /// #18957 describes: dequantize_affine(..., output_dtype=bf16) followed by
+  /// a cast to the compute dtype, because unwrap_tensor_subclass froze the
+  /// subclass's dtype before model.to(dtype). Other modes are unaffected
+  /// (model.to casts their plain weights).
+  DType checkpointDType = DType::F32; ///< f32, bf16 or f16
+  /// The compute dtype: activations, float parameters and buffers.
+  DType dtype = DType::F32; ///< f32, bf16 or f16
   bool tiedEmbeddings = false;
   bool dynamicSeq = false;
   uint64_t seed = 1;
