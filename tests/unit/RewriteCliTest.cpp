@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include <gtest/gtest.h>
+
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -149,4 +151,37 @@ TEST(RewriteCli, BadInvocationsAreUserErrors) {
   EXPECT_EQ(graft("verify-rules " + kGolden + "embedding_q4gsw/rules.pat --instances x").code, 1);
   for (const char *cmd : {"fuse", "explain", "verify-rules"})
     EXPECT_EQ(graft(std::string(cmd) + " --help").code, 0) << cmd;
+}
+
+TEST(RewriteCli, RuleDirectoriesExpandToTheirPatFiles) {
+  // `--rules DIR` means DIR/*.pat in name order — the shipped library is
+  // `--rules patterns/` — for fuse, explain, coverage, check and verify-rules.
+  const std::string patterns = std::string(GRAFT_TEST_DATA_DIR) + "/../patterns";
+  RunResult fuse = graft("fuse " + kExamples + "tiny_embedding.gir --rules " + patterns);
+  ASSERT_EQ(fuse.code, 0) << fuse.err;
+  EXPECT_NE((fuse.out + fuse.err).find("fired torchao_embedding_q4gsw"), std::string::npos)
+      << fuse.err;
+  RunResult check = graft("check " + patterns);
+  EXPECT_EQ(check.code, 0) << check.err;
+  EXPECT_NE((check.out + check.err).find("embedding.pat: ok"), std::string::npos) << check.err;
+  RunResult coverage =
+      graft("coverage " + kExamples + "tiny_embedding.gir --format json --rules " + patterns);
+  EXPECT_EQ(coverage.code, 0) << coverage.err;
+  EXPECT_NE(coverage.out.find("\"torchao_embedding_q4gsw\""), std::string::npos);
+
+  // A directory without rules is an error, never a silent empty rule set;
+  // so is a directory where a file is expected.
+  std::string empty = temp("no_rules_dir");
+  std::filesystem::create_directories(empty);
+  for (const char *cmd : {"fuse", "explain", "coverage"}) {
+    RunResult r = graft(std::string(cmd) + " " + kExamples + "tiny_embedding.gir --rules " + empty);
+    EXPECT_EQ(r.code, 1) << cmd << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find("has no .pat files"), std::string::npos) << cmd << ": " << r.err;
+  }
+  RunResult verify = graft("verify-rules " + empty);
+  EXPECT_EQ(verify.code, 1) << verify.err;
+  RunResult print = graft("print " + empty);
+  EXPECT_EQ(print.code, 1) << print.err;
+  EXPECT_NE(print.err.find("is a directory"), std::string::npos) << print.err;
+  std::filesystem::remove_all(empty);
 }

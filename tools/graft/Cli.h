@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "graft/rewrite/Rewriter.h"
 #include "graft/support/Diagnostic.h"
 #include "graft/support/Expected.h"
 
@@ -52,6 +53,14 @@ std::string helpText(const Command &cmd);
 /// Prints diagnostics (rendered with source lines when available) to stderr
 /// and returns the exit code they call for (1 user, 2 internal).
 int reportFailure(const std::vector<Diagnostic> &diags, const SourceManager *sources = nullptr);
+
+/// Rule paths from flag values: comma-separated, a directory standing for its
+/// *.pat files in name order (RuleFiles.cpp).
+Expected<std::vector<std::string>> expandRulePaths(const std::vector<std::string> &values);
+/// Parses and compiles .pat files (imports included, each rule once); prints
+/// warnings; on failure prints the diagnostics, sets `status` and returns nullopt.
+std::optional<rewrite::CompiledRules> loadRuleFiles(const std::vector<std::string> &files,
+                                                    SourceManager &sources, int &status);
 
 Command makePrintCommand();
 Command makeVerifyCommand();

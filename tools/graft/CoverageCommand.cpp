@@ -23,49 +23,6 @@
 
 namespace graft::cli {
 
-namespace {
-
-/// `--rules a.pat --rules b.pat` or `--rules a.pat,b.pat`.
-std::vector<std::string> splitRuleFiles(const Args &args) {
-  std::vector<std::string> out;
-  for (const std::string &v : args.all("rules")) {
-    std::stringstream ss(v);
-    std::string part;
-    while (std::getline(ss, part, ','))
-      if (!part.empty())
-        out.push_back(part);
-  }
-  return out;
-}
-
-/// Parses and compiles the rule files (a rule reached through several files
-/// by import is kept once), as graft fuse does; prints warnings.
-std::optional<rewrite::CompiledRules> compileRuleFiles(const std::vector<std::string> &files,
-                                                       SourceManager &sources, int &status) {
-  std::vector<rewrite::Rule> rules;
-  std::set<std::tuple<std::string, uint32_t, uint32_t, unsigned>> seen;
-  for (const std::string &f : files) {
-    auto set = dsl::parsePatFile(f, &sources);
-    if (!set) {
-      status = reportFailure(set.diags(), &sources);
-      return std::nullopt;
-    }
-    for (const Diagnostic &w : set->warnings)
-      std::cerr << render(w, &sources);
-    for (rewrite::Rule &r : set->rules)
-      if (seen.emplace(r.loc.begin.file, r.loc.begin.line, r.loc.begin.column, r.variant).second)
-        rules.push_back(std::move(r));
-  }
-  auto compiled = rewrite::CompiledRules::compile(std::move(rules));
-  if (!compiled) {
-    status = reportFailure(compiled.diags(), &sources);
-    return std::nullopt;
-  }
-  return std::move(*compiled);
-}
-
-} // namespace
-
 Command makeCoverageCommand() {
   Command c;
   c.name = "coverage";
@@ -81,17 +38,22 @@ Command makeCoverageCommand() {
               "(with a picture of each fused match: SVG when Graphviz `dot` is on PATH, else the\n"
               "DOT source; --no-dot or GRAFT_NO_DOT=1 skips the lookup). -o writes atomically.\n"
               "Exit status 1 if a graph or the rules cannot be read.";
-  c.flags = {{"rules", true, "rule file(s), repeatable or comma-separated", "FILES"},
-             {"format", true, "json, md, junit or html", "FMT"},
-             {"o", true, "write the report to FILE (default: stdout)", "FILE"},
-             {"no-dot", false, "html: do not look for Graphviz dot"}};
+  c.flags = {
+      {"rules", true, "rule files or directories (*.pat), repeatable or comma-separated", "FILES"},
+      {"format", true, "json, md, junit or html", "FMT"},
+      {"o", true, "write the report to FILE (default: stdout)", "FILE"},
+      {"no-dot", false, "html: do not look for Graphviz dot"}};
   c.run = [](const Args &args) {
     if (args.positional.empty()) {
       std::cerr << "graft coverage: error: expected at least one GRAPH\n";
       return int(kUserError);
     }
-    std::vector<std::string> files = splitRuleFiles(args);
-    if (files.empty()) {
+    auto files = expandRulePaths(args.all("rules"));
+    if (!files) {
+      std::cerr << "graft coverage: ";
+      return reportFailure(files.diags());
+    }
+    if (files->empty()) {
       std::cerr << "graft coverage: error: --rules FILES is required\n";
       return int(kUserError);
     }
@@ -109,7 +71,7 @@ Command makeCoverageCommand() {
 
     int status = kOk;
     SourceManager sources;
-    auto rules = compileRuleFiles(files, sources, status);
+    auto rules = loadRuleFiles(*files, sources, status);
     if (!rules)
       return status;
     rewrite::CoverageReport report = rewrite::emptyCoverage(*rules);

@@ -22,7 +22,7 @@ namespace graft::cli {
 Command makeCheckCommand() {
   Command c;
   c.name = "check";
-  c.usage = "graft check FILE... [--werror]";
+  c.usage = "graft check FILE|DIR... [--werror]";
   c.summary = "Check .pat rule files; print every error and warning.";
   c.details = "Each FILE is loaded with its imports, and every rule is checked against the op\n"
               "registry: ops and overloads, arity, keywords and argument kinds, bindings,\n"
@@ -43,7 +43,12 @@ Command makeCheckCommand() {
     std::set<std::tuple<std::string, uint32_t, uint32_t, std::string>> printed;
     std::size_t errors = 0, warnings = 0;
     bool internal = false;
-    for (const std::string &path : args.positional) {
+    auto paths = expandRulePaths(args.positional);
+    if (!paths) {
+      std::cerr << "graft check: ";
+      return reportFailure(paths.diags());
+    }
+    for (const std::string &path : *paths) {
       std::vector<Diagnostic> diags = dsl::checkPatFile(path, &sources, options);
       std::size_t fileErrors = 0;
       for (const Diagnostic &d : diags) {

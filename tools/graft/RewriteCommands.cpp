@@ -30,46 +30,17 @@ namespace {
 
 using rewrite::CompiledRules;
 
-/// `--rules a.pat --rules b.pat` or `--rules a.pat,b.pat`, plus positionals
-/// for verify-rules.
-std::vector<std::string> ruleFiles(const Args &args, const std::string &flag) {
-  std::vector<std::string> out;
-  for (const std::string &v : args.all(flag)) {
-    std::stringstream ss(v);
-    std::string part;
-    while (std::getline(ss, part, ','))
-      if (!part.empty())
-        out.push_back(part);
-  }
-  return out;
-}
-
-/// Loads and compiles the rules of `files` (each file with its imports; a
-/// rule reached through several files is kept once). Prints warnings.
-std::optional<CompiledRules> loadRules(const std::vector<std::string> &files,
-                                       SourceManager &sources, int &status) {
-  std::vector<rewrite::Rule> rules;
-  std::set<std::tuple<std::string, uint32_t, uint32_t, unsigned>> seen;
-  for (const std::string &f : files) {
-    auto set = dsl::parsePatFile(f, &sources);
-    if (!set) {
-      status = reportFailure(set.diags(), &sources);
-      return std::nullopt;
-    }
-    for (const Diagnostic &w : set->warnings)
-      std::cerr << render(w, &sources);
-    for (rewrite::Rule &r : set->rules) {
-      if (!seen.emplace(r.loc.begin.file, r.loc.begin.line, r.loc.begin.column, r.variant).second)
-        continue;
-      rules.push_back(std::move(r));
-    }
-  }
-  auto compiled = CompiledRules::compile(std::move(rules));
-  if (!compiled) {
-    status = reportFailure(compiled.diags(), &sources);
+/// The --rules values (or, for verify-rules, the positionals) as .pat paths;
+/// prints the error and returns nullopt when a directory cannot be expanded.
+std::optional<std::vector<std::string>> ruleFiles(const std::vector<std::string> &values,
+                                                  const char *cmd, int &status) {
+  auto paths = expandRulePaths(values);
+  if (!paths) {
+    std::cerr << "graft " << cmd << ": ";
+    status = reportFailure(paths.diags());
     return std::nullopt;
   }
-  return std::move(*compiled);
+  return std::move(*paths);
 }
 
 std::optional<uint64_t> parseCount(const Args &args, const std::string &flag, uint64_t def,
@@ -132,27 +103,30 @@ Command makeFuseCommand() {
       "written to --data-file (default: OUT with extension .bin) when too large to inline.\n"
       "--verify-each re-verifies the graph after every rewrite. Exit status 1 if the graph\n"
       "or rules are invalid, or --verify-each finds a broken graph.";
-  c.flags = {{"rules", true, "rule file(s), repeatable or comma-separated", "FILES"},
-             {"o", true, "write the rewritten graph to OUT", "OUT"},
-             {"json", false, "print the report as JSON"},
-             {"verify-each", false, "verify the graph after every rewrite"},
-             {"rule", true, "only run rules with this name (repeatable)", "NAME"},
-             {"max-iterations", true, "sweeps of the graph (default 10)", "N"},
-             {"max-rewrites", true, "stop after N rewrites (default: automatic)", "N"},
-             {"top-down", false, "visit producers before users"},
-             {"data-file", true, "sidecar file for large new constants", "BIN"},
-             {"provenance", true, "also write the provenance JSON to FILE", "FILE"}};
+  c.flags = {
+      {"rules", true, "rule files or directories (*.pat), repeatable or comma-separated", "FILES"},
+      {"o", true, "write the rewritten graph to OUT", "OUT"},
+      {"json", false, "print the report as JSON"},
+      {"verify-each", false, "verify the graph after every rewrite"},
+      {"rule", true, "only run rules with this name (repeatable)", "NAME"},
+      {"max-iterations", true, "sweeps of the graph (default 10)", "N"},
+      {"max-rewrites", true, "stop after N rewrites (default: automatic)", "N"},
+      {"top-down", false, "visit producers before users"},
+      {"data-file", true, "sidecar file for large new constants", "BIN"},
+      {"provenance", true, "also write the provenance JSON to FILE", "FILE"}};
   c.run = [](const Args &args) {
     if (args.positional.size() != 1) {
       std::cerr << "graft fuse: error: expected exactly one input graph\n";
       return int(kUserError);
     }
-    std::vector<std::string> files = ruleFiles(args, "rules");
-    if (files.empty()) {
+    int status = kOk;
+    auto files = ruleFiles(args.all("rules"), "fuse", status);
+    if (!files)
+      return status;
+    if (files->empty()) {
       std::cerr << "graft fuse: error: --rules FILES is required\n";
       return int(kUserError);
     }
-    int status = kOk;
     rewrite::RewriteOptions options;
     auto iters = parseCount(args, "max-iterations", 10, "fuse", status);
     auto limit = parseCount(args, "max-rewrites", 0, "fuse", status);
@@ -164,7 +138,7 @@ Command makeFuseCommand() {
     options.topDown = args.has("top-down");
     options.onlyRules = args.all("rule");
     SourceManager sources;
-    auto rules = loadRules(files, sources, status);
+    auto rules = loadRuleFiles(*files, sources, status);
     if (!rules)
       return status;
     const std::string &path = args.positional[0];
@@ -270,24 +244,27 @@ Command makeExplainCommand() {
       "  node %dequantize_affine_3 has -128 [root %embedding_3]\n"
       "--rule and --node restrict the candidates (--node names the root node's value; for\n"
       "a node no rule is rooted at, each rule says which op it expects).";
-  c.flags = {{"rules", true, "rule file(s), repeatable or comma-separated", "FILES"},
-             {"rule", true, "only this rule", "NAME"},
-             {"node", true, "only this root node (value name, with or without %)", "NAME"},
-             {"failures-only", false, "omit candidates that match"},
-             {"json", false, "print a JSON array"}};
+  c.flags = {
+      {"rules", true, "rule files or directories (*.pat), repeatable or comma-separated", "FILES"},
+      {"rule", true, "only this rule", "NAME"},
+      {"node", true, "only this root node (value name, with or without %)", "NAME"},
+      {"failures-only", false, "omit candidates that match"},
+      {"json", false, "print a JSON array"}};
   c.run = [](const Args &args) {
     if (args.positional.size() != 1) {
       std::cerr << "graft explain: error: expected exactly one GRAPH\n";
       return int(kUserError);
     }
-    std::vector<std::string> files = ruleFiles(args, "rules");
-    if (files.empty()) {
+    int status = kOk;
+    auto files = ruleFiles(args.all("rules"), "explain", status);
+    if (!files)
+      return status;
+    if (files->empty()) {
       std::cerr << "graft explain: error: --rules FILES is required\n";
       return int(kUserError);
     }
-    int status = kOk;
     SourceManager sources;
-    auto rules = loadRules(files, sources, status);
+    auto rules = loadRuleFiles(*files, sources, status);
     if (!rules)
       return status;
     rewrite::ExplainOptions eo;
@@ -354,8 +331,11 @@ Command makeVerifyRulesCommand() {
     auto seed = parseCount(args, "seed", 1, "verify-rules", status);
     if (!instances || !seed)
       return status;
+    auto files = ruleFiles(args.positional, "verify-rules", status);
+    if (!files)
+      return status;
     SourceManager sources;
-    auto rules = loadRules(args.positional, sources, status);
+    auto rules = loadRuleFiles(*files, sources, status);
     if (!rules)
       return status;
     rewrite::RuleVerifyOptions vo;

@@ -13,6 +13,11 @@
 namespace graft {
 
 Expected<std::string> readFile(const std::string &path) {
+  // An ifstream opens a directory and reads nothing: say what it is instead
+  // of handing back an empty "file".
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return Diagnostic::error("'" + path + "' is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return Diagnostic::error("cannot open '" + path + "': " + std::strerror(errno));
