@@ -10,8 +10,14 @@
 //                    vocab 128256, int4 group 32 (~9.3 GB, ~1 min to write)
 //   llama1l_4w.pt2   the same with 1 layer (to show RSS independent of size)
 //
-// Counters: nodes, weights (GB in the archive), rss_growth_MB (resident set
-// growth of one open, measured from /proc/self/statm), mapped storages.
+// Counters: nodes, weights (GB in the archive), params_G (elements of every
+// constant, scales included), rss_growth_MB (largest resident set growth of
+// one open, measured from /proc/self/statm while the program is alive),
+// file_rss_growth_MB (its file-backed part: archive pages read), heap_MB
+// (malloc'd bytes the open holds, from mallinfo2),
+// mapped storages. The archive is the file bench/run_all.sh synthesizes with
+// `graft synth` for the compile benchmark (same name, same shape), so one
+// run writes it once.
 // Results are recorded in docs/benchmarks.md.
 //
 //===----------------------------------------------------------------------===//
@@ -23,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <malloc.h>
 #include <map>
 #include <set>
 #include <unistd.h>
@@ -72,35 +79,49 @@ const std::string &archive(int layers) {
   return paths.emplace(layers, path).first->second;
 }
 
-/// Resident set size in bytes.
-double rssBytes() {
-  long pages = 0, resident = 0;
+/// Resident set size in bytes (`field` 1), or its file-backed part (`field` 2).
+double rssBytes(int field = 1) {
+  long pages = 0, resident = 0, shared = 0;
   if (std::FILE *f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
-      resident = 0;
+    if (std::fscanf(f, "%ld %ld %ld", &pages, &resident, &shared) != 3)
+      resident = shared = 0;
     std::fclose(f);
   }
-  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  return static_cast<double>(field == 2 ? shared : resident) *
+         static_cast<double>(::sysconf(_SC_PAGESIZE));
+}
+
+/// Bytes malloc has handed out and not had back. RSS growth alone undercounts
+/// an open's memory when earlier benchmarks left freed heap resident.
+double heapBytes() {
+  return static_cast<double>(::mallinfo2().uordblks);
 }
 
 /// Opens the archive: graph, signature, every weight mapped (not read).
 void BM_OpenPt2Int4(benchmark::State &state) {
   const std::string &path = archive(static_cast<int>(state.range(0)));
-  double growth = 0, weightBytes = 0, storages = 0, nodes = 0;
+  double growth = 0, fileGrowth = 0, heap = 0, weightBytes = 0, storages = 0, nodes = 0, params = 0;
   for (auto _ : state) {
-    double before = rssBytes();
+    double before = rssBytes(), fileBefore = rssBytes(2), heapBefore = heapBytes();
     auto p = readPt2(path);
     if (!p) {
       state.SkipWithError(render(p.diags()).c_str());
       break;
     }
     growth = std::max(growth, rssBytes() - before);
+    fileGrowth = std::max(fileGrowth, rssBytes(2) - fileBefore);
+    heap = std::max(heap, heapBytes() - heapBefore);
     state.PauseTiming();
     std::set<const Storage *> seen;
     weightBytes = 0;
-    for (const GraphInput &in : p->graph->inputs())
-      if (in.hasData() && seen.insert(in.data().storage().get()).second)
+    params = 0;
+    for (const GraphInput &in : p->graph->inputs()) {
+      if (!in.hasData())
+        continue;
+      params += static_cast<double>(in.data().numel());
+      if (seen.insert(in.data().storage().get()).second)
         weightBytes += static_cast<double>(in.data().storage()->size());
+    }
     storages = static_cast<double>(seen.size());
     nodes = static_cast<double>(p->graph->numNodes());
     benchmark::DoNotOptimize(p);
@@ -108,8 +129,11 @@ void BM_OpenPt2Int4(benchmark::State &state) {
   }
   state.counters["nodes"] = nodes;
   state.counters["weights_GB"] = weightBytes / 1e9;
+  state.counters["params_G"] = params / 1e9; // elements of every constant (weights + qparams)
   state.counters["storages"] = storages;
   state.counters["rss_growth_MB"] = growth / 1e6;
+  state.counters["file_rss_growth_MB"] = fileGrowth / 1e6; // mapped pages read
+  state.counters["heap_MB"] = heap / 1e6;                  // graph, signature, names
 }
 BENCHMARK(BM_OpenPt2Int4)->Arg(1)->Arg(32)->Unit(benchmark::kMillisecond)->Iterations(5);
 
