@@ -9,9 +9,27 @@
 
 namespace graft::rewrite {
 
+FqnRegistry::FqnRegistry(const FqnRegistry &other)
+    : entries_(other.entries_), byKey_(other.byKey_) {
+  byFqn_.reserve(entries_.size());
+  for (std::size_t i = 0; i < entries_.size(); ++i)
+    byFqn_.emplace(entries_[i].fqn, i);
+}
+
+FqnRegistry &FqnRegistry::operator=(const FqnRegistry &other) {
+  if (this != &other)
+    *this = FqnRegistry(other);
+  return *this;
+}
+
 std::string TransformRequest::key() const {
-  // Separators that cannot appear in FQNs or argument text.
+  // Separators that cannot appear in FQNs or argument text. Sized once: the
+  // driver builds a key per staged transform.
+  std::size_t n = transform.size() + args.size() + 2;
+  for (const std::string &s : sources)
+    n += s.size() + 1;
   std::string k;
+  k.reserve(n);
   for (const std::string &s : sources) {
     k += s;
     k += '\x1f';
@@ -43,14 +61,23 @@ const ProvenanceEntry *FqnRegistry::findByKey(const std::string &key) const {
 }
 
 const ProvenanceEntry *FqnRegistry::findByFqn(std::string_view fqn) const {
-  auto it = byFqn_.find(std::string(fqn));
+  auto it = byFqn_.find(fqn);
   return it == byFqn_.end() ? nullptr : &entries_[it->second];
 }
 
 std::string FqnRegistry::deriveFqn(const TransformRequest &request) {
-  std::string out = request.sources.empty() ? std::string("const") : request.sources[0];
-  for (std::size_t i = 1; i < request.sources.size(); ++i)
-    out += "+" + request.sources[i];
+  // The result is at most sources + transform + argument text plus a
+  // separator per source: one allocation.
+  std::size_t n = request.transform.size() + request.args.size() + 8;
+  for (const std::string &s : request.sources)
+    n += s.size() + 1;
+  std::string out;
+  out.reserve(n);
+  out += request.sources.empty() ? std::string_view("const") : std::string_view(request.sources[0]);
+  for (std::size_t i = 1; i < request.sources.size(); ++i) {
+    out += '+';
+    out += request.sources[i];
+  }
   out += '.';
   out += request.transform;
   // Argument values only ("nibbles=low_first, x=[1, 2]" -> "_low_first_1x2"),
@@ -110,21 +137,21 @@ FqnRegistry::record(const TransformRequest &request, TensorProto proto, std::str
                   std::move(loc));
 }
 
-const ProvenanceEntry &FqnRegistry::recordAs(const TransformRequest &request, std::string fqn,
+const ProvenanceEntry &FqnRegistry::recordAs(TransformRequest request, std::string fqn,
                                              TensorProto proto, std::string rule, SourceRange loc,
                                              std::string key) {
   if (key.empty())
     key = request.key();
   ProvenanceEntry e;
-  e.fqn = fqn;
-  e.request = request;
+  e.fqn = std::move(fqn);
+  e.request = std::move(request);
   e.proto = std::move(proto);
   e.requestedBy.push_back(rule);
   e.rule = std::move(rule);
   e.loc = std::move(loc);
   entries_.push_back(std::move(e));
   byKey_.emplace(std::move(key), entries_.size() - 1);
-  byFqn_.emplace(entries_.back().fqn, entries_.size() - 1);
+  byFqn_.emplace(std::string_view(entries_.back().fqn), entries_.size() - 1);
   return entries_.back();
 }
 

@@ -290,7 +290,7 @@ private:
     if (n)
       worklist_.push_back(n);
   }
-  void eraseDead(Node *root, std::vector<Node *> candidates, std::vector<std::string> *removed);
+  void eraseDead(Node *root, std::vector<Node *> &candidates, std::vector<std::string> *removed);
 
   Graph &graph_;
   const CompiledRules &rules_;
@@ -312,6 +312,9 @@ private:
   Txn txn_; ///< reused by every apply (its vectors keep their capacity)
   std::vector<std::pair<const Value *, Value *>> realScratch_;
   std::vector<uint32_t> opaqueScratch_;
+  std::vector<std::pair<Value *, Value *>> replace_;
+  std::vector<const Node *> matched_;
+  std::vector<Node *> created_, touched_, candidates_, producers_;
   bool stop_ = false;
 };
 
@@ -666,8 +669,11 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
   }
 
   //===-- 2. check ----------------------------------------------------------===//
-  std::vector<std::pair<Value *, Value *>> replace; // original -> scratch
-  std::vector<const Node *> matched;
+  // Per-rewrite lists live in the driver (cleared, capacity kept).
+  auto &replace = replace_; // original -> scratch
+  auto &matched = matched_;
+  replace.clear();
+  matched.clear();
   for (const NodeBinding &b : matcher_.nodes())
     if (b.kind == NodeBinding::Kind::Node)
       matched.push_back(b.node);
@@ -826,10 +832,19 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
         log.reused.push_back(sc.fqn);
       continue;
     }
-    if (sc.reuse)
-      registry_.noteReuse(*registry_.findByKey(sc.key), rule.rule().name);
-    else
-      registry_.recordAs(sc.request, sc.fqn, sc.proto, rule.rule().name, sc.loc, sc.key);
+    // The FQN the constant gets: a registry entry's (entries never move).
+    const std::string *fqn = nullptr;
+    if (sc.reuse) {
+      const ProvenanceEntry *e = registry_.findByKey(sc.key);
+      registry_.noteReuse(*e, rule.rule().name);
+      fqn = &e->fqn;
+    } else {
+      // The request, key and FQN are not needed after this: moved, not copied.
+      fqn = &registry_
+                 .recordAs(std::move(sc.request), std::move(sc.fqn), sc.proto, rule.rule().name,
+                           sc.loc, std::move(sc.key))
+                 .fqn;
+    }
     // An intermediate of a chain (transpose, then pad) is recorded (its FQN
     // names the chain) but only becomes a graph constant if a new node uses it.
     bool used = false;
@@ -844,36 +859,37 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     }
     if (!used)
       continue;
+    // Last use of the staged prototype: moved into the graph.
     Value *v =
-        graph_.addInput(InputKind::Parameter, freshName(sanitizeName(sc.fqn), /*permanent=*/true),
-                        sc.proto, sc.fqn);
+        graph_.addInput(InputKind::Parameter, freshName(sanitizeName(*fqn), /*permanent=*/true),
+                        std::move(sc.proto), *fqn);
     if (sc.hasData)
       graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].setData(sc.data, ExternalData{});
-    // Key on the registry entry's FQN (entries never move).
-    constants_[registry_.findByFqn(sc.fqn)->fqn] = v;
+    constants_[*fqn] = v;
     real.emplace_back(sc.scratch, v);
     if (options_.recordLog)
-      (sc.reuse ? log.reused : log.constants).push_back(sc.fqn);
+      (sc.reuse ? log.reused : log.constants).push_back(*fqn);
   }
-  auto mapArg = [&](Argument a) {
+  // Staged nodes are not looked at after commit: their arguments and
+  // prototypes move into the graph instead of being copied.
+  auto mapArg = [&](Argument &a) {
     a.forEachValue([&](Value *&v) {
       if (Value *r = realOf(v))
         v = r;
     });
-    return a;
   };
-  std::vector<Node *> created;
+  std::vector<Node *> &created = created_;
+  created.clear();
   for (StagedNode &sn : t.nodes) {
-    std::vector<Argument> args;
-    for (const Argument &a : sn.args)
-      args.push_back(mapArg(a));
-    std::vector<std::pair<std::string, Argument>> kwargs;
-    for (const auto &[k, a] : sn.kwargs)
-      kwargs.emplace_back(k, mapArg(a));
+    for (Argument &a : sn.args)
+      mapArg(a);
+    for (auto &kv : sn.kwargs)
+      mapArg(kv.second);
     std::vector<Graph::ResultSpec> results;
-    for (const InferredResult &r : sn.results)
-      results.push_back({freshName(sn.stmt->baseName), r.kind, r.proto});
-    Node *n = graph_.createNode(sn.stmt->target, std::move(args), std::move(kwargs),
+    results.reserve(sn.results.size());
+    for (InferredResult &r : sn.results)
+      results.push_back({freshName(sn.stmt->baseName), r.kind, std::move(r.proto)});
+    Node *n = graph_.createNode(sn.stmt->target, std::move(sn.args), std::move(sn.kwargs),
                                 std::move(results), root);
     n->setSchema(sn.stmt->schema);
     n->metadata() = root->metadata();
@@ -884,7 +900,8 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     if (options_.recordLog)
       log.created.push_back(n->name());
   }
-  std::vector<Node *> touched;
+  std::vector<Node *> &touched = touched_;
+  touched.clear();
   for (const auto &[orig, sv] : replace) {
     // A forwarded value that already exists maps to itself.
     Value *nv = realOf(sv);
@@ -894,11 +911,12 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       touched.push_back(u);
     graph_.replaceAllUsesWith(orig, nv);
   }
-  std::vector<Node *> candidates{root};
+  std::vector<Node *> &candidates = candidates_;
+  candidates.assign(1, root);
   for (const NodeBinding &b : matcher_.nodes())
     if (b.kind == NodeBinding::Kind::Node && b.node != root)
       candidates.push_back(b.node);
-  eraseDead(root, std::move(candidates), options_.recordLog ? &log.removed : nullptr);
+  eraseDead(root, candidates, options_.recordLog ? &log.removed : nullptr);
   // Re-examine what the rewrite may have enabled: the new nodes (roots of
   // other rules), their users (their patterns may now include a new node).
   for (Node *n : touched)
@@ -921,7 +939,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
   return Outcome::Applied;
 }
 
-void Driver::eraseDead(Node *root, std::vector<Node *> candidates,
+void Driver::eraseDead(Node *root, std::vector<Node *> &candidates,
                        std::vector<std::string> *removed) {
   // The root goes unconditionally (its results were all replaced); the rest
   // only when nothing uses them any more and they have no side effects.
@@ -936,7 +954,8 @@ void Driver::eraseDead(Node *root, std::vector<Node *> candidates,
         erasable = false;
     if (!erasable)
       continue;
-    std::vector<Node *> producers;
+    std::vector<Node *> &producers = producers_;
+    producers.clear();
     n->forEachOperand([&](Value *v) {
       if (Node *p = v->producer())
         producers.push_back(p);

@@ -57,6 +57,13 @@ struct ProvenanceEntry {
 
 class FqnRegistry {
 public:
+  FqnRegistry() = default;
+  /// Copies rebuild the FQN index (its keys view this registry's entries).
+  FqnRegistry(const FqnRegistry &other);
+  FqnRegistry &operator=(const FqnRegistry &other);
+  FqnRegistry(FqnRegistry &&) noexcept = default;
+  FqnRegistry &operator=(FqnRegistry &&) noexcept = default;
+
   /// The entry for this request, or null.
   const ProvenanceEntry *find(const TransformRequest &request) const;
   const ProvenanceEntry *findByFqn(std::string_view fqn) const;
@@ -75,9 +82,9 @@ public:
                          const std::function<bool(const std::string &)> &isTaken) const;
   /// Records `request` under an FQN from proposeFqn (precondition: unused).
   /// `key` is request.key() when the caller has it (else computed).
-  const ProvenanceEntry &recordAs(const TransformRequest &request, std::string fqn,
-                                  TensorProto proto, std::string rule, SourceRange loc,
-                                  std::string key = {});
+  /// Takes the request by value: a caller done with its request moves it in.
+  const ProvenanceEntry &recordAs(TransformRequest request, std::string fqn, TensorProto proto,
+                                  std::string rule, SourceRange loc, std::string key = {});
   /// Counts another request answered by `entry` (from `rule`).
   void noteReuse(const ProvenanceEntry &entry, const std::string &rule);
 
@@ -103,7 +110,9 @@ public:
 private:
   std::deque<ProvenanceEntry> entries_;
   std::unordered_map<std::string, std::size_t> byKey_;
-  std::unordered_map<std::string, std::size_t> byFqn_;
+  /// Keys view entries_[i].fqn (a deque never moves its elements): no second
+  /// copy of every FQN, no string built per lookup.
+  std::unordered_map<std::string_view, std::size_t> byFqn_;
 };
 
 } // namespace graft::rewrite

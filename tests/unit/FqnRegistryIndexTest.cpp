@@ -1,0 +1,70 @@
+//===- FqnRegistryIndexTest.cpp - The FQN index survives copies and moves -===//
+//
+// The registry's FQN index keys on views of its own entries' names (no second
+// copy of every FQN). A copy must rebuild that index over the copy's entries,
+// and a move must keep it valid: lookups through the copy or the moved-to
+// registry find that registry's entries, also after the original is gone.
+//
+//===----------------------------------------------------------------------===//
+#include "graft/rewrite/FqnRegistry.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+using namespace graft;
+using namespace graft::rewrite;
+
+namespace {
+
+/// Two entries: a long FQN (heap-allocated string) and a short one (stored
+/// inline in the string object, so a view of it points into the entry).
+std::unique_ptr<FqnRegistry> twoEntries() {
+  auto r = std::make_unique<FqnRegistry>();
+  r->record(TransformRequest{{"tok_embeddings.weight"}, "pack_int4", "nibbles=low_first"},
+            TensorProto(DType::U8, {96, 32}), "embedding", SourceRange(), nullptr);
+  r->recordAs(TransformRequest{{"w"}, "transpose", "dim0=0, dim1=1"}, "w.t",
+              TensorProto(DType::F32, {4, 2}), "lm_head", SourceRange());
+  return r;
+}
+
+} // namespace
+
+TEST(FqnRegistryIndex, ACopyLooksUpItsOwnEntries) {
+  auto original = twoEntries();
+  FqnRegistry copy(*original);
+  const ProvenanceEntry *before = original->findByFqn("w.t");
+  original.reset(); // the copy must not view the original's strings
+  ASSERT_EQ(copy.size(), 2u);
+  const ProvenanceEntry *packed = copy.findByFqn("tok_embeddings.weight.pack_int4_low_first");
+  ASSERT_NE(packed, nullptr);
+  EXPECT_EQ(packed, &copy.entries()[0]);
+  const ProvenanceEntry *t = copy.findByFqn("w.t");
+  ASSERT_NE(t, nullptr);
+  EXPECT_NE(t, before);
+  EXPECT_EQ(t, &copy.entries()[1]);
+  EXPECT_EQ(t->request.transform, "transpose");
+  // Reuses are counted on the copy's own entries.
+  copy.noteReuse(*t, "other");
+  EXPECT_EQ(copy.findByFqn("w.t")->requests, 2u);
+  EXPECT_EQ(copy.findByFqn("w.t")->requestedBy, (std::vector<std::string>{"lm_head", "other"}));
+}
+
+TEST(FqnRegistryIndex, CopyAssignmentAndMoveKeepLookupsValid) {
+  auto original = twoEntries();
+  FqnRegistry assigned;
+  assigned = *original;
+  FqnRegistry moved(std::move(*original));
+  original.reset();
+  for (const FqnRegistry *r : {&assigned, &moved}) {
+    ASSERT_NE(r->findByFqn("w.t"), nullptr);
+    EXPECT_EQ(r->findByFqn("w.t"), &r->entries()[1]);
+    EXPECT_EQ(r->findByFqn("tok_embeddings.weight.pack_int4_low_first"), &r->entries()[0]);
+    EXPECT_EQ(r->findByFqn("missing"), nullptr);
+    EXPECT_EQ(r->proposeFqn(TransformRequest{{"w"}, "transpose", "dim0=0, dim1=1"}, nullptr),
+              "w.transpose_0_1");
+  }
+  FqnRegistry reassigned;
+  reassigned = std::move(moved);
+  EXPECT_EQ(reassigned.findByFqn("w.t"), &reassigned.entries()[1]);
+}
