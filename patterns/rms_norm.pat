@@ -16,7 +16,9 @@
 //    A mean over any other dim is a different normalization and must not fuse;
 //  * the square, the normalizing multiply and the mean all read the same x
 //    (mul(x, x), or pow(x, 2) with the literal exponent 2);
-//  * eps is added as a scalar;
+//  * eps is added as a number: aten.add.Scalar, or aten.add.Tensor with a
+//    Python number in its `other` slot (what torch.export records for
+//    `x + 1e-05`); `$eps : scalar float` rejects a tensor there;
 //  * the weight is 1-D [D] over the normalized dim (the fused op broadcasts the
 //    weight over the last dim only).
 //
@@ -35,7 +37,7 @@ rule rms_norm_f32 benefit 20 tags(norm) backend vulkan {
   match {
     %sq  = aten.mul.Tensor($x : f32[..., $D], $x) | aten.pow.Tensor_Scalar($x : f32[..., $D], 2)
     %ms  = aten.mean.dim(%sq, [$d], true)
-    %mse = aten.add.Scalar(%ms, $eps)
+    %mse = aten.add.Scalar(%ms, $eps) | aten.add.Tensor(%ms, $eps : scalar float)
     %rs  = aten.rsqrt(%mse)
     %n   = aten.mul.Tensor($x, %rs)
     %out = aten.mul.Tensor(%n, $w : f32[$D])
@@ -57,7 +59,7 @@ rule rms_norm_cast benefit 20 tags(norm) backend vulkan {
     %xf  = aten._to_copy($x : $dt[..., $D], dtype = f32)
     %sq  = aten.mul.Tensor(%xf, %xf) | aten.pow.Tensor_Scalar(%xf, 2)
     %ms  = aten.mean.dim(%sq, [$d], true)
-    %mse = aten.add.Scalar(%ms, $eps)
+    %mse = aten.add.Scalar(%ms, $eps) | aten.add.Tensor(%ms, $eps : scalar float)
     %rs  = aten.rsqrt(%mse)
     %n   = aten.mul.Tensor(%xf, %rs)
     %nc  = aten._to_copy(%n, dtype = $dt)

@@ -127,6 +127,8 @@ std::string printInline(const Syn &n) {
   case SK::TypePat: {
     std::string out;
     const Syn &d = n.kids.front();
+    if (d.kind == SK::TScalar)
+      return "scalar " + d.kids.front().text;
     if (d.kind == SK::TDType) {
       auto dt = parseDType(d.text);
       out = dt ? std::string(name(*dt)) : d.text;

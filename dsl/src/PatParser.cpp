@@ -123,7 +123,13 @@ struct TShape
 struct TDType : Identifier, Tag<SK::TDType> {};
 struct TDVar : CaptureTok, Tag<SK::TDVar> {};
 struct TDAny : Underscore, Tag<SK::TDAny> {};
-struct TypePat : peg::seq<peg::sor<TDVar, TDAny, TDType>, peg::opt<Hs, TShape>>,
+// `scalar float` / `scalar int`: a number (not a tensor) in a Tensor or
+// Scalar slot; exported graphs put Python numbers there (`x + 1e-05` is
+// aten.add.Tensor(x, 1e-05)).
+struct TScalarKind : peg::sor<GRAFT_KW("float"), GRAFT_KW("int")>, Tag<SK::TScalarKind> {};
+GRAFT_EXPECT(ExpectScalarKind, "expected 'float' or 'int' after 'scalar'", TScalarKind);
+struct TScalar : peg::seq<GRAFT_KW("scalar"), Hs, peg::must<ExpectScalarKind>>, Tag<SK::TScalar> {};
+struct TypePat : peg::sor<TScalar, peg::seq<peg::sor<TDVar, TDAny, TDType>, peg::opt<Hs, TShape>>>,
                  Tag<SK::TypePat> {};
 GRAFT_EXPECT(ExpectTypePat, "expected a type pattern such as i8[$V, $D], $dt[...] or _[$N]",
              TypePat);

@@ -160,6 +160,13 @@ private:
       break;
     }
     bool isVar = p.kind == ArgPattern::Kind::Var;
+    if (p.scalar != ArgPattern::Scalar::None) {
+      // `scalar float`/`scalar int`: a number from the example (else 1).
+      int64_t v = 1;
+      if (auto it = ints_.find(p.name); isVar && it != ints_.end())
+        v = it->second;
+      return p.scalar == ArgPattern::Scalar::Float ? Argument(static_cast<double>(v)) : Argument(v);
+    }
     if (isVar) {
       if (auto it = values_.find(p.name); it != values_.end())
         return Argument(it->second);

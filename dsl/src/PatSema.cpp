@@ -678,6 +678,20 @@ void RuleSema::checkPatArg(const Syn &p, const SchemaType &t, const std::string 
                                                  ", but the pattern gives " + got));
   };
   const Syn *typed = p.kind == SK::PParam ? &p.kids.front() : &p;
+  using B = SchemaType::Base;
+  if (const Syn *tp = typed->find(SK::TypePat); tp && tp->kids.front().kind == SK::TScalar) {
+    const std::string ann = printInline(*tp);
+    if (p.kind != SK::PCapture && p.kind != SK::PWild) {
+      errs.push_back(Diagnostic::error(
+          loc(*tp), quoted(ann) + " is for a capture or _ (" +
+                        (p.kind == SK::PParam ? "a parameter" : "a result") + " is a tensor)"));
+    } else if (t.isList || (t.base != B::Tensor && t.base != B::Scalar && t.base != B::Any)) {
+      errs.push_back(Diagnostic::error(
+          loc(*tp), quoted(ann) + " needs a Tensor or Scalar argument, but " + quoted(param) +
+                        " of " + s.qualifiedName() + " is " + t.str()));
+    }
+    return;
+  }
   if (typed->find(SK::TypePat) && !tensorLike(t)) {
     errs.push_back(Diagnostic::error(loc(*typed->find(SK::TypePat)),
                                      "a type pattern needs a tensor argument, but " +
@@ -685,7 +699,6 @@ void RuleSema::checkPatArg(const Syn &p, const SchemaType &t, const std::string 
                                          t.str()));
     return;
   }
-  using B = SchemaType::Base;
   bool numberForTensor =
       t.base == B::Tensor && !t.isList && s.properties.elementwise && position > 0;
   switch (p.kind) {
@@ -945,14 +958,31 @@ ArgPattern RuleSema::lowerPat(const Syn &p, const SchemaType *t, std::size_t stm
     if (const Syn *tp = n.find(SK::TypePat))
       a.type = lowerType(*tp, bctx);
   };
+  // `scalar float` / `scalar int` (checkPatArg rejects it elsewhere).
+  auto scalarOf = [&](const Syn &n) {
+    const Syn *tp = n.find(SK::TypePat);
+    if (!tp || tp->kids.front().kind != SK::TScalar)
+      return ArgPattern::Scalar::None;
+    return tp->kids.front().kids.front().text == "int" ? ArgPattern::Scalar::Int
+                                                       : ArgPattern::Scalar::Float;
+  };
   switch (p.kind) {
   case SK::PWild:
     a.kind = ArgPattern::Kind::Wildcard;
-    typeOf(p);
+    a.scalar = scalarOf(p);
+    if (a.scalar == ArgPattern::Scalar::None)
+      typeOf(p);
     return a;
   case SK::PCapture:
     a.kind = ArgPattern::Kind::Var;
     a.name = bareName(p.text);
+    a.scalar = scalarOf(p);
+    if (a.scalar != ArgPattern::Scalar::None) {
+      // The annotation, not the (Tensor) parameter, gives the capture's kind.
+      bindCapture(a.name, a.scalar == ArgPattern::Scalar::Int ? ExprType::Int : ExprType::Float,
+                  a.loc, bctx);
+      return a;
+    }
     bindCapture(a.name, t ? typeOfSchema(*t) : ExprType::Any, a.loc, bctx);
     typeOf(p);
     return a;
@@ -1051,6 +1081,8 @@ ArgPattern RuleSema::lowerPat(const Syn &p, const SchemaType *t, std::size_t stm
 std::string RuleSema::argKey(const ArgPattern &a) {
   std::string k = std::to_string(static_cast<int>(a.kind)) + ":" + a.name + ":" +
                   (a.mustBeParam ? "P" : "") + ":";
+  if (a.scalar != ArgPattern::Scalar::None)
+    k += a.scalar == ArgPattern::Scalar::Int ? "Si:" : "Sf:";
   if (a.kind == ArgPattern::Kind::Literal) {
     // Literal identity: kind plus a printable form.
     const Argument &l = a.literal;

@@ -55,11 +55,13 @@ enum class SK : uint8_t {
   PParam,   ///< `param` (PCapture | PWild)
   PList,    ///< `[ p, p ]`: PatAlt*
   PGroup,   ///< `( p )`: PatAlt
-  TypePat,  ///< `: dtype[dims]`: (TDType | TDVar | TDAny), [TShape]
-  TDType,   ///< dtype name
-  TDVar,    ///< `$dt`
-  TDAny,    ///< `_`
-  TShape,   ///< `[d, d]` or `[...]`: (DInt | DVar | DAny | TEllipsis)*
+  TypePat,  ///< `: dtype[dims]`: (TDType | TDVar | TDAny), [TShape]; or TScalar
+  TScalar,  ///< `scalar float` / `scalar int`: a number, not a tensor: TScalarKind
+  TScalarKind,
+  TDType, ///< dtype name
+  TDVar,  ///< `$dt`
+  TDAny,  ///< `_`
+  TShape, ///< `[d, d]` or `[...]`: (DInt | DVar | DAny | TEllipsis)*
   TEllipsis,
   DInt,
   DVar,

@@ -294,6 +294,100 @@ rule r {
   EXPECT_FALSE(yt.leadingEllipsis);
 }
 
+// `$eps : scalar float`: a Python number in a Tensor slot (torch.export's
+// `x + 1e-05` is aten.add.Tensor(x, 1e-05)) binds a float capture; a tensor
+// there does not match, and explain says why.
+TEST(PatLowering, ScalarAnnotationCapturesANumberInATensorSlot) {
+  const std::string rule = R"(
+rule add_eps {
+  match { %y = aten.add.Tensor($x, $eps : scalar float) }
+  rewrite { %y = aten.add.Scalar($x, $eps) }
+  example { eps = [0, 1] }
+})";
+  RuleSet set = load(rule);
+  ASSERT_EQ(set.rules.size(), 1u);
+  const ArgPattern &eps = set.rules[0].nodes[0].args[1];
+  EXPECT_EQ(eps.kind, ArgPattern::Kind::Var);
+  EXPECT_EQ(eps.scalar, ArgPattern::Scalar::Float);
+  EXPECT_FALSE(eps.type);
+
+  auto graph = parseGraph(R"(graph @g {
+  input %a : f32[4]
+  input %b : f32[4]
+  %n : f32[4] = aten.add.Tensor(%a, 1e-05)
+  %t : f32[4] = aten.add.Tensor(%a, %b)
+  output %n
+  output %t
+}
+)",
+                          "g.gir");
+  ASSERT_TRUE(graph.ok()) << render(graph.diags());
+  auto compiled = rewrite::CompiledRules::compile(std::move(set.rules));
+  ASSERT_TRUE(compiled.ok()) << render(compiled.diags());
+  auto entries = rewrite::explain(**graph, *compiled);
+  ASSERT_EQ(entries.size(), 2u);
+  for (const rewrite::ExplainEntry &e : entries) {
+    if (e.root == "n") {
+      EXPECT_TRUE(e.matched) << rewrite::format(e);
+    } else {
+      EXPECT_FALSE(e.matched);
+      EXPECT_NE(e.message.find("expected a number, got a tensor (%b is a graph input)"),
+                std::string::npos)
+          << rewrite::format(e);
+      EXPECT_EQ(e.loc.begin.line, 3u) << rewrite::format(e);
+    }
+  }
+  rewrite::FqnRegistry fqns;
+  auto result = rewrite::applyRules(**graph, *compiled, fqns, {});
+  ASSERT_TRUE(result.ok()) << render(result.diags());
+  EXPECT_EQ(result->rewrites, 1u);
+  bool epsIsFloat = false;
+  for (const Node &n : (*graph)->nodes())
+    if (n.target() == "aten.add.Scalar")
+      epsIsFloat = n.args()[1].isFloat() && n.args()[1].floating() == 1e-05;
+  EXPECT_TRUE(epsIsFloat);
+
+  // Round trip through the formatter keeps the annotation.
+  auto fmt = formatPat(rule, "test.pat");
+  ASSERT_TRUE(fmt.ok());
+  EXPECT_NE(fmt->find("$eps : scalar float"), std::string::npos) << *fmt;
+}
+
+TEST(PatLowering, ScalarAnnotationMisuseIsALocatedError) {
+  auto errorsOf = [](const std::string &text) {
+    SourceManager sm;
+    auto set = parsePat(text, "test.pat", &sm);
+    EXPECT_FALSE(set.ok());
+    return set.ok() ? std::string() : render(set.diags(), &sm);
+  };
+  // An int[] slot cannot hold a number.
+  std::string e = errorsOf(R"(rule r {
+  match { %y = aten.mean.dim($x, $d : scalar float, true) }
+  rewrite { %y = aten.relu($x) }
+})");
+  EXPECT_NE(e.find("test.pat:2:39"), std::string::npos) << e;
+  EXPECT_NE(e.find("'scalar float' needs a Tensor or Scalar argument, but 'dim' of "
+                   "aten.mean.dim is int[1]?"),
+            std::string::npos)
+      << e;
+  // A result is a tensor.
+  e = errorsOf(R"(rule r {
+  match {
+    %a = aten.relu($x)
+    %y = aten.add.Tensor($x, %a : scalar int)
+  }
+  rewrite { %y = aten.relu($x) }
+})");
+  EXPECT_NE(e.find("'scalar int' is for a capture or _ (a result is a tensor)"), std::string::npos)
+      << e;
+  // Only float and int are scalar kinds.
+  e = errorsOf(R"(rule r {
+  match { %y = aten.add.Tensor($x, $e : scalar bool) }
+  rewrite { %y = aten.relu($x) }
+})");
+  EXPECT_NE(e.find("expected 'float' or 'int' after 'scalar'"), std::string::npos) << e;
+}
+
 TEST(PatLowering, ExpressionsAndRewriteForms) {
   RuleSet set = load(R"(
 rule r {

@@ -94,6 +94,7 @@ Expected<CArg> RuleCompiler::compileArg(const ArgPattern &p, std::size_t nodeInd
   c.kind = p.kind;
   c.src = &p;
   c.mustBeParam = p.mustBeParam;
+  c.scalar = p.scalar;
   if (p.type) {
     c.type = &*p.type;
     if (!p.type->dtypeVar.empty())

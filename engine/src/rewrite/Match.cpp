@@ -393,12 +393,30 @@ bool Matcher::matchValueConstraints(const Goal &g, const Value *v, int depth) {
   return true;
 }
 
+bool Matcher::matchScalar(const Goal &g, int depth) {
+  const CArg &p = *g.pat;
+  const Argument &arg = *g.arg;
+  bool ok = p.scalar == ArgPattern::Scalar::Int ? arg.isInt() : arg.isInt() || arg.isFloat();
+  if (ok)
+    return true;
+  fail(p.site, depth, [&] {
+    std::string want = p.scalar == ArgPattern::Scalar::Int ? "an int" : "a number";
+    std::string got = arg.isValue() && arg.value()->isTensor()
+                          ? "a tensor (" + producerText(arg.value()) + ")"
+                          : formatArgument(arg);
+    return argLabel(g) + ": expected " + want + ", got " + got;
+  });
+  return false;
+}
+
 bool Matcher::matchArg(const Goal &g, int depth) {
   const CArg &p = *g.pat;
   const Argument &arg = *g.arg;
   std::size_t trailMark = trail_.size(), cellMark = cells_.size();
   switch (p.kind) {
   case ArgPattern::Kind::Wildcard: {
+    if (p.scalar != ArgPattern::Scalar::None && !matchScalar(g, depth))
+      return false;
     if (p.mustBeParam || p.type) {
       if (!matchValueConstraints(g, arg.isValue() ? arg.value() : nullptr, depth)) {
         undoTo(trailMark);
@@ -411,6 +429,8 @@ bool Matcher::matchArg(const Goal &g, int depth) {
     return false;
   }
   case ArgPattern::Kind::Var: {
+    if (p.scalar != ArgPattern::Scalar::None && !matchScalar(g, depth))
+      return false;
     if (p.mustBeParam || p.type)
       if (!matchValueConstraints(g, arg.isValue() ? arg.value() : nullptr, depth)) {
         undoTo(trailMark);

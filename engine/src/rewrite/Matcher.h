@@ -120,6 +120,7 @@ struct CArg {
   int result = 0;   ///< PatResult
   bool mustBeParam = false;
   const TypePattern *type = nullptr;
+  ArgPattern::Scalar scalar = ArgPattern::Scalar::None; ///< `$x : scalar float`
   std::vector<int> dimSlots;  ///< per TypePattern dim: slot of a Var dim, else -1
   int dtypeSlot = -1;         ///< TypePattern dtype capture
   std::vector<CArg> elements; ///< List / Alternatives
@@ -309,6 +310,8 @@ private:
   bool matchArg(const Goal &g, int depth);
   bool matchNode(const Goal &g, int depth);
   bool matchValueConstraints(const Goal &g, const Value *v, int depth);
+  /// `$x : scalar float|int`: the argument is a number, not a tensor value.
+  bool matchScalar(const Goal &g, int depth);
   bool finish(int depth);
   bool bindSlot(int slot, const Capture &c, const Goal &g, int site, int depth);
   void undoTo(std::size_t mark);

@@ -497,6 +497,10 @@ Expected<Argument> InstanceBuilder::instantiate(const CArg &p, const SchemaType 
     return instantiate(p.elements[std::min(choice, p.elements.size() - 1)], type, nodeIndex);
   }
   case ArgPattern::Kind::Wildcard: {
+    if (p.scalar == ArgPattern::Scalar::Float)
+      return Argument(1.0);
+    if (p.scalar == ArgPattern::Scalar::Int)
+      return Argument(int64_t{1});
     if (!p.type && !p.mustBeParam) {
       if (optional)
         return Argument();
@@ -515,7 +519,15 @@ Expected<Argument> InstanceBuilder::instantiate(const CArg &p, const SchemaType 
       return known->second;
     std::string name = cr_.slotNames[static_cast<std::size_t>(p.slot)];
     Argument out;
-    if (tensorType || p.type || p.mustBeParam || !type) {
+    if (p.scalar != ArgPattern::Scalar::None) {
+      // `$eps : scalar float`: a number from the example domain, even in a
+      // Tensor slot (as an exporter writes `x + 1e-05`).
+      auto it = env_.ints.find(name);
+      if (it == env_.ints.end())
+        it = env_.ints.emplace(name, 8).first;
+      out = p.scalar == ArgPattern::Scalar::Float ? Argument(static_cast<double>(it->second))
+                                                  : Argument(it->second);
+    } else if (tensorType || p.type || p.mustBeParam || !type) {
       bool none = false;
       GRAFT_TRY(Value * v, leaf(p, name, nodeIndex, optional, &none));
       out = none ? Argument() : Argument(v);

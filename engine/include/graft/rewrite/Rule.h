@@ -128,6 +128,12 @@ struct ArgPattern {
   bool mustBeParam = false;
   /// `$w : i8[$V, $D]`: type constraint on a tensor value.
   std::optional<TypePattern> type;
+  /// `$eps : scalar float` / `scalar int`: the argument must be a number,
+  /// not a tensor value (exported graphs pass Python numbers in Tensor slots:
+  /// `x + 1e-05` is aten.add.Tensor(x, 1e-05)). Float accepts ints too (torch
+  /// promotes them); Int accepts ints only. Exclusive with `type`.
+  enum class Scalar { None, Int, Float };
+  Scalar scalar = Scalar::None;
 };
 
 /// One op in the match DAG.
