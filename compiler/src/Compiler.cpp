@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "graft/Compiler.h"
+#include "graft/support/JsonQuote.h"
 
 #include "graft/dsl/Pat.h"
 #include "graft/ir/Verifier.h"
@@ -90,38 +91,6 @@ std::string humanBytes(uint64_t b) {
   return buf;
 }
 
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    case '\r':
-      out += "\\r";
-      break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-        out += buf;
-      } else {
-        out += c;
-      }
-    }
-  }
-  return out + "\"";
-}
-
 std::string jsonNumber(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.6g", v);
@@ -132,7 +101,7 @@ template <class M> std::string jsonCounts(const M &m) {
   std::string out = "{";
   bool first = true;
   for (const auto &[k, v] : m) {
-    out += (first ? "" : ", ") + jsonString(k) + ": " + std::to_string(v);
+    out += (first ? "" : ", ") + jsonQuote(k) + ": " + std::to_string(v);
     first = false;
   }
   return out + "}";
@@ -389,7 +358,7 @@ std::string CompileSummary::json() const {
   std::string phases = "{";
   double total = 0;
   for (std::size_t i = 0; i < phaseSeconds.size(); ++i) {
-    phases += (i ? ", " : "") + jsonString(phaseSeconds[i].first) + ": " +
+    phases += (i ? ", " : "") + jsonQuote(phaseSeconds[i].first) + ": " +
               jsonNumber(phaseSeconds[i].second);
     total += phaseSeconds[i].second;
   }
@@ -397,8 +366,8 @@ std::string CompileSummary::json() const {
   uint64_t fired = 0;
   for (const auto &[rule, n] : rulesFired)
     fired += n;
-  return "{\"model\": " + jsonString(model) + ", \"output\": " + jsonString(output) +
-         ", \"target\": " + jsonString(target) + ", \"nodes_in\": " + std::to_string(nodesIn) +
+  return "{\"model\": " + jsonQuote(model) + ", \"output\": " + jsonQuote(output) +
+         ", \"target\": " + jsonQuote(target) + ", \"nodes_in\": " + std::to_string(nodesIn) +
          ", \"nodes_out\": " + std::to_string(nodesOut) +
          ", \"rewrites\": " + std::to_string(fired) +
          ", \"rules_fired\": " + jsonCounts(rulesFired) +

@@ -1,5 +1,6 @@
 //===- FqnRegistry.cpp - Provenance of transformed constants --------------===//
 #include "graft/rewrite/FqnRegistry.h"
+#include "graft/support/JsonQuote.h"
 
 #include "RewriteUtil.h"
 
@@ -202,38 +203,7 @@ std::string FqnRegistry::str() const {
   return out;
 }
 
-namespace {
-
-std::string jsonString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-        out += buf;
-      } else {
-        out += c;
-      }
-    }
-  }
-  return out + "\"";
-}
-
-} // namespace
+namespace {} // namespace
 
 std::string FqnRegistry::toJson() const {
   std::string out = "[";
@@ -241,20 +211,20 @@ std::string FqnRegistry::toJson() const {
   for (const ProvenanceEntry &e : entries_) {
     out += first ? "\n  {" : ",\n  {";
     first = false;
-    out += "\"fqn\": " + jsonString(e.fqn);
-    out += ", \"transform\": " + jsonString(e.request.transform);
+    out += "\"fqn\": " + jsonQuote(e.fqn);
+    out += ", \"transform\": " + jsonQuote(e.request.transform);
     out += ", \"sources\": [";
     for (std::size_t i = 0; i < e.request.sources.size(); ++i)
-      out += (i ? ", " : "") + jsonString(e.request.sources[i]);
-    out += "], \"args\": " + jsonString(e.request.args);
-    out += ", \"shape\": " + jsonString(graft::str(e.proto.shape));
-    out += ", \"dtype\": " + jsonString(name(e.proto.dtype));
-    out += ", \"rule\": " + jsonString(e.rule);
-    out += ", \"loc\": " + jsonString(detail::formatLoc(e.loc));
+      out += (i ? ", " : "") + jsonQuote(e.request.sources[i]);
+    out += "], \"args\": " + jsonQuote(e.request.args);
+    out += ", \"shape\": " + jsonQuote(graft::str(e.proto.shape));
+    out += ", \"dtype\": " + jsonQuote(name(e.proto.dtype));
+    out += ", \"rule\": " + jsonQuote(e.rule);
+    out += ", \"loc\": " + jsonQuote(detail::formatLoc(e.loc));
     out += ", \"requests\": " + std::to_string(e.requests);
     out += ", \"requested_by\": [";
     for (std::size_t i = 0; i < e.requestedBy.size(); ++i)
-      out += (i ? ", " : "") + jsonString(e.requestedBy[i]);
+      out += (i ? ", " : "") + jsonQuote(e.requestedBy[i]);
     out += "]}";
   }
   out += first ? "]" : "\n]";
