@@ -18,6 +18,8 @@
 #include "graft/serialize/TextIR.h"
 #include "graft/support/FileIO.h"
 
+#include "GoldenCases.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -28,28 +30,6 @@ using namespace graft;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<fs::path> cases() {
-  std::vector<fs::path> out;
-  fs::path root = fs::path(GRAFT_TEST_DATA_DIR) / "golden" / "rewrite";
-  for (const auto &e : fs::directory_iterator(root))
-    if (e.is_directory())
-      out.push_back(e.path());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::string readOrEmpty(const fs::path &p) {
-  auto t = readFile(p.string());
-  return t ? *t : std::string();
-}
-
-bool allConstantsHaveData(const Graph &g) {
-  for (const GraphInput &in : g.inputs())
-    if (in.isConstant() && !in.hasData())
-      return false;
-  return true;
-}
 
 class RewriteGolden : public ::testing::TestWithParam<fs::path> {};
 
@@ -96,14 +76,14 @@ TEST_P(RewriteGolden, FusesToTheExpectedGraph) {
     ASSERT_TRUE(writeFileAtomic((dir / "expected.gir").string(), *text).ok());
     ASSERT_TRUE(writeFileAtomic((dir / "expected.txt").string(), report).ok());
   }
-  EXPECT_EQ(*text, readOrEmpty(dir / "expected.gir")) << dir;
-  EXPECT_EQ(report, readOrEmpty(dir / "expected.txt")) << dir;
+  EXPECT_EQ(*text, test::readOrEmpty(dir / "expected.gir")) << dir;
+  EXPECT_EQ(report, test::readOrEmpty(dir / "expected.txt")) << dir;
 
   // The expected graph reads back as written.
   auto again = parseGraph(*text, "expected.gir");
   ASSERT_TRUE(again.ok()) << render(again.diags());
 
-  if (allConstantsHaveData(**before)) {
+  if (test::allConstantsHaveData(**before)) {
     auto in = makeRandomInputs(**before, 11);
     ASSERT_TRUE(in.ok()) << render(in.diags());
     auto a = Interpreter().run(**before, *in);
@@ -122,7 +102,7 @@ TEST_P(RewriteGolden, FusesToTheExpectedGraph) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, RewriteGolden, ::testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(Cases, RewriteGolden, ::testing::ValuesIn(test::goldenCaseDirs("rewrite")),
                          [](const ::testing::TestParamInfo<fs::path> &info) {
                            return info.param.filename().string();
                          });

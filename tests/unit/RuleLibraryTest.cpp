@@ -22,6 +22,8 @@
 #include "graft/serialize/TextIR.h"
 #include "graft/support/FileIO.h"
 
+#include "GoldenCases.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,28 +34,6 @@ using namespace graft;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<fs::path> cases() {
-  std::vector<fs::path> out;
-  fs::path root = fs::path(GRAFT_TEST_DATA_DIR) / "golden" / "rules";
-  for (const auto &e : fs::directory_iterator(root))
-    if (e.is_directory())
-      out.push_back(e.path());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::string readOrEmpty(const fs::path &p) {
-  auto t = readFile(p.string());
-  return t ? *t : std::string();
-}
-
-bool allConstantsHaveData(const Graph &g) {
-  for (const GraphInput &in : g.inputs())
-    if (in.isConstant() && !in.hasData())
-      return false;
-  return true;
-}
 
 /// Strips `prefix` everywhere in `text` (absolute paths -> repo-relative).
 std::string stripPrefix(std::string text, const std::string &prefix) {
@@ -91,7 +71,7 @@ TEST_P(RuleLibraryGolden, FusesToTheExpectedGraph) {
     if (update) {
       ASSERT_TRUE(writeFileAtomic((dir / "explain.txt").string(), text).ok());
     }
-    EXPECT_EQ(text, readOrEmpty(dir / "explain.txt")) << dir;
+    EXPECT_EQ(text, test::readOrEmpty(dir / "explain.txt")) << dir;
   }
 
   rewrite::FqnRegistry fqns;
@@ -115,8 +95,8 @@ TEST_P(RuleLibraryGolden, FusesToTheExpectedGraph) {
     ASSERT_TRUE(writeFileAtomic((dir / "expected.gir").string(), *text).ok());
     ASSERT_TRUE(writeFileAtomic((dir / "expected.txt").string(), report).ok());
   }
-  EXPECT_EQ(*text, readOrEmpty(dir / "expected.gir")) << dir;
-  EXPECT_EQ(report, readOrEmpty(dir / "expected.txt")) << dir;
+  EXPECT_EQ(*text, test::readOrEmpty(dir / "expected.gir")) << dir;
+  EXPECT_EQ(report, test::readOrEmpty(dir / "expected.txt")) << dir;
 
   // A bf16 checkpoint in an f32 model (dtype_legalize.pat) ends like an f32 one:
   // no node produces bf16; the bf16 scales remain only as unused parameters.
@@ -145,7 +125,7 @@ TEST_P(RuleLibraryGolden, FusesToTheExpectedGraph) {
       rtol = std::max(rtol, compiled->rule(i).rtol);
     }
   }
-  if (allConstantsHaveData(**before)) {
+  if (test::allConstantsHaveData(**before)) {
     auto in = makeRandomInputs(**before, 11);
     ASSERT_TRUE(in.ok()) << render(in.diags());
     auto a = Interpreter().run(**before, *in);
@@ -165,7 +145,8 @@ TEST_P(RuleLibraryGolden, FusesToTheExpectedGraph) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, RuleLibraryGolden, ::testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(Cases, RuleLibraryGolden,
+                         ::testing::ValuesIn(test::goldenCaseDirs("rules")),
                          [](const ::testing::TestParamInfo<fs::path> &info) {
                            return info.param.filename().string();
                          });
