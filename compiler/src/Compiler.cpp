@@ -11,6 +11,7 @@
 
 #include "graft/dsl/Pat.h"
 #include "graft/ir/Verifier.h"
+#include "graft/ops/BoundArgs.h"
 #include "graft/serialize/Load.h"
 #include "graft/support/EmbeddedFile.h"
 #include "graft/support/FileIO.h"
@@ -312,9 +313,56 @@ Expected<vk::PartitionReport> partition(const Graph &graph, const std::string &t
 // Constant bytes
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// Whether every use of `v` dequantizes it from int4: a quantize/dequantize
+/// op whose quant range lies within [-8, 7] (torchao's unpacked int4 qdata in
+/// int8). Such a tensor needs 4 bits per element once packed. Decided from
+/// the graph, not by scanning GBs of weights.
+bool declaredInt4(const Value *v) {
+  if (v->proto().dtype != DType::I8 || !v->hasUses())
+    return false;
+  for (const Node *u : v->users()) {
+    if (!u->schema())
+      return false;
+    auto bound = BoundArgs::bind(*u);
+    if (!bound.ok())
+      return false;
+    const Argument *lo = bound->find("quant_min");
+    const Argument *hi = bound->find("quant_max");
+    if (!lo || !hi || !lo->isInt() || !hi->isInt() || lo->integer() < -8 || hi->integer() > 7)
+      return false;
+    // The weight must be the op's quantized input, not e.g. its scale.
+    const Argument &first = bound->at(0);
+    if (!first.isValue() || first.value() != v)
+      return false;
+  }
+  return true;
+}
+
+/// Identifies a constant's data without reading it: constants that view the
+/// same bytes of the same storage (a tied embedding / lm_head read from a
+/// .pt2), share one generator or deferred computation, or come from equal
+/// random()/full() initializers (a synthesized tied weight) hold the same
+/// data and are counted once.
+std::string dataIdentity(const GraphInput &in) {
+  const TensorProto &p = in.value->proto();
+  if (const Tensor *t = in.resident())
+    return "storage:" + std::to_string(reinterpret_cast<uintptr_t>(t->storage().get())) + ":" +
+           std::to_string(t->offset()) + ":" + t->proto().str();
+  if (const auto *r = std::get_if<RandomInit>(&*in.init))
+    return "random:" + std::to_string(r->seed) + ":" + std::to_string(r->min) + ":" +
+           std::to_string(r->max) + ":" + p.str();
+  if (const auto *d = std::get_if<DeferredInit>(&*in.init))
+    return "deferred:" + std::to_string(reinterpret_cast<uintptr_t>(d->source.get()));
+  return "input:" + std::to_string(reinterpret_cast<uintptr_t>(&in)); // full(), file(): its own
+}
+
+} // namespace
+
 ConstantBytes countConstantBytes(const Graph &graph) {
   ConstantBytes out;
-  std::multimap<std::pair<uint64_t, uint64_t>, Tensor> seen;
+  std::set<std::string> seen;
   for (const GraphInput &in : graph.inputs()) {
     if (!in.isConstant() || !in.hasData())
       continue;
@@ -324,28 +372,13 @@ ConstantBytes countConstantBytes(const Graph &graph) {
       read = read || o.value == in.value;
     if (!read)
       continue;
-    Tensor t = in.data();
-    if (!t.defined())
+    Dim numel = in.value->proto().numel();
+    if (!numel.isConstant() || !seen.insert(dataIdentity(in)).second)
       continue;
-    if (!t.isContiguous() || t.offset() != 0)
-      t = t.contiguous();
-    uint64_t size = t.nbytes();
-    uint64_t h = contentHash(t.rawData(), size);
-    bool dup = false;
-    auto [lo, hi] = seen.equal_range({h, size});
-    for (auto it = lo; it != hi && !dup; ++it)
-      dup = size == 0 || std::memcmp(it->second.rawData(), t.rawData(), size) == 0;
-    if (dup)
-      continue;
-    seen.emplace(std::make_pair(h, size), t);
+    uint64_t n = static_cast<uint64_t>(numel.constant());
+    uint64_t size = n * elementSize(in.value->proto().dtype);
     out.distinct += size;
-    // int4-valued int8 data (torchao's unpacked int4 qdata) needs 4 bits per
-    // element once packed; everything else is counted as it is.
-    bool int4 = t.dtype() == DType::I8 && t.numel() > 0;
-    const int8_t *p = reinterpret_cast<const int8_t *>(t.rawData());
-    for (int64_t i = 0; int4 && i < t.numel(); ++i)
-      int4 = p[i] >= -8 && p[i] <= 7;
-    out.minimum += int4 ? static_cast<uint64_t>((t.numel() + 1) / 2) : size;
+    out.minimum += declaredInt4(in.value) ? (n + 1) / 2 : size;
   }
   return out;
 }
@@ -483,6 +516,9 @@ Expected<CompileResult> compile(const std::string &modelPath, const CompileOptio
   result.pt2 = std::move(model.pt2);
 
   rewrite::RewriteOptions ropts = options.rewrite;
+  // Repacked weights are computed when the program is written, one at a time
+  // (see writeProgram): fusing reads no weight data.
+  ropts.deferConstantData = true;
   GRAFT_CHECK_OK(phase("legalize", [&]() -> Status {
     GRAFT_TRY(result.fuse.legalize, runPass(graph, rules.legalizeRules(), result.fqns, ropts));
     countFired(result.fuse.legalize, result.fuse.rulesFired);
@@ -591,7 +627,10 @@ Expected<CompileResult> compile(const std::string &modelPath, const CompileOptio
       ProgramWriteOptions w;
       if (options.progress)
         w.progress = [&](double f) { options.progress("write", f); };
-      prog.summaryJson = sum.json();
+      w.summaryJson = [&](const ProgramStats &st) {
+        sum.constantBytesOut = st.graphBlobBytes; // what the pool really stores
+        return sum.json();
+      };
       GRAFT_TRY(ProgramStats st, writeProgram(prog, options.output, w));
       sum.programBytes = st.fileBytes;
       return okStatus();

@@ -107,7 +107,7 @@ Expected<std::string> structureText(Graph &g) {
 }
 
 struct Blob {
-  Tensor data; ///< contiguous
+  uint64_t size = 0;
   uint64_t hash = 0;
   uint64_t offset = 0; ///< within DATA
 };
@@ -126,47 +126,6 @@ bool isRead(const Graph &g, const GraphInput &in) {
       return true;
   return false;
 }
-
-/// The constant pool: blobs deduplicated by content (hash, then bytes).
-struct Pool {
-  std::vector<Blob> blobs;
-  std::vector<Binding> bindings;
-  std::multimap<std::pair<uint64_t, uint64_t>, std::size_t> index;
-  ProgramStats stats;
-
-  void add(const Graph &g, const std::string &which) {
-    for (std::size_t i = 0; i < g.inputs().size(); ++i) {
-      const GraphInput &in = g.inputs()[i];
-      // A constant nothing reads (an original weight every use of which a
-      // rule replaced) stays in the graph's signature but costs no bytes.
-      if (!in.isConstant() || !in.hasData() || !isRead(g, in))
-        continue;
-      Tensor t = in.data();
-      if (!t.defined())
-        continue;
-      if (!t.isContiguous() || t.offset() != 0)
-        t = t.contiguous();
-      const uint8_t *p = t.rawData();
-      uint64_t size = t.nbytes();
-      uint64_t h = contentHash(p, size);
-      ++stats.constants;
-      std::size_t found = blobs.size();
-      auto [lo, hi] = index.equal_range({h, size});
-      for (auto it = lo; it != hi; ++it)
-        if (size == 0 || std::memcmp(blobs[it->second].data.rawData(), p, size) == 0) {
-          found = it->second;
-          break;
-        }
-      if (found == blobs.size()) {
-        blobs.push_back(Blob{t, h, 0});
-        index.emplace(std::make_pair(h, size), found);
-      } else {
-        stats.dedupedBytes += size;
-      }
-      bindings.push_back(Binding{which, i, found});
-    }
-  }
-};
 
 json planJson(const Program &p) {
   json nodes = json::array();
@@ -260,6 +219,31 @@ public:
     return okStatus();
   }
   uint64_t written() const { return written_; }
+  /// Overwrites bytes already written (the header and table, filled in last).
+  Status writeAt(uint64_t offset, const void *data, std::size_t n) {
+    if (std::fflush(file_) != 0 ||
+        ::pwrite(::fileno(file_), data, n, static_cast<off_t>(offset)) != static_cast<ssize_t>(n))
+      return Diagnostic::error("cannot write '" + dest_ + "': " + std::strerror(errno));
+    return okStatus();
+  }
+  /// Whether the `n` bytes at `offset` (already written) equal `data`: how a
+  /// blob whose hash matches an earlier one is confirmed identical without
+  /// keeping the earlier one in memory.
+  Expected<bool> equalsWritten(uint64_t offset, const uint8_t *data, std::size_t n) {
+    if (std::fflush(file_) != 0)
+      return Diagnostic::error("cannot write '" + dest_ + "': " + std::strerror(errno));
+    std::vector<uint8_t> buf(std::min<std::size_t>(n, std::size_t(1) << 20));
+    for (std::size_t done = 0; done < n;) {
+      std::size_t m = std::min(buf.size(), n - done);
+      if (::pread(::fileno(file_), buf.data(), m, static_cast<off_t>(offset + done)) !=
+          static_cast<ssize_t>(m))
+        return Diagnostic::error("cannot read back '" + path_ + "': " + std::strerror(errno));
+      if (std::memcmp(buf.data(), data + done, m) != 0)
+        return false;
+      done += m;
+    }
+    return true;
+  }
 
 private:
   std::FILE *file_ = nullptr;
@@ -614,28 +598,98 @@ Expected<ProgramStats> writeProgram(const Program &program, const std::string &p
     sections.emplace_back("REFGRAPH", std::move(refText));
   }
 
-  Pool pool;
-  pool.add(*program.graph, "main");
-  std::size_t mainBlobs = pool.blobs.size();
+  sections.emplace_back("PLAN", planJson(program).dump(1));
+  sections.emplace_back("PROV", provenanceJson(program).dump(1));
+
+  // Layout: header, table, DATA, then the metadata sections. DATA comes
+  // first so that constants stream: each is loaded (a mapped weight, or a
+  // deferred repack computed now), hashed, written and dropped before the
+  // next, and CONSTS (which lists their hashes and offsets) is written after
+  // them. The header and table are filled in last.
+  const uint32_t count = static_cast<uint32_t>(sections.size() + 2); // + CONSTS, DATA
+  const uint64_t dataOffset = alignUp(kHeaderBytes + count * kTableEntryBytes, kProgramAlignment);
+  TempFile out;
+  GRAFT_CHECK_OK(out.open(path));
+  GRAFT_CHECK_OK(out.pad(dataOffset));
+
+  ProgramStats stats;
+  std::vector<Blob> blobs;
+  std::vector<Binding> bindings;
+  std::multimap<std::pair<uint64_t, uint64_t>, std::size_t> index;
+  // Progress counts prototype bytes (known before any data is touched).
+  uint64_t total = 0, done = 0;
+  auto isStored = [](const Graph &g, const GraphInput &in) {
+    // A constant nothing reads (an original weight every use of which a
+    // rule replaced) stays in the graph's signature but costs no bytes.
+    return in.isConstant() && in.hasData() && isRead(g, in);
+  };
+  auto protoBytes = [](const GraphInput &in) -> uint64_t {
+    Dim n = in.value->proto().numel();
+    return n.isConstant() ? static_cast<uint64_t>(n.constant()) * elementSize(in.value->proto().dtype)
+                          : 0;
+  };
+  for (const Graph *g : {program.graph.get(), program.reference.get()})
+    if (g)
+      for (const GraphInput &in : g->inputs())
+        if (isStored(*g, in))
+          total += protoBytes(in);
+  auto addGraph = [&](const Graph &g, const std::string &which) -> Status {
+    for (std::size_t i = 0; i < g.inputs().size(); ++i) {
+      const GraphInput &in = g.inputs()[i];
+      if (!isStored(g, in))
+        continue;
+      auto loaded = in.load();
+      if (!loaded.ok())
+        return Diagnostic::error("cannot write '" + path + "': constant '" + in.fqn +
+                                 "': " + loaded.diags().front().message);
+      Tensor t = std::move(*loaded);
+      if (!t.defined())
+        continue;
+      if (!t.isContiguous() || t.offset() != 0)
+        t = t.contiguous();
+      const uint8_t *p = t.rawData();
+      uint64_t size = t.nbytes();
+      uint64_t h = contentHash(p, size);
+      ++stats.constants;
+      std::size_t found = blobs.size();
+      auto [lo, hi] = index.equal_range({h, size});
+      for (auto it = lo; it != hi && found == blobs.size(); ++it) {
+        GRAFT_TRY(bool same, out.equalsWritten(dataOffset + blobs[it->second].offset, p, size));
+        if (same)
+          found = it->second;
+      }
+      if (found == blobs.size()) {
+        uint64_t at = alignUp(out.written(), kProgramAlignment);
+        GRAFT_CHECK_OK(out.pad(at));
+        GRAFT_CHECK_OK(out.write(p, size));
+        blobs.push_back(Blob{size, h, at - dataOffset});
+        index.emplace(std::make_pair(h, size), found);
+        stats.blobBytes += size;
+        if (which == "main")
+          stats.graphBlobBytes += size;
+      } else {
+        stats.dedupedBytes += size;
+      }
+      // Written: a mapped weight's pages leave the RSS; a computed one is freed.
+      t.releasePages();
+      bindings.push_back(Binding{which, i, found});
+      done += protoBytes(in);
+      if (options.progress && total)
+        options.progress(double(std::min(done, total)) / double(total));
+    }
+    return okStatus();
+  };
+  GRAFT_CHECK_OK(addGraph(*program.graph, "main"));
   if (program.reference)
-    pool.add(*program.reference, "reference");
-  uint64_t dataSize = 0;
-  for (std::size_t i = 0; i < pool.blobs.size(); ++i) {
-    Blob &b = pool.blobs[i];
-    dataSize = alignUp(dataSize, kProgramAlignment);
-    b.offset = dataSize;
-    dataSize += b.data.nbytes();
-    pool.stats.blobBytes += b.data.nbytes();
-    if (i < mainBlobs)
-      pool.stats.graphBlobBytes += b.data.nbytes();
-  }
-  pool.stats.blobs = pool.blobs.size();
+    GRAFT_CHECK_OK(addGraph(*program.reference, "reference"));
+  stats.blobs = blobs.size();
+  const uint64_t dataSize = out.written() - dataOffset;
+
   json consts = {
       {"alignment", kProgramAlignment}, {"blobs", json::array()}, {"bindings", json::array()}};
-  for (const Blob &b : pool.blobs)
-    consts["blobs"].push_back(
-        {{"offset", b.offset}, {"size", b.data.nbytes()}, {"hash", hex64(b.hash)}});
-  for (const Binding &b : pool.bindings) {
+  for (const Blob &b : blobs)
+    consts["blobs"].push_back({{"offset", b.offset}, {"size", b.size}, {"hash", hex64(b.hash)}});
+  for (const Binding &b : bindings) {
     const Graph &g = b.graph == "main" ? *program.graph : *program.reference;
     const GraphInput &in = g.inputs()[b.input];
     consts["bindings"].push_back({{"graph", b.graph},
@@ -644,32 +698,38 @@ Expected<ProgramStats> writeProgram(const Program &program, const std::string &p
                                   {"blob", b.blob},
                                   {"dtype", std::string(name(in.value->proto().dtype))}});
   }
-  sections.emplace_back("CONSTS", consts.dump(1));
-  sections.emplace_back("PLAN", planJson(program).dump(1));
-  sections.emplace_back("PROV", provenanceJson(program).dump(1));
+  if (options.summaryJson) {
+    json summary = json::parse(options.summaryJson(stats), nullptr, /*allow_exceptions=*/false);
+    if (summary.is_discarded())
+      return Diagnostic::internal("program summary is not valid JSON");
+    meta["summary"] = std::move(summary);
+    sections.front().second = meta.dump(1);
+  }
+  // CONSTS in its usual place among the metadata sections (after REFGRAPH).
+  auto plan = std::find_if(sections.begin(), sections.end(),
+                           [](const auto &sec) { return sec.first == "PLAN"; });
+  sections.emplace(plan, "CONSTS", consts.dump(1));
 
-  // Offsets: header, table, metadata sections, then the aligned DATA.
-  uint32_t count = static_cast<uint32_t>(sections.size() + 1);
+  // The table lists DATA last, as readers have always seen it; its position
+  // in the file is free (readers go by the table's offsets).
   std::vector<Section> table;
-  uint64_t at = kHeaderBytes + count * kTableEntryBytes;
   for (const auto &[tag, bytes] : sections) {
     table.push_back(
-        Section{tag, at, bytes.size(),
+        Section{tag, out.written(), bytes.size(),
                 contentHash(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size())});
-    at += bytes.size();
+    GRAFT_CHECK_OK(out.write(bytes.data(), bytes.size()));
   }
-  uint64_t dataOffset = alignUp(at, kProgramAlignment);
   table.push_back(Section{"DATA", dataOffset, dataSize, 0});
-  uint64_t fileSize = dataOffset + dataSize;
+  const uint64_t fileSize = out.written();
 
   std::string tableBytes;
-  for (const Section &s : table) {
+  for (const Section &sec : table) {
     char tag[8] = {};
-    std::memcpy(tag, s.tag.data(), std::min<std::size_t>(s.tag.size(), 8));
+    std::memcpy(tag, sec.tag.data(), std::min<std::size_t>(sec.tag.size(), 8));
     tableBytes.append(tag, 8);
-    put<uint64_t>(tableBytes, s.offset);
-    put<uint64_t>(tableBytes, s.size);
-    put<uint64_t>(tableBytes, s.hash);
+    put<uint64_t>(tableBytes, sec.offset);
+    put<uint64_t>(tableBytes, sec.size);
+    put<uint64_t>(tableBytes, sec.hash);
   }
   std::string header(kProgramMagic, 8);
   put<uint32_t>(header, kProgramVersion);
@@ -679,28 +739,14 @@ Expected<ProgramStats> writeProgram(const Program &program, const std::string &p
   put<uint64_t>(
       header, contentHash(reinterpret_cast<const uint8_t *>(tableBytes.data()), tableBytes.size()));
   header.resize(kHeaderBytes, '\0');
-
-  TempFile out;
-  GRAFT_CHECK_OK(out.open(path));
-  GRAFT_CHECK_OK(out.write(header.data(), header.size()));
-  GRAFT_CHECK_OK(out.write(tableBytes.data(), tableBytes.size()));
-  for (const auto &[tag, bytes] : sections)
-    GRAFT_CHECK_OK(out.write(bytes.data(), bytes.size()));
-  GRAFT_CHECK_OK(out.pad(dataOffset));
-  uint64_t done = 0;
-  for (const Blob &b : pool.blobs) {
-    GRAFT_CHECK_OK(out.pad(dataOffset + b.offset));
-    GRAFT_CHECK_OK(out.write(b.data.rawData(), b.data.nbytes()));
-    done += b.data.nbytes();
-    if (options.progress && dataSize)
-      options.progress(double(done) / double(dataSize));
-  }
-  if (out.written() != fileSize)
-    return Diagnostic::internal("program file size " + std::to_string(out.written()) +
-                                " != planned " + std::to_string(fileSize));
+  if (table.size() != count)
+    return Diagnostic::internal("program section table has " + std::to_string(table.size()) +
+                                " entries, planned " + std::to_string(count));
+  GRAFT_CHECK_OK(out.writeAt(0, header.data(), header.size()));
+  GRAFT_CHECK_OK(out.writeAt(kHeaderBytes, tableBytes.data(), tableBytes.size()));
   GRAFT_CHECK_OK(out.commit());
-  pool.stats.fileBytes = fileSize;
-  return pool.stats;
+  stats.fileBytes = fileSize;
+  return stats;
 }
 
 Expected<Program> readProgram(const std::string &path, const ProgramReadOptions &options,

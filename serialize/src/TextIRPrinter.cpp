@@ -259,6 +259,8 @@ private:
   Expected<std::string> dataInitializer(const GraphInput &in) {
     const TensorProto &proto = in.value->proto();
     const Tensor &t = in.data();
+    if (const Diagnostic *why = in.dataError())
+      return Diagnostic::error("constant '" + in.fqn + "': " + why->message);
     if (!t.defined())
       return Diagnostic::error("constant '" + in.fqn + "' has an inline initializer but no data");
     if (proto.quant)

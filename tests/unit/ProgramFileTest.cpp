@@ -430,7 +430,11 @@ TEST_F(ProgramFileTest, SectionCorruption) {
   // A damaged constant: found with verifyData, not without (lazy mapping).
   {
     std::string b = valid;
-    b[b.size() - 20] ^= 0x55;
+    // The last bytes of DATA (the section table says where it lies: graft
+    // writes it before the metadata sections, so constants can stream).
+    std::size_t dataEntry = 64 + (secs.size() - 1) * 32;
+    ASSERT_EQ(b.substr(dataEntry, 4), "DATA");
+    b[u64(b, dataEntry + 8) + u64(b, dataEntry + 16) - 20] ^= 0x55;
     EXPECT_EQ(readError(b), "");
     std::string msg = readError(b, {.verifyData = true});
     EXPECT_NE(msg.find("section DATA: blob"), std::string::npos) << msg;

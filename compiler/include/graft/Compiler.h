@@ -111,12 +111,16 @@ struct CompileSummary {
   std::size_t gpuNodes = 0; ///< in partitions (device kernels and host steps)
   std::size_t cpuNodes = 0;
   std::map<std::string, uint64_t> cpuReasons;
-  /// Input model constants, byte-identical ones (tied weights) counted once.
+  /// Input model constants, each distinct one once: tied weights (one
+  /// storage under two FQNs) count once. Counted from prototypes, no data read.
   uint64_t constantBytesIn = 0;
-  /// The program's constant pool for the fused graph (identical bytes once).
+  /// The fused graph's constant pool: when a program is written, the bytes
+  /// its constant pool stores for the fused graph (identical bytes once);
+  /// otherwise counted like constantBytesIn.
   uint64_t constantBytesOut = 0;
-  /// Theoretical minimum: every distinct input constant, int4-valued int8
-  /// tensors at 4 bits per element (packed int4 + scales + the rest).
+  /// Theoretical minimum: every distinct input constant, int8 tensors that
+  /// every consumer dequantizes from int4 (quant range within [-8, 7]) at 4
+  /// bits per element (packed int4 + scales + the rest).
   uint64_t constantBytesMin = 0;
   uint64_t programBytes = 0; ///< size of the written file (0 when not written)
   std::vector<std::pair<std::string, double>> phaseSeconds; ///< in phase order
@@ -156,9 +160,11 @@ struct CompileResult {
 /// load -> legalize -> fuse -> partition -> codegen (plan) -> write.
 Expected<CompileResult> compile(const std::string &modelPath, const CompileOptions &options = {});
 
-/// Byte counts of a graph's constants: `distinct` by content (what a
-/// deduplicating file stores) and the theoretical minimum described at
-/// CompileSummary::constantBytesMin.
+/// Byte counts of a graph's constants, from prototypes and the graph alone
+/// (no weight is read, so this is instant on an 8B model): `distinct` counts
+/// each distinct constant once (same storage bytes, same initializer or same
+/// deferred computation = one constant), `minimum` is the theoretical minimum
+/// described at CompileSummary::constantBytesMin.
 struct ConstantBytes {
   uint64_t distinct = 0;
   uint64_t minimum = 0;

@@ -187,6 +187,8 @@ Interpreter::run(const Graph &graph, const std::vector<RuntimeValue> &userInputs
     if (!in.hasData())
       return Diagnostic::error(label + " has no data; constants need data to be interpreted");
     const Tensor &data = in.data();
+    if (const Diagnostic *why = in.dataError())
+      return Diagnostic::error(label + ": " + why->message);
     if (!data.defined())
       return Diagnostic::error(label + " has no data; constants need data to be interpreted");
     if (data.dtype() != v->proto().dtype)

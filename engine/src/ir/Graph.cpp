@@ -155,18 +155,90 @@ Tensor generateFull(const TensorProto &proto, const FullInit &init) {
   return t;
 }
 
+DeferredData::~DeferredData() = default;
+
+namespace {
+
+/// dataSource() of a constant whose data is already a tensor (owned or mapped).
+class TensorData final : public DeferredData {
+public:
+  TensorData(Tensor t, std::string fqn) : t_(std::move(t)), fqn_(std::move(fqn)) {}
+  Expected<Tensor> compute() const override { return t_; }
+  std::string describe() const override { return fqn_; }
+
+private:
+  Tensor t_;
+  std::string fqn_;
+};
+
+/// dataSource() of a random()/full() constant: generated when computed.
+class GeneratedData final : public DeferredData {
+public:
+  GeneratedData(TensorProto proto, ConstantInit init, std::string fqn)
+      : proto_(std::move(proto)), init_(std::move(init)), fqn_(std::move(fqn)) {}
+  Expected<Tensor> compute() const override {
+    if (const auto *r = std::get_if<RandomInit>(&init_))
+      return generateRandom(proto_, *r);
+    return generateFull(proto_, std::get<FullInit>(init_));
+  }
+  std::string describe() const override { return fqn_; }
+
+private:
+  TensorProto proto_;
+  ConstantInit init_;
+  std::string fqn_;
+};
+
+} // namespace
+
+bool GraphInput::isDeferred() const {
+  return !data_.defined() && init && std::holds_alternative<DeferredInit>(*init);
+}
+
 const Tensor &GraphInput::data() const {
-  if (!data_.defined() && init) {
+  if (!data_.defined() && init && !dataError_) {
     if (const auto *r = std::get_if<RandomInit>(&*init))
       data_ = generateRandom(value->proto(), *r);
     else if (const auto *f = std::get_if<FullInit>(&*init))
       data_ = generateFull(value->proto(), *f);
+    else if (const auto *d = std::get_if<DeferredInit>(&*init)) {
+      auto t = d->source->compute();
+      if (t.ok())
+        data_ = std::move(*t);
+      else
+        dataError_ = t.diags().front();
+    }
   }
   return data_;
 }
 
+Expected<Tensor> GraphInput::load() const {
+  if (data_.defined() || !init)
+    return data_;
+  if (const auto *r = std::get_if<RandomInit>(&*init))
+    return generateRandom(value->proto(), *r);
+  if (const auto *f = std::get_if<FullInit>(&*init))
+    return generateFull(value->proto(), *f);
+  if (const auto *d = std::get_if<DeferredInit>(&*init))
+    return d->source->compute();
+  return data_;
+}
+
+std::shared_ptr<const DeferredData> GraphInput::dataSource() const {
+  if (!init)
+    return nullptr;
+  if (data_.defined())
+    return std::make_shared<TensorData>(data_, fqn);
+  if (std::holds_alternative<RandomInit>(*init) || std::holds_alternative<FullInit>(*init))
+    return std::make_shared<GeneratedData>(value->proto(), *init, fqn);
+  if (const auto *d = std::get_if<DeferredInit>(&*init))
+    return d->source;
+  return nullptr;
+}
+
 void GraphInput::setData(Tensor data, ConstantInit newInit) {
   data_ = std::move(data);
+  dataError_.reset();
   init = std::move(newInit);
 }
 

@@ -67,6 +67,13 @@ Storage::~Storage() {
     ::munmap(mapBase_, mapLength_);
 }
 
+void Storage::releasePages() const {
+  // The mapping is private and read-only: its pages are clean copies of the
+  // file, so dropping them loses nothing.
+  if (mapBase_)
+    ::madvise(mapBase_, mapLength_, MADV_DONTNEED);
+}
+
 uint8_t *Storage::mutableData() {
   // Mapped storages are read-only by construction; writing to one is a bug.
   if (mapBase_)

@@ -117,9 +117,11 @@ private:
                "symbolic-constant");
         continue;
       }
-      if (in.hasData() && !v->proto().quant) {
-        const Tensor &t = in.data();
-        if (t.defined() && (t.dtype() != v->proto().dtype || t.sizes() != *sizes))
+      // Data held now (a deferred transform is checked against its plan when
+      // computed; verifying must not compute GBs of repacked weights).
+      if (const Tensor *held = in.resident(); held && !v->proto().quant) {
+        const Tensor &t = *held;
+        if (t.dtype() != v->proto().dtype || t.sizes() != *sizes)
           report(v->location(), subject,
                  "data is " + t.proto().str() + " but the value is declared " + v->proto().str(),
                  "constant-data-mismatch");

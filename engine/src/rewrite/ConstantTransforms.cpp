@@ -241,6 +241,67 @@ Expected<Tensor> computeTransform(const ConstantTransform &t,
   return out;
 }
 
+namespace {
+
+/// A transform call computed when its data is needed. Holds its own copy of
+/// the transform's compute function (a user registry may not outlive the
+/// graph) and handles to its inputs (a mapped weight stays mapped).
+class DeferredTransform final : public DeferredData {
+public:
+  DeferredTransform(const ConstantTransform &t, TransformArgs args, TensorProto planned,
+                    std::vector<std::shared_ptr<const DeferredData>> inputs, std::string fqn,
+                    std::string what)
+      : name_(t.name), compute_(t.compute), args_(std::move(args)), planned_(std::move(planned)),
+        inputs_(std::move(inputs)), fqn_(std::move(fqn)), what_(std::move(what)) {}
+
+  Expected<Tensor> compute() const override {
+    std::vector<Tensor> held;
+    held.reserve(inputs_.size());
+    for (const auto &in : inputs_) {
+      auto t = in->compute();
+      if (!t.ok())
+        return t.diags().front();
+      held.push_back(std::move(*t));
+    }
+    std::vector<const Tensor *> ptrs;
+    for (const Tensor &t : held)
+      ptrs.push_back(&t);
+    ConstantTransform t;
+    t.name = name_;
+    t.compute = compute_;
+    auto out = computeTransform(t, ptrs, args_, planned_);
+    // One pass over each mapped source is done: its pages leave the RSS.
+    for (const Tensor &in : held)
+      in.releasePages();
+    if (!out.ok()) {
+      Diagnostic d = out.diags().front();
+      d.message = "constant '" + fqn_ + "' = " + what_ + ": " + d.message;
+      return d;
+    }
+    return out;
+  }
+  std::string describe() const override { return what_; }
+
+private:
+  std::string name_;
+  TransformComputeFn compute_;
+  TransformArgs args_;
+  TensorProto planned_;
+  std::vector<std::shared_ptr<const DeferredData>> inputs_;
+  std::string fqn_;
+  std::string what_;
+};
+
+} // namespace
+
+std::shared_ptr<const DeferredData>
+deferTransform(const ConstantTransform &transform, TransformArgs args, TensorProto planned,
+               std::vector<std::shared_ptr<const DeferredData>> inputs, std::string fqn,
+               std::string what) {
+  return std::make_shared<DeferredTransform>(transform, std::move(args), std::move(planned),
+                                             std::move(inputs), std::move(fqn), std::move(what));
+}
+
 //===----------------------------------------------------------------------===//
 // The arithmetic
 //===----------------------------------------------------------------------===//

@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace graft::rewrite::detail {
 
@@ -232,17 +233,27 @@ const Matcher::DataRange &Matcher::dataRange(const Value *v) const {
   DataRange r;
   const GraphInput *in = graph_.inputFor(v);
   if (in && in->isConstant() && in->hasData() && !v->proto().quant) {
-    const Tensor &t = in->data();
+    // load(), not data(): a deferred constant is computed for the scan and
+    // dropped, not kept alive by a predicate.
+    auto loaded = in->load();
+    Tensor t = loaded.ok() ? std::move(*loaded) : Tensor();
     if (t.defined()) {
       r.hasData = true;
       r.min = std::numeric_limits<double>::infinity();
       r.max = -std::numeric_limits<double>::infinity();
       r.numeric = visitIntegers(t, [&](const auto *p, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) {
-          double x = static_cast<double>(p[i]);
-          r.min = std::min(r.min, x);
-          r.max = std::max(r.max, x);
+        // Min/max in the element type (vectorizes: this scans GBs of int8
+        // weights for values_in), converted once.
+        using T = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
+        if (n == 0)
+          return;
+        T lo = p[0], hi = p[0];
+        for (int64_t i = 1; i < n; ++i) {
+          lo = p[i] < lo ? p[i] : lo;
+          hi = p[i] > hi ? p[i] : hi;
         }
+        r.min = static_cast<double>(lo);
+        r.max = static_cast<double>(hi);
       });
       if (!r.numeric && isComputable(t.dtype()) && !isComplex(t.dtype())) {
         r.numeric = true;
@@ -258,6 +269,8 @@ const Matcher::DataRange &Matcher::dataRange(const Value *v) const {
       }
       if (t.numel() == 0)
         r.min = r.max = 0;
+      // One pass over a mapped weight is done: its pages leave the RSS.
+      t.releasePages();
     }
   }
   return ranges_.emplace(v, r).first->second;

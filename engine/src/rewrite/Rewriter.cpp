@@ -243,6 +243,8 @@ private:
     Value *scratch = nullptr;  ///< stands for the constant while staging
     Tensor data;
     bool hasData = false;
+    /// Deferred mode: computes the data when it is needed.
+    std::shared_ptr<const DeferredData> deferred;
     SourceRange loc; ///< the rewrite statement or call asking for it
   };
   struct StagedNode {
@@ -281,6 +283,9 @@ private:
   /// The FQN a new staged constant will get (named on first need: when a
   /// chained transform keys on it, or at commit).
   const std::string &ensureFqn(StagedConst &sc, const Txn &t);
+  /// Deferred mode: gives every new staged constant the computation of its
+  /// data (chained transforms feed on the staged constant before them).
+  void deferConstants(Txn &t);
   /// `base`, else `base_N` for the next N not taken (a counter per base, so
   /// probing does not restart at 1). `permanent`: the name goes to a value
   /// this run never removes (a graph input).
@@ -371,6 +376,30 @@ const std::string &Driver::ensureFqn(StagedConst &sc, const Txn &t) {
       return false;
     });
   return sc.fqn;
+}
+
+void Driver::deferConstants(Txn &t) {
+  for (StagedConst &sc : t.consts) {
+    if (sc.existing)
+      continue;
+    std::vector<std::shared_ptr<const DeferredData>> inputs;
+    inputs.reserve(sc.inputs.size());
+    for (const Value *in : sc.inputs) {
+      std::shared_ptr<const DeferredData> src;
+      if (const GraphInput *gi = graph_.inputFor(in); gi && gi->value == in)
+        src = gi->dataSource();
+      for (const StagedConst &o : t.consts)
+        if (o.scratch == in)
+          src = o.deferred;
+      if (!src)
+        break; // a data-free graph: the constant is described, not computed
+      inputs.push_back(std::move(src));
+    }
+    if (inputs.size() != sc.inputs.size())
+      continue;
+    sc.deferred = deferTransform(*sc.transform, sc.args, sc.proto, std::move(inputs), sc.fqn,
+                                 sc.request.str());
+  }
 }
 
 Expected<Argument> Driver::toArgument(const EvalValue &v) const {
@@ -772,8 +801,9 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       }
     }
   }
-  // Constant data (the only part that reads weights).
-  if (reason.empty())
+  // Constant data (the only part that reads weights); deferred mode computes
+  // it when the bytes are needed instead (see commit).
+  if (reason.empty() && !options_.deferConstantData)
     for (StagedConst &sc : t.consts) {
       if (sc.existing)
         continue;
@@ -825,6 +855,8 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
   for (StagedConst &sc : t.consts)
     if (!sc.existing)
       ensureFqn(sc, t);
+  if (options_.deferConstantData)
+    deferConstants(t);
   for (StagedConst &sc : t.consts) {
     if (sc.existing) {
       registry_.noteReuse(*registry_.findByKey(sc.key), rule.rule().name);
@@ -865,6 +897,8 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
                         std::move(sc.proto), *fqn);
     if (sc.hasData)
       graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].setData(sc.data, ExternalData{});
+    else if (sc.deferred)
+      graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].init = DeferredInit{sc.deferred};
     constants_[*fqn] = v;
     real.emplace_back(sc.scratch, v);
     if (options_.recordLog)

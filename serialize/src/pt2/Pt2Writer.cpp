@@ -722,16 +722,9 @@ private:
 //===----------------------------------------------------------------------===//
 
 /// The bytes of a constant: its data, or freshly generated for random()/full()
-/// initializers so generated weights are never kept alive after writing.
-Tensor constantData(const GraphInput &in) {
-  if (in.init) {
-    if (const auto *r = std::get_if<RandomInit>(&*in.init))
-      return generateRandom(in.value->proto(), *r);
-    if (const auto *f = std::get_if<FullInit>(&*in.init))
-      return generateFull(in.value->proto(), *f);
-  }
-  return in.data();
-}
+/// initializers and freshly computed for deferred transforms, so generated
+/// and repacked weights are never kept alive after writing.
+Expected<Tensor> constantData(const GraphInput &in) { return in.load(); }
 
 /// Whether `in` is a random() integer constant the writer can stream (see
 /// streamRandomInts): generated chunk by chunk, never held whole in memory.
@@ -916,7 +909,13 @@ Status writePt2(const Graph &graph, const std::string &path, const Pt2WriteOptio
                           {"tensor_meta", std::move(meta)}};
         continue;
       }
-      Tensor t = in.hasData() ? constantData(in) : Tensor();
+      Tensor t;
+      if (in.hasData()) {
+        auto loaded = constantData(in);
+        if (!loaded.ok())
+          return Diagnostic::error(what + ": " + loaded.diags().front().message);
+        t = std::move(*loaded);
+      }
       if (!t.defined()) {
         // No data (a data-free prototype): torch writes fake tensors as empty records.
         pathName = prefix + std::to_string(idx++);
@@ -939,7 +938,8 @@ Status writePt2(const Graph &graph, const std::string &path, const Pt2WriteOptio
       std::string initKey = generatedKey(in);
       // Generated data is freed after writing, so its address says nothing.
       bool isGenerated = in.init && (std::holds_alternative<RandomInit>(*in.init) ||
-                                     std::holds_alternative<FullInit>(*in.init));
+                                     std::holds_alternative<FullInit>(*in.init) ||
+                                     in.isDeferred());
       auto w = isGenerated ? written.end() : written.find(key);
       auto g = initKey.empty() ? generated.end() : generated.find(initKey);
       if (g != generated.end()) {
@@ -953,6 +953,7 @@ Status writePt2(const Graph &graph, const std::string &path, const Pt2WriteOptio
         std::size_t bytes = s.size() - s.size() % es;
         GRAFT_CHECK_OK(zip->addStreamed(dir + pathName, bytes,
                                         [&](const auto &sink) { return sink(s.data(), bytes); }));
+        t.releasePages(); // written: a mapped weight's pages leave the RSS
         if (!isGenerated)
           written.emplace(key, pathName);
         if (!initKey.empty())

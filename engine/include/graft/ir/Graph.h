@@ -22,6 +22,7 @@
 #include "graft/ir/Tensor.h"
 #include "graft/ir/TensorProto.h"
 #include "graft/support/Diagnostic.h"
+#include "graft/support/Expected.h"
 
 #include <cstdint>
 #include <list>
@@ -165,7 +166,28 @@ struct FileInit {
 /// Data with no textual source (e.g. read from a .pt2); printed inline when
 /// small, otherwise the printer needs a sidecar data file.
 struct ExternalData {};
-using ConstantInit = std::variant<RandomInit, FullInit, InlineInit, FileInit, ExternalData>;
+
+/// Data computed on demand from other constants: a rule's constant transform
+/// (pack_int4 of a mapped weight), recorded when the rewrite commits and run
+/// when the bytes are first needed (the interpreter, a writer). Deferring
+/// keeps fusion data-free (no weight is read or repacked while matching) and
+/// lets writers stream: compute one constant, write it, drop it, so compiling
+/// an 8B model never holds its repacked weights in memory at once.
+class DeferredData {
+public:
+  virtual ~DeferredData();
+  /// Computes the data: a fresh tensor per call (callers decide what to keep).
+  /// Errors name the constant and the transform.
+  virtual Expected<Tensor> compute() const = 0;
+  /// What computes it: "pack_int4(layers.0.wq.weight, nibbles=low_first)".
+  virtual std::string describe() const = 0;
+};
+struct DeferredInit {
+  std::shared_ptr<const DeferredData> source;
+};
+
+using ConstantInit =
+    std::variant<RandomInit, FullInit, InlineInit, FileInit, ExternalData, DeferredInit>;
 
 /// Deterministic, platform-independent generation of RandomInit data
 /// (splitmix64; integers uniform in [min, max], floats uniform in [min, max)
@@ -182,13 +204,32 @@ struct GraphInput {
 
   bool isConstant() const { return kind != InputKind::UserInput; }
   bool hasData() const { return init.has_value(); }
-  /// The constant's data; generated on first use for random/full initializers.
+  /// Data computed on demand (DeferredInit) and not computed yet.
+  bool isDeferred() const;
+  /// The data when it is held now (owned, mapped, or already generated or
+  /// computed), else null; never generates or computes anything.
+  const Tensor *resident() const { return data_.defined() ? &data_ : nullptr; }
+  /// The constant's data, cached: generated on first use for random/full
+  /// initializers, computed on first use for deferred ones. Undefined when
+  /// there is none or computing it failed (dataError() then says why).
   const Tensor &data() const;
+  /// Why data() is undefined for a constant that has an initializer, or null.
+  const Diagnostic *dataError() const { return dataError_ ? &*dataError_ : nullptr; }
+  /// The data without caching it here: what data() holds when it holds
+  /// something, else freshly generated or computed (a writer streaming
+  /// constants keeps one at a time). Undefined tensor when there is no data.
+  Expected<Tensor> load() const;
+  /// A handle that produces this constant's data later, for building a
+  /// deferred transform on it: shares the tensor (a mapped weight stays
+  /// mapped, not copied), the generator, or the deferred computation. Null
+  /// when the constant has no data.
+  std::shared_ptr<const DeferredData> dataSource() const;
   void setData(Tensor data, ConstantInit init);
 
 private:
   friend class Graph;
   mutable Tensor data_;
+  mutable std::optional<Diagnostic> dataError_;
 };
 
 struct GraphOutput {

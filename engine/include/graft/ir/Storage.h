@@ -39,6 +39,13 @@ public:
   bool isMapped() const { return mapBase_ != nullptr; }
   /// For mapped storages: the file it came from.
   const std::string &path() const { return path_; }
+  /// For mapped storages: tells the kernel this process is done with the
+  /// pages for now (madvise MADV_DONTNEED), so they leave its resident set;
+  /// a later read faults them back in from the page cache or the file. Called
+  /// after one pass over a weight (a predicate scan, a repack, a write) so
+  /// that streaming over GBs of mapped weights keeps RSS at one tensor's
+  /// worth. A no-op for owned storages (their bytes are the only copy).
+  void releasePages() const;
 
 private:
   Storage() = default;

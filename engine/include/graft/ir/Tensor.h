@@ -47,6 +47,11 @@ public:
   std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * elementSize(dtype_); }
   bool isContiguous() const;
   const std::shared_ptr<Storage> &storage() const { return storage_; }
+  /// Storage::releasePages on this tensor's storage (mapped data only).
+  void releasePages() const {
+    if (storage_)
+      storage_->releasePages();
+  }
 
   /// The prototype describing this tensor (concrete shape, dtype, strides).
   TensorProto proto() const;

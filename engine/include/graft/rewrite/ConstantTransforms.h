@@ -19,6 +19,7 @@
 #pragma once
 
 #include "graft/ir/Argument.h"
+#include "graft/ir/Graph.h"
 #include "graft/ir/Tensor.h"
 #include "graft/ir/TensorProto.h"
 #include "graft/support/Expected.h"
@@ -139,6 +140,15 @@ Expected<TransformPlan> planTransform(const ConstantTransform &transform,
 Expected<Tensor> computeTransform(const ConstantTransform &transform,
                                   const std::vector<const Tensor *> &inputs,
                                   const TransformArgs &args, const TensorProto &planned);
+
+/// A transform call whose data is computed when needed (GraphInput's
+/// DeferredInit): inputs are computed, the transform runs, and mapped input
+/// pages are released afterwards (a repack streams over mapped weights).
+/// Errors name `fqn` and `what` ("pack_int4(tok_embeddings.weight, ...)").
+std::shared_ptr<const DeferredData>
+deferTransform(const ConstantTransform &transform, TransformArgs args, TensorProto planned,
+               std::vector<std::shared_ptr<const DeferredData>> inputs, std::string fqn,
+               std::string what);
 
 //===-- The arithmetic behind the built-in transforms, for tests and tools ---===//
 

@@ -115,6 +115,14 @@ struct RewriteOptions {
   bool recordLog = true;
   /// Only these rule names run (empty: all).
   std::vector<std::string> onlyRules;
+  /// Record each new constant's transform instead of computing its data
+  /// (GraphInput::init = DeferredInit): fusing reads no weights and holds no
+  /// repacked copy; the data is computed when first needed (interpreter,
+  /// writers, which stream it). The cost: a transform that fails on the data
+  /// (pack_int4 of a value outside [-8, 7] where the rule has no values_in
+  /// check) is reported then, naming the constant, instead of refusing the
+  /// rewrite. Eager (false) keeps rewrites all-or-nothing on data too.
+  bool deferConstantData = false;
 };
 
 struct RewriteResult {

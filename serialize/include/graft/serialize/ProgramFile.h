@@ -100,6 +100,10 @@ struct ProgramStats {
 struct ProgramWriteOptions {
   /// Called with the fraction of constant bytes written so far (0..1).
   std::function<void(double)> progress;
+  /// When set, META's "summary" is this function's JSON, called once the
+  /// constants are written (so it can report what the pool stores; the
+  /// stats' fileBytes is still 0 then). Otherwise Program::summaryJson.
+  std::function<std::string(const ProgramStats &)> summaryJson;
 };
 
 /// Writes `program` atomically (temp file in the same directory, fsync,
