@@ -316,9 +316,10 @@ Expected<vk::PartitionReport> partition(const Graph &graph, const std::string &t
 namespace {
 
 /// Whether every use of `v` dequantizes it from int4: a quantize/dequantize
-/// op whose quant range lies within [-8, 7] (torchao's unpacked int4 qdata in
-/// int8). Such a tensor needs 4 bits per element once packed. Decided from
-/// the graph, not by scanning GBs of weights.
+/// op whose quant range lies within [-8, 7] reads it as its quantized input
+/// (torchao's unpacked int4 qdata in int8) or its zero point. Such a tensor
+/// needs 4 bits per element once packed. Decided from the graph, not by
+/// scanning GBs of weights.
 bool declaredInt4(const Value *v) {
   if (v->proto().dtype != DType::I8 || !v->hasUses())
     return false;
@@ -332,9 +333,10 @@ bool declaredInt4(const Value *v) {
     const Argument *hi = bound->find("quant_max");
     if (!lo || !hi || !lo->isInt() || !hi->isInt() || lo->integer() < -8 || hi->integer() > 7)
       return false;
-    // The weight must be the op's quantized input, not e.g. its scale.
-    const Argument &first = bound->at(0);
-    if (!first.isValue() || first.value() != v)
+    // The op's quantized input, or its zero point (an int4 quantization's
+    // zero point is an int4 value too), not e.g. a scale.
+    auto is = [&](const Argument *a) { return a && a->isValue() && a->value() == v; };
+    if (!is(&bound->at(0)) && !is(bound->find("zero_point")) && !is(bound->find("zero_points")))
       return false;
   }
   return true;
