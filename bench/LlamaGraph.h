@@ -14,6 +14,8 @@
 #include "graft/ir/Graph.h"
 #include "graft/ops/OpRegistry.h"
 
+#include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -21,9 +23,10 @@ namespace graft::bench {
 
 inline std::unique_ptr<Graph> llamaGraph(const LlamaShape &s) {
   auto g = std::make_unique<Graph>("llama_4w");
-  g->symbols().declare("s0", SymbolRange{1, 2048});
+  g->symbols().declare("s0", SymbolRange{1, kMaxSeq});
   const Dim s0 = Dim::symbol("s0");
   const int hd = s.dim / s.heads;
+  const int kvDim = s.kvHeads * hd;
   auto t = [](DType dt, Shape shape) { return TensorProto(dt, std::move(shape)); };
   auto qparam = [&](const std::string &v, const std::string &fqn, int n, int k) {
     g->addInput(InputKind::Parameter, v, t(DType::I8, {n, k}), fqn + ".weight");
@@ -36,13 +39,19 @@ inline std::unique_ptr<Graph> llamaGraph(const LlamaShape &s) {
     g->addInput(InputKind::Parameter, p + "an", t(DType::F32, {s.dim}),
                 f + "attention_norm.weight");
     g->addInput(InputKind::Parameter, p + "fn", t(DType::F32, {s.dim}), f + "ffn_norm.weight");
-    for (const char *w : {"wq", "wk", "wv", "wo"})
-      qparam(p + w, f + "attention." + w, s.dim, s.dim);
+    qparam(p + "wq", f + "attention.wq", s.dim, s.dim);
+    qparam(p + "wk", f + "attention.wk", kvDim, s.dim);
+    qparam(p + "wv", f + "attention.wv", kvDim, s.dim);
+    qparam(p + "wo", f + "attention.wo", s.dim, s.dim);
     qparam(p + "w1", f + "feed_forward.w1", s.hidden, s.dim);
     qparam(p + "w3", f + "feed_forward.w3", s.hidden, s.dim);
     qparam(p + "w2", f + "feed_forward.w2", s.dim, s.hidden);
   }
+  Value *freqs[2];
+  freqs[0] = g->addInput(InputKind::Buffer, "freqs_cos", t(DType::F32, {kMaxSeq, hd}), "freqs_cos");
+  freqs[1] = g->addInput(InputKind::Buffer, "freqs_sin", t(DType::F32, {kMaxSeq, hd}), "freqs_sin");
   Value *tokens = g->addInput(InputKind::UserInput, "tokens", t(DType::I64, {1, s0}));
+  Value *mask = g->addInput(InputKind::UserInput, "attn_mask", t(DType::F32, {1, 1, s0, s0}));
   auto node = [&](const std::string &name, TensorProto proto, const char *target,
                   std::vector<Argument> args,
                   std::vector<std::pair<std::string, Argument>> kwargs = {}) {
@@ -78,8 +87,25 @@ inline std::unique_ptr<Graph> llamaGraph(const LlamaShape &s) {
   Value *seqLen = g->createNode("aten.sym_size.int", {tokens, Argument(int64_t(1))}, {},
                                 {{"seq", ValueKind::SymInt, TensorProto()}})
                       ->output();
+  auto i64 = [](int64_t v) { return Argument(v); };
+  auto sizes = [](std::initializer_list<Argument> l) { return Argument(Argument::List(l)); };
+  // Rotary tables for the positions in use: [s0, hd] -> [1, s0, hd].
+  Value *rot[2];
+  const char *rotName[2] = {"cos", "sin"};
+  for (int i = 0; i < 2; ++i) {
+    std::string n = rotName[i];
+    Value *sl = node(n + "_s", t(DType::F32, {s0, hd}), "aten.slice.Tensor",
+                     {freqs[i], i64(0), i64(0), seqLen});
+    rot[i] = node(n, t(DType::F32, {1, s0, hd}), "aten.unsqueeze.default", {sl, i64(0)});
+  }
   const Shape heads = {1, s0, s.heads, hd};
   const Shape headsT = {1, s.heads, s0, hd};
+  const Shape halfT = {1, s.heads, s0, hd / 2};
+  const Shape kvHeads = {1, s0, s.kvHeads, hd};
+  const Shape kvHeadsT = {1, s.kvHeads, s0, hd};
+  const Shape kvHalfT = {1, s.kvHeads, s0, hd / 2};
+  const int rep = s.heads / s.kvHeads;
+  const Shape scores = {1, s.heads, s0, s0};
   for (int l = 0; l < s.layers; ++l) {
     std::string p = "l" + std::to_string(l) + "_";
     Value *x = rmsNorm(p + "x", h, val(p + "an"));
@@ -87,22 +113,64 @@ inline std::unique_ptr<Graph> llamaGraph(const LlamaShape &s) {
     int i = 0;
     for (const char *w : {"wq", "wk", "wv"}) {
       std::string o = p + w + "_o";
-      Value *lo = linear(o, x, p + w, s.dim, s.dim);
-      Value *v =
-          node(o + "_v", t(DType::F32, heads), "aten.view.default",
-               {lo, Argument(Argument::List{Argument(int64_t(1)), Argument(seqLen),
-                                            Argument(int64_t(s.heads)), Argument(int64_t(hd))})});
-      proj[i++] = node(o + "_t", t(DType::F32, headsT), "aten.transpose.int",
-                       {v, Argument(int64_t(1)), Argument(int64_t(2))});
+      bool q = w[1] == 'q';
+      int nh = q ? s.heads : s.kvHeads;
+      Value *lo = linear(o, x, p + w, nh * hd, s.dim);
+      Value *v = node(o + "_v", t(DType::F32, q ? heads : kvHeads), "aten.view.default",
+                      {lo, sizes({i64(1), Argument(seqLen), i64(nh), i64(hd)})});
+      proj[i++] = node(o + "_t", t(DType::F32, q ? headsT : kvHeadsT), "aten.transpose.int",
+                       {v, i64(1), i64(2)});
     }
-    Value *attn =
-        node(p + "attn", t(DType::F32, headsT), "aten.scaled_dot_product_attention.default",
-             {proj[0], proj[1], proj[2]}, {{"is_causal", Argument(true)}});
-    Value *attnT = node(p + "attn_t", t(DType::F32, heads), "aten.transpose.int",
-                        {attn, Argument(int64_t(1)), Argument(int64_t(2))});
+    // Rotary embeddings (rotate_half form) on q and k.
+    Value *cos =
+        node(p + "cos", t(DType::F32, {1, 1, s0, hd}), "aten.unsqueeze.default", {rot[0], i64(1)});
+    Value *sin =
+        node(p + "sin", t(DType::F32, {1, 1, s0, hd}), "aten.unsqueeze.default", {rot[1], i64(1)});
+    Value *roped[2];
+    for (int j = 0; j < 2; ++j) {
+      std::string r = p + (j == 0 ? "wq" : "wk") + "_r";
+      Value *xv = proj[j];
+      const Shape &full = j == 0 ? headsT : kvHeadsT;
+      const Shape &halfShape = j == 0 ? halfT : kvHalfT;
+      Value *c = node(r + "_c", t(DType::F32, full), "aten.mul.Tensor", {xv, cos});
+      Value *x1 = node(r + "_x1", t(DType::F32, halfShape), "aten.slice.Tensor",
+                       {xv, i64(3), i64(0), i64(hd / 2)});
+      Value *x2 = node(r + "_x2", t(DType::F32, halfShape), "aten.slice.Tensor",
+                       {xv, i64(3), i64(hd / 2), i64(INT64_MAX)});
+      Value *ng = node(r + "_n", t(DType::F32, halfShape), "aten.neg.default", {x2});
+      Value *hf = node(r + "_h", t(DType::F32, full), "aten.cat.default",
+                       {Argument(Argument::List{Argument(ng), Argument(x1)}), i64(-1)});
+      Value *sn = node(r + "_s", t(DType::F32, full), "aten.mul.Tensor", {hf, sin});
+      roped[j] = node(r, t(DType::F32, full), "aten.add.Tensor", {c, sn});
+    }
+    // repeat_kv: each key/value head serves `rep` query heads.
+    Value *repeated[2];
+    Value *kvIn[2] = {roped[1], proj[2]};
+    for (int j = 0; j < 2; ++j) {
+      std::string kv = kvIn[j]->name();
+      Value *u = node(kv + "_u", t(DType::F32, {1, s.kvHeads, 1, s0, hd}), "aten.unsqueeze.default",
+                      {kvIn[j], i64(2)});
+      Value *e = node(kv + "_e", t(DType::F32, {1, s.kvHeads, rep, s0, hd}), "aten.expand.default",
+                      {u, sizes({i64(1), i64(s.kvHeads), i64(rep), Argument(seqLen), i64(hd)})});
+      repeated[j] = node(kv + "_rep", t(DType::F32, headsT), "aten.reshape.default",
+                         {e, sizes({i64(1), i64(s.heads), Argument(seqLen), i64(hd)})});
+    }
+    // Attention: softmax(q @ k^T * hd^-0.5 + mask) @ v.
+    Value *kt = node(p + "kt", t(DType::F32, {1, s.heads, hd, s0}), "aten.transpose.int",
+                     {repeated[0], i64(2), i64(3)});
+    Value *qk = node(p + "qk", t(DType::F32, scores), "aten.matmul.default", {roped[0], kt});
+    Value *sc =
+        node(p + "sc", t(DType::F32, scores), "aten.mul.Scalar", {qk, Argument(attnScale(hd))});
+    Value *m = node(p + "mask", t(DType::F32, {1, 1, s0, s0}), "aten.slice.Tensor",
+                    {mask, i64(3), i64(0), seqLen});
+    Value *sm = node(p + "sm", t(DType::F32, scores), "aten.add.Tensor", {sc, m});
+    Value *pr = node(p + "pr", t(DType::F32, scores), "aten.softmax.int",
+                     {sm, i64(-1), Argument(DType::F32)});
+    Value *attn = node(p + "attn", t(DType::F32, headsT), "aten.matmul.default", {pr, repeated[1]});
+    Value *attnT =
+        node(p + "attn_t", t(DType::F32, heads), "aten.transpose.int", {attn, i64(1), i64(2)});
     Value *attnV = node(p + "attn_v", t(DType::F32, seq), "aten.view.default",
-                        {attnT, Argument(Argument::List{Argument(int64_t(1)), Argument(seqLen),
-                                                        Argument(int64_t(s.dim))})});
+                        {attnT, sizes({i64(1), Argument(seqLen), i64(s.dim)})});
     Value *wo = linear(p + "wo_o", attnV, p + "wo", s.dim, s.dim);
     Value *hh = node(p + "h", t(DType::F32, seq), "aten.add.Tensor", {h, wo});
     Value *y = rmsNorm(p + "y", hh, val(p + "fn"));

@@ -258,7 +258,7 @@ Value *Graph::newValue(std::string name, ValueKind kind, TensorProto proto) {
   v->proto_ = std::move(proto);
   Value *raw = v.get();
   values_.push_back(std::move(v));
-  valuesByName_[std::string_view(raw->name_)] = raw;
+  valuesByName_.insertOrAssign(raw->name_, raw);
   return raw;
 }
 
@@ -391,17 +391,17 @@ void Graph::renumber() {
 }
 
 Value *Graph::findValue(std::string_view name) const {
-  auto it = valuesByName_.find(name);
-  return it == valuesByName_.end() ? nullptr : it->second;
+  Value *const *v = valuesByName_.find(name);
+  return v ? *v : nullptr;
 }
 
 std::string Graph::uniqueName(std::string_view base) const {
   std::string b(base);
-  if (!valuesByName_.count(b))
+  if (!valuesByName_.contains(b))
     return b;
   for (uint64_t i = 1;; ++i) {
     std::string candidate = b + "_" + std::to_string(i);
-    if (!valuesByName_.count(candidate))
+    if (!valuesByName_.contains(candidate))
       return candidate;
   }
 }

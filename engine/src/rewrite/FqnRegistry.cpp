@@ -10,11 +10,16 @@
 
 namespace graft::rewrite {
 
-FqnRegistry::FqnRegistry(const FqnRegistry &other)
-    : entries_(other.entries_), byKey_(other.byKey_) {
+FqnRegistry::FqnRegistry(const FqnRegistry &other) : entries_(other.entries_), keys_(other.keys_) {
+  byKey_.reserve(entries_.size());
   byFqn_.reserve(entries_.size());
   for (std::size_t i = 0; i < entries_.size(); ++i)
-    byFqn_.emplace(entries_[i].fqn, i);
+    index(i);
+}
+
+void FqnRegistry::index(std::size_t i) {
+  byKey_.insert(keys_[i], i);
+  byFqn_.insert(entries_[i].fqn, i);
 }
 
 FqnRegistry &FqnRegistry::operator=(const FqnRegistry &other) {
@@ -52,18 +57,17 @@ std::string TransformRequest::str() const {
 }
 
 const ProvenanceEntry *FqnRegistry::find(const TransformRequest &request) const {
-  auto it = byKey_.find(request.key());
-  return it == byKey_.end() ? nullptr : &entries_[it->second];
+  return findByKey(request.key());
 }
 
 const ProvenanceEntry *FqnRegistry::findByKey(const std::string &key) const {
-  auto it = byKey_.find(key);
-  return it == byKey_.end() ? nullptr : &entries_[it->second];
+  const std::size_t *i = byKey_.find(key);
+  return i ? &entries_[*i] : nullptr;
 }
 
 const ProvenanceEntry *FqnRegistry::findByFqn(std::string_view fqn) const {
-  auto it = byFqn_.find(fqn);
-  return it == byFqn_.end() ? nullptr : &entries_[it->second];
+  const std::size_t *i = byFqn_.find(fqn);
+  return i ? &entries_[*i] : nullptr;
 }
 
 std::string FqnRegistry::deriveFqn(const TransformRequest &request) {
@@ -126,7 +130,7 @@ std::string FqnRegistry::proposeFqn(const TransformRequest &request,
                                     const std::function<bool(const std::string &)> &isTaken) const {
   std::string base = deriveFqn(request);
   std::string fqn = base;
-  for (int i = 2; byFqn_.count(fqn) || (isTaken && isTaken(fqn)); ++i)
+  for (int i = 2; byFqn_.contains(fqn) || (isTaken && isTaken(fqn)); ++i)
     fqn = base + "_" + std::to_string(i);
   return fqn;
 }
@@ -151,16 +155,16 @@ const ProvenanceEntry &FqnRegistry::recordAs(TransformRequest request, std::stri
   e.rule = std::move(rule);
   e.loc = std::move(loc);
   entries_.push_back(std::move(e));
-  byKey_.emplace(std::move(key), entries_.size() - 1);
-  byFqn_.emplace(std::string_view(entries_.back().fqn), entries_.size() - 1);
+  keys_.push_back(std::move(key));
+  index(entries_.size() - 1);
   return entries_.back();
 }
 
 void FqnRegistry::noteReuse(const ProvenanceEntry &entry, const std::string &rule) {
-  auto it = byFqn_.find(entry.fqn);
-  if (it == byFqn_.end())
+  const std::size_t *i = byFqn_.find(entry.fqn);
+  if (!i)
     return;
-  ProvenanceEntry &e = entries_[it->second];
+  ProvenanceEntry &e = entries_[*i];
   ++e.requests;
   if (std::find(e.requestedBy.begin(), e.requestedBy.end(), rule) == e.requestedBy.end())
     e.requestedBy.push_back(rule);

@@ -221,7 +221,7 @@ public:
       if (in.isConstant() && !in.fqn.empty()) {
         std::size_t at = fqnArena_.size();
         fqnArena_ += in.fqn;
-        constants_.emplace(std::string_view(fqnArena_).substr(at, in.fqn.size()), in.value);
+        constants_.insert(std::string_view(fqnArena_).substr(at, in.fqn.size()), in.value);
       }
     scratch_ = std::make_unique<Graph>("scratch");
   }
@@ -280,6 +280,18 @@ private:
                   const std::vector<CExpr> &args,
                   const std::vector<std::pair<std::string, CExpr>> &kwargs, Txn &t, EvalValue &out);
   Expected<Argument> toArgument(const EvalValue &v) const;
+  /// A literal-argument transform statement planned for these input
+  /// prototypes: its normalized arguments, their canonical text, the plan.
+  struct PlanMemo {
+    std::vector<TensorProto> inputs;
+    TransformArgs args;
+    std::string argsText;
+    TransformPlan plan;
+  };
+  const PlanMemo *findPlan(const CStmt *stmt, const TensorProto *const *protos,
+                           std::size_t n) const;
+  const PlanMemo *rememberPlan(const CStmt *stmt, const TensorProto *const *protos, std::size_t n,
+                               const TransformArgs &args, const TransformPlan &plan);
   /// The FQN a new staged constant will get (named on first need: when a
   /// chained transform keys on it, or at commit).
   const std::string &ensureFqn(StagedConst &sc, const Txn &t);
@@ -308,12 +320,14 @@ private:
   std::vector<std::vector<uint64_t>> failures_;
   std::vector<Node *> worklist_;
   NodeSet dead_;
-  std::string fqnArena_; ///< reserved once: views into it stay valid
-  std::unordered_map<std::string_view, Value *> constants_;
+  std::string fqnArena_;             ///< reserved once: views into it stay valid
+  StringViewMap<Value *> constants_; ///< graph constants by FQN
   std::unordered_map<std::string, uint64_t> nameCounters_;
   std::unique_ptr<Graph> scratch_;
   std::vector<Value *> scratchPool_[4];
   std::size_t scratchUsed_[4] = {0, 0, 0, 0};
+  /// Per statement, a few plans (distinct weight shapes; bounded).
+  std::unordered_map<const CStmt *, std::vector<PlanMemo>> plans_;
   Txn txn_; ///< reused by every apply (its vectors keep their capacity)
   std::vector<std::pair<const Value *, Value *>> realScratch_;
   std::vector<uint32_t> opaqueScratch_;
@@ -347,6 +361,37 @@ std::string Driver::freshName(std::string base, bool permanent) {
   }
 }
 
+const Driver::PlanMemo *Driver::findPlan(const CStmt *stmt, const TensorProto *const *protos,
+                                         std::size_t n) const {
+  auto it = plans_.find(stmt);
+  if (it == plans_.end())
+    return nullptr;
+  for (const PlanMemo &m : it->second) {
+    bool same = m.inputs.size() == n;
+    for (std::size_t i = 0; i < n && same; ++i)
+      same = m.inputs[i] == *protos[i];
+    if (same)
+      return &m;
+  }
+  return nullptr;
+}
+
+const Driver::PlanMemo *Driver::rememberPlan(const CStmt *stmt, const TensorProto *const *protos,
+                                             std::size_t n, const TransformArgs &args,
+                                             const TransformPlan &plan) {
+  std::vector<PlanMemo> &memos = plans_[stmt];
+  if (memos.size() >= 16) // a graph of many weight shapes: plan those afresh
+    return nullptr;
+  PlanMemo &m = memos.emplace_back();
+  m.inputs.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    m.inputs.push_back(*protos[i]);
+  m.args = args;
+  m.argsText = args.canonicalText();
+  m.plan = plan;
+  return &m;
+}
+
 Value *Driver::scratchValue(ValueKind kind, const TensorProto &proto) {
   // Scratch values are reused from one transaction to the next (a pool per
   // kind): staging allocates no graph values.
@@ -368,7 +413,7 @@ Value *Driver::scratchValue(ValueKind kind, const TensorProto &proto) {
 const std::string &Driver::ensureFqn(StagedConst &sc, const Txn &t) {
   if (sc.fqn.empty())
     sc.fqn = registry_.proposeFqn(sc.request, [&](const std::string &n) {
-      if (constants_.count(n))
+      if (constants_.contains(n))
         return true;
       for (const StagedConst &o : t.consts)
         if (o.fqn == n)
@@ -463,45 +508,61 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
     inputs[i] = v.v;
     protoPtrs[i] = &v.v->proto();
   }
+  // A statement with literal arguments planned before for the same input
+  // prototypes plans the same again (planTransform is a pure function of
+  // them): reuse the normalized arguments, their canonical text and the
+  // result prototype instead of re-running the transform's planner.
+  const PlanMemo *memo = stmt && stmt->literalArgs ? findPlan(stmt, protoPtrs, nin) : nullptr;
   Expected<TransformArgs> bound = TransformArgs();
-  if (stmt && stmt->literalArgs) {
-    bound = *stmt->literalArgs;
+  Expected<TransformPlan> plan = TransformPlan();
+  if (memo) {
+    if (memo->plan.identity) {
+      out = EvalValue::value(inputs[0]);
+      return true;
+    }
+    bound = memo->args;
   } else {
-    std::vector<Argument> pos;
-    pos.reserve(args.size() - nin);
-    for (std::size_t i = nin; i < args.size(); ++i) {
-      auto a = toArgument(matcher_.eval(args[i], &t.slots, &t.values));
-      if (!a.ok()) {
-        t.reject = tf.name + ": " + a.diags()[0].message;
+    if (stmt && stmt->literalArgs) {
+      bound = *stmt->literalArgs;
+    } else {
+      std::vector<Argument> pos;
+      pos.reserve(args.size() - nin);
+      for (std::size_t i = nin; i < args.size(); ++i) {
+        auto a = toArgument(matcher_.eval(args[i], &t.slots, &t.values));
+        if (!a.ok()) {
+          t.reject = tf.name + ": " + a.diags()[0].message;
+          return false;
+        }
+        pos.push_back(std::move(*a));
+      }
+      std::vector<std::pair<std::string, Argument>> kw;
+      kw.reserve(kwargs.size());
+      for (const auto &[k, e] : kwargs) {
+        auto a = toArgument(matcher_.eval(e, &t.slots, &t.values));
+        if (!a.ok()) {
+          t.reject = tf.name + ": " + a.diags()[0].message;
+          return false;
+        }
+        kw.emplace_back(k, std::move(*a));
+      }
+      bound = bindTransformArgs(tf, pos, kw);
+      if (!bound.ok()) {
+        t.reject = bound.diags()[0].message;
         return false;
       }
-      pos.push_back(std::move(*a));
     }
-    std::vector<std::pair<std::string, Argument>> kw;
-    kw.reserve(kwargs.size());
-    for (const auto &[k, e] : kwargs) {
-      auto a = toArgument(matcher_.eval(e, &t.slots, &t.values));
-      if (!a.ok()) {
-        t.reject = tf.name + ": " + a.diags()[0].message;
-        return false;
-      }
-      kw.emplace_back(k, std::move(*a));
-    }
-    bound = bindTransformArgs(tf, pos, kw);
-    if (!bound.ok()) {
-      t.reject = bound.diags()[0].message;
+    std::vector<const TensorProto *> protos(protoPtrs, protoPtrs + nin);
+    plan = planTransform(tf, protos, *bound);
+    if (!plan.ok()) {
+      t.reject = plan.diags()[0].message;
       return false;
     }
-  }
-  std::vector<const TensorProto *> protos(protoPtrs, protoPtrs + nin);
-  auto plan = planTransform(tf, protos, *bound);
-  if (!plan.ok()) {
-    t.reject = plan.diags()[0].message;
-    return false;
-  }
-  if (plan->identity) {
-    out = EvalValue::value(inputs[0]);
-    return true;
+    if (stmt && stmt->literalArgs)
+      memo = rememberPlan(stmt, protoPtrs, nin, *bound, *plan);
+    if (plan->identity) {
+      out = EvalValue::value(inputs[0]);
+      return true;
+    }
   }
   // Name the request: source FQNs, transform, canonical arguments.
   TransformRequest request;
@@ -522,7 +583,7 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
     request.sources.push_back(*fqn);
   }
   request.transform = tf.name;
-  request.args = bound->canonicalText();
+  request.args = memo ? memo->argsText : bound->canonicalText();
   std::string key = request.key();
   // The same request earlier in this transaction.
   for (const StagedConst &o : t.consts)
@@ -535,15 +596,15 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
   sc.loc = stmt ? stmt->src->loc : (args.empty() ? rule.rule().loc : args[0].src->loc);
   sc.inputs.assign(inputs, inputs + nin);
   sc.args = std::move(*bound);
-  sc.proto = std::move(plan->proto);
+  sc.proto = memo ? memo->plan.proto : std::move(plan->proto);
   sc.request = std::move(request);
   sc.key = std::move(key);
   if (const ProvenanceEntry *e = registry_.findByKey(sc.key)) {
     sc.reuse = true;
     sc.fqn = e->fqn;
-    auto it = constants_.find(e->fqn);
-    if (it != constants_.end() && it->second->proto().sameShapeAndDType(sc.proto)) {
-      sc.existing = it->second;
+    Value *const *c = constants_.find(e->fqn);
+    if (c && (*c)->proto().sameShapeAndDType(sc.proto)) {
+      sc.existing = *c;
       out = EvalValue::value(sc.existing);
       return true;
     }
@@ -899,7 +960,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].setData(sc.data, ExternalData{});
     else if (sc.deferred)
       graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].init = DeferredInit{sc.deferred};
-    constants_[*fqn] = v;
+    constants_.insertOrAssign(*fqn, v);
     real.emplace_back(sc.scratch, v);
     if (options_.recordLog)
       (sc.reuse ? log.reused : log.constants).push_back(*fqn);
@@ -1039,14 +1100,20 @@ Expected<RewriteResult> Driver::run() {
     result_.iterations = iter;
     uint64_t before = result_.rewrites;
     worklist_.clear();
-    worklist_.reserve(graph_.numNodes());
     // The worklist is a stack: push in the opposite of the visiting order.
+    // Only nodes some rule is rooted at (processNode does nothing at the
+    // others): walking the node list is a cache miss per node on a large
+    // graph, and this way it is the only one.
+    auto push = [&](Node &n) {
+      if (index_.lookup(n, opaqueScratch_))
+        worklist_.push_back(&n);
+    };
     if (options_.topDown) {
       for (auto it = graph_.nodes().rbegin(); it != graph_.nodes().rend(); ++it)
-        worklist_.push_back(&*it);
+        push(*it);
     } else {
       for (Node &n : graph_.nodes())
-        worklist_.push_back(&n);
+        push(n);
     }
     dead_.clear();
     while (!worklist_.empty()) {

@@ -21,6 +21,7 @@
 
 #include "graft/ir/TensorProto.h"
 #include "graft/support/Diagnostic.h"
+#include "graft/support/StringViewMap.h"
 
 #include <cstdint>
 #include <deque>
@@ -108,11 +109,16 @@ public:
   std::string toJson() const;
 
 private:
+  void index(std::size_t i);
+
   std::deque<ProvenanceEntry> entries_;
-  std::unordered_map<std::string, std::size_t> byKey_;
-  /// Keys view entries_[i].fqn (a deque never moves its elements): no second
-  /// copy of every FQN, no string built per lookup.
-  std::unordered_map<std::string_view, std::size_t> byFqn_;
+  /// keys_[i] is entries_[i].request.key().
+  std::deque<std::string> keys_;
+  /// Flat tables whose keys view keys_[i] and entries_[i].fqn (a deque never
+  /// moves its elements): no second copy of a string, no string built per
+  /// lookup, no allocation per entry.
+  StringViewMap<std::size_t> byKey_;
+  StringViewMap<std::size_t> byFqn_;
 };
 
 } // namespace graft::rewrite
