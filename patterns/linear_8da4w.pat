@@ -22,7 +22,11 @@
 // activation chain usually feeds several projections (wq, wk, wv). Weight and scales are
 // repacked exactly as for linear_q4gsw (linear_4w.pat); in addition the per-group weight
 // sums ET-VK's compute_per_group_sums produces (int32 [K/G, N padded to 8], the kernel's
-// zero-point correction) are a new constant, FQN-registered like the others.
+// zero-point correction) are a new constant, FQN-registered like the others. They are
+// computed from the packed weight (unpack_int4 of $packed, padding dropped), not from the
+// original $qw: the sums then depend only on a constant the program stores anyway, so
+// the program file keeps them as a recipe recomputed at load instead of bytes (the
+// int4 weight plus scales stays the whole cost; docs/program-format.md, "Recipes").
 //
 // Numerics: the fused op's reference semantics (custom_ops_lib.py) skip the activation
 // quantization, so before/after differ by the int8 rounding of x, at most
@@ -55,7 +59,8 @@ rule torchao_linear_dq8ca_q4gsw benefit 30 tags(linear, int4, dynamic_act) backe
   rewrite {
     $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
     $packed = pack_int4($wp, nibbles = low_first)
-    $sums   = group_sums($qw, group_size = $G, pad_to = 8)
+    $wq     = unpack_int4($packed, nibbles = low_first, length = $K)
+    $sums   = group_sums($wq, group_size = $G, pad_to = 8)
     $sc     = cast($ws, dtype = $odt)
     $st     = transpose($sc, 0, 1)
     $scales = pad_to_multiple($st, dim = 1, multiple = 4)
@@ -97,7 +102,8 @@ rule torchao_linear_dq8ca_q4gsw_3d benefit 30 tags(linear, int4, dynamic_act) ba
   rewrite {
     $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
     $packed = pack_int4($wp, nibbles = low_first)
-    $sums   = group_sums($qw, group_size = $G, pad_to = 8)
+    $wq     = unpack_int4($packed, nibbles = low_first, length = $K)
+    $sums   = group_sums($wq, group_size = $G, pad_to = 8)
     $sc     = cast($ws, dtype = $odt)
     $st     = transpose($sc, 0, 1)
     $scales = pad_to_multiple($st, dim = 1, multiple = 4)
@@ -139,7 +145,8 @@ rule torchao_linear_dq8ca_q4gsw_bias benefit 30 tags(linear, int4, dynamic_act) 
   rewrite {
     $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
     $packed = pack_int4($wp, nibbles = low_first)
-    $sums   = group_sums($qw, group_size = $G, pad_to = 8)
+    $wq     = unpack_int4($packed, nibbles = low_first, length = $K)
+    $sums   = group_sums($wq, group_size = $G, pad_to = 8)
     $sc     = cast($ws, dtype = $odt)
     $st     = transpose($sc, 0, 1)
     $scales = pad_to_multiple($st, dim = 1, multiple = 4)
@@ -182,7 +189,8 @@ rule torchao_linear_dq8ca_q4gsw_bias_3d benefit 30 tags(linear, int4, dynamic_ac
   rewrite {
     $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
     $packed = pack_int4($wp, nibbles = low_first)
-    $sums   = group_sums($qw, group_size = $G, pad_to = 8)
+    $wq     = unpack_int4($packed, nibbles = low_first, length = $K)
+    $sums   = group_sums($wq, group_size = $G, pad_to = 8)
     $sc     = cast($ws, dtype = $odt)
     $st     = transpose($sc, 0, 1)
     $scales = pad_to_multiple($st, dim = 1, multiple = 4)
@@ -229,7 +237,8 @@ rule qd_linear_dq8ca_q4gsw benefit 30 tags(linear, int4, dynamic_act) backend vu
   rewrite {
     $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
     $packed = pack_int4($wp, nibbles = low_first)
-    $sums   = group_sums($qw, group_size = $G, pad_to = 8)
+    $wq     = unpack_int4($packed, nibbles = low_first, length = $K)
+    $sums   = group_sums($wq, group_size = $G, pad_to = 8)
     $sc     = cast($ws, dtype = $odt)
     $st     = transpose($sc, 0, 1)
     $scales = pad_to_multiple($st, dim = 1, multiple = 4)
@@ -265,7 +274,8 @@ rule qd_linear_dq8ca_q4gsw_bias benefit 30 tags(linear, int4, dynamic_act) backe
   rewrite {
     $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
     $packed = pack_int4($wp, nibbles = low_first)
-    $sums   = group_sums($qw, group_size = $G, pad_to = 8)
+    $wq     = unpack_int4($packed, nibbles = low_first, length = $K)
+    $sums   = group_sums($wq, group_size = $G, pad_to = 8)
     $sc     = cast($ws, dtype = $odt)
     $st     = transpose($sc, 0, 1)
     $scales = pad_to_multiple($st, dim = 1, multiple = 4)

@@ -18,6 +18,7 @@
 #include "graft/serialize/ProgramFile.h"
 
 #include "graft/ir/Verifier.h"
+#include "graft/rewrite/ConstantTransforms.h"
 #include "graft/serialize/TextIR.h"
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,7 @@
 #include <fstream>
 #include <map>
 #include <sys/stat.h>
+#include <tuple>
 #include <unistd.h>
 
 namespace graft {
@@ -116,7 +118,132 @@ struct Binding {
   std::string graph; ///< "main" / "reference"
   std::size_t input = 0;
   std::size_t blob = 0;
+  json recipe; ///< null, or the recipe computing the constant at load (no blob)
 };
+
+//===----------------------------------------------------------------------===//
+// Recipes: derived constants stored as the transform that computes them
+//===----------------------------------------------------------------------===//
+
+json recipeArgJson(const Argument &a) {
+  if (a.isBool())
+    return {{"bool", a.boolean()}};
+  if (a.isInt())
+    return {{"int", a.integer()}};
+  if (a.isFloat())
+    return {{"float", a.floating()}};
+  if (a.isString())
+    return {{"string", a.string()}};
+  if (a.isDType())
+    return {{"dtype", std::string(name(a.dtype()))}};
+  if (auto ints = a.intList(); a.isList() && ints)
+    return {{"ints", *ints}};
+  return nullptr; // not expressible: the constant is stored as bytes
+}
+
+Expected<Argument> recipeArg(const json &j) {
+  if (!j.is_object() || j.size() != 1)
+    return Diagnostic::error("malformed recipe argument " + j.dump());
+  const auto &[kind, v] = *j.items().begin();
+  if (kind == "bool" && v.is_boolean())
+    return Argument(v.get<bool>());
+  if (kind == "int" && v.is_number_integer())
+    return Argument(v.get<int64_t>());
+  if (kind == "float" && v.is_number())
+    return Argument(v.get<double>());
+  if (kind == "string" && v.is_string())
+    return Argument(v.get<std::string>());
+  if (kind == "dtype" && v.is_string())
+    if (auto dt = parseDType(v.get<std::string>()))
+      return Argument(*dt);
+  if (kind == "ints" && v.is_array())
+    return Argument::ints(v.get<std::vector<int64_t>>());
+  return Diagnostic::error("malformed recipe argument " + j.dump());
+}
+
+/// Decides which constants of the fused graph are stored as recipes: those
+/// computed by a chain of transforms whose leaves are other constants the
+/// file stores as bytes (group sums of a packed weight; a transposed copy of
+/// scales another op reads as they are). Returns one recipe (or null) per
+/// graph input. Data-free: only the deferred computations' structure is read.
+std::vector<json> planRecipes(const Graph &g,
+                              const std::function<bool(const GraphInput &)> &stored) {
+  const std::size_t n = g.inputs().size();
+  std::vector<json> recipes(n);
+  // Which input holds a given piece of data: a deferred computation (by
+  // identity) or an owned/mapped tensor (same storage, offset, shape, dtype).
+  std::map<const DeferredData *, std::size_t> byDeferred;
+  std::map<std::tuple<const Storage *, int64_t, std::string>, std::size_t> byTensor;
+  auto tensorKey = [](const Tensor &t) {
+    return std::make_tuple(t.storage().get(), t.offset(), t.proto().str());
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const GraphInput &in = g.inputs()[i];
+    if (!stored(in))
+      continue;
+    if (const Tensor *t = in.resident())
+      byTensor.emplace(tensorKey(*t), i);
+    else if (const auto *d = std::get_if<DeferredInit>(&*in.init))
+      byDeferred.emplace(d->source.get(), i);
+  }
+  // leaves[i]: the inputs a recipe for i reads.
+  std::vector<std::vector<std::size_t>> leaves(n);
+  std::function<json(const DeferredData &, std::size_t)> build = [&](const DeferredData &d,
+                                                                     std::size_t self) -> json {
+    std::optional<std::size_t> leaf;
+    if (auto it = byDeferred.find(&d); it != byDeferred.end())
+      leaf = it->second;
+    else if (const Tensor *t = d.held())
+      if (auto jt = byTensor.find(tensorKey(*t)); jt != byTensor.end())
+        leaf = jt->second;
+    if (leaf && *leaf != self) {
+      leaves[self].push_back(*leaf);
+      return {{"input", *leaf}};
+    }
+    const DeferredData::Recipe *r = d.recipe();
+    if (!r)
+      return nullptr;
+    json args = json::array();
+    for (const auto &[k, v] : r->args) {
+      json a = recipeArgJson(v);
+      if (a.is_null())
+        return nullptr;
+      args.push_back({{"name", k}, {"value", std::move(a)}});
+    }
+    json inputs = json::array();
+    for (const auto &in : r->inputs) {
+      json j = build(*in, self);
+      if (j.is_null())
+        return nullptr;
+      inputs.push_back(std::move(j));
+    }
+    return {{"transform", r->transform}, {"args", std::move(args)}, {"inputs", std::move(inputs)}};
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const GraphInput &in = g.inputs()[i];
+    const auto *d = in.init ? std::get_if<DeferredInit>(&*in.init) : nullptr;
+    if (!stored(in) || in.resident() || !d || !d->source->recipe())
+      continue;
+    json r = build(*d->source, i);
+    if (!r.is_null() && r.contains("transform"))
+      recipes[i] = std::move(r);
+    else
+      leaves[i].clear();
+  }
+  // A recipe reads bytes, not other recipes: drop recipes whose leaves are
+  // recipes themselves until none is (first in graph order is kept).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t i = 0; i < n; ++i)
+      if (!recipes[i].is_null())
+        for (std::size_t l : leaves[i])
+          if (!recipes[l].is_null() && !recipes[i].is_null()) {
+            recipes[l > i ? l : i] = nullptr;
+            changed = true;
+          }
+  }
+  return recipes;
+}
 
 bool isRead(const Graph &g, const GraphInput &in) {
   if (in.value->hasUses())
@@ -449,7 +576,12 @@ private:
     }
     st.blobs = blobs.size();
     std::vector<bool> mainUses(blobs.size(), false);
+    std::vector<const json *> recipeBindings;
     for (const json &b : c.at("bindings")) {
+      if (b.contains("recipe")) {
+        recipeBindings.push_back(&b); // after every blob is bound: recipes read them
+        continue;
+      }
       std::string which = b.at("graph").get<std::string>();
       Graph *g = which == "main"        ? p.graph.get()
                  : which == "reference" ? p.reference.get()
@@ -486,8 +618,90 @@ private:
         st.graphBlobBytes += blobs[blob].size;
       }
     }
+    for (const json *b : recipeBindings)
+      GRAFT_CHECK_OK(bindRecipe(*b, p, st));
     if (stats)
       *stats = st;
+    return okStatus();
+  }
+
+  /// A binding computed at load: the constant becomes a deferred transform of
+  /// the constants its recipe names (computed on first use, e.g. by the
+  /// Vulkan runtime's upload), checked against the graph's prototype now.
+  Status bindRecipe(const json &b, Program &p, ProgramStats &st) {
+    std::string fqn = b.at("fqn").get<std::string>();
+    if (b.at("graph").get<std::string>() != "main")
+      return fail("CONSTS", "binding of '" + fqn + "': recipes bind constants of the main graph");
+    Graph &g = *p.graph;
+    std::size_t input = b.at("input").get<std::size_t>();
+    if (input >= g.inputs().size() || !g.inputs()[input].isConstant() ||
+        g.inputs()[input].fqn != fqn)
+      return fail("CONSTS", "binding of '" + fqn + "': input " + std::to_string(input) +
+                                " is not that constant");
+    std::function<Expected<std::pair<std::shared_ptr<const DeferredData>, TensorProto>>(
+        const json &)>
+        build = [&](const json &r)
+        -> Expected<std::pair<std::shared_ptr<const DeferredData>, TensorProto>> {
+      if (r.contains("input")) {
+        std::size_t leaf = r.at("input").get<std::size_t>();
+        if (leaf >= g.inputs().size() || leaf == input || !g.inputs()[leaf].resident())
+          return Diagnostic::error("input " + std::to_string(leaf) +
+                                   " is not a constant stored in the file");
+        return std::make_pair(g.inputs()[leaf].dataSource(), g.inputs()[leaf].value->proto());
+      }
+      std::string name = r.at("transform").get<std::string>();
+      const rewrite::ConstantTransform *tf =
+          rewrite::ConstantTransformRegistry::builtin().find(name);
+      if (!tf)
+        return Diagnostic::error("unknown constant transform '" + name + "'");
+      std::vector<std::pair<std::string, Argument>> kwargs;
+      for (const json &a : r.at("args")) {
+        GRAFT_TRY(Argument v, recipeArg(a.at("value")));
+        kwargs.emplace_back(a.at("name").get<std::string>(), std::move(v));
+      }
+      GRAFT_TRY(rewrite::TransformArgs args, rewrite::bindTransformArgs(*tf, {}, kwargs));
+      std::vector<std::shared_ptr<const DeferredData>> inputs;
+      std::vector<TensorProto> protos;
+      std::vector<std::string> sources;
+      for (const json &in : r.at("inputs")) {
+        GRAFT_TRY(auto built, build(in));
+        sources.push_back(built.first->describe());
+        inputs.push_back(std::move(built.first));
+        protos.push_back(std::move(built.second));
+      }
+      std::vector<const TensorProto *> protoPtrs;
+      for (const TensorProto &pr : protos)
+        protoPtrs.push_back(&pr);
+      GRAFT_TRY(rewrite::TransformPlan plan, rewrite::planTransform(*tf, protoPtrs, args));
+      std::string what = name + "(";
+      for (std::size_t i = 0; i < sources.size(); ++i)
+        what += (i ? ", " : "") + sources[i];
+      std::string argText = args.canonicalText();
+      what += (argText.empty() || sources.empty() ? "" : ", ") + argText + ")";
+      if (plan.identity)
+        return std::make_pair(inputs.at(0), plan.proto);
+      TensorProto planned = plan.proto;
+      return std::make_pair(rewrite::deferTransform(*tf, std::move(args), std::move(plan.proto),
+                                                    std::move(inputs), fqn, what),
+                            std::move(planned));
+    };
+    auto built = [&] {
+      try {
+        return build(b.at("recipe"));
+      } catch (const json::exception &e) {
+        return Expected<std::pair<std::shared_ptr<const DeferredData>, TensorProto>>(
+            Diagnostic::error(std::string("malformed recipe: ") + e.what()));
+      }
+    }();
+    if (!built.ok())
+      return fail("CONSTS", "binding of '" + fqn + "': " + built.diags().front().message);
+    GraphInput &in = g.inputs()[input];
+    if (!built->second.sameShapeAndDType(in.value->proto()))
+      return fail("CONSTS", "binding of '" + fqn + "': its recipe computes " + built->second.str() +
+                                " but the graph declares " + in.value->proto().str());
+    in.init = DeferredInit{std::move(built->first)};
+    ++st.constants;
+    ++st.recipes;
     return okStatus();
   }
 
@@ -625,19 +839,30 @@ Expected<ProgramStats> writeProgram(const Program &program, const std::string &p
   };
   auto protoBytes = [](const GraphInput &in) -> uint64_t {
     Dim n = in.value->proto().numel();
-    return n.isConstant() ? static_cast<uint64_t>(n.constant()) * elementSize(in.value->proto().dtype)
-                          : 0;
+    return n.isConstant()
+               ? static_cast<uint64_t>(n.constant()) * elementSize(in.value->proto().dtype)
+               : 0;
   };
   for (const Graph *g : {program.graph.get(), program.reference.get()})
     if (g)
       for (const GraphInput &in : g->inputs())
         if (isStored(*g, in))
           total += protoBytes(in);
+  const std::vector<json> recipes = planRecipes(
+      *program.graph, [&](const GraphInput &in) { return isStored(*program.graph, in); });
   auto addGraph = [&](const Graph &g, const std::string &which) -> Status {
     for (std::size_t i = 0; i < g.inputs().size(); ++i) {
       const GraphInput &in = g.inputs()[i];
       if (!isStored(g, in))
         continue;
+      if (which == "main" && !recipes[i].is_null()) {
+        // Computed at load from constants stored as bytes: no blob.
+        ++stats.constants;
+        ++stats.recipes;
+        bindings.push_back(Binding{which, i, 0, recipes[i]});
+        done += protoBytes(in);
+        continue;
+      }
       auto loaded = in.load();
       if (!loaded.ok())
         return Diagnostic::error("cannot write '" + path + "': constant '" + in.fqn +
@@ -672,7 +897,7 @@ Expected<ProgramStats> writeProgram(const Program &program, const std::string &p
       }
       // Written: a mapped weight's pages leave the RSS; a computed one is freed.
       t.releasePages();
-      bindings.push_back(Binding{which, i, found});
+      bindings.push_back(Binding{which, i, found, nullptr});
       done += protoBytes(in);
       if (options.progress && total)
         options.progress(double(std::min(done, total)) / double(total));
@@ -692,11 +917,15 @@ Expected<ProgramStats> writeProgram(const Program &program, const std::string &p
   for (const Binding &b : bindings) {
     const Graph &g = b.graph == "main" ? *program.graph : *program.reference;
     const GraphInput &in = g.inputs()[b.input];
-    consts["bindings"].push_back({{"graph", b.graph},
-                                  {"input", b.input},
-                                  {"fqn", in.fqn},
-                                  {"blob", b.blob},
-                                  {"dtype", std::string(name(in.value->proto().dtype))}});
+    json j = {{"graph", b.graph},
+              {"input", b.input},
+              {"fqn", in.fqn},
+              {"dtype", std::string(name(in.value->proto().dtype))}};
+    if (b.recipe.is_null())
+      j["blob"] = b.blob;
+    else
+      j["recipe"] = b.recipe;
+    consts["bindings"].push_back(std::move(j));
   }
   if (options.summaryJson) {
     json summary = json::parse(options.summaryJson(stats), nullptr, /*allow_exceptions=*/false);

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "graft/serialize/ProgramFile.h"
 
+#include "graft/rewrite/ConstantTransforms.h"
+
 #include "graft/serialize/TextIR.h"
 #include "graft/support/FileIO.h"
 
@@ -440,6 +442,97 @@ TEST_F(ProgramFileTest, SectionCorruption) {
     EXPECT_NE(msg.find("section DATA: blob"), std::string::npos) << msg;
     EXPECT_NE(msg.find("content hash mismatch"), std::string::npos) << msg;
   }
+}
+
+/// A deferred transform call, as the rewrite driver makes them.
+std::shared_ptr<const DeferredData>
+deferred(const std::string &transform, std::vector<std::shared_ptr<const DeferredData>> inputs,
+         const std::vector<const TensorProto *> &protos,
+         std::vector<std::pair<std::string, Argument>> kwargs, TensorProto *planned) {
+  const auto *tf = rewrite::ConstantTransformRegistry::builtin().find(transform);
+  EXPECT_NE(tf, nullptr);
+  auto args = rewrite::bindTransformArgs(*tf, {}, kwargs);
+  EXPECT_TRUE(args.ok());
+  auto plan = rewrite::planTransform(*tf, protos, *args);
+  EXPECT_TRUE(plan.ok()) << (plan.ok() ? "" : render(plan.diags()));
+  *planned = plan->proto;
+  return rewrite::deferTransform(*tf, *args, plan->proto, std::move(inputs), transform, transform);
+}
+
+// Derived constants whose inputs the file stores anyway (8da4w's weight sums,
+// computed from the packed weight) are stored as recipes and computed at load.
+TEST_F(ProgramFileTest, RecipesAreComputedAtLoad) {
+  const char *text = R"(graph @r {
+  input %x : i32[2, 8]
+  param %w : i8[8, 64] fqn="w" = random(seed=3, min=-8, max=7)
+  param %p : u8[8, 32] fqn="w.packed"
+  param %sums : i32[2, 8] fqn="w.sums"
+  %a : i32[2, 8] = aten.add.Tensor(%x, %sums)
+  output %a
+  output %p
+}
+)";
+  Program prog;
+  prog.graph = parse(text);
+  ASSERT_NE(prog.graph, nullptr);
+  Graph &g = *prog.graph;
+  GraphInput &w = g.inputs()[1], &packed = g.inputs()[2], &sums = g.inputs()[3];
+  TensorProto pp, up, sp;
+  packed.init = DeferredInit{deferred("pack_int4", {w.dataSource()}, {&w.value->proto()},
+                                      {{"nibbles", Argument("low_first")}}, &pp)};
+  auto unpacked =
+      deferred("unpack_int4", {packed.dataSource()}, {&pp},
+               {{"nibbles", Argument("low_first")}, {"length", Argument(int64_t(64))}}, &up);
+  sums.init = DeferredInit{
+      deferred("group_sums", {unpacked}, {&up},
+               {{"group_size", Argument(int64_t(32))}, {"pad_to", Argument(int64_t(8))}}, &sp)};
+  for (const Node &n : g.nodes())
+    prog.plan.push_back(
+        ProgramNodePlan{n.output(0)->name(), n.target(), "cpu", "interpreter", "testing", -1});
+  prog.target = "host";
+  std::string file = path("r.vkprog");
+  auto st = writeProgram(prog, file);
+  ASSERT_TRUE(st.ok()) << render(st.diags());
+  EXPECT_EQ(st->recipes, 1u);          // the sums
+  EXPECT_EQ(st->graphBlobBytes, 256u); // only the packed weight: %w is read by no node
+
+  ProgramStats readStats;
+  auto back = readProgram(file, {}, &readStats);
+  ASSERT_TRUE(back.ok()) << render(back.diags());
+  EXPECT_EQ(readStats.recipes, 1u);
+  const GraphInput &backSums = back->graph->inputs()[3];
+  EXPECT_TRUE(backSums.isDeferred());
+  const Tensor &got = backSums.data();
+  ASSERT_TRUE(got.defined()) << (backSums.dataError() ? backSums.dataError()->message : "");
+  auto want = rewrite::groupSums(w.data(), 32, 8);
+  ASSERT_TRUE(want.ok());
+  ASSERT_EQ(got.nbytes(), want->nbytes());
+  EXPECT_EQ(std::memcmp(got.rawData(), want->rawData(), got.nbytes()), 0);
+
+  // A damaged recipe is a located error at load.
+  auto bytes = readFile(file);
+  ASSERT_TRUE(bytes.ok());
+  auto editRecipe = [&](const std::function<void(nlohmann::json &)> &edit) {
+    return editJson(*bytes, "CONSTS", [&](nlohmann::json &j) {
+      for (auto &b : j["bindings"])
+        if (b.contains("recipe"))
+          edit(b["recipe"]);
+    });
+  };
+  EXPECT_NE(readError(editRecipe([](auto &r) {
+              r["transform"] = "nope";
+            })).find("section CONSTS: binding of 'w.sums': unknown constant transform 'nope'"),
+            std::string::npos);
+  std::string msg = readError(editRecipe([](auto &r) {
+    for (auto &a : r["args"])
+      if (a["name"] == "group_size")
+        a["value"] = {{"int", 16}};
+  }));
+  EXPECT_NE(msg.find("its recipe computes i32[4, 8] but the graph declares i32[2, 8]"),
+            std::string::npos)
+      << msg;
+  msg = readError(editRecipe([](auto &r) { r["inputs"][0]["inputs"][0]["input"] = 1; }));
+  EXPECT_NE(msg.find("input 1 is not a constant stored in the file"), std::string::npos) << msg;
 }
 
 TEST_F(ProgramFileTest, NotAProgram) {

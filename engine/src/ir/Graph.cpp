@@ -165,6 +165,7 @@ public:
   TensorData(Tensor t, std::string fqn) : t_(std::move(t)), fqn_(std::move(fqn)) {}
   Expected<Tensor> compute() const override { return t_; }
   std::string describe() const override { return fqn_; }
+  const Tensor *held() const override { return &t_; }
 
 private:
   Tensor t_;

@@ -22,6 +22,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 namespace graft::rewrite {
 
@@ -252,7 +253,12 @@ public:
                     std::vector<std::shared_ptr<const DeferredData>> inputs, std::string fqn,
                     std::string what)
       : name_(t.name), compute_(t.compute), args_(std::move(args)), planned_(std::move(planned)),
-        inputs_(std::move(inputs)), fqn_(std::move(fqn)), what_(std::move(what)) {}
+        inputs_(std::move(inputs)), fqn_(std::move(fqn)), what_(std::move(what)) {
+    recipe_.transform = name_;
+    recipe_.args = args_.values();
+    recipe_.inputs = inputs_;
+  }
+  const Recipe *recipe() const override { return &recipe_; }
 
   Expected<Tensor> compute() const override {
     std::vector<Tensor> held;
@@ -290,6 +296,7 @@ private:
   std::vector<std::shared_ptr<const DeferredData>> inputs_;
   std::string fqn_;
   std::string what_;
+  Recipe recipe_;
 };
 
 } // namespace
@@ -394,26 +401,49 @@ Expected<Tensor> packInt4(const Tensor &values, NibbleOrder order) {
   return out;
 }
 
-Expected<Tensor> unpackInt4(const Tensor &packed, NibbleOrder order, bool isSigned, DType dtype) {
+Expected<Tensor> unpackInt4(const Tensor &packed, NibbleOrder order, bool isSigned, DType dtype,
+                            int64_t length) {
   if (packed.dtype() != DType::U8 && packed.dtype() != DType::I8)
     return Diagnostic::error("unpack_int4: input must be u8 (two nibbles per byte), got " +
                              std::string(name(packed.dtype())));
   if (packed.rank() == 0)
     return Diagnostic::error("unpack_int4: input must have at least one dim");
+  const int64_t bytesPerRow = packed.sizes().back();
+  if (length < 0)
+    length = 2 * bytesPerRow;
+  if (length > 2 * bytesPerRow)
+    return Diagnostic::error("unpack_int4: length " + std::to_string(length) + " does not fit " +
+                             std::to_string(bytesPerRow) + " packed bytes per row");
   std::vector<int64_t> outSizes = packed.sizes();
-  outSizes.back() *= 2;
+  outSizes.back() = length;
   Tensor out = Tensor::empty(dtype, outSizes);
   Tensor src = packed.contiguous();
   const uint8_t *p = src.data<uint8_t>();
-  int64_t n = src.numel();
-  int64_t offset = isSigned ? 8 : 0;
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t low = p[i] & 0x0F, high = (p[i] >> 4) & 0x0F;
-    int64_t even = order == NibbleOrder::LowFirst ? low : high;
-    int64_t odd = order == NibbleOrder::LowFirst ? high : low;
-    out.setInt(2 * i, even - offset);
-    out.setInt(2 * i + 1, odd - offset);
-  }
+  const int64_t rows = bytesPerRow ? src.numel() / bytesPerRow : 0;
+  const int offset = isSigned ? 8 : 0;
+  const int evenShift = order == NibbleOrder::LowFirst ? 0 : 4;
+  auto unpack = [&](auto *dst) {
+    using T = std::remove_pointer_t<decltype(dst)>;
+    for (int64_t r = 0; r < rows; ++r, p += bytesPerRow, dst += length)
+      for (int64_t k = 0; k < length; ++k) {
+        int shift = (k & 1) ? 4 - evenShift : evenShift;
+        dst[k] = static_cast<T>(((p[k >> 1] >> shift) & 0x0F) - offset);
+      }
+  };
+  // Typed stores for the usual results (this runs when a program is loaded,
+  // over GBs of weights); setInt for the rest.
+  if (dtype == DType::I8)
+    unpack(out.mutableData<int8_t>());
+  else if (dtype == DType::U8)
+    unpack(out.mutableData<uint8_t>());
+  else if (dtype == DType::I32)
+    unpack(out.mutableData<int32_t>());
+  else
+    for (int64_t r = 0, i = 0; r < rows; ++r)
+      for (int64_t k = 0; k < length; ++k, ++i) {
+        int shift = (k & 1) ? 4 - evenShift : evenShift;
+        out.setInt(i, ((p[r * bytesPerRow + (k >> 1)] >> shift) & 0x0F) - offset);
+      }
   return out;
 }
 
@@ -539,7 +569,10 @@ ConstantTransform makeUnpackInt4() {
   t.params = {enumParam("nibbles", {"low_first", "high_first"}, std::nullopt,
                         "which nibble holds the even element"),
               param("signed", TransformParamKind::Bool, Argument(true), "subtract the +8 offset"),
-              param("dtype", TransformParamKind::DType, Argument(DType::I8), "result dtype")};
+              param("dtype", TransformParamKind::DType, Argument(DType::I8), "result dtype"),
+              param("length", TransformParamKind::Int, Argument(int64_t(-1)),
+                    "elements kept per row (-1: all, two per byte); fewer drops the padding a "
+                    "pad_to_multiple before pack_int4 added")};
   t.infer = [](const std::vector<const TensorProto *> &in,
                TransformArgs &a) -> Expected<TransformPlan> {
     const TensorProto &p = *in[0];
@@ -553,11 +586,19 @@ ConstantTransform makeUnpackInt4() {
     if (!isIntegral(dt) || (a.boolean("signed") && !isSignedIntegral(dt)))
       return Diagnostic::error("unpack_int4: dtype " + std::string(name(dt)) +
                                " cannot hold the unpacked values");
-    sizes.back() *= 2;
+    int64_t length = a.integer("length");
+    if (length == -1)
+      length = 2 * sizes.back();
+    if (length < 0 || length > 2 * sizes.back())
+      return Diagnostic::error("unpack_int4: length " + std::to_string(length) + " does not fit " +
+                               std::to_string(sizes.back()) + " packed bytes per row");
+    a.set("length", Argument(length)); // canonical: the same request, the same key
+    sizes.back() = length;
     return TransformPlan{protoOf(dt, sizes), false};
   };
   t.compute = [](const std::vector<const Tensor *> &in, const TransformArgs &a) {
-    return unpackInt4(*in[0], nibbleOrder(a), a.boolean("signed"), a.dtype("dtype"));
+    return unpackInt4(*in[0], nibbleOrder(a), a.boolean("signed"), a.dtype("dtype"),
+                      a.integer("length"));
   };
   return t;
 }

@@ -724,7 +724,9 @@ private:
 /// The bytes of a constant: its data, or freshly generated for random()/full()
 /// initializers and freshly computed for deferred transforms, so generated
 /// and repacked weights are never kept alive after writing.
-Expected<Tensor> constantData(const GraphInput &in) { return in.load(); }
+Expected<Tensor> constantData(const GraphInput &in) {
+  return in.load();
+}
 
 /// Whether `in` is a random() integer constant the writer can stream (see
 /// streamRandomInts): generated chunk by chunk, never held whole in memory.
@@ -938,8 +940,7 @@ Status writePt2(const Graph &graph, const std::string &path, const Pt2WriteOptio
       std::string initKey = generatedKey(in);
       // Generated data is freed after writing, so its address says nothing.
       bool isGenerated = in.init && (std::holds_alternative<RandomInit>(*in.init) ||
-                                     std::holds_alternative<FullInit>(*in.init) ||
-                                     in.isDeferred());
+                                     std::holds_alternative<FullInit>(*in.init) || in.isDeferred());
       auto w = isGenerated ? written.end() : written.find(key);
       auto g = initKey.empty() ? generated.end() : generated.find(initKey);
       if (g != generated.end()) {

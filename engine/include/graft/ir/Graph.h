@@ -182,6 +182,20 @@ public:
   virtual Expected<Tensor> compute() const = 0;
   /// What computes it: "pack_int4(layers.0.wq.weight, nibbles=low_first)".
   virtual std::string describe() const = 0;
+
+  /// How a transform of other constants is computed: enough for a program
+  /// writer to store this recipe instead of the bytes when its inputs are
+  /// stored anyway (docs/program-format.md, "Recipes").
+  struct Recipe {
+    std::string transform;                                   ///< "group_sums"
+    std::vector<std::pair<std::string, Argument>> args;      ///< canonical, every parameter
+    std::vector<std::shared_ptr<const DeferredData>> inputs; ///< constant inputs, in order
+  };
+  /// The recipe of a transform; null for data that is not one.
+  virtual const Recipe *recipe() const { return nullptr; }
+  /// The tensor a leaf already holds (an owned or mapped constant's data),
+  /// so writers can recognise it as another constant of the graph; else null.
+  virtual const Tensor *held() const { return nullptr; }
 };
 struct DeferredInit {
   std::shared_ptr<const DeferredData> source;

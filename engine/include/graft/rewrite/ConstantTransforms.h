@@ -156,8 +156,11 @@ deferTransform(const ConstantTransform &transform, TransformArgs args, TensorPro
 /// lie in [-8, 7] and are stored with a +8 offset; unsigned ones in [0, 15].
 /// LowFirst puts the even element in the low nibble (torchao/ET-VK linear).
 Expected<Tensor> packInt4(const Tensor &values, NibbleOrder order);
-/// The inverse: [..., K/2] u8 -> [..., K] `dtype` (minus 8 when `isSigned`).
-Expected<Tensor> unpackInt4(const Tensor &packed, NibbleOrder order, bool isSigned, DType dtype);
+/// The inverse: [..., K/2] u8 -> [..., length] `dtype` (minus 8 when
+/// `isSigned`); `length` -1 keeps all 2 * K/2 elements per row, a smaller
+/// one keeps the first `length` (dropping the padding pack_int4 was given).
+Expected<Tensor> unpackInt4(const Tensor &packed, NibbleOrder order, bool isSigned, DType dtype,
+                            int64_t length = -1);
 /// ET-VK compute_per_group_sums: int32 [K/group_size, N padded to `padTo`]
 /// with sums[g, n] = sum(w[n, g*gs : (g+1)*gs]); padding columns are 0.
 Expected<Tensor> groupSums(const Tensor &weight, int64_t groupSize, int64_t padTo);

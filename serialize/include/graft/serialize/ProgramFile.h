@@ -95,6 +95,7 @@ struct ProgramStats {
   uint64_t blobBytes = 0;      ///< bytes of distinct blobs (without padding)
   uint64_t graphBlobBytes = 0; ///< distinct blobs the fused graph uses
   uint64_t dedupedBytes = 0;   ///< bytes saved by storing identical constants once
+  uint64_t recipes = 0;        ///< constants stored as a recipe computed at load (no bytes)
 };
 
 struct ProgramWriteOptions {
