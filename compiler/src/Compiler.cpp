@@ -315,31 +315,55 @@ Expected<vk::PartitionReport> partition(const Graph &graph, const std::string &t
 
 namespace {
 
-/// Whether every use of `v` dequantizes it from int4: a quantize/dequantize
-/// op whose quant range lies within [-8, 7] reads it as its quantized input
-/// (torchao's unpacked int4 qdata in int8) or its zero point. Such a tensor
-/// needs 4 bits per element once packed. Decided from the graph, not by
-/// scanning GBs of weights.
-bool declaredInt4(const Value *v) {
+/// How the minimum counts an int8 constant.
+enum class Int4Role {
+  None,      ///< counted as it is
+  Data,      ///< int4 values in int8: 4 bits per element once packed
+  ZeroPoint, ///< an int4 quantization's zero point: 4 bits, or nothing if all zero
+};
+
+/// Decided from the graph, not by scanning GBs of weights: every use of `v`
+/// is a quantize/dequantize op whose quant range lies within [-8, 7] and reads
+/// `v` as its quantized input (torchao's unpacked int4 qdata in int8) or as
+/// its zero point.
+Int4Role int4Role(const Value *v) {
   if (v->proto().dtype != DType::I8 || !v->hasUses())
-    return false;
+    return Int4Role::None;
+  bool data = false, zeroPoint = false;
   for (const Node *u : v->users()) {
     if (!u->schema())
-      return false;
+      return Int4Role::None;
     auto bound = BoundArgs::bind(*u);
     if (!bound.ok())
-      return false;
+      return Int4Role::None;
     const Argument *lo = bound->find("quant_min");
     const Argument *hi = bound->find("quant_max");
     if (!lo || !hi || !lo->isInt() || !hi->isInt() || lo->integer() < -8 || hi->integer() > 7)
-      return false;
-    // The op's quantized input, or its zero point (an int4 quantization's
-    // zero point is an int4 value too), not e.g. a scale.
+      return Int4Role::None;
     auto is = [&](const Argument *a) { return a && a->isValue() && a->value() == v; };
-    if (!is(&bound->at(0)) && !is(bound->find("zero_point")) && !is(bound->find("zero_points")))
-      return false;
+    if (is(&bound->at(0)))
+      data = true;
+    else if (is(bound->find("zero_point")) || is(bound->find("zero_points")))
+      zeroPoint = true;
+    else
+      return Int4Role::None; // e.g. read as a scale
   }
-  return true;
+  return data ? Int4Role::Data : zeroPoint ? Int4Role::ZeroPoint : Int4Role::None;
+}
+
+/// Whether a constant's data is all zero (a symmetric quantization's zero
+/// point, which a kernel without zero points does not need). Zero points are
+/// 1/group_size of the weights, so reading them is cheap; mapped pages are
+/// released afterwards.
+bool allZero(const GraphInput &in) {
+  auto t = in.load();
+  if (!t.ok() || !t->defined())
+    return false;
+  Tensor c = t->contiguous();
+  const uint8_t *p = c.rawData();
+  bool zero = std::all_of(p, p + c.nbytes(), [](uint8_t b) { return b == 0; });
+  t->releasePages();
+  return zero;
 }
 
 /// Identifies a constant's data without reading it: constants that view the
@@ -380,7 +404,17 @@ ConstantBytes countConstantBytes(const Graph &graph) {
     uint64_t n = static_cast<uint64_t>(numel.constant());
     uint64_t size = n * elementSize(in.value->proto().dtype);
     out.distinct += size;
-    out.minimum += declaredInt4(in.value) ? (n + 1) / 2 : size;
+    switch (int4Role(in.value)) {
+    case Int4Role::Data:
+      out.minimum += (n + 1) / 2;
+      break;
+    case Int4Role::ZeroPoint:
+      out.minimum += allZero(in) ? 0 : (n + 1) / 2;
+      break;
+    case Int4Role::None:
+      out.minimum += size;
+      break;
+    }
   }
   return out;
 }

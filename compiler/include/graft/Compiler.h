@@ -120,7 +120,8 @@ struct CompileSummary {
   uint64_t constantBytesOut = 0;
   /// Theoretical minimum: every distinct input constant, int8 tensors that
   /// every consumer dequantizes from int4 (quant range within [-8, 7]) at 4
-  /// bits per element (packed int4 + scales + the rest).
+  /// bits per element, their zero points at 4 bits or, when all zero
+  /// (symmetric), not at all (packed int4 + scales + the rest).
   uint64_t constantBytesMin = 0;
   uint64_t programBytes = 0; ///< size of the written file (0 when not written)
   std::vector<std::pair<std::string, double>> phaseSeconds; ///< in phase order
@@ -160,8 +161,8 @@ struct CompileResult {
 /// load -> legalize -> fuse -> partition -> codegen (plan) -> write.
 Expected<CompileResult> compile(const std::string &modelPath, const CompileOptions &options = {});
 
-/// Byte counts of a graph's constants, from prototypes and the graph alone
-/// (no weight is read, so this is instant on an 8B model): `distinct` counts
+/// Byte counts of a graph's constants, from prototypes and the graph (only
+/// int4 zero points, 1/group_size of the weights, are read): `distinct` counts
 /// each distinct constant once (same storage bytes, same initializer or same
 /// deferred computation = one constant), `minimum` is the theoretical minimum
 /// described at CompileSummary::constantBytesMin.
