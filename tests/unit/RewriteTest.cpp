@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 using namespace graft;
 using namespace graft::rewrite;
@@ -581,6 +582,58 @@ TEST(Rewrite, AConstantTransformFailureRefusesTheRewrite) {
       << res.stats[0].rejections[0].first;
   EXPECT_EQ(fqns.size(), 0u) << "nothing is recorded for a refused rewrite";
   EXPECT_EQ(print(*g), before);
+}
+
+// Deferred constant data (what graft compile uses): fusing computes nothing,
+// the data is computed on first use and equals the eager result; a transform
+// that fails on the data is then reported naming the constant.
+TEST(Rewrite, DeferredConstantsAreComputedWhenNeeded) {
+  auto eager = parse(kEmbedding);
+  auto lazy = parse(kEmbedding);
+  auto rules = compile({embeddingRule()});
+  FqnRegistry f1, f2;
+  RewriteOptions deferred;
+  deferred.deferConstantData = true;
+  EXPECT_EQ(fuse(*eager, rules, f1).rewrites, 1u);
+  EXPECT_EQ(fuse(*lazy, rules, f2, deferred).rewrites, 1u);
+  const GraphInput *a = eager->findConstant("tok_embeddings.weight.pack_int4_low_first");
+  const GraphInput *b = lazy->findConstant("tok_embeddings.weight.pack_int4_low_first");
+  ASSERT_TRUE(a && b);
+  EXPECT_FALSE(a->isDeferred());
+  EXPECT_TRUE(b->isDeferred());
+  EXPECT_EQ(b->resident(), nullptr);
+  auto loaded = b->load(); // computed, not cached
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(b->isDeferred());
+  ASSERT_EQ(loaded->nbytes(), a->data().nbytes());
+  EXPECT_EQ(std::memcmp(loaded->rawData(), a->data().rawData(), a->data().nbytes()), 0);
+  EXPECT_EQ(maxDiff(*eager, *lazy), 0.0);
+  EXPECT_EQ(print(*eager), print(*lazy)); // same graph, names and (computed) data
+
+  // No values_in: the bad value is found only when the data is computed.
+  std::string text = kEmbedding;
+  text.replace(text.find("min=-8, max=7"), 13, "min=-8, max=9");
+  auto bad = parse(text);
+  Rule r = embeddingRule();
+  r.where.pop_back();
+  FqnRegistry f3;
+  EXPECT_EQ(fuse(*bad, compile({r}), f3, deferred).rewrites, 1u);
+  const GraphInput *c = bad->findConstant("tok_embeddings.weight.pack_int4_low_first");
+  ASSERT_NE(c, nullptr);
+  auto failed = c->load();
+  ASSERT_FALSE(failed.ok());
+  const std::string &msg = failed.diags().front().message;
+  EXPECT_EQ(msg.rfind("constant 'tok_embeddings.weight.pack_int4_low_first' = "
+                      "pack_int4(tok_embeddings.weight, nibbles=low_first): pack_int4: value ",
+                      0),
+            0u)
+      << msg;
+  auto inputs = makeRandomInputs(*bad, 1);
+  ASSERT_TRUE(inputs.ok());
+  auto run = Interpreter().run(*bad, *inputs);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.diags().front().message.find("pack_int4: value "), std::string::npos)
+      << run.diags().front().message;
 }
 
 TEST(Rewrite, DataFreeGraphsGetDataFreeConstants) {

@@ -146,6 +146,11 @@ Command makeFuseCommand() {
     if (!loaded)
       return reportFailure(loaded.diags(), &sources);
     Graph &graph = *loaded->graph;
+    // A .pt2 written back as a .pt2: repacked weights are computed while the
+    // archive is written, one at a time, instead of all held in memory.
+    auto outPath = args.get("o");
+    options.deferConstantData = loaded->pt2 && outPath && outPath->size() > 4 &&
+                                outPath->compare(outPath->size() - 4, 4, ".pt2") == 0;
     rewrite::FqnRegistry fqns;
     auto result = rewrite::applyRules(graph, *rules, fqns, options);
     if (!result)
