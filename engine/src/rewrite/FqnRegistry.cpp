@@ -129,10 +129,17 @@ std::string FqnRegistry::deriveFqn(const TransformRequest &request) {
 std::string FqnRegistry::proposeFqn(const TransformRequest &request,
                                     const std::function<bool(const std::string &)> &isTaken) const {
   std::string base = deriveFqn(request);
-  std::string fqn = base;
-  for (int i = 2; byFqn_.contains(fqn) || (isTaken && isTaken(fqn)); ++i)
-    fqn = base + "_" + std::to_string(i);
-  return fqn;
+  auto taken = [&](const std::string &f) { return byFqn_.contains(f) || (isTaken && isTaken(f)); };
+  if (!taken(base))
+    return base; // the common case: no second string
+  std::string fqn;
+  for (int i = 2;; ++i) {
+    fqn = base;
+    fqn += '_';
+    fqn += std::to_string(i);
+    if (!taken(fqn))
+      return fqn;
+  }
 }
 
 const ProvenanceEntry &

@@ -28,6 +28,8 @@
 #include "graft/ops/ShapeInference.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <deque>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -232,11 +234,19 @@ private:
   enum class Outcome { Applied, Rejected };
   struct StagedConst {
     const ConstantTransform *transform = nullptr;
-    TransformArgs args;
+    /// The normalized arguments and planned prototype: a plan memo's (it
+    /// outlives the transaction) or this constant's own.
+    const TransformArgs *memoArgs = nullptr;
+    const TensorProto *memoProto = nullptr;
+    TransformArgs ownArgs;
+    TensorProto ownProto;
+    const TransformArgs &args() const { return memoArgs ? *memoArgs : ownArgs; }
+    const TensorProto &proto() const { return memoProto ? *memoProto : ownProto; }
+    /// The prototype for the graph: moved when it is this constant's own.
+    TensorProto takeProto() { return memoProto ? *memoProto : std::move(ownProto); }
     TransformRequest request;
     std::string key;                   ///< request.key(), computed once
     std::vector<const Value *> inputs; ///< real or scratch values
-    TensorProto proto;
     std::string fqn;
     bool reuse = false;        ///< registry entry exists (maybe not in this graph)
     Value *existing = nullptr; ///< the graph constant for a reused entry
@@ -292,6 +302,19 @@ private:
                            std::size_t n) const;
   const PlanMemo *rememberPlan(const CStmt *stmt, const TensorProto *const *protos, std::size_t n,
                                const TransformArgs &args, const TransformPlan &plan);
+  /// A new-node statement bound and shape-inferred for arguments of this
+  /// shape: binding and inference are pure functions of the arguments'
+  /// literals and the kinds and prototypes of their tensor values (a memo
+  /// is only kept when every value argument is a tensor: symbolic scalars
+  /// infer from their producer and name).
+  struct NodeMemo {
+    std::vector<Argument> args; ///< value pointers are not compared
+    std::vector<std::pair<std::string, Argument>> kwargs;
+    std::vector<TensorProto> protos; ///< of the value arguments, in forEachValue order
+    std::vector<InferredResult> results;
+  };
+  const NodeMemo *findNodeMemo(const CStmt *stmt, const StagedNode &sn) const;
+  void rememberNode(const CStmt *stmt, const StagedNode &sn);
   /// The FQN a new staged constant will get (named on first need: when a
   /// chained transform keys on it, or at commit).
   const std::string &ensureFqn(StagedConst &sc, const Txn &t);
@@ -327,7 +350,10 @@ private:
   std::vector<Value *> scratchPool_[4];
   std::size_t scratchUsed_[4] = {0, 0, 0, 0};
   /// Per statement, a few plans (distinct weight shapes; bounded).
-  std::unordered_map<const CStmt *, std::vector<PlanMemo>> plans_;
+  /// (A deque: staged constants point at their memo's arguments and prototype.)
+  std::unordered_map<const CStmt *, std::deque<PlanMemo>> plans_;
+  /// Per new-node statement, a few inferred results (distinct shapes; bounded).
+  std::unordered_map<const CStmt *, std::vector<NodeMemo>> nodeMemos_;
   Txn txn_; ///< reused by every apply (its vectors keep their capacity)
   std::vector<std::pair<const Value *, Value *>> realScratch_;
   std::vector<uint32_t> opaqueScratch_;
@@ -352,8 +378,16 @@ std::string Driver::freshName(std::string base, bool permanent) {
     it = nameCounters_.emplace(base, 0).first;
   }
   uint64_t &n = it->second;
+  // One buffer for every candidate: `base` then "_N" rewritten in place.
+  std::string cand = std::move(base);
+  const std::size_t stem = cand.size();
+  char digits[24];
   for (;; ++n) {
-    std::string cand = n == 0 ? base : base + "_" + std::to_string(n);
+    cand.resize(stem);
+    if (n != 0) {
+      int len = std::snprintf(digits, sizeof digits, "_%llu", static_cast<unsigned long long>(n));
+      cand.append(digits, static_cast<std::size_t>(len));
+    }
     if (!graph_.findValue(cand)) {
       ++n;
       return cand;
@@ -379,7 +413,7 @@ const Driver::PlanMemo *Driver::findPlan(const CStmt *stmt, const TensorProto *c
 const Driver::PlanMemo *Driver::rememberPlan(const CStmt *stmt, const TensorProto *const *protos,
                                              std::size_t n, const TransformArgs &args,
                                              const TransformPlan &plan) {
-  std::vector<PlanMemo> &memos = plans_[stmt];
+  std::deque<PlanMemo> &memos = plans_[stmt];
   if (memos.size() >= 16) // a graph of many weight shapes: plan those afresh
     return nullptr;
   PlanMemo &m = memos.emplace_back();
@@ -392,6 +426,74 @@ const Driver::PlanMemo *Driver::rememberPlan(const CStmt *stmt, const TensorProt
   return &m;
 }
 
+namespace {
+
+/// Whether `a` (staged) has the shape of `m` (memoized): equal literals,
+/// lists of the same length, tensor values with equal prototypes (taken in
+/// order from `protos`). A non-tensor value never matches.
+bool sameShape(const Argument &a, const Argument &m, const std::vector<TensorProto> &protos,
+               std::size_t &k) {
+  if (a.kind() != m.kind())
+    return false;
+  if (a.isValue())
+    return a.value()->isTensor() && k < protos.size() && a.value()->proto() == protos[k++];
+  if (a.isList()) {
+    if (a.list().size() != m.list().size())
+      return false;
+    for (std::size_t i = 0; i < a.list().size(); ++i)
+      if (!sameShape(a.list()[i], m.list()[i], protos, k))
+        return false;
+    return true;
+  }
+  return a == m;
+}
+
+} // namespace
+
+const Driver::NodeMemo *Driver::findNodeMemo(const CStmt *stmt, const StagedNode &sn) const {
+  auto it = nodeMemos_.find(stmt);
+  if (it == nodeMemos_.end())
+    return nullptr;
+  for (const NodeMemo &m : it->second) {
+    if (m.args.size() != sn.args.size() || m.kwargs.size() != sn.kwargs.size())
+      continue;
+    std::size_t k = 0;
+    bool same = true;
+    for (std::size_t i = 0; i < sn.args.size() && same; ++i)
+      same = sameShape(sn.args[i], m.args[i], m.protos, k);
+    for (std::size_t i = 0; i < sn.kwargs.size() && same; ++i)
+      same = sn.kwargs[i].first == m.kwargs[i].first &&
+             sameShape(sn.kwargs[i].second, m.kwargs[i].second, m.protos, k);
+    if (same && k == m.protos.size())
+      return &m;
+  }
+  return nullptr;
+}
+
+void Driver::rememberNode(const CStmt *stmt, const StagedNode &sn) {
+  std::vector<NodeMemo> &memos = nodeMemos_[stmt];
+  if (memos.size() >= 16) // a graph of many shapes: infer those afresh
+    return;
+  NodeMemo m;
+  bool tensorsOnly = true;
+  auto collect = [&](const Value *v) {
+    if (v->isTensor())
+      m.protos.push_back(v->proto());
+    else
+      tensorsOnly = false;
+  };
+  for (const Argument &a : sn.args)
+    a.forEachValue(collect);
+  for (const auto &kv : sn.kwargs)
+    kv.second.forEachValue(collect);
+  if (!tensorsOnly)
+    return;
+  m.args = sn.args;
+  m.kwargs = sn.kwargs;
+  m.results = sn.results;
+  memos.push_back(std::move(m));
+}
+
 Value *Driver::scratchValue(ValueKind kind, const TensorProto &proto) {
   // Scratch values are reused from one transaction to the next (a pool per
   // kind): staging allocates no graph values.
@@ -399,7 +501,10 @@ Value *Driver::scratchValue(ValueKind kind, const TensorProto &proto) {
   auto &pool = scratchPool_[k];
   if (scratchUsed_[k] < pool.size()) {
     Value *v = pool[scratchUsed_[k]++];
-    v->setProto(proto);
+    // The same statement usually takes the same slot with the same shape as
+    // last time: comparing is cheaper than copying (a copy allocates).
+    if (!(v->proto() == proto))
+      v->setProto(proto);
     return v;
   }
   std::string name = "t" + std::to_string(pool.size()) + "_" + std::to_string(k);
@@ -442,7 +547,7 @@ void Driver::deferConstants(Txn &t) {
     }
     if (inputs.size() != sc.inputs.size())
       continue;
-    sc.deferred = deferTransform(*sc.transform, sc.args, sc.proto, std::move(inputs), sc.fqn,
+    sc.deferred = deferTransform(*sc.transform, sc.args(), sc.proto(), std::move(inputs), sc.fqn,
                                  sc.request.str());
   }
 }
@@ -520,7 +625,6 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
       out = EvalValue::value(inputs[0]);
       return true;
     }
-    bound = memo->args;
   } else {
     if (stmt && stmt->literalArgs) {
       bound = *stmt->literalArgs;
@@ -595,21 +699,26 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
   sc.transform = &tf;
   sc.loc = stmt ? stmt->src->loc : (args.empty() ? rule.rule().loc : args[0].src->loc);
   sc.inputs.assign(inputs, inputs + nin);
-  sc.args = std::move(*bound);
-  sc.proto = memo ? memo->plan.proto : std::move(plan->proto);
+  if (memo) {
+    sc.memoArgs = &memo->args;
+    sc.memoProto = &memo->plan.proto;
+  } else {
+    sc.ownArgs = std::move(*bound);
+    sc.ownProto = std::move(plan->proto);
+  }
   sc.request = std::move(request);
   sc.key = std::move(key);
   if (const ProvenanceEntry *e = registry_.findByKey(sc.key)) {
     sc.reuse = true;
     sc.fqn = e->fqn;
     Value *const *c = constants_.find(e->fqn);
-    if (c && (*c)->proto().sameShapeAndDType(sc.proto)) {
+    if (c && (*c)->proto().sameShapeAndDType(sc.proto())) {
       sc.existing = *c;
       out = EvalValue::value(sc.existing);
       return true;
     }
   }
-  sc.scratch = scratchValue(ValueKind::Tensor, sc.proto);
+  sc.scratch = scratchValue(ValueKind::Tensor, sc.proto());
   out = EvalValue::value(sc.scratch);
   return true;
 }
@@ -711,20 +820,25 @@ bool Driver::stage(const CompiledRule &rule, Txn &t) {
         }
         sn.kwargs.emplace_back(k, std::move(*a));
       }
-      const OpSchema &schema = *st.schema;
-      const InferFn *fn = static_cast<const InferFn *>(st.inferFn);
-      auto bound = BoundArgs::bind(schema, sn.args, sn.kwargs, st.baseName);
-      if (!bound.ok()) {
-        t.reject = bound.diags()[0].message;
-        return false;
+      if (const NodeMemo *memo = findNodeMemo(&st, sn)) {
+        sn.results = memo->results;
+      } else {
+        const OpSchema &schema = *st.schema;
+        const InferFn *fn = static_cast<const InferFn *>(st.inferFn);
+        auto bound = BoundArgs::bind(schema, sn.args, sn.kwargs, st.baseName);
+        if (!bound.ok()) {
+          t.reject = bound.diags()[0].message;
+          return false;
+        }
+        InferContext ctx{*bound, graph_.symbols(), st.baseName};
+        auto inferred = (*fn)(ctx);
+        if (!inferred.ok()) {
+          t.reject = inferred.diags()[0].message;
+          return false;
+        }
+        sn.results = std::move(*inferred);
+        rememberNode(&st, sn);
       }
-      InferContext ctx{*bound, graph_.symbols(), st.baseName};
-      auto inferred = (*fn)(ctx);
-      if (!inferred.ok()) {
-        t.reject = inferred.diags()[0].message;
-        return false;
-      }
-      sn.results = std::move(*inferred);
       if (sn.results.size() < st.resultValues.size()) {
         t.reject = st.target + " yields " + std::to_string(sn.results.size()) + " result(s)";
         return false;
@@ -883,7 +997,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       }
       if (!haveData)
         continue; // data-free graph: the constant is described, not computed
-      auto data = computeTransform(*sc.transform, inputs, sc.args, sc.proto);
+      auto data = computeTransform(*sc.transform, inputs, sc.args(), sc.proto());
       if (!data.ok()) {
         reason = data.diags()[0].message;
         break;
@@ -934,7 +1048,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     } else {
       // The request, key and FQN are not needed after this: moved, not copied.
       fqn = &registry_
-                 .recordAs(std::move(sc.request), std::move(sc.fqn), sc.proto, rule.rule().name,
+                 .recordAs(std::move(sc.request), std::move(sc.fqn), sc.proto(), rule.rule().name,
                            sc.loc, std::move(sc.key))
                  .fqn;
     }
@@ -955,7 +1069,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     // Last use of the staged prototype: moved into the graph.
     Value *v =
         graph_.addInput(InputKind::Parameter, freshName(sanitizeName(*fqn), /*permanent=*/true),
-                        std::move(sc.proto), *fqn);
+                        sc.takeProto(), *fqn);
     if (sc.hasData)
       graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].setData(sc.data, ExternalData{});
     else if (sc.deferred)
