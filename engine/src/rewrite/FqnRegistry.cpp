@@ -2,6 +2,7 @@
 #include "graft/rewrite/FqnRegistry.h"
 #include "graft/support/JsonQuote.h"
 
+#include "FqnNaming.h"
 #include "RewriteUtil.h"
 
 #include <algorithm>
@@ -71,28 +72,37 @@ const ProvenanceEntry *FqnRegistry::findByFqn(std::string_view fqn) const {
 }
 
 std::string FqnRegistry::deriveFqn(const TransformRequest &request) {
-  // The result is at most sources + transform + argument text plus a
-  // separator per source: one allocation.
-  std::size_t n = request.transform.size() + request.args.size() + 8;
+  std::string tail = detail::deriveFqnTail(request.transform, request.args);
+  std::size_t n = tail.size() + 8;
   for (const std::string &s : request.sources)
     n += s.size() + 1;
   std::string out;
   out.reserve(n);
-  out += request.sources.empty() ? std::string_view("const") : std::string_view(request.sources[0]);
-  for (std::size_t i = 1; i < request.sources.size(); ++i) {
+  detail::appendFqnSources(out, request.sources);
+  out += tail;
+  return out;
+}
+
+void detail::appendFqnSources(std::string &out, const std::vector<std::string> &sources) {
+  out += sources.empty() ? std::string_view("const") : std::string_view(sources[0]);
+  for (std::size_t i = 1; i < sources.size(); ++i) {
     out += '+';
-    out += request.sources[i];
+    out += sources[i];
   }
+}
+
+std::string detail::deriveFqnTail(std::string_view transform, std::string_view a) {
+  std::string out;
+  out.reserve(transform.size() + a.size() + 2);
   out += '.';
-  out += request.transform;
+  out += transform;
   // Argument values only ("nibbles=low_first, x=[1, 2]" -> "_low_first_1x2"),
   // made identifier-safe: '-' -> 'm', '.' -> 'p', list commas -> 'x';
   // integral floats lose their ".0". One pass, no temporaries.
-  const std::string &a = request.args;
   std::size_t i = 0;
   while (i < a.size()) {
     std::size_t eq = a.find('=', i);
-    if (eq == std::string::npos)
+    if (eq == std::string_view::npos)
       break;
     std::size_t end = eq + 1;
     for (int depth = 0; end < a.size(); ++end) {
@@ -128,8 +138,14 @@ std::string FqnRegistry::deriveFqn(const TransformRequest &request) {
 
 std::string FqnRegistry::proposeFqn(const TransformRequest &request,
                                     const std::function<bool(const std::string &)> &isTaken) const {
-  std::string base = deriveFqn(request);
-  auto taken = [&](const std::string &f) { return byFqn_.contains(f) || (isTaken && isTaken(f)); };
+  return detail::proposeFqnFrom(*this, deriveFqn(request), isTaken);
+}
+
+std::string detail::proposeFqnFrom(const FqnRegistry &registry, std::string base,
+                                   const std::function<bool(const std::string &)> &isTaken) {
+  auto taken = [&](const std::string &f) {
+    return registry.findByFqn(f) != nullptr || (isTaken && isTaken(f));
+  };
   if (!taken(base))
     return base; // the common case: no second string
   std::string fqn;

@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 #include "graft/rewrite/Rewriter.h"
 
+#include "FqnNaming.h"
 #include "Matcher.h"
 #include "RewriteUtil.h"
 #include "RootIndex.h"
@@ -238,6 +239,7 @@ private:
     /// outlives the transaction) or this constant's own.
     const TransformArgs *memoArgs = nullptr;
     const TensorProto *memoProto = nullptr;
+    const std::string *fqnTail = nullptr; ///< the plan memo's, see ensureFqn
     TransformArgs ownArgs;
     TensorProto ownProto;
     const TransformArgs &args() const { return memoArgs ? *memoArgs : ownArgs; }
@@ -257,12 +259,18 @@ private:
     std::shared_ptr<const DeferredData> deferred;
     SourceRange loc; ///< the rewrite statement or call asking for it
   };
+  struct NodeMemo;
   struct StagedNode {
     const CStmt *stmt = nullptr;
     std::vector<Argument> args;
     std::vector<std::pair<std::string, Argument>> kwargs;
-    std::vector<InferredResult> results;
-    std::vector<Value *> scratch; ///< one per result
+    /// Results and their scratch values (one per result): a node memo's
+    /// (it outlives the transaction) or this node's own.
+    const NodeMemo *memo = nullptr;
+    std::vector<InferredResult> ownResults;
+    std::vector<Value *> ownScratch;
+    const std::vector<InferredResult> &results() const;
+    const std::vector<Value *> &scratch() const;
   };
   struct Txn {
     std::vector<EvalValue> slots;
@@ -297,10 +305,18 @@ private:
     TransformArgs args;
     std::string argsText;
     TransformPlan plan;
+    /// The FQN after the source names: ".transform_args" (see
+    /// FqnRegistry::deriveFqn).
+    std::string fqnTail;
+    /// Stands for this statement's constant while staging. The statement is
+    /// staged at most once per transaction, and the prototype never changes:
+    /// no pooled value re-prototyped per rewrite.
+    mutable Value *scratch = nullptr;
   };
   const PlanMemo *findPlan(const CStmt *stmt, const TensorProto *const *protos,
                            std::size_t n) const;
-  const PlanMemo *rememberPlan(const CStmt *stmt, const TensorProto *const *protos, std::size_t n,
+  const PlanMemo *rememberPlan(const CStmt *stmt, std::string_view transform,
+                               const TensorProto *const *protos, std::size_t n,
                                const TransformArgs &args, const TransformPlan &plan);
   /// A new-node statement bound and shape-inferred for arguments of this
   /// shape: binding and inference are pure functions of the arguments'
@@ -312,9 +328,14 @@ private:
     std::vector<std::pair<std::string, Argument>> kwargs;
     std::vector<TensorProto> protos; ///< of the value arguments, in forEachValue order
     std::vector<InferredResult> results;
+    std::vector<Value *> scratch; ///< one per result (as PlanMemo::scratch)
   };
   const NodeMemo *findNodeMemo(const CStmt *stmt, const StagedNode &sn) const;
-  void rememberNode(const CStmt *stmt, const StagedNode &sn);
+  /// Moves `results` into a new memo, or leaves them (null) when none is kept.
+  const NodeMemo *rememberNode(const CStmt *stmt, const StagedNode &sn,
+                               std::vector<InferredResult> &results);
+  /// A scratch value owned by a memo (not from the per-transaction pool).
+  Value *memoScratch(ValueKind kind, const TensorProto &proto);
   /// The FQN a new staged constant will get (named on first need: when a
   /// chained transform keys on it, or at commit).
   const std::string &ensureFqn(StagedConst &sc, const Txn &t);
@@ -353,7 +374,8 @@ private:
   /// (A deque: staged constants point at their memo's arguments and prototype.)
   std::unordered_map<const CStmt *, std::deque<PlanMemo>> plans_;
   /// Per new-node statement, a few inferred results (distinct shapes; bounded).
-  std::unordered_map<const CStmt *, std::vector<NodeMemo>> nodeMemos_;
+  std::unordered_map<const CStmt *, std::deque<NodeMemo>> nodeMemos_;
+  std::size_t memoScratchCount_ = 0;
   Txn txn_; ///< reused by every apply (its vectors keep their capacity)
   std::vector<std::pair<const Value *, Value *>> realScratch_;
   std::vector<uint32_t> opaqueScratch_;
@@ -410,9 +432,9 @@ const Driver::PlanMemo *Driver::findPlan(const CStmt *stmt, const TensorProto *c
   return nullptr;
 }
 
-const Driver::PlanMemo *Driver::rememberPlan(const CStmt *stmt, const TensorProto *const *protos,
-                                             std::size_t n, const TransformArgs &args,
-                                             const TransformPlan &plan) {
+const Driver::PlanMemo *Driver::rememberPlan(const CStmt *stmt, std::string_view transform,
+                                             const TensorProto *const *protos, std::size_t n,
+                                             const TransformArgs &args, const TransformPlan &plan) {
   std::deque<PlanMemo> &memos = plans_[stmt];
   if (memos.size() >= 16) // a graph of many weight shapes: plan those afresh
     return nullptr;
@@ -422,6 +444,7 @@ const Driver::PlanMemo *Driver::rememberPlan(const CStmt *stmt, const TensorProt
     m.inputs.push_back(*protos[i]);
   m.args = args;
   m.argsText = args.canonicalText();
+  m.fqnTail = detail::deriveFqnTail(transform, m.argsText);
   m.plan = plan;
   return &m;
 }
@@ -470,10 +493,11 @@ const Driver::NodeMemo *Driver::findNodeMemo(const CStmt *stmt, const StagedNode
   return nullptr;
 }
 
-void Driver::rememberNode(const CStmt *stmt, const StagedNode &sn) {
-  std::vector<NodeMemo> &memos = nodeMemos_[stmt];
+const Driver::NodeMemo *Driver::rememberNode(const CStmt *stmt, const StagedNode &sn,
+                                             std::vector<InferredResult> &results) {
+  std::deque<NodeMemo> &memos = nodeMemos_[stmt];
   if (memos.size() >= 16) // a graph of many shapes: infer those afresh
-    return;
+    return nullptr;
   NodeMemo m;
   bool tensorsOnly = true;
   auto collect = [&](const Value *v) {
@@ -487,11 +511,27 @@ void Driver::rememberNode(const CStmt *stmt, const StagedNode &sn) {
   for (const auto &kv : sn.kwargs)
     kv.second.forEachValue(collect);
   if (!tensorsOnly)
-    return;
+    return nullptr;
   m.args = sn.args;
   m.kwargs = sn.kwargs;
-  m.results = sn.results;
-  memos.push_back(std::move(m));
+  m.results = std::move(results);
+  for (const InferredResult &r : m.results)
+    m.scratch.push_back(memoScratch(r.kind, r.proto));
+  return &memos.emplace_back(std::move(m));
+}
+
+Value *Driver::memoScratch(ValueKind kind, const TensorProto &proto) {
+  std::string name = "m" + std::to_string(memoScratchCount_++);
+  return kind == ValueKind::Tensor ? scratch_->addInput(InputKind::UserInput, name, proto)
+                                   : scratch_->addScalarInput(kind, name);
+}
+
+const std::vector<InferredResult> &Driver::StagedNode::results() const {
+  return memo ? memo->results : ownResults;
+}
+
+const std::vector<Value *> &Driver::StagedNode::scratch() const {
+  return memo ? memo->scratch : ownScratch;
 }
 
 Value *Driver::scratchValue(ValueKind kind, const TensorProto &proto) {
@@ -501,10 +541,7 @@ Value *Driver::scratchValue(ValueKind kind, const TensorProto &proto) {
   auto &pool = scratchPool_[k];
   if (scratchUsed_[k] < pool.size()) {
     Value *v = pool[scratchUsed_[k]++];
-    // The same statement usually takes the same slot with the same shape as
-    // last time: comparing is cheaper than copying (a copy allocates).
-    if (!(v->proto() == proto))
-      v->setProto(proto);
+    v->setProto(proto);
     return v;
   }
   std::string name = "t" + std::to_string(pool.size()) + "_" + std::to_string(k);
@@ -516,15 +553,30 @@ Value *Driver::scratchValue(ValueKind kind, const TensorProto &proto) {
 }
 
 const std::string &Driver::ensureFqn(StagedConst &sc, const Txn &t) {
-  if (sc.fqn.empty())
-    sc.fqn = registry_.proposeFqn(sc.request, [&](const std::string &n) {
-      if (constants_.contains(n))
+  if (!sc.fqn.empty())
+    return sc.fqn;
+  auto taken = [&](const std::string &n) {
+    if (constants_.contains(n))
+      return true;
+    for (const StagedConst &o : t.consts)
+      if (o.fqn == n)
         return true;
-      for (const StagedConst &o : t.consts)
-        if (o.fqn == n)
-          return true;
-      return false;
-    });
+    return false;
+  };
+  if (sc.fqnTail) {
+    // deriveFqn from its parts: the memoized tail spares re-reading the
+    // argument text per rewrite.
+    std::string base;
+    std::size_t n = sc.fqnTail->size() + 8;
+    for (const std::string &src : sc.request.sources)
+      n += src.size() + 1;
+    base.reserve(n);
+    detail::appendFqnSources(base, sc.request.sources);
+    base += *sc.fqnTail;
+    sc.fqn = detail::proposeFqnFrom(registry_, std::move(base), taken);
+  } else {
+    sc.fqn = registry_.proposeFqn(sc.request, taken);
+  }
   return sc.fqn;
 }
 
@@ -662,7 +714,7 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
       return false;
     }
     if (stmt && stmt->literalArgs)
-      memo = rememberPlan(stmt, protoPtrs, nin, *bound, *plan);
+      memo = rememberPlan(stmt, tf.name, protoPtrs, nin, *bound, *plan);
     if (plan->identity) {
       out = EvalValue::value(inputs[0]);
       return true;
@@ -702,6 +754,7 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
   if (memo) {
     sc.memoArgs = &memo->args;
     sc.memoProto = &memo->plan.proto;
+    sc.fqnTail = &memo->fqnTail;
   } else {
     sc.ownArgs = std::move(*bound);
     sc.ownProto = std::move(plan->proto);
@@ -718,7 +771,13 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
       return true;
     }
   }
-  sc.scratch = scratchValue(ValueKind::Tensor, sc.proto());
+  if (memo) {
+    if (!memo->scratch)
+      memo->scratch = memoScratch(ValueKind::Tensor, memo->plan.proto);
+    sc.scratch = memo->scratch;
+  } else {
+    sc.scratch = scratchValue(ValueKind::Tensor, sc.proto());
+  }
   out = EvalValue::value(sc.scratch);
   return true;
 }
@@ -774,8 +833,8 @@ bool Driver::stage(const CompiledRule &rule, Txn &t) {
       for (const StagedConst &sc : t.consts)
         created = created || sc.scratch == a->value();
       for (const StagedNode &sn : t.nodes)
-        created = created ||
-                  std::find(sn.scratch.begin(), sn.scratch.end(), a->value()) != sn.scratch.end();
+        created = created || std::find(sn.scratch().begin(), sn.scratch().end(), a->value()) !=
+                                 sn.scratch().end();
       if (created) {
         t.reject = "a forwarded value must already exist in the graph";
         return false;
@@ -821,7 +880,7 @@ bool Driver::stage(const CompiledRule &rule, Txn &t) {
         sn.kwargs.emplace_back(k, std::move(*a));
       }
       if (const NodeMemo *memo = findNodeMemo(&st, sn)) {
-        sn.results = memo->results;
+        sn.memo = memo;
       } else {
         const OpSchema &schema = *st.schema;
         const InferFn *fn = static_cast<const InferFn *>(st.inferFn);
@@ -836,17 +895,19 @@ bool Driver::stage(const CompiledRule &rule, Txn &t) {
           t.reject = inferred.diags()[0].message;
           return false;
         }
-        sn.results = std::move(*inferred);
-        rememberNode(&st, sn);
+        sn.memo = rememberNode(&st, sn, *inferred);
+        if (!sn.memo) {
+          sn.ownResults = std::move(*inferred);
+          for (const InferredResult &r : sn.ownResults)
+            sn.ownScratch.push_back(scratchValue(r.kind, r.proto));
+        }
       }
-      if (sn.results.size() < st.resultValues.size()) {
-        t.reject = st.target + " yields " + std::to_string(sn.results.size()) + " result(s)";
+      if (sn.results().size() < st.resultValues.size()) {
+        t.reject = st.target + " yields " + std::to_string(sn.results().size()) + " result(s)";
         return false;
       }
-      for (const InferredResult &r : sn.results)
-        sn.scratch.push_back(scratchValue(r.kind, r.proto));
       for (std::size_t i = 0; i < st.resultValues.size(); ++i) {
-        t.values[static_cast<std::size_t>(st.resultValues[i])] = EvalValue::value(sn.scratch[i]);
+        t.values[static_cast<std::size_t>(st.resultValues[i])] = EvalValue::value(sn.scratch()[i]);
         t.setValues.push_back(st.resultValues[i]);
       }
       t.nodes.push_back(std::move(sn));
@@ -894,7 +955,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
         break;
       }
       Value *orig = b.node->output(static_cast<unsigned>(pr));
-      const Value *nv = sn.scratch[i];
+      const Value *nv = sn.scratch()[i];
       if (orig->kind() != nv->kind() ||
           (orig->isTensor() && !orig->proto().sameShapeAndDType(nv->proto()))) {
         reason = "replacement for %" + orig->name() + " is " +
@@ -903,7 +964,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
                  (orig->isTensor() ? orig->proto().str() : std::string(name(orig->kind())));
         break;
       }
-      replace.emplace_back(orig, sn.scratch[i]);
+      replace.emplace_back(orig, sn.scratch()[i]);
     }
   }
   for (const auto &[st, fv] : t.forwards) {
@@ -1079,8 +1140,9 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     if (options_.recordLog)
       (sc.reuse ? log.reused : log.constants).push_back(*fqn);
   }
-  // Staged nodes are not looked at after commit: their arguments and
-  // prototypes move into the graph instead of being copied.
+  // Staged nodes are not looked at after commit: their arguments move into
+  // the graph instead of being copied (result prototypes are copied from the
+  // node memo).
   auto mapArg = [&](Argument &a) {
     a.forEachValue([&](Value *&v) {
       if (Value *r = realOf(v))
@@ -1095,16 +1157,16 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     for (auto &kv : sn.kwargs)
       mapArg(kv.second);
     std::vector<Graph::ResultSpec> results;
-    results.reserve(sn.results.size());
-    for (InferredResult &r : sn.results)
-      results.push_back({freshName(sn.stmt->baseName), r.kind, std::move(r.proto)});
+    results.reserve(sn.results().size());
+    for (const InferredResult &r : sn.results())
+      results.push_back({freshName(sn.stmt->baseName), r.kind, r.proto});
     Node *n = graph_.createNode(sn.stmt->target, std::move(sn.args), std::move(sn.kwargs),
                                 std::move(results), root);
     n->setSchema(sn.stmt->schema);
     n->metadata() = root->metadata();
     dead_.erase(n);
-    for (std::size_t i = 0; i < sn.scratch.size(); ++i)
-      real.emplace_back(sn.scratch[i], n->output(static_cast<unsigned>(i)));
+    for (std::size_t i = 0; i < sn.scratch().size(); ++i)
+      real.emplace_back(sn.scratch()[i], n->output(static_cast<unsigned>(i)));
     created.push_back(n);
     if (options_.recordLog)
       log.created.push_back(n->name());
