@@ -170,14 +170,15 @@ const ProvenanceEntry &FqnRegistry::recordAs(TransformRequest request, std::stri
                                              std::string key) {
   if (key.empty())
     key = request.key();
-  ProvenanceEntry e;
+  // Built in place: an entry is a few hundred bytes of strings, vectors and
+  // a prototype, and the driver records one per new constant.
+  ProvenanceEntry &e = entries_.emplace_back();
   e.fqn = std::move(fqn);
   e.request = std::move(request);
   e.proto = std::move(proto);
   e.requestedBy.push_back(rule);
   e.rule = std::move(rule);
   e.loc = std::move(loc);
-  entries_.push_back(std::move(e));
   keys_.push_back(std::move(key));
   index(entries_.size() - 1);
   return entries_.back();

@@ -301,6 +301,7 @@ private:
   /// A literal-argument transform statement planned for these input
   /// prototypes: its normalized arguments, their canonical text, the plan.
   struct PlanMemo {
+    uint64_t print = 0; ///< protoPrint of the inputs, combined
     std::vector<TensorProto> inputs;
     TransformArgs args;
     std::string argsText;
@@ -324,6 +325,7 @@ private:
   /// is only kept when every value argument is a tensor: symbolic scalars
   /// infer from their producer and name).
   struct NodeMemo {
+    uint64_t print = 0;         ///< protoPrint of the tensor arguments, combined
     std::vector<Argument> args; ///< value pointers are not compared
     std::vector<std::pair<std::string, Argument>> kwargs;
     std::vector<TensorProto> protos; ///< of the value arguments, in forEachValue order
@@ -417,13 +419,36 @@ std::string Driver::freshName(std::string base, bool permanent) {
   }
 }
 
+namespace {
+
+/// A cheap fingerprint of a prototype (dtype, rank, constant sizes, strides
+/// and quantization present): memo lookups compare it before comparing
+/// prototypes in full, so only the memo that matches pays for a full compare.
+uint64_t protoPrint(const TensorProto &p) {
+  uint64_t h = (static_cast<uint64_t>(p.dtype) + 1) * 0x9E3779B97F4A7C15ull;
+  h ^= p.shape.size() + (p.strides.size() << 8) + (uint64_t(p.quant.has_value()) << 16);
+  for (const Dim &d : p.shape)
+    h = (h ^ (d.isConstant() ? static_cast<uint64_t>(d.constant()) : 0xD1B54A32D192ED03ull)) *
+        0x100000001B3ull;
+  return h;
+}
+
+uint64_t combinePrint(uint64_t h, uint64_t x) {
+  return (h ^ x) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+}
+
+} // namespace
+
 const Driver::PlanMemo *Driver::findPlan(const CStmt *stmt, const TensorProto *const *protos,
                                          std::size_t n) const {
   auto it = plans_.find(stmt);
   if (it == plans_.end())
     return nullptr;
+  uint64_t print = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    print = combinePrint(print, protoPrint(*protos[i]));
   for (const PlanMemo &m : it->second) {
-    bool same = m.inputs.size() == n;
+    bool same = m.print == print && m.inputs.size() == n;
     for (std::size_t i = 0; i < n && same; ++i)
       same = m.inputs[i] == *protos[i];
     if (same)
@@ -440,8 +465,10 @@ const Driver::PlanMemo *Driver::rememberPlan(const CStmt *stmt, std::string_view
     return nullptr;
   PlanMemo &m = memos.emplace_back();
   m.inputs.reserve(n);
-  for (std::size_t i = 0; i < n; ++i)
+  for (std::size_t i = 0; i < n; ++i) {
     m.inputs.push_back(*protos[i]);
+    m.print = combinePrint(m.print, protoPrint(*protos[i]));
+  }
   m.args = args;
   m.argsText = args.canonicalText();
   m.fqnTail = detail::deriveFqnTail(transform, m.argsText);
@@ -477,8 +504,22 @@ const Driver::NodeMemo *Driver::findNodeMemo(const CStmt *stmt, const StagedNode
   auto it = nodeMemos_.find(stmt);
   if (it == nodeMemos_.end())
     return nullptr;
+  uint64_t print = 0;
+  bool tensorsOnly = true;
+  auto fold = [&](const Value *v) {
+    if (v->isTensor())
+      print = combinePrint(print, protoPrint(v->proto()));
+    else
+      tensorsOnly = false;
+  };
+  for (const Argument &a : sn.args)
+    a.forEachValue(fold);
+  for (const auto &kv : sn.kwargs)
+    kv.second.forEachValue(fold);
+  if (!tensorsOnly)
+    return nullptr; // never memoized (see NodeMemo)
   for (const NodeMemo &m : it->second) {
-    if (m.args.size() != sn.args.size() || m.kwargs.size() != sn.kwargs.size())
+    if (m.print != print || m.args.size() != sn.args.size() || m.kwargs.size() != sn.kwargs.size())
       continue;
     std::size_t k = 0;
     bool same = true;
@@ -501,10 +542,12 @@ const Driver::NodeMemo *Driver::rememberNode(const CStmt *stmt, const StagedNode
   NodeMemo m;
   bool tensorsOnly = true;
   auto collect = [&](const Value *v) {
-    if (v->isTensor())
+    if (v->isTensor()) {
       m.protos.push_back(v->proto());
-    else
+      m.print = combinePrint(m.print, protoPrint(v->proto()));
+    } else {
       tensorsOnly = false;
+    }
   };
   for (const Argument &a : sn.args)
     a.forEachValue(collect);
@@ -784,11 +827,18 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
 
 bool Driver::stage(const CompiledRule &rule, Txn &t) {
   // Reset what the previous transaction set (EvalValues are not cheap to
-  // rebuild wholesale on every rewrite).
+  // rebuild wholesale on every rewrite), in place: no temporary EvalValue
+  // built, moved and destroyed per slot.
+  auto reset = [](EvalValue &e, std::string_view why) {
+    e.kind = EvalValue::Kind::Unknown;
+    e.v = nullptr;
+    e.s.assign(why);
+    e.list.clear();
+  };
   for (int s : t.setSlots)
-    t.slots[static_cast<std::size_t>(s)] = EvalValue::unknown("not bound");
+    reset(t.slots[static_cast<std::size_t>(s)], "not bound");
   for (int v : t.setValues)
-    t.values[static_cast<std::size_t>(v)] = EvalValue::unknown("not built");
+    reset(t.values[static_cast<std::size_t>(v)], "not built");
   t.setSlots.clear();
   t.setValues.clear();
   if (t.slots.size() < rule.slotNames.size())
