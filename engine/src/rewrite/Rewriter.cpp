@@ -29,7 +29,8 @@
 #include "graft/ops/ShapeInference.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <array>
+#include <charconv>
 #include <deque>
 #include <unordered_map>
 #include <unordered_set>
@@ -101,9 +102,18 @@ bool isGraphOutput(const Graph &g, const Value *v) {
 }
 
 std::string sanitizeName(const std::string &fqn) {
+  // A table, not a chain of range tests: every new constant's FQN (tens of
+  // characters) goes through here.
+  static const auto kKeep = [] {
+    std::array<bool, 256> keep{};
+    for (int c = 0; c < 256; ++c)
+      keep[static_cast<std::size_t>(c)] =
+          (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    return keep;
+  }();
   std::string out = fqn;
   for (char &c : out)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+    if (!kKeep[static_cast<unsigned char>(c)])
       c = '_';
   if (out.empty())
     out = "c";
@@ -409,8 +419,9 @@ std::string Driver::freshName(std::string base, bool permanent) {
   for (;; ++n) {
     cand.resize(stem);
     if (n != 0) {
-      int len = std::snprintf(digits, sizeof digits, "_%llu", static_cast<unsigned long long>(n));
-      cand.append(digits, static_cast<std::size_t>(len));
+      digits[0] = '_';
+      char *end = std::to_chars(digits + 1, digits + sizeof digits, n).ptr;
+      cand.append(digits, static_cast<std::size_t>(end - digits));
     }
     if (!graph_.findValue(cand)) {
       ++n;
