@@ -32,6 +32,7 @@
 #include <array>
 #include <charconv>
 #include <deque>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -257,8 +258,12 @@ private:
     /// The prototype for the graph: moved when it is this constant's own.
     TensorProto takeProto() { return memoProto ? *memoProto : std::move(ownProto); }
     TransformRequest request;
-    std::string key;                   ///< request.key(), computed once
-    std::vector<const Value *> inputs; ///< real or scratch values
+    std::string key; ///< request.key(), computed once
+    /// Real or scratch values (at most 4: stageConst refuses more); no
+    /// vector allocated per staged constant.
+    std::array<const Value *, 4> inputArray{};
+    std::size_t numInputs = 0;
+    std::span<const Value *const> inputs() const { return {inputArray.data(), numInputs}; }
     std::string fqn;
     bool reuse = false;        ///< registry entry exists (maybe not in this graph)
     Value *existing = nullptr; ///< the graph constant for a reused entry
@@ -267,7 +272,9 @@ private:
     bool hasData = false;
     /// Deferred mode: computes the data when it is needed.
     std::shared_ptr<const DeferredData> deferred;
-    SourceRange loc; ///< the rewrite statement or call asking for it
+    /// The rewrite statement or call asking for it (the compiled rule's, which
+    /// outlives the run: not copied per staged constant).
+    const SourceRange *loc = nullptr;
   };
   struct NodeMemo;
   struct StagedNode {
@@ -639,8 +646,8 @@ void Driver::deferConstants(Txn &t) {
     if (sc.existing)
       continue;
     std::vector<std::shared_ptr<const DeferredData>> inputs;
-    inputs.reserve(sc.inputs.size());
-    for (const Value *in : sc.inputs) {
+    inputs.reserve(sc.numInputs);
+    for (const Value *in : sc.inputs()) {
       std::shared_ptr<const DeferredData> src;
       if (const GraphInput *gi = graph_.inputFor(in); gi && gi->value == in)
         src = gi->dataSource();
@@ -651,7 +658,7 @@ void Driver::deferConstants(Txn &t) {
         break; // a data-free graph: the constant is described, not computed
       inputs.push_back(std::move(src));
     }
-    if (inputs.size() != sc.inputs.size())
+    if (inputs.size() != sc.numInputs)
       continue;
     sc.deferred = deferTransform(*sc.transform, sc.args(), sc.proto(), std::move(inputs), sc.fqn,
                                  sc.request.str());
@@ -803,8 +810,9 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
     }
   StagedConst &sc = t.consts.emplace_back();
   sc.transform = &tf;
-  sc.loc = stmt ? stmt->src->loc : (args.empty() ? rule.rule().loc : args[0].src->loc);
-  sc.inputs.assign(inputs, inputs + nin);
+  sc.loc = stmt ? &stmt->src->loc : (args.empty() ? &rule.rule().loc : &args[0].src->loc);
+  std::copy(inputs, inputs + nin, sc.inputArray.begin());
+  sc.numInputs = nin;
   if (memo) {
     sc.memoArgs = &memo->args;
     sc.memoProto = &memo->plan.proto;
@@ -1106,7 +1114,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
         continue;
       std::vector<const Tensor *> inputs;
       bool haveData = true;
-      for (const Value *in : sc.inputs) {
+      for (const Value *in : sc.inputs()) {
         const Tensor *d = nullptr;
         if (const GraphInput *gi = graph_.inputFor(in); gi && gi->value == in && gi->hasData())
           d = &gi->data();
@@ -1171,7 +1179,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       // The request, key and FQN are not needed after this: moved, not copied.
       fqn = &registry_
                  .recordAs(std::move(sc.request), std::move(sc.fqn), sc.proto(), rule.rule().name,
-                           sc.loc, std::move(sc.key))
+                           *sc.loc, std::move(sc.key))
                  .fqn;
     }
     // An intermediate of a chain (transpose, then pad) is recorded (its FQN
