@@ -352,11 +352,18 @@ void Graph::eraseNode(Node *node) {
 }
 
 void Graph::replaceAllUsesWith(Value *from, Value *to) {
-  std::vector<Node *> users = from->users_;
-  std::sort(users.begin(), users.end());
-  users.erase(std::unique(users.begin(), users.end()), users.end());
-  for (Node *u : users)
+  if (from->users_.size() == 1) {
+    // The common case (a rewrite's replaced result has one user): no copy of
+    // the use list to iterate over while replaceUsesOf edits it.
+    Node *u = from->users_[0];
     u->replaceUsesOf(from, to);
+  } else {
+    std::vector<Node *> users = from->users_;
+    std::sort(users.begin(), users.end());
+    users.erase(std::unique(users.begin(), users.end()), users.end());
+    for (Node *u : users)
+      u->replaceUsesOf(from, to);
+  }
   for (GraphOutput &o : outputs_)
     if (o.value == from)
       o.value = to;

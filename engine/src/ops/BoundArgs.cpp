@@ -104,7 +104,36 @@ std::string nodePrefix(std::string_view nodeName, const OpSchema &schema) {
 
 } // namespace
 
+namespace {
+
+// mismatch() without building the description: the matcher asks this for
+// every argument of every candidate node with legacy signatures.
+bool fits(const Argument &a, const SchemaType &type) {
+  if (type.base == B::Any)
+    return true;
+  if (a.isNone())
+    return type.optional;
+  if (!type.isList)
+    return scalarMatches(a, type.base);
+  if (!a.isList())
+    return type.fixedLength >= 0 && scalarMatches(a, type.base);
+  for (const Argument &item : a.list()) {
+    if (item.isNone()) {
+      if (type.elementOptional)
+        continue;
+      return false;
+    }
+    if (!scalarMatches(item, type.base))
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
 bool argumentMatchesType(const Argument &arg, const SchemaType &type, std::string *why) {
+  if (!why)
+    return fits(arg, type);
   auto m = mismatch(arg, type);
   if (m && why)
     *why = "expects " + type.str() + " but got " + *m;

@@ -2,6 +2,7 @@
 #include "graft/rewrite/FqnRegistry.h"
 #include "graft/support/JsonQuote.h"
 
+#include "FqnNaming.h"
 #include "RewriteUtil.h"
 
 #include <algorithm>
@@ -71,28 +72,37 @@ const ProvenanceEntry *FqnRegistry::findByFqn(std::string_view fqn) const {
 }
 
 std::string FqnRegistry::deriveFqn(const TransformRequest &request) {
-  // The result is at most sources + transform + argument text plus a
-  // separator per source: one allocation.
-  std::size_t n = request.transform.size() + request.args.size() + 8;
+  std::string tail = detail::deriveFqnTail(request.transform, request.args);
+  std::size_t n = tail.size() + 8;
   for (const std::string &s : request.sources)
     n += s.size() + 1;
   std::string out;
   out.reserve(n);
-  out += request.sources.empty() ? std::string_view("const") : std::string_view(request.sources[0]);
-  for (std::size_t i = 1; i < request.sources.size(); ++i) {
+  detail::appendFqnSources(out, request.sources);
+  out += tail;
+  return out;
+}
+
+void detail::appendFqnSources(std::string &out, const std::vector<std::string> &sources) {
+  out += sources.empty() ? std::string_view("const") : std::string_view(sources[0]);
+  for (std::size_t i = 1; i < sources.size(); ++i) {
     out += '+';
-    out += request.sources[i];
+    out += sources[i];
   }
+}
+
+std::string detail::deriveFqnTail(std::string_view transform, std::string_view a) {
+  std::string out;
+  out.reserve(transform.size() + a.size() + 2);
   out += '.';
-  out += request.transform;
+  out += transform;
   // Argument values only ("nibbles=low_first, x=[1, 2]" -> "_low_first_1x2"),
   // made identifier-safe: '-' -> 'm', '.' -> 'p', list commas -> 'x';
   // integral floats lose their ".0". One pass, no temporaries.
-  const std::string &a = request.args;
   std::size_t i = 0;
   while (i < a.size()) {
     std::size_t eq = a.find('=', i);
-    if (eq == std::string::npos)
+    if (eq == std::string_view::npos)
       break;
     std::size_t end = eq + 1;
     for (int depth = 0; end < a.size(); ++end) {
@@ -128,11 +138,24 @@ std::string FqnRegistry::deriveFqn(const TransformRequest &request) {
 
 std::string FqnRegistry::proposeFqn(const TransformRequest &request,
                                     const std::function<bool(const std::string &)> &isTaken) const {
-  std::string base = deriveFqn(request);
-  std::string fqn = base;
-  for (int i = 2; byFqn_.contains(fqn) || (isTaken && isTaken(fqn)); ++i)
-    fqn = base + "_" + std::to_string(i);
-  return fqn;
+  return detail::proposeFqnFrom(*this, deriveFqn(request), isTaken);
+}
+
+std::string detail::proposeFqnFrom(const FqnRegistry &registry, std::string base,
+                                   const std::function<bool(const std::string &)> &isTaken) {
+  auto taken = [&](const std::string &f) {
+    return registry.findByFqn(f) != nullptr || (isTaken && isTaken(f));
+  };
+  if (!taken(base))
+    return base; // the common case: no second string
+  std::string fqn;
+  for (int i = 2;; ++i) {
+    fqn = base;
+    fqn += '_';
+    fqn += std::to_string(i);
+    if (!taken(fqn))
+      return fqn;
+  }
 }
 
 const ProvenanceEntry &
@@ -147,14 +170,15 @@ const ProvenanceEntry &FqnRegistry::recordAs(TransformRequest request, std::stri
                                              std::string key) {
   if (key.empty())
     key = request.key();
-  ProvenanceEntry e;
+  // Built in place: an entry is a few hundred bytes of strings, vectors and
+  // a prototype, and the driver records one per new constant.
+  ProvenanceEntry &e = entries_.emplace_back();
   e.fqn = std::move(fqn);
   e.request = std::move(request);
   e.proto = std::move(proto);
   e.requestedBy.push_back(rule);
   e.rule = std::move(rule);
   e.loc = std::move(loc);
-  entries_.push_back(std::move(e));
   keys_.push_back(std::move(key));
   index(entries_.size() - 1);
   return entries_.back();

@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 #include "graft/rewrite/Rewriter.h"
 
+#include "FqnNaming.h"
 #include "Matcher.h"
 #include "RewriteUtil.h"
 #include "RootIndex.h"
@@ -28,6 +29,10 @@
 #include "graft/ops/ShapeInference.h"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
+#include <deque>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -98,9 +103,18 @@ bool isGraphOutput(const Graph &g, const Value *v) {
 }
 
 std::string sanitizeName(const std::string &fqn) {
+  // A table, not a chain of range tests: every new constant's FQN (tens of
+  // characters) goes through here.
+  static const auto kKeep = [] {
+    std::array<bool, 256> keep{};
+    for (int c = 0; c < 256; ++c)
+      keep[static_cast<std::size_t>(c)] =
+          (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    return keep;
+  }();
   std::string out = fqn;
   for (char &c : out)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+    if (!kKeep[static_cast<unsigned char>(c)])
       c = '_';
   if (out.empty())
     out = "c";
@@ -232,11 +246,24 @@ private:
   enum class Outcome { Applied, Rejected };
   struct StagedConst {
     const ConstantTransform *transform = nullptr;
-    TransformArgs args;
+    /// The normalized arguments and planned prototype: a plan memo's (it
+    /// outlives the transaction) or this constant's own.
+    const TransformArgs *memoArgs = nullptr;
+    const TensorProto *memoProto = nullptr;
+    const std::string *fqnTail = nullptr; ///< the plan memo's, see ensureFqn
+    TransformArgs ownArgs;
+    TensorProto ownProto;
+    const TransformArgs &args() const { return memoArgs ? *memoArgs : ownArgs; }
+    const TensorProto &proto() const { return memoProto ? *memoProto : ownProto; }
+    /// The prototype for the graph: moved when it is this constant's own.
+    TensorProto takeProto() { return memoProto ? *memoProto : std::move(ownProto); }
     TransformRequest request;
-    std::string key;                   ///< request.key(), computed once
-    std::vector<const Value *> inputs; ///< real or scratch values
-    TensorProto proto;
+    std::string key; ///< request.key(), computed once
+    /// Real or scratch values (at most 4: stageConst refuses more); no
+    /// vector allocated per staged constant.
+    std::array<const Value *, 4> inputArray{};
+    std::size_t numInputs = 0;
+    std::span<const Value *const> inputs() const { return {inputArray.data(), numInputs}; }
     std::string fqn;
     bool reuse = false;        ///< registry entry exists (maybe not in this graph)
     Value *existing = nullptr; ///< the graph constant for a reused entry
@@ -245,14 +272,22 @@ private:
     bool hasData = false;
     /// Deferred mode: computes the data when it is needed.
     std::shared_ptr<const DeferredData> deferred;
-    SourceRange loc; ///< the rewrite statement or call asking for it
+    /// The rewrite statement or call asking for it (the compiled rule's, which
+    /// outlives the run: not copied per staged constant).
+    const SourceRange *loc = nullptr;
   };
+  struct NodeMemo;
   struct StagedNode {
     const CStmt *stmt = nullptr;
     std::vector<Argument> args;
     std::vector<std::pair<std::string, Argument>> kwargs;
-    std::vector<InferredResult> results;
-    std::vector<Value *> scratch; ///< one per result
+    /// Results and their scratch values (one per result): a node memo's
+    /// (it outlives the transaction) or this node's own.
+    const NodeMemo *memo = nullptr;
+    std::vector<InferredResult> ownResults;
+    std::vector<Value *> ownScratch;
+    const std::vector<InferredResult> &results() const;
+    const std::vector<Value *> &scratch() const;
   };
   struct Txn {
     std::vector<EvalValue> slots;
@@ -283,15 +318,43 @@ private:
   /// A literal-argument transform statement planned for these input
   /// prototypes: its normalized arguments, their canonical text, the plan.
   struct PlanMemo {
+    uint64_t print = 0; ///< protoPrint of the inputs, combined
     std::vector<TensorProto> inputs;
     TransformArgs args;
     std::string argsText;
     TransformPlan plan;
+    /// The FQN after the source names: ".transform_args" (see
+    /// FqnRegistry::deriveFqn).
+    std::string fqnTail;
+    /// Stands for this statement's constant while staging. The statement is
+    /// staged at most once per transaction, and the prototype never changes:
+    /// no pooled value re-prototyped per rewrite.
+    mutable Value *scratch = nullptr;
   };
   const PlanMemo *findPlan(const CStmt *stmt, const TensorProto *const *protos,
                            std::size_t n) const;
-  const PlanMemo *rememberPlan(const CStmt *stmt, const TensorProto *const *protos, std::size_t n,
+  const PlanMemo *rememberPlan(const CStmt *stmt, std::string_view transform,
+                               const TensorProto *const *protos, std::size_t n,
                                const TransformArgs &args, const TransformPlan &plan);
+  /// A new-node statement bound and shape-inferred for arguments of this
+  /// shape: binding and inference are pure functions of the arguments'
+  /// literals and the kinds and prototypes of their tensor values (a memo
+  /// is only kept when every value argument is a tensor: symbolic scalars
+  /// infer from their producer and name).
+  struct NodeMemo {
+    uint64_t print = 0;         ///< protoPrint of the tensor arguments, combined
+    std::vector<Argument> args; ///< value pointers are not compared
+    std::vector<std::pair<std::string, Argument>> kwargs;
+    std::vector<TensorProto> protos; ///< of the value arguments, in forEachValue order
+    std::vector<InferredResult> results;
+    std::vector<Value *> scratch; ///< one per result (as PlanMemo::scratch)
+  };
+  const NodeMemo *findNodeMemo(const CStmt *stmt, const StagedNode &sn) const;
+  /// Moves `results` into a new memo, or leaves them (null) when none is kept.
+  const NodeMemo *rememberNode(const CStmt *stmt, const StagedNode &sn,
+                               std::vector<InferredResult> &results);
+  /// A scratch value owned by a memo (not from the per-transaction pool).
+  Value *memoScratch(ValueKind kind, const TensorProto &proto);
   /// The FQN a new staged constant will get (named on first need: when a
   /// chained transform keys on it, or at commit).
   const std::string &ensureFqn(StagedConst &sc, const Txn &t);
@@ -327,7 +390,11 @@ private:
   std::vector<Value *> scratchPool_[4];
   std::size_t scratchUsed_[4] = {0, 0, 0, 0};
   /// Per statement, a few plans (distinct weight shapes; bounded).
-  std::unordered_map<const CStmt *, std::vector<PlanMemo>> plans_;
+  /// (A deque: staged constants point at their memo's arguments and prototype.)
+  std::unordered_map<const CStmt *, std::deque<PlanMemo>> plans_;
+  /// Per new-node statement, a few inferred results (distinct shapes; bounded).
+  std::unordered_map<const CStmt *, std::deque<NodeMemo>> nodeMemos_;
+  std::size_t memoScratchCount_ = 0;
   Txn txn_; ///< reused by every apply (its vectors keep their capacity)
   std::vector<std::pair<const Value *, Value *>> realScratch_;
   std::vector<uint32_t> opaqueScratch_;
@@ -352,8 +419,17 @@ std::string Driver::freshName(std::string base, bool permanent) {
     it = nameCounters_.emplace(base, 0).first;
   }
   uint64_t &n = it->second;
+  // One buffer for every candidate: `base` then "_N" rewritten in place.
+  std::string cand = std::move(base);
+  const std::size_t stem = cand.size();
+  char digits[24];
   for (;; ++n) {
-    std::string cand = n == 0 ? base : base + "_" + std::to_string(n);
+    cand.resize(stem);
+    if (n != 0) {
+      digits[0] = '_';
+      char *end = std::to_chars(digits + 1, digits + sizeof digits, n).ptr;
+      cand.append(digits, static_cast<std::size_t>(end - digits));
+    }
     if (!graph_.findValue(cand)) {
       ++n;
       return cand;
@@ -361,13 +437,36 @@ std::string Driver::freshName(std::string base, bool permanent) {
   }
 }
 
+namespace {
+
+/// A cheap fingerprint of a prototype (dtype, rank, constant sizes, strides
+/// and quantization present): memo lookups compare it before comparing
+/// prototypes in full, so only the memo that matches pays for a full compare.
+uint64_t protoPrint(const TensorProto &p) {
+  uint64_t h = (static_cast<uint64_t>(p.dtype) + 1) * 0x9E3779B97F4A7C15ull;
+  h ^= p.shape.size() + (p.strides.size() << 8) + (uint64_t(p.quant.has_value()) << 16);
+  for (const Dim &d : p.shape)
+    h = (h ^ (d.isConstant() ? static_cast<uint64_t>(d.constant()) : 0xD1B54A32D192ED03ull)) *
+        0x100000001B3ull;
+  return h;
+}
+
+uint64_t combinePrint(uint64_t h, uint64_t x) {
+  return (h ^ x) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+}
+
+} // namespace
+
 const Driver::PlanMemo *Driver::findPlan(const CStmt *stmt, const TensorProto *const *protos,
                                          std::size_t n) const {
   auto it = plans_.find(stmt);
   if (it == plans_.end())
     return nullptr;
+  uint64_t print = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    print = combinePrint(print, protoPrint(*protos[i]));
   for (const PlanMemo &m : it->second) {
-    bool same = m.inputs.size() == n;
+    bool same = m.print == print && m.inputs.size() == n;
     for (std::size_t i = 0; i < n && same; ++i)
       same = m.inputs[i] == *protos[i];
     if (same)
@@ -376,20 +475,124 @@ const Driver::PlanMemo *Driver::findPlan(const CStmt *stmt, const TensorProto *c
   return nullptr;
 }
 
-const Driver::PlanMemo *Driver::rememberPlan(const CStmt *stmt, const TensorProto *const *protos,
-                                             std::size_t n, const TransformArgs &args,
-                                             const TransformPlan &plan) {
-  std::vector<PlanMemo> &memos = plans_[stmt];
+const Driver::PlanMemo *Driver::rememberPlan(const CStmt *stmt, std::string_view transform,
+                                             const TensorProto *const *protos, std::size_t n,
+                                             const TransformArgs &args, const TransformPlan &plan) {
+  std::deque<PlanMemo> &memos = plans_[stmt];
   if (memos.size() >= 16) // a graph of many weight shapes: plan those afresh
     return nullptr;
   PlanMemo &m = memos.emplace_back();
   m.inputs.reserve(n);
-  for (std::size_t i = 0; i < n; ++i)
+  for (std::size_t i = 0; i < n; ++i) {
     m.inputs.push_back(*protos[i]);
+    m.print = combinePrint(m.print, protoPrint(*protos[i]));
+  }
   m.args = args;
   m.argsText = args.canonicalText();
+  m.fqnTail = detail::deriveFqnTail(transform, m.argsText);
   m.plan = plan;
   return &m;
+}
+
+namespace {
+
+/// Whether `a` (staged) has the shape of `m` (memoized): equal literals,
+/// lists of the same length, tensor values with equal prototypes (taken in
+/// order from `protos`). A non-tensor value never matches.
+bool sameShape(const Argument &a, const Argument &m, const std::vector<TensorProto> &protos,
+               std::size_t &k) {
+  if (a.kind() != m.kind())
+    return false;
+  if (a.isValue())
+    return a.value()->isTensor() && k < protos.size() && a.value()->proto() == protos[k++];
+  if (a.isList()) {
+    if (a.list().size() != m.list().size())
+      return false;
+    for (std::size_t i = 0; i < a.list().size(); ++i)
+      if (!sameShape(a.list()[i], m.list()[i], protos, k))
+        return false;
+    return true;
+  }
+  return a == m;
+}
+
+} // namespace
+
+const Driver::NodeMemo *Driver::findNodeMemo(const CStmt *stmt, const StagedNode &sn) const {
+  auto it = nodeMemos_.find(stmt);
+  if (it == nodeMemos_.end())
+    return nullptr;
+  uint64_t print = 0;
+  bool tensorsOnly = true;
+  auto fold = [&](const Value *v) {
+    if (v->isTensor())
+      print = combinePrint(print, protoPrint(v->proto()));
+    else
+      tensorsOnly = false;
+  };
+  for (const Argument &a : sn.args)
+    a.forEachValue(fold);
+  for (const auto &kv : sn.kwargs)
+    kv.second.forEachValue(fold);
+  if (!tensorsOnly)
+    return nullptr; // never memoized (see NodeMemo)
+  for (const NodeMemo &m : it->second) {
+    if (m.print != print || m.args.size() != sn.args.size() || m.kwargs.size() != sn.kwargs.size())
+      continue;
+    std::size_t k = 0;
+    bool same = true;
+    for (std::size_t i = 0; i < sn.args.size() && same; ++i)
+      same = sameShape(sn.args[i], m.args[i], m.protos, k);
+    for (std::size_t i = 0; i < sn.kwargs.size() && same; ++i)
+      same = sn.kwargs[i].first == m.kwargs[i].first &&
+             sameShape(sn.kwargs[i].second, m.kwargs[i].second, m.protos, k);
+    if (same && k == m.protos.size())
+      return &m;
+  }
+  return nullptr;
+}
+
+const Driver::NodeMemo *Driver::rememberNode(const CStmt *stmt, const StagedNode &sn,
+                                             std::vector<InferredResult> &results) {
+  std::deque<NodeMemo> &memos = nodeMemos_[stmt];
+  if (memos.size() >= 16) // a graph of many shapes: infer those afresh
+    return nullptr;
+  NodeMemo m;
+  bool tensorsOnly = true;
+  auto collect = [&](const Value *v) {
+    if (v->isTensor()) {
+      m.protos.push_back(v->proto());
+      m.print = combinePrint(m.print, protoPrint(v->proto()));
+    } else {
+      tensorsOnly = false;
+    }
+  };
+  for (const Argument &a : sn.args)
+    a.forEachValue(collect);
+  for (const auto &kv : sn.kwargs)
+    kv.second.forEachValue(collect);
+  if (!tensorsOnly)
+    return nullptr;
+  m.args = sn.args;
+  m.kwargs = sn.kwargs;
+  m.results = std::move(results);
+  for (const InferredResult &r : m.results)
+    m.scratch.push_back(memoScratch(r.kind, r.proto));
+  return &memos.emplace_back(std::move(m));
+}
+
+Value *Driver::memoScratch(ValueKind kind, const TensorProto &proto) {
+  std::string name = "m" + std::to_string(memoScratchCount_++);
+  return kind == ValueKind::Tensor ? scratch_->addInput(InputKind::UserInput, name, proto)
+                                   : scratch_->addScalarInput(kind, name);
+}
+
+const std::vector<InferredResult> &Driver::StagedNode::results() const {
+  return memo ? memo->results : ownResults;
+}
+
+const std::vector<Value *> &Driver::StagedNode::scratch() const {
+  return memo ? memo->scratch : ownScratch;
 }
 
 Value *Driver::scratchValue(ValueKind kind, const TensorProto &proto) {
@@ -411,15 +614,30 @@ Value *Driver::scratchValue(ValueKind kind, const TensorProto &proto) {
 }
 
 const std::string &Driver::ensureFqn(StagedConst &sc, const Txn &t) {
-  if (sc.fqn.empty())
-    sc.fqn = registry_.proposeFqn(sc.request, [&](const std::string &n) {
-      if (constants_.contains(n))
+  if (!sc.fqn.empty())
+    return sc.fqn;
+  auto taken = [&](const std::string &n) {
+    if (constants_.contains(n))
+      return true;
+    for (const StagedConst &o : t.consts)
+      if (o.fqn == n)
         return true;
-      for (const StagedConst &o : t.consts)
-        if (o.fqn == n)
-          return true;
-      return false;
-    });
+    return false;
+  };
+  if (sc.fqnTail) {
+    // deriveFqn from its parts: the memoized tail spares re-reading the
+    // argument text per rewrite.
+    std::string base;
+    std::size_t n = sc.fqnTail->size() + 8;
+    for (const std::string &src : sc.request.sources)
+      n += src.size() + 1;
+    base.reserve(n);
+    detail::appendFqnSources(base, sc.request.sources);
+    base += *sc.fqnTail;
+    sc.fqn = detail::proposeFqnFrom(registry_, std::move(base), taken);
+  } else {
+    sc.fqn = registry_.proposeFqn(sc.request, taken);
+  }
   return sc.fqn;
 }
 
@@ -428,8 +646,8 @@ void Driver::deferConstants(Txn &t) {
     if (sc.existing)
       continue;
     std::vector<std::shared_ptr<const DeferredData>> inputs;
-    inputs.reserve(sc.inputs.size());
-    for (const Value *in : sc.inputs) {
+    inputs.reserve(sc.numInputs);
+    for (const Value *in : sc.inputs()) {
       std::shared_ptr<const DeferredData> src;
       if (const GraphInput *gi = graph_.inputFor(in); gi && gi->value == in)
         src = gi->dataSource();
@@ -440,9 +658,9 @@ void Driver::deferConstants(Txn &t) {
         break; // a data-free graph: the constant is described, not computed
       inputs.push_back(std::move(src));
     }
-    if (inputs.size() != sc.inputs.size())
+    if (inputs.size() != sc.numInputs)
       continue;
-    sc.deferred = deferTransform(*sc.transform, sc.args, sc.proto, std::move(inputs), sc.fqn,
+    sc.deferred = deferTransform(*sc.transform, sc.args(), sc.proto(), std::move(inputs), sc.fqn,
                                  sc.request.str());
   }
 }
@@ -520,7 +738,6 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
       out = EvalValue::value(inputs[0]);
       return true;
     }
-    bound = memo->args;
   } else {
     if (stmt && stmt->literalArgs) {
       bound = *stmt->literalArgs;
@@ -558,7 +775,7 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
       return false;
     }
     if (stmt && stmt->literalArgs)
-      memo = rememberPlan(stmt, protoPtrs, nin, *bound, *plan);
+      memo = rememberPlan(stmt, tf.name, protoPtrs, nin, *bound, *plan);
     if (plan->identity) {
       out = EvalValue::value(inputs[0]);
       return true;
@@ -593,34 +810,54 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
     }
   StagedConst &sc = t.consts.emplace_back();
   sc.transform = &tf;
-  sc.loc = stmt ? stmt->src->loc : (args.empty() ? rule.rule().loc : args[0].src->loc);
-  sc.inputs.assign(inputs, inputs + nin);
-  sc.args = std::move(*bound);
-  sc.proto = memo ? memo->plan.proto : std::move(plan->proto);
+  sc.loc = stmt ? &stmt->src->loc : (args.empty() ? &rule.rule().loc : &args[0].src->loc);
+  std::copy(inputs, inputs + nin, sc.inputArray.begin());
+  sc.numInputs = nin;
+  if (memo) {
+    sc.memoArgs = &memo->args;
+    sc.memoProto = &memo->plan.proto;
+    sc.fqnTail = &memo->fqnTail;
+  } else {
+    sc.ownArgs = std::move(*bound);
+    sc.ownProto = std::move(plan->proto);
+  }
   sc.request = std::move(request);
   sc.key = std::move(key);
   if (const ProvenanceEntry *e = registry_.findByKey(sc.key)) {
     sc.reuse = true;
     sc.fqn = e->fqn;
     Value *const *c = constants_.find(e->fqn);
-    if (c && (*c)->proto().sameShapeAndDType(sc.proto)) {
+    if (c && (*c)->proto().sameShapeAndDType(sc.proto())) {
       sc.existing = *c;
       out = EvalValue::value(sc.existing);
       return true;
     }
   }
-  sc.scratch = scratchValue(ValueKind::Tensor, sc.proto);
+  if (memo) {
+    if (!memo->scratch)
+      memo->scratch = memoScratch(ValueKind::Tensor, memo->plan.proto);
+    sc.scratch = memo->scratch;
+  } else {
+    sc.scratch = scratchValue(ValueKind::Tensor, sc.proto());
+  }
   out = EvalValue::value(sc.scratch);
   return true;
 }
 
 bool Driver::stage(const CompiledRule &rule, Txn &t) {
   // Reset what the previous transaction set (EvalValues are not cheap to
-  // rebuild wholesale on every rewrite).
+  // rebuild wholesale on every rewrite), in place: no temporary EvalValue
+  // built, moved and destroyed per slot.
+  auto reset = [](EvalValue &e, std::string_view why) {
+    e.kind = EvalValue::Kind::Unknown;
+    e.v = nullptr;
+    e.s.assign(why);
+    e.list.clear();
+  };
   for (int s : t.setSlots)
-    t.slots[static_cast<std::size_t>(s)] = EvalValue::unknown("not bound");
+    reset(t.slots[static_cast<std::size_t>(s)], "not bound");
   for (int v : t.setValues)
-    t.values[static_cast<std::size_t>(v)] = EvalValue::unknown("not built");
+    reset(t.values[static_cast<std::size_t>(v)], "not built");
   t.setSlots.clear();
   t.setValues.clear();
   if (t.slots.size() < rule.slotNames.size())
@@ -665,8 +902,8 @@ bool Driver::stage(const CompiledRule &rule, Txn &t) {
       for (const StagedConst &sc : t.consts)
         created = created || sc.scratch == a->value();
       for (const StagedNode &sn : t.nodes)
-        created = created ||
-                  std::find(sn.scratch.begin(), sn.scratch.end(), a->value()) != sn.scratch.end();
+        created = created || std::find(sn.scratch().begin(), sn.scratch().end(), a->value()) !=
+                                 sn.scratch().end();
       if (created) {
         t.reject = "a forwarded value must already exist in the graph";
         return false;
@@ -711,28 +948,35 @@ bool Driver::stage(const CompiledRule &rule, Txn &t) {
         }
         sn.kwargs.emplace_back(k, std::move(*a));
       }
-      const OpSchema &schema = *st.schema;
-      const InferFn *fn = static_cast<const InferFn *>(st.inferFn);
-      auto bound = BoundArgs::bind(schema, sn.args, sn.kwargs, st.baseName);
-      if (!bound.ok()) {
-        t.reject = bound.diags()[0].message;
+      if (const NodeMemo *memo = findNodeMemo(&st, sn)) {
+        sn.memo = memo;
+      } else {
+        const OpSchema &schema = *st.schema;
+        const InferFn *fn = static_cast<const InferFn *>(st.inferFn);
+        auto bound = BoundArgs::bind(schema, sn.args, sn.kwargs, st.baseName);
+        if (!bound.ok()) {
+          t.reject = bound.diags()[0].message;
+          return false;
+        }
+        InferContext ctx{*bound, graph_.symbols(), st.baseName};
+        auto inferred = (*fn)(ctx);
+        if (!inferred.ok()) {
+          t.reject = inferred.diags()[0].message;
+          return false;
+        }
+        sn.memo = rememberNode(&st, sn, *inferred);
+        if (!sn.memo) {
+          sn.ownResults = std::move(*inferred);
+          for (const InferredResult &r : sn.ownResults)
+            sn.ownScratch.push_back(scratchValue(r.kind, r.proto));
+        }
+      }
+      if (sn.results().size() < st.resultValues.size()) {
+        t.reject = st.target + " yields " + std::to_string(sn.results().size()) + " result(s)";
         return false;
       }
-      InferContext ctx{*bound, graph_.symbols(), st.baseName};
-      auto inferred = (*fn)(ctx);
-      if (!inferred.ok()) {
-        t.reject = inferred.diags()[0].message;
-        return false;
-      }
-      sn.results = std::move(*inferred);
-      if (sn.results.size() < st.resultValues.size()) {
-        t.reject = st.target + " yields " + std::to_string(sn.results.size()) + " result(s)";
-        return false;
-      }
-      for (const InferredResult &r : sn.results)
-        sn.scratch.push_back(scratchValue(r.kind, r.proto));
       for (std::size_t i = 0; i < st.resultValues.size(); ++i) {
-        t.values[static_cast<std::size_t>(st.resultValues[i])] = EvalValue::value(sn.scratch[i]);
+        t.values[static_cast<std::size_t>(st.resultValues[i])] = EvalValue::value(sn.scratch()[i]);
         t.setValues.push_back(st.resultValues[i]);
       }
       t.nodes.push_back(std::move(sn));
@@ -780,7 +1024,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
         break;
       }
       Value *orig = b.node->output(static_cast<unsigned>(pr));
-      const Value *nv = sn.scratch[i];
+      const Value *nv = sn.scratch()[i];
       if (orig->kind() != nv->kind() ||
           (orig->isTensor() && !orig->proto().sameShapeAndDType(nv->proto()))) {
         reason = "replacement for %" + orig->name() + " is " +
@@ -789,7 +1033,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
                  (orig->isTensor() ? orig->proto().str() : std::string(name(orig->kind())));
         break;
       }
-      replace.emplace_back(orig, sn.scratch[i]);
+      replace.emplace_back(orig, sn.scratch()[i]);
     }
   }
   for (const auto &[st, fv] : t.forwards) {
@@ -870,7 +1114,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
         continue;
       std::vector<const Tensor *> inputs;
       bool haveData = true;
-      for (const Value *in : sc.inputs) {
+      for (const Value *in : sc.inputs()) {
         const Tensor *d = nullptr;
         if (const GraphInput *gi = graph_.inputFor(in); gi && gi->value == in && gi->hasData())
           d = &gi->data();
@@ -883,7 +1127,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       }
       if (!haveData)
         continue; // data-free graph: the constant is described, not computed
-      auto data = computeTransform(*sc.transform, inputs, sc.args, sc.proto);
+      auto data = computeTransform(*sc.transform, inputs, sc.args(), sc.proto());
       if (!data.ok()) {
         reason = data.diags()[0].message;
         break;
@@ -934,8 +1178,8 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     } else {
       // The request, key and FQN are not needed after this: moved, not copied.
       fqn = &registry_
-                 .recordAs(std::move(sc.request), std::move(sc.fqn), sc.proto, rule.rule().name,
-                           sc.loc, std::move(sc.key))
+                 .recordAs(std::move(sc.request), std::move(sc.fqn), sc.proto(), rule.rule().name,
+                           *sc.loc, std::move(sc.key))
                  .fqn;
     }
     // An intermediate of a chain (transpose, then pad) is recorded (its FQN
@@ -955,7 +1199,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     // Last use of the staged prototype: moved into the graph.
     Value *v =
         graph_.addInput(InputKind::Parameter, freshName(sanitizeName(*fqn), /*permanent=*/true),
-                        std::move(sc.proto), *fqn);
+                        sc.takeProto(), *fqn);
     if (sc.hasData)
       graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].setData(sc.data, ExternalData{});
     else if (sc.deferred)
@@ -965,8 +1209,9 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     if (options_.recordLog)
       (sc.reuse ? log.reused : log.constants).push_back(*fqn);
   }
-  // Staged nodes are not looked at after commit: their arguments and
-  // prototypes move into the graph instead of being copied.
+  // Staged nodes are not looked at after commit: their arguments move into
+  // the graph instead of being copied (result prototypes are copied from the
+  // node memo).
   auto mapArg = [&](Argument &a) {
     a.forEachValue([&](Value *&v) {
       if (Value *r = realOf(v))
@@ -981,16 +1226,16 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     for (auto &kv : sn.kwargs)
       mapArg(kv.second);
     std::vector<Graph::ResultSpec> results;
-    results.reserve(sn.results.size());
-    for (InferredResult &r : sn.results)
-      results.push_back({freshName(sn.stmt->baseName), r.kind, std::move(r.proto)});
+    results.reserve(sn.results().size());
+    for (const InferredResult &r : sn.results())
+      results.push_back({freshName(sn.stmt->baseName), r.kind, r.proto});
     Node *n = graph_.createNode(sn.stmt->target, std::move(sn.args), std::move(sn.kwargs),
                                 std::move(results), root);
     n->setSchema(sn.stmt->schema);
     n->metadata() = root->metadata();
     dead_.erase(n);
-    for (std::size_t i = 0; i < sn.scratch.size(); ++i)
-      real.emplace_back(sn.scratch[i], n->output(static_cast<unsigned>(i)));
+    for (std::size_t i = 0; i < sn.scratch().size(); ++i)
+      real.emplace_back(sn.scratch()[i], n->output(static_cast<unsigned>(i)));
     created.push_back(n);
     if (options_.recordLog)
       log.created.push_back(n->name());

@@ -1,0 +1,33 @@
+//===- FqnNaming.h - FqnRegistry naming in parts (private) ---*- C++ -*-===//
+//
+// FqnRegistry::deriveFqn is "<sources>.<transform>_<argument values>". The
+// rewrite driver stages the same statement with the same argument text for
+// every layer: it memoizes the tail (everything after the sources) per plan
+// and builds the name from the parts, instead of re-parsing the argument
+// text per rewrite. Implemented in FqnRegistry.cpp, so both paths make the
+// same names.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace graft::rewrite {
+class FqnRegistry;
+} // namespace graft::rewrite
+
+namespace graft::rewrite::detail {
+
+/// The sources part: "a", "a+b", or "const" for none, appended to `out`.
+void appendFqnSources(std::string &out, const std::vector<std::string> &sources);
+/// The tail: "." + transform + "_" + each argument value, identifier-safe.
+std::string deriveFqnTail(std::string_view transform, std::string_view args);
+/// FqnRegistry::proposeFqn for a base the caller derived: `base`, else
+/// `base_2`, `base_3`, ... (skipping registry FQNs and what `isTaken` says).
+std::string proposeFqnFrom(const FqnRegistry &registry, std::string base,
+                           const std::function<bool(const std::string &)> &isTaken);
+
+} // namespace graft::rewrite::detail
