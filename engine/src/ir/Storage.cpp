@@ -22,6 +22,18 @@ std::shared_ptr<Storage> Storage::zeros(std::size_t size) {
   return owned(std::vector<uint8_t>(size, 0));
 }
 
+std::shared_ptr<Storage> Storage::uninitialized(std::size_t size) {
+  std::shared_ptr<Storage> s(new Storage());
+  if (size) {
+    s->uninitialized_.reset(new uint8_t[size]); // default-initialized: not zeroed
+    s->data_ = s->uninitialized_.get();
+  } else {
+    s->data_ = s->owned_.data();
+  }
+  s->size_ = size;
+  return s;
+}
+
 Expected<std::shared_ptr<Storage>> Storage::mapFile(const std::string &path, uint64_t offset,
                                                     uint64_t length) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -78,7 +90,7 @@ uint8_t *Storage::mutableData() {
   // Mapped storages are read-only by construction; writing to one is a bug.
   if (mapBase_)
     return nullptr;
-  return owned_.data();
+  return uninitialized_ ? uninitialized_.get() : owned_.data();
 }
 
 } // namespace graft

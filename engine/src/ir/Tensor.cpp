@@ -28,6 +28,14 @@ Tensor Tensor::empty(DType dtype, std::vector<int64_t> sizes) {
                 Storage::zeros(static_cast<std::size_t>(n) * elementSize(dtype)));
 }
 
+Tensor Tensor::uninitialized(DType dtype, std::vector<int64_t> sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes)
+    n *= s;
+  return Tensor(dtype, std::move(sizes),
+                Storage::uninitialized(static_cast<std::size_t>(n) * elementSize(dtype)));
+}
+
 Tensor Tensor::fromDoubles(DType dtype, std::vector<int64_t> sizes,
                            const std::vector<double> &values) {
   Tensor t = empty(dtype, std::move(sizes));

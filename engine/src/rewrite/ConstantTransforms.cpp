@@ -365,7 +365,8 @@ Expected<Tensor> packInt4(const Tensor &values, NibbleOrder order) {
   int64_t lo = isSigned ? -8 : 0, hi = isSigned ? 7 : 15;
   std::vector<int64_t> outSizes = values.sizes();
   outSizes.back() /= 2;
-  Tensor out = Tensor::empty(DType::U8, outSizes);
+  // Every output byte is written below (or the call fails): no zero-fill.
+  Tensor out = Tensor::uninitialized(DType::U8, outSizes);
   uint8_t *dst = out.mutableData<uint8_t>();
   if (values.dtype() == DType::I8 || values.dtype() == DType::U8) {
     Tensor contiguous = values.contiguous();
@@ -416,7 +417,7 @@ Expected<Tensor> unpackInt4(const Tensor &packed, NibbleOrder order, bool isSign
                              std::to_string(bytesPerRow) + " packed bytes per row");
   std::vector<int64_t> outSizes = packed.sizes();
   outSizes.back() = length;
-  Tensor out = Tensor::empty(dtype, outSizes);
+  Tensor out = Tensor::uninitialized(dtype, outSizes); // every element is written
   Tensor src = packed.contiguous();
   const uint8_t *p = src.data<uint8_t>();
   const int64_t rows = bytesPerRow ? src.numel() / bytesPerRow : 0;

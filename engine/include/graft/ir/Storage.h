@@ -24,6 +24,9 @@ public:
   static std::shared_ptr<Storage> owned(std::vector<uint8_t> bytes);
   /// Zero-filled owned storage of `size` bytes.
   static std::shared_ptr<Storage> zeros(std::size_t size);
+  /// Owned storage of `size` bytes with unspecified contents, for a producer
+  /// that writes every byte (a repack): no zero-fill pass over the output.
+  static std::shared_ptr<Storage> uninitialized(std::size_t size);
   /// Maps `length` bytes at `offset` of `path` read-only. Errors name the file.
   static Expected<std::shared_ptr<Storage>> mapFile(const std::string &path, uint64_t offset,
                                                     uint64_t length);
@@ -50,6 +53,7 @@ public:
 private:
   Storage() = default;
   std::vector<uint8_t> owned_;
+  std::unique_ptr<uint8_t[]> uninitialized_; ///< owned, from uninitialized()
   const uint8_t *data_ = nullptr;
   std::size_t size_ = 0;
   void *mapBase_ = nullptr;

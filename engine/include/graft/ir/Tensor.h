@@ -28,6 +28,9 @@ public:
 
   /// Fresh zero-filled contiguous tensor.
   static Tensor empty(DType dtype, std::vector<int64_t> sizes);
+  /// Contiguous tensor with unspecified contents: for producers that write
+  /// every element (saves a zero-fill pass over GB-sized repacks).
+  static Tensor uninitialized(DType dtype, std::vector<int64_t> sizes);
   /// Contiguous tensor from values converted to `dtype` with torch's
   /// conversion rules (round-to-nearest-even for narrowing floats).
   static Tensor fromDoubles(DType dtype, std::vector<int64_t> sizes,
