@@ -451,6 +451,33 @@ uint64_t protoPrint(const TensorProto &p) {
   return h;
 }
 
+/// Dim equality with the constant case inline: Dim::operator== is out of
+/// line and compares the symbolic terms and opaque text every time.
+bool dimEqual(const Dim &a, const Dim &b) {
+  if (a.isConstant() && b.isConstant())
+    return a.constant() == b.constant();
+  return a == b;
+}
+
+bool shapeEqual(const Shape &a, const Shape &b) {
+  if (a.size() != b.size())
+    return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!dimEqual(a[i], b[i]))
+      return false;
+  return true;
+}
+
+/// TensorProto::operator==, field for field (keep in step with TensorProto),
+/// with constant dims compared inline: memo lookups compare every staged
+/// prototype with the memo's, and the defaulted operator was ~3 % of fusing's
+/// instructions.
+bool protoEqual(const TensorProto &a, const TensorProto &b) {
+  return a.dtype == b.dtype && shapeEqual(a.shape, b.shape) && shapeEqual(a.strides, b.strides) &&
+         dimEqual(a.storageOffset, b.storageOffset) && a.device.index == b.device.index &&
+         a.device.type == b.device.type && a.quant == b.quant;
+}
+
 uint64_t combinePrint(uint64_t h, uint64_t x) {
   return (h ^ x) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
 }
@@ -468,7 +495,7 @@ const Driver::PlanMemo *Driver::findPlan(const CStmt *stmt, const TensorProto *c
   for (const PlanMemo &m : it->second) {
     bool same = m.print == print && m.inputs.size() == n;
     for (std::size_t i = 0; i < n && same; ++i)
-      same = m.inputs[i] == *protos[i];
+      same = protoEqual(m.inputs[i], *protos[i]);
     if (same)
       return &m;
   }
@@ -504,7 +531,8 @@ bool sameShape(const Argument &a, const Argument &m, const std::vector<TensorPro
   if (a.kind() != m.kind())
     return false;
   if (a.isValue())
-    return a.value()->isTensor() && k < protos.size() && a.value()->proto() == protos[k++];
+    return a.value()->isTensor() && k < protos.size() &&
+           protoEqual(a.value()->proto(), protos[k++]);
   if (a.isList()) {
     if (a.list().size() != m.list().size())
       return false;
