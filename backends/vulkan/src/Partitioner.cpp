@@ -93,7 +93,8 @@ Expected<SupportTable> loadSupport() {
     std::map<std::string, std::set<DType>> sets;
     for (auto it = root["dtype_sets"].begin(); it != root["dtype_sets"].end(); ++it) {
       std::set<DType> s;
-      for (const YAML::Node &d : it->second) {
+      const YAML::Node list = it->second; // a copy: it->second is a temporary
+      for (const YAML::Node &d : list) {
         auto dt = parseDType(d.as<std::string>());
         if (!dt)
           return Diagnostic::internal("ops.yaml: unknown dtype '" + d.as<std::string>() + "'");
@@ -103,7 +104,7 @@ Expected<SupportTable> loadSupport() {
     }
     for (auto it = root["ops"].begin(); it != root["ops"].end(); ++it) {
       OpSupport op;
-      const YAML::Node &e = it->second;
+      const YAML::Node e = it->second; // a copy: it->second is a temporary
       if (e["dtypes"]) {
         GRAFT_TRY(op.dtypes, parseDTypeList(e["dtypes"], sets));
       } else {
@@ -170,7 +171,7 @@ Expected<std::vector<TargetProfile>> builtinTargets() {
     for (auto it = root["targets"].begin(); it != root["targets"].end(); ++it) {
       TargetProfile p;
       p.name = it->first.as<std::string>();
-      const YAML::Node &e = it->second;
+      const YAML::Node e = it->second; // a copy: it->second is a temporary
       p.description = e["description"] ? e["description"].as<std::string>() : "";
       DeviceInfo &d = p.device;
       d.name = p.name;

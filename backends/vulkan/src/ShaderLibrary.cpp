@@ -143,7 +143,8 @@ Status ShaderLibrary::expandYaml(const ShaderSource &yaml) {
         return out;
       for (auto it = n.begin(); it != n.end(); ++it) {
         std::vector<std::pair<std::string, std::string>> values; // (value, suffix)
-        for (const YAML::Node &v : it->second) {
+        const YAML::Node list = it->second; // a copy: it->second is a temporary
+        for (const YAML::Node &v : list) {
           std::string value = scalarText(v["VALUE"]);
           std::string suffix = v["SUFFIX"] ? v["SUFFIX"].as<std::string>() : value;
           values.emplace_back(value, suffix);

@@ -287,7 +287,12 @@ Value *Graph::addScalarInput(ValueKind kind, std::string name) {
 GraphInput *Graph::inputFor(const Value *value) {
   if (!value || value->inputIndex_ < 0)
     return nullptr;
-  return &inputs_[static_cast<std::size_t>(value->inputIndex_)];
+  // A value of another graph (the rewrite driver's scratch values are inputs
+  // of a scratch graph) has an index that means nothing here.
+  auto i = static_cast<std::size_t>(value->inputIndex_);
+  if (i >= inputs_.size() || inputs_[i].value != value)
+    return nullptr;
+  return &inputs_[i];
 }
 
 const GraphInput *Graph::inputFor(const Value *value) const {
