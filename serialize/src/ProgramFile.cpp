@@ -144,7 +144,10 @@ json recipeArgJson(const Argument &a) {
 Expected<Argument> recipeArg(const json &j) {
   if (!j.is_object() || j.size() != 1)
     return Diagnostic::error("malformed recipe argument " + j.dump());
-  const auto &[kind, v] = *j.items().begin();
+  // A named iterator: items()'s proxy values do not outlive their statement.
+  auto first = j.begin();
+  const std::string kind = first.key();
+  const json &v = first.value();
   if (kind == "bool" && v.is_boolean())
     return Argument(v.get<bool>());
   if (kind == "int" && v.is_number_integer())

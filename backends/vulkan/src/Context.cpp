@@ -713,6 +713,8 @@ Status Context::upload(Buffer &buffer, const void *data, std::size_t bytes, std:
                                 std::to_string(offset) + " overflows a buffer of " +
                                 std::to_string(buffer.size()));
   m.stats.bytesUploaded += bytes;
+  if (bytes == 0)
+    return okStatus(); // nothing to copy (and `data` may be null)
   BufferHandles &h = *buffer.impl_->handles;
   if (h.mapped) {
     if (m.pending && buffer.impl_->recordedEpoch == m.epoch)
@@ -741,6 +743,11 @@ Status Context::download(const Buffer &buffer, void *data, std::size_t bytes, st
                                 std::to_string(offset) + " overflows a buffer of " +
                                 std::to_string(buffer.size()));
   m.stats.bytesDownloaded += bytes;
+  if (bytes == 0) { // nothing to copy (a zero-size vkCmdCopyBuffer is invalid; `data` may be null)
+    if (m.pending)
+      GRAFT_CHECK_OK(flush());
+    return okStatus();
+  }
   BufferHandles &h = *buffer.impl_->handles;
   if (h.mapped) {
     if (m.pending)

@@ -97,8 +97,10 @@ const uint8_t *Tensor::rawData() const {
 }
 
 uint8_t *Tensor::mutableRawData() {
+  assert(!storage_->isMapped() && "tensor storage is read-only (memory-mapped)");
   uint8_t *base = storage_->mutableData();
-  assert(base && "tensor storage is read-only (memory-mapped)");
+  if (!base) // an empty storage: there is nothing to write
+    return nullptr;
   return base + offset_ * static_cast<int64_t>(elementSize(dtype_));
 }
 
