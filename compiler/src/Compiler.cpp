@@ -651,7 +651,9 @@ Expected<CompileResult> compile(const std::string &modelPath, const CompileOptio
     sum.partitions = report.partitions.size();
     sum.cpuNodes = report.cpuNodes.size();
     sum.gpuNodes = graph.numNodes() - sum.cpuNodes;
-    sum.constantBytesOut = countConstantBytes(graph).distinct;
+    // With a program to write, the writer reports what its pool stores.
+    if (options.output.empty())
+      sum.constantBytesOut = countConstantBytes(graph).distinct;
     return okStatus();
   }));
 

@@ -19,6 +19,7 @@
 
 #include "graft/ir/Verifier.h"
 #include "graft/rewrite/ConstantTransforms.h"
+#include "graft/rewrite/FqnRegistry.h"
 #include "graft/serialize/TextIR.h"
 
 #include <nlohmann/json.hpp>
@@ -676,11 +677,9 @@ private:
       for (const TensorProto &pr : protos)
         protoPtrs.push_back(&pr);
       GRAFT_TRY(rewrite::TransformPlan plan, rewrite::planTransform(*tf, protoPtrs, args));
-      std::string what = name + "(";
-      for (std::size_t i = 0; i < sources.size(); ++i)
-        what += (i ? ", " : "") + sources[i];
-      std::string argText = args.canonicalText();
-      what += (argText.empty() || sources.empty() ? "" : ", ") + argText + ")";
+      // Described as the FQN registry describes a request.
+      std::string what =
+          rewrite::TransformRequest{std::move(sources), name, args.canonicalText()}.str();
       if (plan.identity)
         return std::make_pair(inputs.at(0), plan.proto);
       TensorProto planned = plan.proto;

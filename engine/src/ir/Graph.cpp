@@ -198,17 +198,12 @@ bool GraphInput::isDeferred() const {
 
 const Tensor &GraphInput::data() const {
   if (!data_.defined() && init && !dataError_) {
-    if (const auto *r = std::get_if<RandomInit>(&*init))
-      data_ = generateRandom(value->proto(), *r);
-    else if (const auto *f = std::get_if<FullInit>(&*init))
-      data_ = generateFull(value->proto(), *f);
-    else if (const auto *d = std::get_if<DeferredInit>(&*init)) {
-      auto t = d->source->compute();
-      if (t.ok())
-        data_ = std::move(*t);
-      else
-        dataError_ = t.diags().front();
-    }
+    // load() generates or computes it; here it is kept.
+    auto t = load();
+    if (t.ok())
+      data_ = std::move(*t);
+    else
+      dataError_ = t.diags().front();
   }
   return data_;
 }

@@ -423,28 +423,27 @@ Expected<Tensor> unpackInt4(const Tensor &packed, NibbleOrder order, bool isSign
   const int64_t rows = bytesPerRow ? src.numel() / bytesPerRow : 0;
   const int offset = isSigned ? 8 : 0;
   const int evenShift = order == NibbleOrder::LowFirst ? 0 : 4;
-  auto unpack = [&](auto *dst) {
-    using T = std::remove_pointer_t<decltype(dst)>;
-    for (int64_t r = 0; r < rows; ++r, p += bytesPerRow, dst += length)
-      for (int64_t k = 0; k < length; ++k) {
-        int shift = (k & 1) ? 4 - evenShift : evenShift;
-        dst[k] = static_cast<T>(((p[k >> 1] >> shift) & 0x0F) - offset);
-      }
-  };
-  // Typed stores for the usual results (this runs when a program is loaded,
-  // over GBs of weights); setInt for the rest.
-  if (dtype == DType::I8)
-    unpack(out.mutableData<int8_t>());
-  else if (dtype == DType::U8)
-    unpack(out.mutableData<uint8_t>());
-  else if (dtype == DType::I32)
-    unpack(out.mutableData<int32_t>());
-  else
-    for (int64_t r = 0, i = 0; r < rows; ++r)
+  // One loop; `store(i, v)` is a typed store for the usual results (this runs
+  // when a program is loaded, over GBs of weights) and setInt for the rest.
+  auto unpack = [&](auto store) {
+    for (int64_t r = 0, i = 0; r < rows; ++r, p += bytesPerRow)
       for (int64_t k = 0; k < length; ++k, ++i) {
         int shift = (k & 1) ? 4 - evenShift : evenShift;
-        out.setInt(i, ((p[r * bytesPerRow + (k >> 1)] >> shift) & 0x0F) - offset);
+        store(i, ((p[k >> 1] >> shift) & 0x0F) - offset);
       }
+  };
+  auto typed = [&](auto *dst) {
+    unpack(
+        [dst](int64_t i, int v) { dst[i] = static_cast<std::remove_pointer_t<decltype(dst)>>(v); });
+  };
+  if (dtype == DType::I8)
+    typed(out.mutableData<int8_t>());
+  else if (dtype == DType::U8)
+    typed(out.mutableData<uint8_t>());
+  else if (dtype == DType::I32)
+    typed(out.mutableData<int32_t>());
+  else
+    unpack([&out](int64_t i, int v) { out.setInt(i, v); });
   return out;
 }
 

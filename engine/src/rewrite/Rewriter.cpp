@@ -677,7 +677,7 @@ void Driver::deferConstants(Txn &t) {
     inputs.reserve(sc.numInputs);
     for (const Value *in : sc.inputs()) {
       std::shared_ptr<const DeferredData> src;
-      if (const GraphInput *gi = graph_.inputFor(in); gi && gi->value == in)
+      if (const GraphInput *gi = graph_.inputFor(in))
         src = gi->dataSource();
       for (const StagedConst &o : t.consts)
         if (o.scratch == in)
