@@ -88,6 +88,40 @@ TEST(Dim, LinearArithmetic) {
   EXPECT_FALSE(t.upperBound(s1));
 }
 
+TEST(Dim, SymbolicPartIsSharedAndValueSemantic) {
+  // Copies share the immutable symbolic part; arithmetic never changes the
+  // operand it was computed from.
+  Dim s0 = Dim::symbol("s0");
+  Dim a = s0 + 3;
+  Dim b = a; // shares a's symbolic part
+  Dim c = b - 3;
+  EXPECT_EQ(a.str(), "s0+3");
+  EXPECT_EQ(b.str(), "s0+3");
+  EXPECT_EQ(c, s0);
+  EXPECT_TRUE(c.isSymbol());
+  // Terms that cancel leave a plain constant, equal to one built directly.
+  Dim zero = (s0 * 2 + 5) - s0 * 2;
+  EXPECT_TRUE(zero.isConstant());
+  EXPECT_EQ(zero, Dim(5));
+  EXPECT_TRUE(zero.terms().empty());
+  EXPECT_TRUE(zero.opaqueExpr().empty());
+  // Equal expressions built separately compare equal; different ones do not.
+  EXPECT_EQ(Dim::symbol("s0") * 2, s0 + s0);
+  EXPECT_NE(s0 * 2, s0 * 3);
+  EXPECT_NE(s0, Dim(0));
+  EXPECT_EQ(Dim::opaque("s0*s1"), s0 * Dim::symbol("s1"));
+  // Moved-from dims are valid constants; self-assignment keeps the value.
+  Dim m = std::move(a);
+  EXPECT_EQ(m.str(), "s0+3");
+  Dim &self = m;
+  m = self;
+  EXPECT_EQ(m.str(), "s0+3");
+  Shape shape{s0, 4, s0 * 2};
+  Shape copy = shape;
+  shape.clear();
+  EXPECT_EQ(str(copy), "[s0, 4, 2*s0]");
+}
+
 TEST(TensorProto, AffineBuffers) {
   TensorProto p(DType::F32, {64, 128});
   AffineQuant q;
@@ -212,6 +246,33 @@ TEST(Graph, UseListsAndRewiring) {
   EXPECT_EQ(g.findValue("a"), nullptr);
   EXPECT_EQ(g.uniqueName("b"), "b_1");
   EXPECT_EQ(x->users().size(), 2u);
+}
+
+TEST(Graph, ErasedNodeSlotsAreReused) {
+  // Nodes and values live in the graph's slab arenas; an erased node's slot
+  // is handed to the next node, and the list stays in order.
+  Graph g("g");
+  Value *x = g.addInput(InputKind::UserInput, "x", TensorProto(DType::F32, {4}));
+  std::vector<Node *> made;
+  for (int i = 0; i < 100; ++i)
+    made.push_back(
+        g.createNode("aten.relu.default", {i ? made.back()->output() : x}, {},
+                     {{"r" + std::to_string(i), ValueKind::Tensor, TensorProto(DType::F32, {4})}}));
+  g.addOutput(made.back()->output());
+  // Drop r50 from the chain, then erase it.
+  g.replaceAllUsesWith(made[50]->output(), made[49]->output());
+  Node *gone = made[50];
+  g.eraseNode(gone);
+  Node *fresh = g.createNode("aten.neg.default", {made[49]->output()}, {},
+                             {{"n", ValueKind::Tensor, TensorProto(DType::F32, {4})}}, made[51]);
+  EXPECT_EQ(fresh, gone); // the freed slot, reused
+  EXPECT_EQ(g.numNodes(), 100u);
+  auto it = g.nodes().begin();
+  std::advance(it, 50);
+  EXPECT_EQ(&*it, fresh);
+  EXPECT_EQ(fresh->name(), "n");
+  EXPECT_EQ(g.findValue("r50"), nullptr);
+  EXPECT_EQ(g.findValue("r99"), made.back()->output());
 }
 
 TEST(Graph, RandomInitIsDeterministic) {

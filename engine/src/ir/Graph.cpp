@@ -242,18 +242,23 @@ void GraphInput::setData(Tensor data, ConstantInit newInit) {
 // Graph
 //===----------------------------------------------------------------------===//
 
-Graph::Graph(std::string name) : name_(std::move(name)) {}
-Graph::~Graph() = default;
+Graph::Graph(std::string name) : name_(std::move(name)), nodes_(SlabAllocator<Node>(&nodeArena_)) {}
+
+Graph::~Graph() {
+  // Nodes first (their destructors do not look at values), then values.
+  nodes_.clear();
+  for (Value *v : values_)
+    v->~Value();
+}
 
 Value *Graph::newValue(std::string name, ValueKind kind, TensorProto proto) {
   if (name.empty())
     name = uniqueName("v");
-  auto v = std::make_unique<Value>();
-  v->name_ = std::move(name);
-  v->kind_ = kind;
-  v->proto_ = std::move(proto);
-  Value *raw = v.get();
-  values_.push_back(std::move(v));
+  Value *raw = new (valueArena_.allocate(sizeof(Value))) Value;
+  raw->name_ = std::move(name);
+  raw->kind_ = kind;
+  raw->proto_ = std::move(proto);
+  values_.push_back(raw);
   valuesByName_.insertOrAssign(raw->name_, raw);
   return raw;
 }

@@ -6,25 +6,55 @@
 
 namespace graft {
 
-Dim Dim::symbol(std::string name) {
-  Dim d;
-  d.terms_.emplace_back(std::move(name), 1);
+Dim Dim::linear(int64_t constant, Terms terms) {
+  Dim d(constant);
+  if (!terms.empty()) {
+    auto *sym = new Symbolic;
+    sym->terms = std::move(terms);
+    d.sym_ = sym;
+  }
   return d;
+}
+
+Dim Dim::symbol(std::string name) {
+  Terms t;
+  t.emplace_back(std::move(name), 1);
+  return linear(0, std::move(t));
 }
 
 Dim Dim::opaque(std::string expr) {
   Dim d;
-  d.opaque_ = std::move(expr);
+  if (expr.empty())
+    return d; // no expression: the constant 0, as before
+  auto *sym = new Symbolic;
+  sym->opaque = std::move(expr);
+  d.sym_ = sym;
   return d;
 }
 
+const Dim::Terms &Dim::terms() const {
+  static const Terms kNone;
+  return sym_ ? sym_->terms : kNone;
+}
+
+const std::string &Dim::opaqueExpr() const {
+  static const std::string kNone;
+  return sym_ ? sym_->opaque : kNone;
+}
+
 bool Dim::isSymbol() const {
-  return opaque_.empty() && constant_ == 0 && terms_.size() == 1 && terms_[0].second == 1;
+  return sym_ && sym_->opaque.empty() && constant_ == 0 && sym_->terms.size() == 1 &&
+         sym_->terms[0].second == 1;
+}
+
+bool Dim::symbolicEqual(const Dim &other) const {
+  if (!sym_ || !other.sym_)
+    return false; // exactly one is a constant (both null compares equal pointers)
+  return sym_->terms == other.sym_->terms && sym_->opaque == other.sym_->opaque;
 }
 
 namespace {
-void addTerms(std::vector<std::pair<std::string, int64_t>> &into,
-              const std::vector<std::pair<std::string, int64_t>> &from, int64_t k) {
+void addTerms(Dim::Terms &into, const Dim::Terms &from, int64_t k) {
   for (const auto &[name, coeff] : from) {
     auto it = std::lower_bound(into.begin(), into.end(), name,
                                [](const auto &t, const std::string &n) { return t.first < n; });
@@ -48,30 +78,41 @@ std::string parenthesize(const Dim &d) {
 Dim Dim::operator+(const Dim &other) const {
   if (isOpaque() || other.isOpaque())
     return opaque(str() + "+" + other.str());
-  Dim r = *this;
-  r.constant_ += other.constant_;
-  addTerms(r.terms_, other.terms_, 1);
-  return r;
+  if (!other.sym_) { // shares the symbolic part
+    Dim r = *this;
+    r.constant_ += other.constant_;
+    return r;
+  }
+  Terms t = terms();
+  addTerms(t, other.terms(), 1);
+  return linear(constant_ + other.constant_, std::move(t));
 }
 
 Dim Dim::operator-(const Dim &other) const {
   if (isOpaque() || other.isOpaque())
     return opaque(str() + "-" + parenthesize(other));
-  Dim r = *this;
-  r.constant_ -= other.constant_;
-  addTerms(r.terms_, other.terms_, -1);
-  return r;
+  if (!other.sym_) {
+    Dim r = *this;
+    r.constant_ -= other.constant_;
+    return r;
+  }
+  Terms t = terms();
+  addTerms(t, other.terms(), -1);
+  return linear(constant_ - other.constant_, std::move(t));
 }
 
 Dim Dim::operator*(int64_t k) const {
   if (isOpaque())
     return k == 1 ? *this : opaque(std::to_string(k) + "*" + parenthesize(*this));
-  Dim r;
-  r.constant_ = constant_ * k;
+  if (!sym_)
+    return Dim(constant_ * k);
+  if (k == 1)
+    return *this;
+  Terms t;
   if (k != 0)
-    for (const auto &[n, c] : terms_)
-      r.terms_.emplace_back(n, c * k);
-  return r;
+    for (const auto &[n, c] : sym_->terms)
+      t.emplace_back(n, c * k);
+  return linear(constant_ * k, std::move(t));
 }
 
 Dim Dim::operator*(const Dim &other) const {
@@ -91,29 +132,25 @@ Dim Dim::floorDiv(int64_t k) const {
       --q;
     return Dim(q);
   }
+  const Terms &ts = terms();
   if (!isOpaque() && k != 0 && constant_ % k == 0 &&
-      std::all_of(terms_.begin(), terms_.end(), [&](const auto &t) { return t.second % k == 0; })) {
-    Dim r;
-    r.constant_ = constant_ / k;
-    for (const auto &[n, c] : terms_)
-      r.terms_.emplace_back(n, c / k);
-    return r;
+      std::all_of(ts.begin(), ts.end(), [&](const auto &t) { return t.second % k == 0; })) {
+    Terms t;
+    for (const auto &[n, c] : ts)
+      t.emplace_back(n, c / k);
+    return linear(constant_ / k, std::move(t));
   }
   return opaque(parenthesize(*this) + "//" + std::to_string(k));
 }
 
-bool Dim::operator==(const Dim &other) const {
-  return constant_ == other.constant_ && terms_ == other.terms_ && opaque_ == other.opaque_;
-}
-
 std::string Dim::str() const {
   if (isOpaque())
-    return opaque_;
-  if (terms_.empty())
+    return sym_->opaque;
+  if (!sym_)
     return std::to_string(constant_);
   std::ostringstream os;
   bool first = true;
-  for (const auto &[n, c] : terms_) {
+  for (const auto &[n, c] : sym_->terms) {
     if (c < 0)
       os << '-';
     else if (!first)

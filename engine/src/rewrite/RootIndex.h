@@ -1,7 +1,8 @@
 //===- RootIndex.h - Which rules to try at a node -*- C++ -*-===//
 //
 // Internal to engine/src/rewrite. Rules are indexed by the schema pointer of
-// their root op (one hash lookup per node, no string compares); rules on
+// their root op (a rule set roots at a handful of ops: a short array scanned
+// per node, no hashing, no string compares); rules on
 // unregistered ops fall back to comparing target text. Each bucket is in
 // benefit order (ties: rule order), the order the driver tries them.
 //
@@ -12,7 +13,8 @@
 
 #include "graft/rewrite/Rewriter.h"
 
-#include <unordered_map>
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace graft::rewrite::detail {
@@ -25,8 +27,15 @@ public:
       if (!enabled[ri])
         continue;
       const CompiledRule &cr = rules.compiled(ri);
-      for (const OpSchema *s : cr.rootSchemas)
-        bySchema_[s].push_back(static_cast<uint32_t>(ri));
+      for (const OpSchema *s : cr.rootSchemas) {
+        auto it = std::find_if(bySchema_.begin(), bySchema_.end(),
+                               [&](const auto &e) { return e.first == s; });
+        if (it == bySchema_.end()) {
+          bySchema_.emplace_back(s, std::vector<uint32_t>());
+          it = bySchema_.end() - 1;
+        }
+        it->second.push_back(static_cast<uint32_t>(ri));
+      }
       for (const std::string &t : cr.rootOpaqueTargets)
         opaque_.push_back({t, false, static_cast<uint32_t>(ri)});
       for (const std::string &p : cr.rootOpaquePrefixes)
@@ -36,8 +45,10 @@ public:
   /// Rules to try at `n`; `scratch` holds opaque matches.
   const std::vector<uint32_t> *lookup(const Node &n, std::vector<uint32_t> &scratch) const {
     if (const OpSchema *s = n.schema()) {
-      auto it = bySchema_.find(s);
-      return it == bySchema_.end() ? nullptr : &it->second;
+      for (const auto &e : bySchema_)
+        if (e.first == s)
+          return &e.second;
+      return nullptr;
     }
     if (opaque_.empty())
       return nullptr;
@@ -54,7 +65,7 @@ private:
     bool prefix;
     uint32_t rule;
   };
-  std::unordered_map<const OpSchema *, std::vector<uint32_t>> bySchema_;
+  std::vector<std::pair<const OpSchema *, std::vector<uint32_t>>> bySchema_;
   std::vector<Opaque> opaque_;
 };
 

@@ -23,6 +23,7 @@
 #include "graft/ir/TensorProto.h"
 #include "graft/support/Diagnostic.h"
 #include "graft/support/Expected.h"
+#include "graft/support/SlabArena.h"
 #include "graft/support/StringViewMap.h"
 
 #include <cstdint>
@@ -41,6 +42,10 @@ namespace graft {
 class Graph;
 class Node;
 struct OpSchema;
+
+/// A graph's nodes, in order. The list's nodes come from the graph's slab
+/// arena (SlabArena.h): contiguous in creation order.
+using NodeList = std::list<Node, SlabAllocator<Node>>;
 
 /// What a Value holds. Symbolic scalars come from ops such as
 /// aten.sym_size.int or aten._local_scalar_dense.default.
@@ -137,7 +142,7 @@ private:
   std::optional<SourceRange> location_;
   Graph *graph_ = nullptr;
   uint64_t order_ = 0;
-  std::list<Node>::iterator self_;
+  NodeList::iterator self_;
 };
 
 enum class InputKind { UserInput, Parameter, Buffer, ConstantTensor };
@@ -298,8 +303,8 @@ public:
   /// Removes nodes without side effects whose results are unused.
   std::size_t removeDeadNodes();
 
-  std::list<Node> &nodes() { return nodes_; }
-  const std::list<Node> &nodes() const { return nodes_; }
+  NodeList &nodes() { return nodes_; }
+  const NodeList &nodes() const { return nodes_; }
   std::size_t numNodes() const { return nodes_.size(); }
   /// Assigns Node::order() 0..n-1 in list order.
   void renumber();
@@ -317,8 +322,13 @@ private:
 
   std::string name_;
   SymbolTable symbols_;
-  std::list<Node> nodes_;
-  std::vector<std::unique_ptr<Value>> values_;
+  /// Slots for nodes and values; declared before them, so it outlives them.
+  SlabArena nodeArena_;
+  SlabArena valueArena_;
+  NodeList nodes_;
+  /// Every value ever made, in creation order (erased nodes' results too);
+  /// each lives in a valueArena_ slot, destroyed with the graph.
+  std::vector<Value *> values_;
   std::vector<GraphInput> inputs_;
   std::vector<GraphOutput> outputs_;
   /// Keys view Value::name_: Values are never freed before the graph (erased

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -22,19 +23,50 @@ namespace graft {
 
 class Dim {
 public:
+  using Terms = std::vector<std::pair<std::string, int64_t>>;
+
   Dim() = default;
   Dim(int64_t value) : constant_(value) {} // NOLINT: implicit on purpose
+  Dim(const Dim &other) : constant_(other.constant_), sym_(other.sym_) {
+    if (sym_)
+      sym_->retain();
+  }
+  Dim(Dim &&other) noexcept : constant_(other.constant_), sym_(other.sym_) { other.sym_ = nullptr; }
+  Dim &operator=(const Dim &other) {
+    if (other.sym_)
+      other.sym_->retain();
+    if (sym_)
+      sym_->release();
+    constant_ = other.constant_;
+    sym_ = other.sym_;
+    return *this;
+  }
+  Dim &operator=(Dim &&other) noexcept {
+    if (this != &other) {
+      if (sym_)
+        sym_->release();
+      constant_ = other.constant_;
+      sym_ = other.sym_;
+      other.sym_ = nullptr;
+    }
+    return *this;
+  }
+  ~Dim() {
+    if (sym_)
+      sym_->release();
+  }
+
   static Dim symbol(std::string name);
   /// A non-linear expression kept as text (e.g. "s0*s1").
   static Dim opaque(std::string expr);
 
-  bool isConstant() const { return terms_.empty() && opaque_.empty(); }
-  bool isOpaque() const { return !opaque_.empty(); }
+  bool isConstant() const { return sym_ == nullptr; }
+  bool isOpaque() const { return sym_ && !sym_->opaque.empty(); }
   /// A single symbol with coefficient 1 and no offset.
   bool isSymbol() const;
   int64_t constant() const { return constant_; } ///< value when isConstant()
-  const std::vector<std::pair<std::string, int64_t>> &terms() const { return terms_; }
-  const std::string &opaqueExpr() const { return opaque_; }
+  const Terms &terms() const;
+  const std::string &opaqueExpr() const;
   /// Concrete value if known.
   std::optional<int64_t> value() const {
     if (isConstant())
@@ -49,16 +81,35 @@ public:
   Dim operator*(const Dim &other) const;
   /// Exact division by a constant when every coefficient divides; opaque otherwise.
   Dim floorDiv(int64_t k) const;
-  bool operator==(const Dim &other) const;
+  bool operator==(const Dim &other) const {
+    return constant_ == other.constant_ && (sym_ == other.sym_ || symbolicEqual(other));
+  }
   bool operator!=(const Dim &other) const { return !(*this == other); }
 
   /// Canonical text: "4", "s0", "2*s0+1", "s0+s1", or the opaque expression.
   std::string str() const;
 
 private:
+  /// The symbolic part, immutable once built and shared by copies. Most dims
+  /// of a real graph are constants, which carry none: a Dim is 16 bytes and
+  /// copying a shape of constants copies integers (shapes are copied into
+  /// every new value and provenance entry the rewrite driver makes).
+  struct Symbolic {
+    Terms terms;        ///< sorted by name, nonzero coefficients
+    std::string opaque; ///< non-empty: an opaque expression (terms empty)
+    mutable std::atomic<uint32_t> refs{1};
+    void retain() const { refs.fetch_add(1, std::memory_order_relaxed); }
+    void release() const {
+      if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        delete this;
+    }
+  };
+  /// A constant when `terms` is empty, else a linear expression.
+  static Dim linear(int64_t constant, Terms terms);
+  bool symbolicEqual(const Dim &other) const;
+
   int64_t constant_ = 0;
-  std::vector<std::pair<std::string, int64_t>> terms_; // sorted by name, nonzero coeffs
-  std::string opaque_;
+  const Symbolic *sym_ = nullptr; ///< null: a constant
 };
 
 using Shape = std::vector<Dim>;
