@@ -47,7 +47,7 @@ TEST(FqnRegistryIndex, ACopyLooksUpItsOwnEntries) {
   // Reuses are counted on the copy's own entries.
   copy.noteReuse(*t, "other");
   EXPECT_EQ(copy.findByFqn("w.t")->requests, 2u);
-  EXPECT_EQ(copy.findByFqn("w.t")->requestedBy, (std::vector<std::string>{"lm_head", "other"}));
+  EXPECT_EQ(copy.findByFqn("w.t")->requestedBy(), (std::vector<std::string>{"lm_head", "other"}));
 }
 
 TEST(FqnRegistryIndex, CopyAssignmentAndMoveKeepLookupsValid) {

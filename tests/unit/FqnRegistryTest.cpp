@@ -47,7 +47,7 @@ TEST(FqnRegistry, TheSameRequestReturnsTheSameConstant) {
   r.noteReuse(*again, "lm_head");
   r.noteReuse(*again, "lm_head");
   EXPECT_EQ(r.findByFqn(e.fqn)->requests, 3u);
-  EXPECT_EQ(r.findByFqn(e.fqn)->requestedBy, (std::vector<std::string>{"embedding", "lm_head"}));
+  EXPECT_EQ(r.findByFqn(e.fqn)->requestedBy(), (std::vector<std::string>{"embedding", "lm_head"}));
   EXPECT_EQ(r.size(), 1u);
 }
 

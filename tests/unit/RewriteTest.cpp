@@ -441,7 +441,7 @@ TEST(Rewrite, InteriorNodeUsedOutsideTheMatchBlocksItUnlessShared) {
   const ProvenanceEntry *packed = fqns.findByFqn("tok_embeddings.weight.pack_int4_low_first");
   ASSERT_NE(packed, nullptr) << fqns.str();
   EXPECT_EQ(packed->requests, 2u);
-  EXPECT_EQ(packed->requestedBy,
+  EXPECT_EQ(packed->requestedBy(),
             (std::vector<std::string>{"torchao_embedding_q4gsw", "torchao_linear_q4gsw"}));
   EXPECT_LT(maxDiff(*before, *g), 1e-5);
 }

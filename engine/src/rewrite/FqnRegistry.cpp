@@ -18,9 +18,18 @@ FqnRegistry::FqnRegistry(const FqnRegistry &other) : entries_(other.entries_), k
     index(i);
 }
 
-void FqnRegistry::index(std::size_t i) {
-  byKey_.insert(keys_[i], i);
-  byFqn_.insert(entries_[i].fqn, i);
+void FqnRegistry::index(std::size_t i, uint64_t keyHash, uint64_t fqnHash) {
+  const std::string &k = keys_[i], &f = entries_[i].fqn;
+  byKey_.insert(k, i, keyHash ? keyHash : StringViewMap<std::size_t>::hash(k));
+  byFqn_.insert(f, i, fqnHash ? fqnHash : StringViewMap<std::size_t>::hash(f));
+}
+
+std::vector<std::string> ProvenanceEntry::requestedBy() const {
+  std::vector<std::string> out;
+  out.reserve(1 + alsoRequestedBy.size());
+  out.push_back(rule);
+  out.insert(out.end(), alsoRequestedBy.begin(), alsoRequestedBy.end());
+  return out;
 }
 
 FqnRegistry &FqnRegistry::operator=(const FqnRegistry &other) {
@@ -61,13 +70,23 @@ const ProvenanceEntry *FqnRegistry::find(const TransformRequest &request) const 
   return findByKey(request.key());
 }
 
-const ProvenanceEntry *FqnRegistry::findByKey(const std::string &key) const {
+const ProvenanceEntry *FqnRegistry::findByKey(std::string_view key) const {
   const std::size_t *i = byKey_.find(key);
+  return i ? &entries_[*i] : nullptr;
+}
+
+const ProvenanceEntry *FqnRegistry::findByKey(std::string_view key, uint64_t keyHash) const {
+  const std::size_t *i = byKey_.find(key, keyHash);
   return i ? &entries_[*i] : nullptr;
 }
 
 const ProvenanceEntry *FqnRegistry::findByFqn(std::string_view fqn) const {
   const std::size_t *i = byFqn_.find(fqn);
+  return i ? &entries_[*i] : nullptr;
+}
+
+const ProvenanceEntry *FqnRegistry::findByFqn(std::string_view fqn, uint64_t fqnHash) const {
+  const std::size_t *i = byFqn_.find(fqn, fqnHash);
   return i ? &entries_[*i] : nullptr;
 }
 
@@ -167,7 +186,7 @@ FqnRegistry::record(const TransformRequest &request, TensorProto proto, std::str
 
 const ProvenanceEntry &FqnRegistry::recordAs(TransformRequest request, std::string fqn,
                                              TensorProto proto, std::string rule, SourceRange loc,
-                                             std::string key) {
+                                             std::string key, uint64_t keyHash, uint64_t fqnHash) {
   if (key.empty())
     key = request.key();
   // Built in place: an entry is a few hundred bytes of strings, vectors and
@@ -176,11 +195,10 @@ const ProvenanceEntry &FqnRegistry::recordAs(TransformRequest request, std::stri
   e.fqn = std::move(fqn);
   e.request = std::move(request);
   e.proto = std::move(proto);
-  e.requestedBy.push_back(rule);
   e.rule = std::move(rule);
   e.loc = std::move(loc);
   keys_.push_back(std::move(key));
-  index(entries_.size() - 1);
+  index(entries_.size() - 1, keyHash, fqnHash);
   return entries_.back();
 }
 
@@ -190,8 +208,9 @@ void FqnRegistry::noteReuse(const ProvenanceEntry &entry, const std::string &rul
     return;
   ProvenanceEntry &e = entries_[*i];
   ++e.requests;
-  if (std::find(e.requestedBy.begin(), e.requestedBy.end(), rule) == e.requestedBy.end())
-    e.requestedBy.push_back(rule);
+  if (rule != e.rule && std::find(e.alsoRequestedBy.begin(), e.alsoRequestedBy.end(), rule) ==
+                            e.alsoRequestedBy.end())
+    e.alsoRequestedBy.push_back(rule);
 }
 
 std::vector<const ProvenanceEntry *> FqnRegistry::derivedFrom(std::string_view sourceFqn) const {
@@ -251,8 +270,9 @@ std::string FqnRegistry::toJson() const {
     out += ", \"loc\": " + jsonQuote(detail::formatLoc(e.loc));
     out += ", \"requests\": " + std::to_string(e.requests);
     out += ", \"requested_by\": [";
-    for (std::size_t i = 0; i < e.requestedBy.size(); ++i)
-      out += (i ? ", " : "") + jsonQuote(e.requestedBy[i]);
+    out += jsonQuote(e.rule);
+    for (const std::string &r : e.alsoRequestedBy)
+      out += ", " + jsonQuote(r);
     out += "]}";
   }
   out += first ? "]" : "\n]";

@@ -258,7 +258,9 @@ private:
     /// The prototype for the graph: moved when it is this constant's own.
     TensorProto takeProto() { return memoProto ? *memoProto : std::move(ownProto); }
     TransformRequest request;
-    std::string key; ///< request.key(), computed once
+    std::string key;      ///< request.key(), computed once
+    uint64_t keyHash = 0; ///< its StringViewMap hash, computed once
+    uint64_t fqnHash = 0; ///< the hash of `fqn` when ensureFqn computed it, else 0
     /// Real or scratch values (at most 4: stageConst refuses more); no
     /// vector allocated per staged constant.
     std::array<const Value *, 4> inputArray{};
@@ -644,28 +646,35 @@ Value *Driver::scratchValue(ValueKind kind, const TensorProto &proto) {
 const std::string &Driver::ensureFqn(StagedConst &sc, const Txn &t) {
   if (!sc.fqn.empty())
     return sc.fqn;
-  auto taken = [&](const std::string &n) {
-    if (constants_.contains(n))
-      return true;
+  auto stagedHas = [&](std::string_view n) {
     for (const StagedConst &o : t.consts)
       if (o.fqn == n)
         return true;
     return false;
   };
+  auto taken = [&](const std::string &n) { return constants_.contains(n) || stagedHas(n); };
+  std::string base;
   if (sc.fqnTail) {
     // deriveFqn from its parts: the memoized tail spares re-reading the
     // argument text per rewrite.
-    std::string base;
     std::size_t n = sc.fqnTail->size() + 8;
     for (const std::string &src : sc.request.sources)
       n += src.size() + 1;
     base.reserve(n);
     detail::appendFqnSources(base, sc.request.sources);
     base += *sc.fqnTail;
-    sc.fqn = detail::proposeFqnFrom(registry_, std::move(base), taken);
   } else {
-    sc.fqn = registry_.proposeFqn(sc.request, taken);
+    base = FqnRegistry::deriveFqn(sc.request);
   }
+  // The common case, a name nobody has: hashed once for the registry's and
+  // the driver's tables here and for the inserts at commit.
+  uint64_t h = StringViewMap<Value *>::hash(base);
+  if (!registry_.findByFqn(base, h) && !constants_.contains(base, h) && !stagedHas(base)) {
+    sc.fqn = std::move(base);
+    sc.fqnHash = h;
+    return sc.fqn;
+  }
+  sc.fqn = detail::proposeFqnFrom(registry_, std::move(base), taken);
   return sc.fqn;
 }
 
@@ -851,7 +860,8 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
   }
   sc.request = std::move(request);
   sc.key = std::move(key);
-  if (const ProvenanceEntry *e = registry_.findByKey(sc.key)) {
+  sc.keyHash = StringViewMap<std::size_t>::hash(sc.key);
+  if (const ProvenanceEntry *e = registry_.findByKey(sc.key, sc.keyHash)) {
     sc.reuse = true;
     sc.fqn = e->fqn;
     Value *const *c = constants_.find(e->fqn);
@@ -1192,22 +1202,23 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     deferConstants(t);
   for (StagedConst &sc : t.consts) {
     if (sc.existing) {
-      registry_.noteReuse(*registry_.findByKey(sc.key), rule.rule().name);
+      registry_.noteReuse(*registry_.findByKey(sc.key, sc.keyHash), rule.rule().name);
       if (options_.recordLog)
         log.reused.push_back(sc.fqn);
       continue;
     }
     // The FQN the constant gets: a registry entry's (entries never move).
     const std::string *fqn = nullptr;
+    uint64_t fqnHash = sc.fqnHash;
     if (sc.reuse) {
-      const ProvenanceEntry *e = registry_.findByKey(sc.key);
+      const ProvenanceEntry *e = registry_.findByKey(sc.key, sc.keyHash);
       registry_.noteReuse(*e, rule.rule().name);
       fqn = &e->fqn;
     } else {
       // The request, key and FQN are not needed after this: moved, not copied.
       fqn = &registry_
                  .recordAs(std::move(sc.request), std::move(sc.fqn), sc.proto(), rule.rule().name,
-                           *sc.loc, std::move(sc.key))
+                           *sc.loc, std::move(sc.key), sc.keyHash, fqnHash)
                  .fqn;
     }
     // An intermediate of a chain (transpose, then pad) is recorded (its FQN
@@ -1232,7 +1243,9 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].setData(sc.data, ExternalData{});
     else if (sc.deferred)
       graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].init = DeferredInit{sc.deferred};
-    constants_.insertOrAssign(*fqn, v);
+    if (sc.reuse || !fqnHash)
+      fqnHash = StringViewMap<Value *>::hash(*fqn);
+    constants_.insertOrAssign(*fqn, v, fqnHash);
     real.emplace_back(sc.scratch, v);
     if (options_.recordLog)
       (sc.reuse ? log.reused : log.constants).push_back(*fqn);

@@ -50,10 +50,15 @@ struct ProvenanceEntry {
   std::string fqn; ///< the new constant's state-dict name
   TransformRequest request;
   TensorProto proto;
-  std::string rule;                     ///< the rule that first asked for it
-  SourceRange loc;                      ///< the rewrite statement that first asked for it
-  uint64_t requests = 1;                ///< how often it was asked for (2 for a tied weight)
-  std::vector<std::string> requestedBy; ///< distinct rule names, first-request order
+  std::string rule;      ///< the rule that first asked for it
+  SourceRange loc;       ///< the rewrite statement that first asked for it
+  uint64_t requests = 1; ///< how often it was asked for (2 for a tied weight)
+  /// Distinct rules that asked for it, first-request order: `rule`, then
+  /// alsoRequestedBy.
+  std::vector<std::string> requestedBy() const;
+  /// Rules other than `rule` that asked for it (empty for nearly every
+  /// constant: no list and no second copy of the rule name per entry).
+  std::vector<std::string> alsoRequestedBy;
 };
 
 class FqnRegistry {
@@ -69,7 +74,11 @@ public:
   const ProvenanceEntry *find(const TransformRequest &request) const;
   const ProvenanceEntry *findByFqn(std::string_view fqn) const;
   /// By TransformRequest::key() (callers that already built the key).
-  const ProvenanceEntry *findByKey(const std::string &key) const;
+  const ProvenanceEntry *findByKey(std::string_view key) const;
+  /// The same with the key's hash (StringViewMap<>::hash) computed once by a
+  /// caller that also passes it to recordAs.
+  const ProvenanceEntry *findByKey(std::string_view key, uint64_t keyHash) const;
+  const ProvenanceEntry *findByFqn(std::string_view fqn, uint64_t fqnHash) const;
   /// Records a new constant for `request`. Its FQN is deriveFqn(request), or,
   /// when `isTaken` says that name is used (by the graph or an earlier entry),
   /// that name plus "_2", "_3", ... — deterministic for a deterministic
@@ -82,10 +91,13 @@ public:
   std::string proposeFqn(const TransformRequest &request,
                          const std::function<bool(const std::string &)> &isTaken) const;
   /// Records `request` under an FQN from proposeFqn (precondition: unused).
-  /// `key` is request.key() when the caller has it (else computed).
+  /// `key` is request.key() when the caller has it (else computed); a
+  /// caller that hashed the key or the FQN already passes the hashes (0:
+  /// not known).
   /// Takes the request by value: a caller done with its request moves it in.
   const ProvenanceEntry &recordAs(TransformRequest request, std::string fqn, TensorProto proto,
-                                  std::string rule, SourceRange loc, std::string key = {});
+                                  std::string rule, SourceRange loc, std::string key = {},
+                                  uint64_t keyHash = 0, uint64_t fqnHash = 0);
   /// Counts another request answered by `entry` (from `rule`).
   void noteReuse(const ProvenanceEntry &entry, const std::string &rule);
 
@@ -109,7 +121,7 @@ public:
   std::string toJson() const;
 
 private:
-  void index(std::size_t i);
+  void index(std::size_t i, uint64_t keyHash = 0, uint64_t fqnHash = 0);
 
   std::deque<ProvenanceEntry> entries_;
   /// keys_[i] is entries_[i].request.key().

@@ -47,10 +47,15 @@ public:
     size_ = 0;
   }
 
-  T *find(std::string_view key) {
+  /// The hash every StringViewMap uses for `key`: a caller that looks the
+  /// same string up in several tables (or looks up, then inserts) computes it
+  /// once and passes it to the overloads below.
+  static uint64_t hash(std::string_view key) { return hashOf(key); }
+
+  T *find(std::string_view key) { return find(key, hashOf(key)); }
+  T *find(std::string_view key, uint64_t h) {
     if (slots_.empty())
       return nullptr;
-    uint64_t h = hashOf(key);
     for (std::size_t i = h & mask();; i = (i + 1) & mask()) {
       Slot &s = slots_[i];
       if (s.hash == 0)
@@ -60,13 +65,19 @@ public:
     }
   }
   const T *find(std::string_view key) const { return const_cast<StringViewMap *>(this)->find(key); }
+  const T *find(std::string_view key, uint64_t h) const {
+    return const_cast<StringViewMap *>(this)->find(key, h);
+  }
   bool contains(std::string_view key) const { return find(key) != nullptr; }
+  bool contains(std::string_view key, uint64_t h) const { return find(key, h) != nullptr; }
 
   /// Inserts `key` -> `value` unless `key` is present. Returns whether it
   /// inserted.
-  bool insert(std::string_view key, T value) { return put(key, value, /*assign=*/false); }
+  bool insert(std::string_view key, T value) { return put(key, value, false, hashOf(key)); }
+  bool insert(std::string_view key, T value, uint64_t h) { return put(key, value, false, h); }
   /// Inserts or overwrites.
-  void insertOrAssign(std::string_view key, T value) { put(key, value, /*assign=*/true); }
+  void insertOrAssign(std::string_view key, T value) { put(key, value, true, hashOf(key)); }
+  void insertOrAssign(std::string_view key, T value, uint64_t h) { put(key, value, true, h); }
 
   /// Removes `key`; returns whether it was present.
   bool erase(std::string_view key) {
@@ -118,10 +129,9 @@ private:
   }
   std::size_t mask() const { return slots_.size() - 1; }
 
-  bool put(std::string_view key, T value, bool assign) {
+  bool put(std::string_view key, T value, bool assign, uint64_t h) {
     if ((size_ + 1) * 4 > slots_.size() * 3)
       rehash(slots_.empty() ? 16 : slots_.size() * 2);
-    uint64_t h = hashOf(key);
     for (std::size_t i = h & mask();; i = (i + 1) & mask()) {
       Slot &s = slots_[i];
       if (s.hash == 0) {
