@@ -122,6 +122,37 @@ TEST(Dim, SymbolicPartIsSharedAndValueSemantic) {
   EXPECT_EQ(str(copy), "[s0, 4, 2*s0]");
 }
 
+TEST(SmallVector, InlineThenSpillsAndBehavesLikeAVector) {
+  using V = SmallVector<std::string, 2>;
+  V v{"a", "b"};
+  EXPECT_EQ(v.capacity(), 2u); // in place
+  v.push_back(v[0]);           // spills; the argument aliases the old storage
+  v.insert(v.begin() + 1, "x");
+  EXPECT_EQ((std::vector<std::string>(v.begin(), v.end())),
+            (std::vector<std::string>{"a", "x", "b", "a"}));
+  v.erase(v.begin(), v.begin() + 2);
+  EXPECT_EQ(v.size(), 2u);
+  EXPECT_EQ(v.front(), "b");
+  V w = v;            // copy of a spilled vector
+  V m = std::move(v); // steals the heap buffer
+  EXPECT_TRUE(v.empty());
+  EXPECT_EQ(m, w);
+  V small{"p"};
+  V moved = std::move(small); // inline elements are moved one by one
+  EXPECT_EQ(moved.size(), 1u);
+  EXPECT_EQ(moved[0], "p");
+  moved.insert(moved.begin(), w.begin(), w.end());
+  EXPECT_EQ((std::vector<std::string>(moved.begin(), moved.end())),
+            (std::vector<std::string>{"b", "a", "p"}));
+  moved.resize(5, "z");
+  EXPECT_EQ(moved.back(), "z");
+  moved.resize(1);
+  EXPECT_EQ(moved.size(), 1u);
+  EXPECT_THROW(moved.at(3), std::out_of_range);
+  Shape s{1, Dim::symbol("s0"), 3, 4, 5}; // a rank-5 shape spills too
+  EXPECT_EQ(str(s), "[1, s0, 3, 4, 5]");
+}
+
 TEST(TensorProto, AffineBuffers) {
   TensorProto p(DType::F32, {64, 128});
   AffineQuant q;

@@ -617,7 +617,7 @@ TEST(TextIRParse, ArgumentKinds) {
 
 TEST(TextIRDims, ArithmeticResultsAreFixpoints) {
   Dim s0 = Dim::symbol("s0"), s1 = Dim::symbol("s1"), s2 = Dim::symbol("s2");
-  std::vector<Dim> dims = {
+  Shape dims = {
       s0 * s1,
       (s0 + 1).floorDiv(2),
       (s0 * s1) * 2,

@@ -78,9 +78,9 @@ std::optional<Dim> InferContext::dim(std::string_view name) const {
   return argumentDim(arg(name));
 }
 
-std::optional<std::vector<Dim>> InferContext::dims(std::string_view name) const {
+std::optional<Shape> InferContext::dims(std::string_view name) const {
   const Argument &a = arg(name);
-  std::vector<Dim> out;
+  Shape out;
   if (!a.isList()) {
     auto d = argumentDim(a);
     if (!d)

@@ -266,7 +266,7 @@ private:
         return Diagnostic::error("Integer() expects one argument");
       return fold(*a.args[0]);
     }
-    std::vector<Dim> args;
+    Shape args;
     for (const AstPtr &x : a.args) {
       GRAFT_TRY(Dim d, fold(*x));
       args.push_back(std::move(d));

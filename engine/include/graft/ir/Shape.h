@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "graft/support/SmallVector.h"
+
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -112,7 +114,9 @@ private:
   const Symbolic *sym_ = nullptr; ///< null: a constant
 };
 
-using Shape = std::vector<Dim>;
+/// Up to four dims in place (no heap allocation for the shapes of nearly
+/// every tensor); a Shape in every other respect.
+using Shape = SmallVector<Dim, 4>;
 
 std::string str(const Shape &shape); ///< "[1, s0, 128]"
 /// Product of dims (a Dim, symbolic when any factor is).

@@ -42,7 +42,7 @@ struct InferContext {
   /// An Int or SymInt argument as a Dim (see dimOfSymInt); nullopt otherwise.
   std::optional<Dim> dim(std::string_view name) const;
   /// An int/SymInt list argument (a single Int counts as a one-element list).
-  std::optional<std::vector<Dim>> dims(std::string_view name) const;
+  std::optional<Shape> dims(std::string_view name) const;
   /// A ScalarType argument, nullopt when None.
   std::optional<DType> dtype(std::string_view name) const;
 };

@@ -38,7 +38,7 @@ Status requireFloat(const InferContext &ctx, const TensorProto &t, const char *w
   return okStatus();
 }
 
-Expected<std::vector<Dim>> blockSize(const InferContext &ctx, const TensorProto &t) {
+Expected<Shape> blockSize(const InferContext &ctx, const TensorProto &t) {
   auto bs = ctx.dims("block_size");
   if (!bs)
     return ctx.error("block_size must be a list of ints");
@@ -56,7 +56,7 @@ Expected<std::vector<Dim>> blockSize(const InferContext &ctx, const TensorProto 
 Results quantizeAffine(const InferContext &ctx) {
   const TensorProto &x = ctx.tensor("input");
   GRAFT_CHECK_OK(requireFloat(ctx, x, "input"));
-  GRAFT_TRY(std::vector<Dim> bs, blockSize(ctx, x));
+  GRAFT_TRY(Shape bs, blockSize(ctx, x));
   (void)bs;
   auto dt = ctx.dtype("output_dtype");
   if (!dt)
@@ -70,7 +70,7 @@ Results quantizeAffine(const InferContext &ctx) {
 
 Results dequantizeAffine(const InferContext &ctx) {
   const TensorProto &x = ctx.tensor("input");
-  GRAFT_TRY(std::vector<Dim> bs, blockSize(ctx, x));
+  GRAFT_TRY(Shape bs, blockSize(ctx, x));
   (void)bs;
   auto in = ctx.dtype("input_dtype");
   if (!in)
@@ -92,7 +92,7 @@ Results dequantizeAffine(const InferContext &ctx) {
 Results fakeQuantizeAffine(const InferContext &ctx) {
   const TensorProto &x = ctx.tensor("input");
   GRAFT_CHECK_OK(requireFloat(ctx, x, "input"));
-  GRAFT_TRY(std::vector<Dim> bs, blockSize(ctx, x));
+  GRAFT_TRY(Shape bs, blockSize(ctx, x));
   (void)bs;
   return one(tensorResult(x.dtype, x.shape, &x));
 }
@@ -116,7 +116,7 @@ Results chooseQparamsAffine(const InferContext &ctx) {
     return out;
   }
   GRAFT_CHECK_OK(requireFloat(ctx, *x, "input"));
-  GRAFT_TRY(std::vector<Dim> bs, blockSize(ctx, *x));
+  GRAFT_TRY(Shape bs, blockSize(ctx, *x));
   const Argument &mt = ctx.arg("mapping_type");
   std::string mapping = mt.isString() ? mt.string() : std::string();
   if (mapping != "SYMMETRIC" && mapping != "ASYMMETRIC" && mapping != "SYMMETRIC_NO_CLIPPING_ERR")

@@ -21,7 +21,7 @@ namespace {
 // factors, so that s0*4096 / 4096 cancels exactly.
 struct Factors {
   int64_t constant = 1;
-  std::vector<Dim> symbolic;
+  Shape symbolic;
 
   void multiply(const Dim &d) {
     if (d.isConstant()) {
