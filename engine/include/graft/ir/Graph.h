@@ -318,6 +318,9 @@ public:
 
 private:
   Value *newValue(std::string name, ValueKind kind, TensorProto proto);
+  /// A graph input or the result of a node still in the graph (an erased
+  /// node's results keep their Value, and their name entry, but are dead).
+  static bool isLive(const Value *v) { return v->producer_ || v->inputIndex_ >= 0; }
   void dropUses(Node *node);
 
   std::string name_;
@@ -333,7 +336,8 @@ private:
   std::vector<GraphOutput> outputs_;
   /// Keys view Value::name_: Values are never freed before the graph (erased
   /// nodes' results stay allocated) and never renamed, so the views stay
-  /// valid, and inserting a value allocates no key string. A flat table: the
+  /// valid, and inserting a value allocates no key string. Entries of dead
+  /// values (isLive) are not erased, only skipped and overwritten. A flat table: the
   /// rewrite driver looks names up and erases them per rewrite, and at 10^6
   /// values a node-based map's cache misses dominated fusing.
   StringViewMap<Value *> valuesByName_;
