@@ -304,6 +304,13 @@ TEST(Graph, ErasedNodeSlotsAreReused) {
   EXPECT_EQ(fresh->name(), "n");
   EXPECT_EQ(g.findValue("r50"), nullptr);
   EXPECT_EQ(g.findValue("r99"), made.back()->output());
+  // The erased result's name is free again: unique names reuse it, and a
+  // new value given it is the one found.
+  EXPECT_EQ(g.uniqueName("r50"), "r50");
+  Node *again = g.createNode("aten.relu.default", {fresh->output()}, {},
+                             {{"r50", ValueKind::Tensor, TensorProto(DType::F32, {4})}}, made[51]);
+  EXPECT_EQ(g.findValue("r50"), again->output());
+  EXPECT_EQ(g.uniqueName("r50"), "r50_1");
 }
 
 TEST(Graph, RandomInitIsDeterministic) {
