@@ -353,6 +353,48 @@ TEST(Rewrite, TypePatternsBindSymbolicDims) {
   EXPECT_TRUE(entries[0].matched) << format(entries[0]);
 }
 
+TEST(Rewrite, IntegerWherePredicatesFollowPythonFloorSemantics) {
+  // Integer predicates are decided without building values (Matcher::
+  // intPredicate); they must agree with the general evaluator: floor
+  // division and modulo round toward negative infinity, as in Python.
+  auto g = parse(R"(graph @g {
+  input %x : f32[1, 6, 64]
+  %r : f32[1, 6, 64] = aten.relu.default(%x)
+  output %r
+}
+)");
+  Rule r;
+  r.name = "relu_typed";
+  r.nodes.push_back(pnode({"out"}, {"aten.relu"},
+                          {typed(var("x"), type(DType::F32, {dlit(1), dvar("S"), dvar("K")}))}, {},
+                          at(2, 3)));
+  r.rewrite = {newNode({"out"}, "aten.clone", {eres("out")})};
+  auto decide = [&](std::vector<ExprPtr> where) {
+    r.where = std::move(where);
+    auto rules = compile({r});
+    auto entries = explain(*g, rules);
+    EXPECT_EQ(entries.size(), 1u);
+    return entries.empty()      ? std::string("no candidate")
+           : entries[0].matched ? std::string("matched")
+                                : entries[0].message;
+  };
+  EXPECT_EQ(decide({ebin("==", ebin("//", ebin("-", evar("S"), eint(10)), eint(4)), eint(-1))}),
+            "matched"); // -4 // 4
+  EXPECT_EQ(decide({ebin("==", ebin("%", ebin("-", evar("S"), eint(11)), eint(4)), eint(3))}),
+            "matched"); // -5 % 4
+  EXPECT_EQ(decide({ebin("==", ebin("//", ebin("-", evar("S"), eint(11)), eint(4)), eint(-2))}),
+            "matched"); // -5 // 4
+  EXPECT_EQ(decide({ebin(">", ebin("-", ebin("*", evar("K"), eint(2)), evar("S")), eint(100)),
+                    ebin("!=", evar("K"), evar("S")), ebin("<=", evar("S"), eint(6))}),
+            "matched");
+  // Failing predicates are explained by the general evaluator.
+  std::string why = decide({ebin("==", ebin("%", evar("S"), eint(4)), eint(0), at(3, 11))});
+  EXPECT_NE(why.find("got"), std::string::npos) << why;
+  EXPECT_NE(why.find("2"), std::string::npos) << why;
+  why = decide({ebin("==", ebin("//", evar("K"), eint(0)), eint(1), at(3, 11))});
+  EXPECT_NE(why.find("division by zero"), std::string::npos) << why;
+}
+
 TEST(Rewrite, ParamRequiresAConstantWithFqn) {
   std::string text = kEmbedding;
   text.replace(text.find("param %w : i8[64, 128] fqn=\"tok_embeddings.weight\" = random(seed=1, "

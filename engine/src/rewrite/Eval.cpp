@@ -294,6 +294,90 @@ EvalValue Matcher::slotValue(int slot) const {
                             " is not bound");
 }
 
+namespace {
+/// The integer an int-only expression evaluates to (see intPredicate), or
+/// false. Mirrors evalBinary's Int x Int cases.
+bool intValue(const CExpr &e, const std::vector<Capture> &captures, int64_t &out) {
+  switch (e.kind) {
+  case Expr::Kind::Literal:
+    if (e.literal.kind() != Argument::Kind::Int)
+      return false;
+    out = e.literal.integer();
+    return true;
+  case Expr::Kind::Var: {
+    if (e.slot < 0 || static_cast<std::size_t>(e.slot) >= captures.size())
+      return false;
+    const Capture &c = captures[static_cast<std::size_t>(e.slot)];
+    if (c.kind == Capture::Kind::Arg && c.arg->kind() == Argument::Kind::Int) {
+      out = c.arg->integer();
+      return true;
+    }
+    if (c.kind == Capture::Kind::Dim && c.dim->isConstant()) {
+      out = c.dim->constant();
+      return true;
+    }
+    return false;
+  }
+  case Expr::Kind::Binary: {
+    int64_t p = 0, q = 0;
+    if (!intValue(e.operands[0], captures, p) || !intValue(e.operands[1], captures, q))
+      return false;
+    switch (e.bin) {
+    case BinOp::Add:
+      out = p + q;
+      return true;
+    case BinOp::Sub:
+      out = p - q;
+      return true;
+    case BinOp::Mul:
+      out = p * q;
+      return true;
+    case BinOp::FloorDiv:
+    case BinOp::Mod:
+      if (q == 0)
+        return false;
+      out = e.bin == BinOp::FloorDiv ? floorDivInt(p, q) : floorModInt(p, q);
+      return true;
+    default:
+      return false;
+    }
+  }
+  default:
+    return false;
+  }
+}
+} // namespace
+
+bool Matcher::intPredicate(const CExpr &e, bool &truth) const {
+  if (e.kind != Expr::Kind::Binary)
+    return false;
+  int64_t p = 0, q = 0;
+  if (!intValue(e.operands[0], captures_, p) || !intValue(e.operands[1], captures_, q))
+    return false;
+  switch (e.bin) {
+  case BinOp::Eq:
+    truth = p == q;
+    return true;
+  case BinOp::Ne:
+    truth = p != q;
+    return true;
+  case BinOp::Lt:
+    truth = p < q;
+    return true;
+  case BinOp::Le:
+    truth = p <= q;
+    return true;
+  case BinOp::Gt:
+    truth = p > q;
+    return true;
+  case BinOp::Ge:
+    truth = p >= q;
+    return true;
+  default:
+    return false;
+  }
+}
+
 EvalValue Matcher::eval(const CExpr &e, const std::vector<EvalValue> *extraSlots,
                         const std::vector<EvalValue> *rewriteValues) const {
   switch (e.kind) {

@@ -606,6 +606,11 @@ bool Matcher::finish(int depth) {
     }
   }
   for (std::size_t i = 0; i < rule_->where.size(); ++i) {
+    // Integer predicates that hold need no EvalValue; the rest (and any
+    // that fail, which need their explanation) go through eval().
+    bool truth = false;
+    if (intPredicate(rule_->where[i], truth) && truth)
+      continue;
     EvalValue v = eval(rule_->where[i]);
     if (!truthy(v)) {
       int site = rule_->whereSites[i];

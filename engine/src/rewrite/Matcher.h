@@ -281,6 +281,12 @@ public:
                  const std::vector<EvalValue> *rewriteValues = nullptr) const;
   /// The value of a capture slot under the current bindings.
   EvalValue slotValue(int slot) const;
+  /// An integer-only predicate (int literals and captures, + - * // %,
+  /// comparisons: `$K % $G == 0`) evaluated without building EvalValues.
+  /// Returns false when `e` is not of that form or cannot be decided so
+  /// (division by zero); else sets `truth`. eval() is the authority: this
+  /// agrees with it wherever it answers.
+  bool intPredicate(const CExpr &e, bool &truth) const;
   /// The value of pattern result (node, result) under the current bindings.
   const Value *patternValue(int patNode, int result) const;
 
