@@ -20,20 +20,24 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> sizes, std::shared_ptr<Storage>
     strides_ = contiguousStrides(sizes_);
 }
 
-Tensor Tensor::empty(DType dtype, std::vector<int64_t> sizes) {
+namespace {
+/// Bytes of a contiguous tensor of these sizes.
+std::size_t contiguousBytes(DType dtype, const std::vector<int64_t> &sizes) {
   int64_t n = 1;
   for (int64_t s : sizes)
     n *= s;
-  return Tensor(dtype, std::move(sizes),
-                Storage::zeros(static_cast<std::size_t>(n) * elementSize(dtype)));
+  return static_cast<std::size_t>(n) * elementSize(dtype);
+}
+} // namespace
+
+Tensor Tensor::empty(DType dtype, std::vector<int64_t> sizes) {
+  std::size_t bytes = contiguousBytes(dtype, sizes);
+  return Tensor(dtype, std::move(sizes), Storage::zeros(bytes));
 }
 
 Tensor Tensor::uninitialized(DType dtype, std::vector<int64_t> sizes) {
-  int64_t n = 1;
-  for (int64_t s : sizes)
-    n *= s;
-  return Tensor(dtype, std::move(sizes),
-                Storage::uninitialized(static_cast<std::size_t>(n) * elementSize(dtype)));
+  std::size_t bytes = contiguousBytes(dtype, sizes);
+  return Tensor(dtype, std::move(sizes), Storage::uninitialized(bytes));
 }
 
 Tensor Tensor::fromDoubles(DType dtype, std::vector<int64_t> sizes,

@@ -290,6 +290,20 @@ private:
     std::vector<Value *> ownScratch;
     const std::vector<InferredResult> &results() const;
     const std::vector<Value *> &scratch() const;
+    /// Calls f for every value argument, positional then keyword (as
+    /// Node::forEachOperand); f may take Value *& to rewrite them.
+    template <class F> void forEachValue(F &&f) {
+      for (Argument &a : args)
+        a.forEachValue(f);
+      for (auto &kv : kwargs)
+        kv.second.forEachValue(f);
+    }
+    template <class F> void forEachValue(F &&f) const {
+      for (const Argument &a : args)
+        a.forEachValue(f);
+      for (const auto &kv : kwargs)
+        kv.second.forEachValue(f);
+    }
   };
   struct Txn {
     std::vector<EvalValue> slots;
@@ -560,10 +574,7 @@ const Driver::NodeMemo *Driver::findNodeMemo(const CStmt *stmt, const StagedNode
     else
       tensorsOnly = false;
   };
-  for (const Argument &a : sn.args)
-    a.forEachValue(fold);
-  for (const auto &kv : sn.kwargs)
-    kv.second.forEachValue(fold);
+  sn.forEachValue(fold);
   if (!tensorsOnly)
     return nullptr; // never memoized (see NodeMemo)
   for (const NodeMemo &m : it->second) {
@@ -597,10 +608,7 @@ const Driver::NodeMemo *Driver::rememberNode(const CStmt *stmt, const StagedNode
       tensorsOnly = false;
     }
   };
-  for (const Argument &a : sn.args)
-    a.forEachValue(collect);
-  for (const auto &kv : sn.kwargs)
-    kv.second.forEachValue(collect);
+  sn.forEachValue(collect);
   if (!tensorsOnly)
     return nullptr;
   m.args = sn.args;
@@ -1119,10 +1127,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
           reason = "would create a cycle: a new node consumes %" + v->name() +
                    ", a result of the node it replaces";
       };
-      for (const Argument &a : sn.args)
-        a.forEachValue(check);
-      for (const auto &kv : sn.kwargs)
-        kv.second.forEachValue(check);
+      sn.forEachValue(check);
     }
   if (reason.empty()) {
     bool needOrder = false;
@@ -1224,15 +1229,8 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     // An intermediate of a chain (transpose, then pad) is recorded (its FQN
     // names the chain) but only becomes a graph constant if a new node uses it.
     bool used = false;
-    for (const StagedNode &sn : t.nodes) {
-      auto uses = [&](const Argument &a) {
-        a.forEachValue([&](Value *v) { used = used || v == sc.scratch; });
-      };
-      for (const Argument &a : sn.args)
-        uses(a);
-      for (const auto &kv : sn.kwargs)
-        uses(kv.second);
-    }
+    for (const StagedNode &sn : t.nodes)
+      sn.forEachValue([&](Value *v) { used = used || v == sc.scratch; });
     if (!used)
       continue;
     // Last use of the staged prototype: moved into the graph.
@@ -1253,19 +1251,13 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
   // Staged nodes are not looked at after commit: their arguments move into
   // the graph instead of being copied (result prototypes are copied from the
   // node memo).
-  auto mapArg = [&](Argument &a) {
-    a.forEachValue([&](Value *&v) {
-      if (Value *r = realOf(v))
-        v = r;
-    });
-  };
   std::vector<Node *> &created = created_;
   created.clear();
   for (StagedNode &sn : t.nodes) {
-    for (Argument &a : sn.args)
-      mapArg(a);
-    for (auto &kv : sn.kwargs)
-      mapArg(kv.second);
+    sn.forEachValue([&](Value *&v) {
+      if (Value *r = realOf(v))
+        v = r;
+    });
     std::vector<Graph::ResultSpec> results;
     results.reserve(sn.results().size());
     for (const InferredResult &r : sn.results())
