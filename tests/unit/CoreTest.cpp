@@ -3,12 +3,18 @@
 #include "graft/ir/Graph.h"
 #include "graft/support/FileIO.h"
 #include "graft/support/FloatBits.h"
+#include "graft/support/LargeAlloc.h"
+#include "graft/support/SlabArena.h"
+#include "graft/support/StringViewMap.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <set>
 
 using namespace graft;
 
@@ -339,4 +345,90 @@ TEST(FileIO, AtomicWriteLeavesNoTempFiles) {
   EXPECT_EQ(*readFile(path), "hello");
   EXPECT_FALSE(writeFileAtomic(dir + "no/such/dir/file.txt", "x").ok());
   EXPECT_FALSE(readFile(dir + "does-not-exist").ok());
+}
+
+TEST(StringViewMap, InsertFindEraseAcrossRehashes) {
+  // Enough keys that the slot array (32 B per slot) passes the huge-page
+  // threshold: the allocateLarge path is exercised, not only operator new.
+  std::vector<std::string> keys;
+  for (int i = 0; i < 100000; ++i)
+    keys.push_back("layers." + std::to_string(i) + ".attention.wq.weight");
+  StringViewMap<int> m;
+  for (int i = 0; i < static_cast<int>(keys.size()); ++i)
+    EXPECT_TRUE(m.insert(keys[static_cast<std::size_t>(i)], i));
+  EXPECT_FALSE(m.insert(keys[7], -1)); // present: not overwritten
+  ASSERT_EQ(m.size(), keys.size());
+  EXPECT_EQ(*m.find(keys[7]), 7);
+  m.insertOrAssign(keys[7], 70);
+  EXPECT_EQ(*m.find(keys[7]), 70);
+  EXPECT_EQ(m.find("layers.100000.attention.wq.weight"), nullptr);
+  // Backward-shift deletion keeps every other key reachable.
+  for (std::size_t i = 0; i < keys.size(); i += 2)
+    EXPECT_TRUE(m.erase(keys[i]));
+  EXPECT_FALSE(m.erase(keys[0]));
+  EXPECT_EQ(m.size(), keys.size() / 2);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const int *hit = m.find(keys[i], StringViewMap<int>::hash(keys[i]));
+    if (i % 2 == 0) {
+      EXPECT_EQ(hit, nullptr) << keys[i];
+    } else {
+      ASSERT_NE(hit, nullptr) << keys[i];
+      EXPECT_EQ(*hit, i == 7 ? 70 : static_cast<int>(i));
+    }
+  }
+  // Copies are independent; moves leave the source empty.
+  StringViewMap<int> copy = m;
+  copy.insertOrAssign(keys[1], -5);
+  EXPECT_EQ(*m.find(keys[1]), 1);
+  EXPECT_EQ(*copy.find(keys[1]), -5);
+  StringViewMap<int> moved = std::move(copy);
+  EXPECT_EQ(moved.size(), m.size());
+  EXPECT_EQ(*moved.find(keys[1]), -5);
+  EXPECT_TRUE(copy.empty()); // NOLINT(bugprone-use-after-move): specified empty
+  EXPECT_EQ(copy.find(keys[1]), nullptr);
+  moved.clear();
+  EXPECT_EQ(moved.find(keys[3]), nullptr);
+  EXPECT_TRUE(moved.insert(keys[3], 3));
+}
+
+TEST(LargeAlloc, HugePageBlocksAreAlignedAndUsable) {
+  // Small blocks come from operator new; large ones are whole 2 MiB pages.
+  EXPECT_EQ(largeCapacity(1000), 1000u);
+  std::size_t big = kHugePageBytes + 12345;
+  std::size_t cap = largeCapacity(big);
+  EXPECT_GE(cap, big);
+  for (std::size_t bytes : {std::size_t(64), big}) {
+    auto *p = static_cast<unsigned char *>(allocateLarge(bytes));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % alignof(std::max_align_t), 0u);
+#if defined(__linux__)
+    if (bytes >= kHugePageBytes) {
+      EXPECT_EQ(cap % kHugePageBytes, 0u);
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % kHugePageBytes, 0u);
+    }
+#endif
+    for (std::size_t i = 0; i < bytes; i += 4096)
+      p[i] = static_cast<unsigned char>(i);
+    p[bytes - 1] = 7;
+    EXPECT_EQ(p[bytes - 1], 7);
+    deallocateLarge(p, bytes);
+  }
+  deallocateLarge(nullptr, big); // a no-op, like operator delete
+}
+
+TEST(SlabArena, LargeArenasHandOutDistinctSlotsAndReuseFreedOnes) {
+  // 200k slots of 64 B: chunks grow past the huge-page size.
+  SlabArena arena;
+  std::vector<void *> slots;
+  std::set<void *> seen;
+  for (int i = 0; i < 200000; ++i) {
+    void *p = arena.allocate(64);
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 0xAB, 64);
+    EXPECT_TRUE(seen.insert(p).second);
+    slots.push_back(p);
+  }
+  EXPECT_EQ(arena.allocate(128), nullptr); // another size: the caller's heap
+  arena.deallocate(slots[123]);
+  EXPECT_EQ(arena.allocate(64), slots[123]);
 }

@@ -9,7 +9,8 @@
 // insert and two dependent cache misses (bucket, then node) per lookup, and a
 // prime-modulo bucket index a division: at 10^6 entries those misses were a
 // quarter of the time of fusing a graph. Each slot keeps its key's full
-// hash, so a probe compares strings only on a hash match.
+// hash, so a probe compares strings only on a hash match. A large slot
+// array comes from allocateLarge (huge pages: see LargeAlloc.h).
 //
 //   StringViewMap<Value *> byName;
 //   byName.insertOrAssign(v->name(), v);
@@ -18,12 +19,16 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "graft/support/LargeAlloc.h"
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string_view>
 #include <type_traits>
-#include <vector>
+#include <utility>
 
 namespace graft {
 
@@ -31,6 +36,32 @@ template <class T> class StringViewMap {
   static_assert(std::is_trivially_copyable_v<T>, "values are copied when slots move");
 
 public:
+  StringViewMap() = default;
+  StringViewMap(const StringViewMap &o) { *this = o; }
+  StringViewMap(StringViewMap &&o) noexcept { swap(o); }
+  StringViewMap &operator=(const StringViewMap &o) {
+    if (this != &o) {
+      clear();
+      if (o.cap_) {
+        allocate(o.cap_);
+        std::copy(o.slots_, o.slots_ + o.cap_, slots_);
+        size_ = o.size_;
+      }
+    }
+    return *this;
+  }
+  StringViewMap &operator=(StringViewMap &&o) noexcept {
+    StringViewMap tmp(std::move(o));
+    swap(tmp);
+    return *this;
+  }
+  ~StringViewMap() { deallocateLarge(slots_, cap_ * sizeof(Slot)); }
+  void swap(StringViewMap &o) noexcept {
+    std::swap(slots_, o.slots_);
+    std::swap(cap_, o.cap_);
+    std::swap(size_, o.size_);
+  }
+
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
@@ -39,11 +70,13 @@ public:
     std::size_t want = 16;
     while (want * 3 < n * 4 + 4) // load factor <= 3/4
       want *= 2;
-    if (want > slots_.size())
+    if (want > cap_)
       rehash(want);
   }
   void clear() {
-    slots_.clear();
+    deallocateLarge(slots_, cap_ * sizeof(Slot));
+    slots_ = nullptr;
+    cap_ = 0;
     size_ = 0;
   }
 
@@ -54,7 +87,7 @@ public:
 
   T *find(std::string_view key) { return find(key, hashOf(key)); }
   T *find(std::string_view key, uint64_t h) {
-    if (slots_.empty())
+    if (!cap_)
       return nullptr;
     for (std::size_t i = h & mask();; i = (i + 1) & mask()) {
       Slot &s = slots_[i];
@@ -81,7 +114,7 @@ public:
 
   /// Removes `key`; returns whether it was present.
   bool erase(std::string_view key) {
-    if (slots_.empty())
+    if (!cap_)
       return false;
     uint64_t h = hashOf(key);
     std::size_t i = h & mask();
@@ -127,11 +160,11 @@ private:
     h ^= h >> 32;
     return h ? h : 1;
   }
-  std::size_t mask() const { return slots_.size() - 1; }
+  std::size_t mask() const { return cap_ - 1; }
 
   bool put(std::string_view key, T value, bool assign, uint64_t h) {
-    if ((size_ + 1) * 4 > slots_.size() * 3)
-      rehash(slots_.empty() ? 16 : slots_.size() * 2);
+    if ((size_ + 1) * 4 > cap_ * 3)
+      rehash(cap_ ? cap_ * 2 : 16);
     for (std::size_t i = h & mask();; i = (i + 1) & mask()) {
       Slot &s = slots_[i];
       if (s.hash == 0) {
@@ -151,10 +184,17 @@ private:
     }
   }
 
+  void allocate(std::size_t n) {
+    slots_ = static_cast<Slot *>(allocateLarge(n * sizeof(Slot)));
+    cap_ = n;
+    std::uninitialized_value_construct_n(slots_, n);
+  }
   void rehash(std::size_t n) {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(n, Slot{});
-    for (const Slot &s : old) {
+    Slot *old = slots_;
+    std::size_t oldCap = cap_;
+    allocate(n);
+    for (std::size_t k = 0; k < oldCap; ++k) {
+      const Slot &s = old[k];
       if (s.hash == 0)
         continue;
       std::size_t i = s.hash & mask();
@@ -162,9 +202,11 @@ private:
         i = (i + 1) & mask();
       slots_[i] = s;
     }
+    deallocateLarge(old, oldCap * sizeof(Slot));
   }
 
-  std::vector<Slot> slots_;
+  Slot *slots_ = nullptr;
+  std::size_t cap_ = 0; ///< a power of two, or 0
   std::size_t size_ = 0;
 };
 

@@ -1,0 +1,71 @@
+//===- LargeAlloc.cpp - Large, huge-page backed allocations ---------------===//
+//
+// See LargeAlloc.h. The mapping is over-allocated by one huge page and
+// trimmed to a 2 MiB-aligned range, so the kernel can back it with whole
+// huge pages from the first fault (an unaligned mapping would leave its
+// ends on small pages). MADV_HUGEPAGE matters where transparent huge pages
+// are in "madvise" mode (Debian's default); in "always" mode it is a no-op,
+// in "never" mode the mapping simply stays on small pages.
+//
+//===----------------------------------------------------------------------===//
+#include "graft/support/LargeAlloc.h"
+
+#include <cstdint>
+#include <new>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#define GRAFT_HAVE_MMAP 1
+#else
+#define GRAFT_HAVE_MMAP 0
+#endif
+
+namespace graft {
+
+namespace {
+std::size_t roundUp(std::size_t n, std::size_t to) {
+  return (n + to - 1) / to * to;
+}
+} // namespace
+
+std::size_t largeCapacity(std::size_t bytes) {
+  return GRAFT_HAVE_MMAP && bytes >= kHugePageBytes ? roundUp(bytes, kHugePageBytes) : bytes;
+}
+
+void *allocateLarge(std::size_t bytes) {
+#if GRAFT_HAVE_MMAP
+  if (bytes >= kHugePageBytes) {
+    std::size_t size = roundUp(bytes, kHugePageBytes);
+    std::size_t span = size + kHugePageBytes;
+    void *raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+      throw std::bad_alloc();
+    auto base = reinterpret_cast<std::uintptr_t>(raw);
+    std::uintptr_t aligned = roundUp(base, kHugePageBytes);
+    // Trim the unaligned head and the tail beyond the aligned range.
+    if (aligned > base)
+      munmap(raw, aligned - base);
+    std::size_t tail = base + span - (aligned + size);
+    if (tail)
+      munmap(reinterpret_cast<void *>(aligned + size), tail);
+    void *p = reinterpret_cast<void *>(aligned);
+    madvise(p, size, MADV_HUGEPAGE); // advice only: failure leaves small pages
+    return p;
+  }
+#endif
+  return ::operator new(bytes);
+}
+
+void deallocateLarge(void *p, std::size_t bytes) noexcept {
+  if (!p)
+    return;
+#if GRAFT_HAVE_MMAP
+  if (bytes >= kHugePageBytes) {
+    munmap(p, roundUp(bytes, kHugePageBytes));
+    return;
+  }
+#endif
+  ::operator delete(p);
+}
+
+} // namespace graft
