@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 #include "graft/serialize/Pt2.h"
 #include "graft/serialize/Synth.h"
+#include "graft/support/LargeAlloc.h"
 
 #include <benchmark/benchmark.h>
 
@@ -91,10 +92,13 @@ double rssBytes(int field = 1) {
          static_cast<double>(::sysconf(_SC_PAGESIZE));
 }
 
-/// Bytes malloc has handed out and not had back. RSS growth alone undercounts
-/// an open's memory when earlier benchmarks left freed heap resident.
+/// Bytes malloc has handed out and not had back (its heap and its own
+/// mmapped blocks), plus graft's huge-page blocks (LargeAlloc.h). RSS growth
+/// alone undercounts an open's memory when earlier benchmarks left freed
+/// heap resident.
 double heapBytes() {
-  return static_cast<double>(::mallinfo2().uordblks);
+  struct mallinfo2 mi = ::mallinfo2();
+  return static_cast<double>(mi.uordblks + mi.hblkhd + graft::largeBytesMapped());
 }
 
 /// Opens the archive: graph, signature, every weight mapped (not read).

@@ -16,6 +16,7 @@
 #include "graft/dsl/Pat.h"
 #include "graft/rewrite/Rewriter.h"
 #include "graft/serialize/TextIR.h"
+#include "graft/support/LargeAlloc.h"
 
 #include <benchmark/benchmark.h>
 
@@ -137,8 +138,11 @@ const rewrite::CompiledRules &rules() {
   return *r;
 }
 
+/// Bytes allocated: malloc's heap, its own mmapped blocks (large vectors)
+/// and graft's huge-page blocks (slabs, name tables; see LargeAlloc.h).
 std::size_t heapInUse() {
-  return mallinfo2().uordblks;
+  struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd + largeBytesMapped();
 }
 
 void BM_CompileRules(benchmark::State &state) {

@@ -5,6 +5,7 @@
 #include "graft/support/FloatBits.h"
 #include "graft/support/LargeAlloc.h"
 #include "graft/support/SlabArena.h"
+#include "graft/support/StableVector.h"
 #include "graft/support/StringViewMap.h"
 
 #include <gtest/gtest.h>
@@ -398,7 +399,12 @@ TEST(LargeAlloc, HugePageBlocksAreAlignedAndUsable) {
   std::size_t cap = largeCapacity(big);
   EXPECT_GE(cap, big);
   for (std::size_t bytes : {std::size_t(64), big}) {
+    std::size_t mapped = largeBytesMapped();
     auto *p = static_cast<unsigned char *>(allocateLarge(bytes));
+#if defined(__linux__)
+    // Huge-page blocks are counted (memory reports add them to malloc's).
+    EXPECT_EQ(largeBytesMapped() - mapped, bytes >= kHugePageBytes ? cap : 0u);
+#endif
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % alignof(std::max_align_t), 0u);
 #if defined(__linux__)
@@ -431,4 +437,65 @@ TEST(SlabArena, LargeArenasHandOutDistinctSlotsAndReuseFreedOnes) {
   EXPECT_EQ(arena.allocate(128), nullptr); // another size: the caller's heap
   arena.deallocate(slots[123]);
   EXPECT_EQ(arena.allocate(64), slots[123]);
+}
+
+namespace {
+struct Named {
+  std::string name;
+  int n = 0;
+};
+struct NameOf {
+  std::string_view operator()(const Named *x) const { return x->name; }
+};
+} // namespace
+
+TEST(StringViewMap, KeyReadThroughTheValue) {
+  // Slots of a KeyOf map hold a hash and the value only; lookups compare
+  // the key the value reports.
+  static_assert(sizeof(StringViewMap<Named *, NameOf>) == sizeof(StringViewMap<Named *>));
+  std::vector<std::unique_ptr<Named>> items;
+  StringViewMap<Named *, NameOf> m;
+  for (int i = 0; i < 5000; ++i) {
+    items.push_back(std::make_unique<Named>(Named{"v" + std::to_string(i), i}));
+    EXPECT_TRUE(m.insert(items.back()->name, items.back().get()));
+  }
+  EXPECT_EQ((*m.find("v4321"))->n, 4321);
+  EXPECT_EQ(m.find("v5000"), nullptr);
+  // insertOrAssign under an existing name: the new value answers for it.
+  Named other{"v17", -17};
+  m.insertOrAssign(other.name, &other);
+  EXPECT_EQ((*m.find("v17"))->n, -17);
+  EXPECT_EQ(m.size(), 5000u);
+  EXPECT_TRUE(m.erase("v17"));
+  EXPECT_EQ(m.find("v17"), nullptr);
+  EXPECT_EQ((*m.find("v18"))->n, 18);
+}
+
+TEST(StableVector, ElementsNeverMoveAndIterateInOrder) {
+  StableVector<std::string, 4> v;
+  std::vector<const std::string *> addrs;
+  for (int i = 0; i < 37; ++i)
+    addrs.push_back(&v.emplace_back("entry number " + std::to_string(i)));
+  ASSERT_EQ(v.size(), 37u);
+  for (std::size_t i = 0; i < addrs.size(); ++i) {
+    EXPECT_EQ(&v[i], addrs[i]); // no element moved as chunks were added
+    EXPECT_EQ(v[i], "entry number " + std::to_string(i));
+  }
+  EXPECT_EQ(v.back(), "entry number 36");
+  int i = 0;
+  for (const std::string &s : v)
+    EXPECT_EQ(s, "entry number " + std::to_string(i++));
+  EXPECT_EQ(i, 37);
+  EXPECT_EQ(std::distance(v.begin(), v.end()), 37);
+  // A copy is deep; a move keeps the elements where they are.
+  StableVector<std::string, 4> copy = v;
+  copy[0] = "changed";
+  EXPECT_EQ(v[0], "entry number 0");
+  StableVector<std::string, 4> moved = std::move(v);
+  EXPECT_EQ(&moved[5], addrs[5]);
+  EXPECT_TRUE(v.empty()); // NOLINT(bugprone-use-after-move): specified empty
+  moved.clear();
+  EXPECT_TRUE(moved.empty());
+  moved.push_back("again");
+  EXPECT_EQ(moved.front(), "again");
 }

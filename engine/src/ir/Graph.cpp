@@ -366,7 +366,7 @@ void Graph::replaceAllUsesWith(Value *from, Value *to) {
     Node *u = from->users_[0];
     u->replaceUsesOf(from, to);
   } else {
-    std::vector<Node *> users = from->users_;
+    std::vector<Node *> users(from->users_.begin(), from->users_.end());
     std::sort(users.begin(), users.end());
     users.erase(std::unique(users.begin(), users.end()), users.end());
     for (Node *u : users)

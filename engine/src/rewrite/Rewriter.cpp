@@ -417,6 +417,7 @@ private:
   std::vector<std::pair<Value *, Value *>> replace_;
   std::vector<const Node *> matched_;
   std::vector<Node *> created_, touched_, candidates_, producers_;
+  std::vector<const Tensor *> dataInputs_; ///< a staged constant's input data
   bool stop_ = false;
 };
 
@@ -1155,7 +1156,8 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     for (StagedConst &sc : t.consts) {
       if (sc.existing)
         continue;
-      std::vector<const Tensor *> inputs;
+      std::vector<const Tensor *> &inputs = dataInputs_;
+      inputs.clear();
       bool haveData = true;
       for (const Value *in : sc.inputs()) {
         const Tensor *d = nullptr;

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "graft/support/LargeAlloc.h"
 
+#include <atomic>
 #include <cstdint>
 #include <new>
 
@@ -23,6 +24,7 @@
 namespace graft {
 
 namespace {
+std::atomic<std::size_t> gMapped{0};
 std::size_t roundUp(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
 }
@@ -50,10 +52,15 @@ void *allocateLarge(std::size_t bytes) {
       munmap(reinterpret_cast<void *>(aligned + size), tail);
     void *p = reinterpret_cast<void *>(aligned);
     madvise(p, size, MADV_HUGEPAGE); // advice only: failure leaves small pages
+    gMapped.fetch_add(size, std::memory_order_relaxed);
     return p;
   }
 #endif
   return ::operator new(bytes);
+}
+
+std::size_t largeBytesMapped() {
+  return gMapped.load(std::memory_order_relaxed);
 }
 
 void deallocateLarge(void *p, std::size_t bytes) noexcept {
@@ -62,6 +69,7 @@ void deallocateLarge(void *p, std::size_t bytes) noexcept {
 #if GRAFT_HAVE_MMAP
   if (bytes >= kHugePageBytes) {
     munmap(p, roundUp(bytes, kHugePageBytes));
+    gMapped.fetch_sub(roundUp(bytes, kHugePageBytes), std::memory_order_relaxed);
     return;
   }
 #endif

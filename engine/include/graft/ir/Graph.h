@@ -24,6 +24,7 @@
 #include "graft/support/Diagnostic.h"
 #include "graft/support/Expected.h"
 #include "graft/support/SlabArena.h"
+#include "graft/support/SmallVector.h"
 #include "graft/support/StringViewMap.h"
 
 #include <cstdint>
@@ -52,6 +53,11 @@ using NodeList = std::list<Node, SlabAllocator<Node>>;
 enum class ValueKind { Tensor, SymInt, SymFloat, SymBool };
 std::string_view name(ValueKind kind);
 
+/// A value's users, one entry per use (a node using it twice is listed
+/// twice). Nearly every value has one or two: they live inline, so making a
+/// value and wiring its first uses allocates nothing.
+using UseList = SmallVector<Node *, 2>;
+
 /// An SSA value: a node result or a graph input.
 class Value {
 public:
@@ -68,7 +74,7 @@ public:
   /// The graph input this value is, or -1.
   int inputIndex() const { return inputIndex_; }
   /// One entry per use (a node using a value twice appears twice).
-  const std::vector<Node *> &users() const { return users_; }
+  const UseList &users() const { return users_; }
   bool hasUses() const { return !users_.empty(); }
   /// Where the value was defined in text IR, when parsed from text.
   const std::optional<SourceRange> &location() const { return location_; }
@@ -83,7 +89,7 @@ private:
   Node *producer_ = nullptr;
   unsigned resultIndex_ = 0;
   int inputIndex_ = -1;
-  std::vector<Node *> users_;
+  UseList users_;
   std::optional<SourceRange> location_;
 };
 
@@ -258,6 +264,11 @@ struct GraphOutput {
   std::string target; ///< buffer FQN / user input name for mutations
 };
 
+/// The key of Graph's name table: a value's name, read through the value.
+struct ValueName {
+  std::string_view operator()(const Value *v) const { return v->name(); }
+};
+
 class Graph {
 public:
   explicit Graph(std::string name = "main");
@@ -334,13 +345,14 @@ private:
   std::vector<Value *> values_;
   std::vector<GraphInput> inputs_;
   std::vector<GraphOutput> outputs_;
-  /// Keys view Value::name_: Values are never freed before the graph (erased
-  /// nodes' results stay allocated) and never renamed, so the views stay
-  /// valid, and inserting a value allocates no key string. Entries of dead
+  /// Keyed by Value::name_, read through the slot's Value (ValueName): Values
+  /// are never freed before the graph (erased nodes' results stay allocated)
+  /// and never renamed, so a slot is a hash and a pointer (16 bytes) and
+  /// inserting a value allocates no key string. Entries of dead
   /// values (isLive) are not erased, only skipped and overwritten. A flat table: the
   /// rewrite driver looks names up and erases them per rewrite, and at 10^6
   /// values a node-based map's cache misses dominated fusing.
-  StringViewMap<Value *> valuesByName_;
+  StringViewMap<Value *, ValueName> valuesByName_;
 };
 
 } // namespace graft

@@ -21,10 +21,10 @@
 
 #include "graft/ir/TensorProto.h"
 #include "graft/support/Diagnostic.h"
+#include "graft/support/StableVector.h"
 #include "graft/support/StringViewMap.h"
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -102,7 +102,7 @@ public:
   void noteReuse(const ProvenanceEntry &entry, const std::string &rule);
 
   /// Entries in creation order.
-  const std::deque<ProvenanceEntry> &entries() const { return entries_; }
+  const StableVector<ProvenanceEntry> &entries() const { return entries_; }
   std::size_t size() const { return entries_.size(); }
   /// Constants made directly from `sourceFqn`.
   std::vector<const ProvenanceEntry *> derivedFrom(std::string_view sourceFqn) const;
@@ -123,12 +123,14 @@ public:
 private:
   void index(std::size_t i, uint64_t keyHash = 0, uint64_t fqnHash = 0);
 
-  std::deque<ProvenanceEntry> entries_;
+  /// Entries never move (references to them are handed out, and the
+  /// indexes view their strings); chunks of 32, not one allocation each.
+  StableVector<ProvenanceEntry> entries_;
   /// keys_[i] is entries_[i].request.key().
-  std::deque<std::string> keys_;
-  /// Flat tables whose keys view keys_[i] and entries_[i].fqn (a deque never
-  /// moves its elements): no second copy of a string, no string built per
-  /// lookup, no allocation per entry.
+  StableVector<std::string, 64> keys_;
+  /// Flat tables whose keys view keys_[i] and entries_[i].fqn (neither
+  /// moves): no second copy of a string, no string built per lookup, no
+  /// allocation per entry.
   StringViewMap<std::size_t> byKey_;
   StringViewMap<std::size_t> byFqn_;
 };

@@ -35,4 +35,8 @@ void deallocateLarge(void *p, std::size_t bytes) noexcept;
 /// (the rest of the last page is paid for anyway).
 std::size_t largeCapacity(std::size_t bytes);
 
+/// Bytes currently mapped by allocateLarge outside the malloc heap (for
+/// memory reports: mallinfo does not see them).
+std::size_t largeBytesMapped();
+
 } // namespace graft
