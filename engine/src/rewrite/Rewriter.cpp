@@ -331,6 +331,10 @@ private:
                   const std::vector<CExpr> &args,
                   const std::vector<std::pair<std::string, CExpr>> &kwargs, Txn &t, EvalValue &out);
   Expected<Argument> toArgument(const EvalValue &v) const;
+  /// Appends a new node's argument that needs no evaluation (a literal, a
+  /// captured argument, a matched or staged value of a scalar kind) without
+  /// the EvalValue round trip; false: `e` takes the general path.
+  bool directArgument(const CExpr &e, const Txn &t, std::vector<Argument> &out) const;
   /// A literal-argument transform statement planned for these input
   /// prototypes: its normalized arguments, their canonical text, the plan.
   struct PlanMemo {
@@ -745,6 +749,69 @@ Expected<Argument> Driver::toArgument(const EvalValue &v) const {
   return Diagnostic::error("unsupported value");
 }
 
+bool Driver::directArgument(const CExpr &e, const Txn &t, std::vector<Argument> &out) const {
+  // Kinds whose EvalValue round trip (fromArgument, then toArgument) is the
+  // identity; lists and the rest take the general path.
+  auto scalar = [](Argument::Kind k) {
+    using K = Argument::Kind;
+    return k == K::None || k == K::Value || k == K::Bool || k == K::Int || k == K::Float ||
+           k == K::DType || k == K::String;
+  };
+  auto fromEval = [&](const EvalValue &v) {
+    using K = EvalValue::Kind;
+    switch (v.kind) {
+    case K::Value:
+      out.emplace_back(const_cast<Value *>(v.v));
+      return true;
+    case K::Int:
+      out.emplace_back(v.i);
+      return true;
+    case K::None:
+      out.emplace_back();
+      return true;
+    default:
+      return false;
+    }
+  };
+  switch (e.kind) {
+  case Expr::Kind::Literal:
+    if (!scalar(e.literal.kind()))
+      return false;
+    out.push_back(e.literal);
+    return true;
+  case Expr::Kind::Var: {
+    // Resolved as Matcher::eval does: a capture of the match, else a slot
+    // bound by an earlier rewrite statement.
+    if (e.slot < 0)
+      return false;
+    auto slot = static_cast<std::size_t>(e.slot);
+    const std::vector<detail::Capture> &caps = matcher_.captures();
+    if (slot < caps.size() && caps[slot].kind == detail::Capture::Kind::Arg) {
+      if (!scalar(caps[slot].arg->kind()))
+        return false;
+      out.push_back(*caps[slot].arg);
+      return true;
+    }
+    if (slot < caps.size() && caps[slot].kind == detail::Capture::Kind::Unbound &&
+        slot < t.slots.size())
+      return fromEval(t.slots[slot]);
+    return false;
+  }
+  case Expr::Kind::PatResult:
+    if (e.rewriteValue >= 0) {
+      auto rv = static_cast<std::size_t>(e.rewriteValue);
+      return rv < t.values.size() && fromEval(t.values[rv]);
+    }
+    if (const Value *v = matcher_.patternValue(e.patNode, e.result)) {
+      out.emplace_back(const_cast<Value *>(v));
+      return true;
+    }
+    return false;
+  default:
+    return false;
+  }
+}
+
 bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const ConstantTransform &tf,
                         const std::vector<CExpr> &args,
                         const std::vector<std::pair<std::string, CExpr>> &kwargs, Txn &t,
@@ -974,6 +1041,8 @@ bool Driver::stage(const CompiledRule &rule, Txn &t) {
       sn.args.reserve(st.args.size());
       sn.kwargs.reserve(st.kwargs.size());
       for (const CExpr &e : st.args) {
+        if (directArgument(e, t, sn.args))
+          continue;
         EvalValue v;
         if (!evalArg(e, v))
           return false;
