@@ -192,6 +192,42 @@ int64_t floorModInt(int64_t a, int64_t b) {
   return r;
 }
 
+/// p op q for the integer operators + - * // % (Python semantics); nullopt
+/// for other operators and for // or % by zero. Shared by eval() and the
+/// EvalValue-free intPredicate, so both compute the same.
+std::optional<int64_t> intArithmetic(BinOp op, int64_t p, int64_t q) {
+  switch (op) {
+  case BinOp::Add:
+    return p + q;
+  case BinOp::Sub:
+    return p - q;
+  case BinOp::Mul:
+    return p * q;
+  case BinOp::FloorDiv:
+    return q == 0 ? std::nullopt : std::optional<int64_t>(floorDivInt(p, q));
+  case BinOp::Mod:
+    return q == 0 ? std::nullopt : std::optional<int64_t>(floorModInt(p, q));
+  default:
+    return std::nullopt;
+  }
+}
+
+/// p op q for the ordering operators < <= > >=; nullopt for others.
+template <class T> std::optional<bool> ordered(BinOp op, T p, T q) {
+  switch (op) {
+  case BinOp::Lt:
+    return p < q;
+  case BinOp::Le:
+    return p <= q;
+  case BinOp::Gt:
+    return p > q;
+  case BinOp::Ge:
+    return p >= q;
+  default:
+    return std::nullopt;
+  }
+}
+
 bool equalValues(const EvalValue &a, const EvalValue &b) {
   using K = EvalValue::Kind;
   if (a.kind == K::None || b.kind == K::None)
@@ -322,25 +358,10 @@ bool intValue(const CExpr &e, const std::vector<Capture> &captures, int64_t &out
     int64_t p = 0, q = 0;
     if (!intValue(e.operands[0], captures, p) || !intValue(e.operands[1], captures, q))
       return false;
-    switch (e.bin) {
-    case BinOp::Add:
-      out = p + q;
-      return true;
-    case BinOp::Sub:
-      out = p - q;
-      return true;
-    case BinOp::Mul:
-      out = p * q;
-      return true;
-    case BinOp::FloorDiv:
-    case BinOp::Mod:
-      if (q == 0)
-        return false;
-      out = e.bin == BinOp::FloorDiv ? floorDivInt(p, q) : floorModInt(p, q);
-      return true;
-    default:
-      return false;
-    }
+    std::optional<int64_t> r = intArithmetic(e.bin, p, q);
+    if (r)
+      out = *r;
+    return r.has_value();
   }
   default:
     return false;
@@ -354,28 +375,12 @@ bool Matcher::intPredicate(const CExpr &e, bool &truth) const {
   int64_t p = 0, q = 0;
   if (!intValue(e.operands[0], captures_, p) || !intValue(e.operands[1], captures_, q))
     return false;
-  switch (e.bin) {
-  case BinOp::Eq:
-    truth = p == q;
-    return true;
-  case BinOp::Ne:
-    truth = p != q;
-    return true;
-  case BinOp::Lt:
-    truth = p < q;
-    return true;
-  case BinOp::Le:
-    truth = p <= q;
-    return true;
-  case BinOp::Gt:
-    truth = p > q;
-    return true;
-  case BinOp::Ge:
-    truth = p >= q;
-    return true;
-  default:
-    return false;
-  }
+  std::optional<bool> r = e.bin == BinOp::Eq   ? std::optional<bool>(p == q)
+                          : e.bin == BinOp::Ne ? std::optional<bool>(p != q)
+                                               : ordered(e.bin, p, q);
+  if (r)
+    truth = *r;
+  return r.has_value();
 }
 
 EvalValue Matcher::eval(const CExpr &e, const std::vector<EvalValue> *extraSlots,
@@ -508,42 +513,22 @@ EvalValue Matcher::evalBinary(const CExpr &e, const EvalValue &a, const EvalValu
   bool cmp = e.bin == BinOp::Lt || e.bin == BinOp::Le || e.bin == BinOp::Gt || e.bin == BinOp::Ge;
   if (na && nb) {
     if (cmp) {
-      double x = na->asDouble(), y = nb->asDouble();
-      if (na->isInt && nb->isInt) {
-        int64_t p = na->i, q = nb->i;
-        return result(e.bin == BinOp::Lt   ? p < q
-                      : e.bin == BinOp::Le ? p <= q
-                      : e.bin == BinOp::Gt ? p > q
-                                           : p >= q);
-      }
-      return result(e.bin == BinOp::Lt   ? x < y
-                    : e.bin == BinOp::Le ? x <= y
-                    : e.bin == BinOp::Gt ? x > y
-                                         : x >= y);
+      if (na->isInt && nb->isInt)
+        return result(*ordered(e.bin, na->i, nb->i));
+      return result(*ordered(e.bin, na->asDouble(), nb->asDouble()));
     }
     if (na->isInt && nb->isInt) {
       int64_t p = na->i, q = nb->i;
-      switch (e.bin) {
-      case BinOp::Add:
-        return EvalValue::integer(p + q);
-      case BinOp::Sub:
-        return EvalValue::integer(p - q);
-      case BinOp::Mul:
-        return EvalValue::integer(p * q);
-      case BinOp::Div:
-        if (q == 0)
-          return EvalValue::unknown("division by zero in " + (e.src ? exprText(*e.src) : ""));
+      bool divides = e.bin == BinOp::Div || e.bin == BinOp::FloorDiv || e.bin == BinOp::Mod;
+      if (divides && q == 0)
+        return EvalValue::unknown("division by zero in " + (e.src ? exprText(*e.src) : ""));
+      if (e.bin == BinOp::Div) {
         if (p % q == 0)
           return EvalValue::integer(p / q);
         return EvalValue::number(static_cast<double>(p) / static_cast<double>(q));
-      case BinOp::FloorDiv:
-      case BinOp::Mod:
-        if (q == 0)
-          return EvalValue::unknown("division by zero in " + (e.src ? exprText(*e.src) : ""));
-        return EvalValue::integer(e.bin == BinOp::FloorDiv ? floorDivInt(p, q) : floorModInt(p, q));
-      default:
-        break;
       }
+      if (std::optional<int64_t> r = intArithmetic(e.bin, p, q))
+        return EvalValue::integer(*r);
     } else {
       double x = na->asDouble(), y = nb->asDouble();
       switch (e.bin) {

@@ -71,8 +71,7 @@ const ProvenanceEntry *FqnRegistry::find(const TransformRequest &request) const 
 }
 
 const ProvenanceEntry *FqnRegistry::findByKey(std::string_view key) const {
-  const std::size_t *i = byKey_.find(key);
-  return i ? &entries_[*i] : nullptr;
+  return findByKey(key, StringViewMap<std::size_t>::hash(key));
 }
 
 const ProvenanceEntry *FqnRegistry::findByKey(std::string_view key, uint64_t keyHash) const {
@@ -81,8 +80,7 @@ const ProvenanceEntry *FqnRegistry::findByKey(std::string_view key, uint64_t key
 }
 
 const ProvenanceEntry *FqnRegistry::findByFqn(std::string_view fqn) const {
-  const std::size_t *i = byFqn_.find(fqn);
-  return i ? &entries_[*i] : nullptr;
+  return findByFqn(fqn, StringViewMap<std::size_t>::hash(fqn));
 }
 
 const ProvenanceEntry *FqnRegistry::findByFqn(std::string_view fqn, uint64_t fqnHash) const {

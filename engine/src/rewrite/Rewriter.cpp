@@ -757,21 +757,17 @@ bool Driver::directArgument(const CExpr &e, const Txn &t, std::vector<Argument> 
     return k == K::None || k == K::Value || k == K::Bool || k == K::Int || k == K::Float ||
            k == K::DType || k == K::String;
   };
+  // A slot's or staged value's EvalValue, converted in place (eval() would
+  // copy it first); lists and unconvertible kinds take the general path.
   auto fromEval = [&](const EvalValue &v) {
     using K = EvalValue::Kind;
-    switch (v.kind) {
-    case K::Value:
-      out.emplace_back(const_cast<Value *>(v.v));
-      return true;
-    case K::Int:
-      out.emplace_back(v.i);
-      return true;
-    case K::None:
-      out.emplace_back();
-      return true;
-    default:
+    if (v.kind == K::List || v.kind == K::Dim || v.kind == K::Unknown)
       return false;
-    }
+    Expected<Argument> a = toArgument(v);
+    if (!a.ok())
+      return false;
+    out.push_back(std::move(*a));
+    return true;
   };
   switch (e.kind) {
   case Expr::Kind::Literal:
@@ -1312,7 +1308,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].setData(sc.data, ExternalData{});
     else if (sc.deferred)
       graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].init = DeferredInit{sc.deferred};
-    if (sc.reuse || !fqnHash)
+    if (!fqnHash) // a reused entry's FQN, or one ensureFqn had to make unique
       fqnHash = StringViewMap<Value *>::hash(*fqn);
     constants_.insertOrAssign(*fqn, v, fqnHash);
     real.emplace_back(sc.scratch, v);

@@ -68,8 +68,9 @@ void deallocateLarge(void *p, std::size_t bytes) noexcept {
     return;
 #if GRAFT_HAVE_MMAP
   if (bytes >= kHugePageBytes) {
-    munmap(p, roundUp(bytes, kHugePageBytes));
-    gMapped.fetch_sub(roundUp(bytes, kHugePageBytes), std::memory_order_relaxed);
+    std::size_t size = roundUp(bytes, kHugePageBytes);
+    munmap(p, size);
+    gMapped.fetch_sub(size, std::memory_order_relaxed);
     return;
   }
 #endif

@@ -348,10 +348,10 @@ private:
   /// Keyed by Value::name_, read through the slot's Value (ValueName): Values
   /// are never freed before the graph (erased nodes' results stay allocated)
   /// and never renamed, so a slot is a hash and a pointer (16 bytes) and
-  /// inserting a value allocates no key string. Entries of dead
-  /// values (isLive) are not erased, only skipped and overwritten. A flat table: the
-  /// rewrite driver looks names up and erases them per rewrite, and at 10^6
-  /// values a node-based map's cache misses dominated fusing.
+  /// inserting a value allocates no key string. Entries of dead values
+  /// (isLive) are not erased, only skipped and overwritten. A flat table: the
+  /// rewrite driver looks names up per rewrite, and at 10^6 values a
+  /// node-based map's cache misses dominated fusing.
   StringViewMap<Value *, ValueName> valuesByName_;
 };
 
