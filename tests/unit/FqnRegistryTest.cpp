@@ -60,7 +60,7 @@ TEST(FqnRegistry, DifferentTransformsOfOneFqnAreSeparateConstants) {
   EXPECT_NE(a.fqn, b.fqn);
   EXPECT_EQ(r.derivedFrom("tok_embeddings.scales").size(), 2u);
   // A chain: transpose, then pad the transposed constant.
-  auto chained = req({a.fqn}, "pad_to_multiple", "dim=1, multiple=128, value=0.0");
+  auto chained = req({std::string(a.fqn)}, "pad_to_multiple", "dim=1, multiple=128, value=0.0");
   const ProvenanceEntry &c = r.record(chained, proto(DType::F32, {2, 128}), "lm_head", {}, nullptr);
   EXPECT_EQ(c.fqn, "tok_embeddings.scales.transpose_0_1.pad_to_multiple_1_128_0");
   EXPECT_EQ(r.originsOf(c.fqn), std::vector<std::string>{"tok_embeddings.scales"});

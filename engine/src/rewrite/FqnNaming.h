@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,7 +23,7 @@ class FqnRegistry;
 namespace graft::rewrite::detail {
 
 /// The sources part: "a", "a+b", or "const" for none, appended to `out`.
-void appendFqnSources(std::string &out, const std::vector<std::string> &sources);
+void appendFqnSources(std::string &out, std::span<const std::string_view> sources);
 /// The tail: "." + transform + "_" + each argument value, identifier-safe.
 std::string deriveFqnTail(std::string_view transform, std::string_view args);
 /// FqnRegistry::proposeFqn for a base the caller derived: `base`, else

@@ -8,27 +8,52 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 
 namespace graft::rewrite {
 
-FqnRegistry::FqnRegistry(const FqnRegistry &other) : entries_(other.entries_), keys_(other.keys_) {
-  byKey_.reserve(entries_.size());
-  byFqn_.reserve(entries_.size());
-  for (std::size_t i = 0; i < entries_.size(); ++i)
-    index(i);
+FqnRegistry::FqnRegistry(const FqnRegistry &other) {
+  byKey_.reserve(other.entries_.size());
+  byFqn_.reserve(other.entries_.size());
+  for (const ProvenanceEntry &o : other.entries_) {
+    ProvenanceEntry &e = add(o.request, o.fqn, o.proto, o.rule, o.loc, o.key);
+    e.requests = o.requests;
+    for (std::string_view r : o.alsoRequestedBy)
+      e.alsoRequestedBy.push_back(intern(r));
+    index(entries_.size() - 1);
+  }
 }
 
 void FqnRegistry::index(std::size_t i, uint64_t keyHash, uint64_t fqnHash) {
-  const std::string &k = keys_[i], &f = entries_[i].fqn;
-  byKey_.insert(k, i, keyHash ? keyHash : StringViewMap<std::size_t>::hash(k));
-  byFqn_.insert(f, i, fqnHash ? fqnHash : StringViewMap<std::size_t>::hash(f));
+  const ProvenanceEntry &e = entries_[i];
+  byKey_.insert(e.key, i, keyHash ? keyHash : StringViewMap<std::size_t>::hash(e.key));
+  byFqn_.insert(e.fqn, i, fqnHash ? fqnHash : StringViewMap<std::size_t>::hash(e.fqn));
+}
+
+std::string_view FqnRegistry::intern(std::string_view s) {
+  uint64_t h = StringViewMap<std::string_view>::hash(s);
+  if (const std::string_view *hit = interned_.find(s, h))
+    return *hit;
+  std::string_view copy = strings_.copy(s);
+  interned_.insert(copy, copy, h);
+  return copy;
+}
+
+SourceRange ProvenanceLoc::range() const {
+  SourceRange r;
+  r.begin.file = std::string(file);
+  r.begin.line = line;
+  r.begin.column = column;
+  r.length = length;
+  return r;
 }
 
 std::vector<std::string> ProvenanceEntry::requestedBy() const {
   std::vector<std::string> out;
   out.reserve(1 + alsoRequestedBy.size());
-  out.push_back(rule);
-  out.insert(out.end(), alsoRequestedBy.begin(), alsoRequestedBy.end());
+  out.emplace_back(rule);
+  for (std::string_view r : alsoRequestedBy)
+    out.emplace_back(r);
   return out;
 }
 
@@ -38,32 +63,79 @@ FqnRegistry &FqnRegistry::operator=(const FqnRegistry &other) {
   return *this;
 }
 
-std::string TransformRequest::key() const {
-  // Separators that cannot appear in FQNs or argument text. Sized once: the
-  // driver builds a key per staged transform.
+namespace {
+
+// Separators that cannot appear in FQNs or argument text.
+template <class Sources>
+std::size_t keySize(const Sources &sources, std::string_view transform, std::string_view args) {
   std::size_t n = transform.size() + args.size() + 2;
-  for (const std::string &s : sources)
-    n += s.size() + 1;
-  std::string k;
-  k.reserve(n);
-  for (const std::string &s : sources) {
-    k += s;
-    k += '\x1f';
+  for (const auto &s : sources)
+    n += std::string_view(s).size() + 1;
+  return n;
+}
+template <class Sources>
+char *writeKey(char *out, const Sources &sources, std::string_view transform,
+               std::string_view args) {
+  auto put = [&](std::string_view s) {
+    if (!s.empty())
+      std::memcpy(out, s.data(), s.size());
+    out += s.size();
+  };
+  for (const auto &s : sources) {
+    put(s);
+    *out++ = '\x1f';
   }
-  k += '\x1e';
-  k += transform;
-  k += '\x1e';
-  k += args;
+  *out++ = '\x1e';
+  put(transform);
+  *out++ = '\x1e';
+  put(args);
+  return out;
+}
+template <class Sources>
+std::string keyOf(const Sources &sources, std::string_view transform, std::string_view args) {
+  std::string k(keySize(sources, transform, args), '\0');
+  writeKey(k.data(), sources, transform, args);
   return k;
 }
-
-std::string TransformRequest::str() const {
-  std::string out = transform + "(";
-  for (std::size_t i = 0; i < sources.size(); ++i)
-    out += (i ? ", " : "") + sources[i];
-  if (!args.empty())
-    out += (sources.empty() ? "" : ", ") + args;
+template <class Sources>
+std::string strOf(const Sources &sources, std::string_view transform, std::string_view args) {
+  std::string out(transform);
+  out += '(';
+  bool first = true;
+  for (const auto &s : sources) {
+    if (!first)
+      out += ", ";
+    out += s;
+    first = false;
+  }
+  if (!args.empty()) {
+    if (!first)
+      out += ", ";
+    out += args;
+  }
   return out + ")";
+}
+
+} // namespace
+
+std::string TransformRequest::key() const {
+  return keyOf(sources, transform, args);
+}
+std::string TransformRequest::str() const {
+  return strOf(sources, transform, args);
+}
+std::string TransformRequestRef::key() const {
+  return keyOf(sources, transform, args);
+}
+std::string TransformRequestRef::str() const {
+  return strOf(sources, transform, args);
+}
+TransformRequest TransformRequestRef::owned() const {
+  TransformRequest r;
+  r.sources.assign(sources.begin(), sources.end());
+  r.transform = std::string(transform);
+  r.args = std::string(args);
+  return r;
 }
 
 const ProvenanceEntry *FqnRegistry::find(const TransformRequest &request) const {
@@ -89,9 +161,14 @@ const ProvenanceEntry *FqnRegistry::findByFqn(std::string_view fqn, uint64_t fqn
 }
 
 std::string FqnRegistry::deriveFqn(const TransformRequest &request) {
+  std::vector<std::string_view> sources(request.sources.begin(), request.sources.end());
+  return deriveFqn(TransformRequestRef{sources, request.transform, request.args});
+}
+
+std::string FqnRegistry::deriveFqn(const TransformRequestRef &request) {
   std::string tail = detail::deriveFqnTail(request.transform, request.args);
   std::size_t n = tail.size() + 8;
-  for (const std::string &s : request.sources)
+  for (std::string_view s : request.sources)
     n += s.size() + 1;
   std::string out;
   out.reserve(n);
@@ -100,8 +177,8 @@ std::string FqnRegistry::deriveFqn(const TransformRequest &request) {
   return out;
 }
 
-void detail::appendFqnSources(std::string &out, const std::vector<std::string> &sources) {
-  out += sources.empty() ? std::string_view("const") : std::string_view(sources[0]);
+void detail::appendFqnSources(std::string &out, std::span<const std::string_view> sources) {
+  out += sources.empty() ? std::string_view("const") : sources[0];
   for (std::size_t i = 1; i < sources.size(); ++i) {
     out += '+';
     out += sources[i];
@@ -176,31 +253,60 @@ std::string detail::proposeFqnFrom(const FqnRegistry &registry, std::string base
 }
 
 const ProvenanceEntry &
-FqnRegistry::record(const TransformRequest &request, TensorProto proto, std::string rule,
-                    SourceRange loc, const std::function<bool(const std::string &)> &isTaken) {
-  return recordAs(request, proposeFqn(request, isTaken), std::move(proto), std::move(rule),
-                  std::move(loc));
+FqnRegistry::record(const TransformRequest &request, TensorProto proto, std::string_view rule,
+                    const SourceRange &loc,
+                    const std::function<bool(const std::string &)> &isTaken) {
+  return recordAs(request, proposeFqn(request, isTaken), std::move(proto), rule, loc);
 }
 
-const ProvenanceEntry &FqnRegistry::recordAs(TransformRequest request, std::string fqn,
-                                             TensorProto proto, std::string rule, SourceRange loc,
-                                             std::string key, uint64_t keyHash, uint64_t fqnHash) {
-  if (key.empty())
-    key = request.key();
-  // Built in place: an entry is a few hundred bytes of strings, vectors and
-  // a prototype, and the driver records one per new constant.
-  ProvenanceEntry &e = entries_.emplace_back();
-  e.fqn = std::move(fqn);
-  e.request = std::move(request);
-  e.proto = std::move(proto);
-  e.rule = std::move(rule);
-  e.loc = std::move(loc);
-  keys_.push_back(std::move(key));
-  index(entries_.size() - 1, keyHash, fqnHash);
+const ProvenanceEntry &FqnRegistry::recordAs(const TransformRequest &request, std::string_view fqn,
+                                             TensorProto proto, std::string_view rule,
+                                             const SourceRange &loc) {
+  std::vector<std::string_view> sources(request.sources.begin(), request.sources.end());
+  return recordAs(TransformRequestRef{sources, request.transform, request.args}, fqn,
+                  std::move(proto), rule, loc);
+}
+
+const ProvenanceEntry &FqnRegistry::recordAs(const TransformRequestRef &request,
+                                             std::string_view fqn, TensorProto proto,
+                                             std::string_view rule, const SourceRange &loc,
+                                             std::string_view key, uint64_t keyHash,
+                                             uint64_t fqnHash) {
+  ProvenanceLoc l{loc.begin.file, loc.begin.line, loc.begin.column, loc.length};
+  add(request, fqn, std::move(proto), rule, l, key);
+  index(entries_.size() - 1, key.empty() ? 0 : keyHash, fqnHash);
   return entries_.back();
 }
 
-void FqnRegistry::noteReuse(const ProvenanceEntry &entry, const std::string &rule) {
+ProvenanceEntry &FqnRegistry::add(const TransformRequestRef &request, std::string_view fqn,
+                                  TensorProto proto, std::string_view rule, ProvenanceLoc loc,
+                                  std::string_view key) {
+  // Built in place, every string copied into the arena: no heap allocation
+  // per field (the driver records one entry per new constant).
+  ProvenanceEntry &e = entries_.emplace_back();
+  e.fqn = strings_.copy(fqn);
+  std::span<std::string_view> sources = strings_.array<std::string_view>(request.sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i)
+    sources[i] = strings_.copy(request.sources[i]);
+  e.request.sources = sources;
+  e.request.transform = intern(request.transform);
+  e.request.args = intern(request.args);
+  if (key.empty()) {
+    std::size_t n = keySize(request.sources, request.transform, request.args);
+    char *p = static_cast<char *>(strings_.allocate(n));
+    writeKey(p, request.sources, request.transform, request.args);
+    e.key = {p, n};
+  } else {
+    e.key = strings_.copy(key);
+  }
+  e.proto = std::move(proto);
+  e.rule = intern(rule);
+  loc.file = intern(loc.file);
+  e.loc = loc;
+  return e;
+}
+
+void FqnRegistry::noteReuse(const ProvenanceEntry &entry, std::string_view rule) {
   const std::size_t *i = byFqn_.find(entry.fqn);
   if (!i)
     return;
@@ -208,7 +314,7 @@ void FqnRegistry::noteReuse(const ProvenanceEntry &entry, const std::string &rul
   ++e.requests;
   if (rule != e.rule && std::find(e.alsoRequestedBy.begin(), e.alsoRequestedBy.end(), rule) ==
                             e.alsoRequestedBy.end())
-    e.alsoRequestedBy.push_back(rule);
+    e.alsoRequestedBy.push_back(intern(rule));
 }
 
 std::vector<const ProvenanceEntry *> FqnRegistry::derivedFrom(std::string_view sourceFqn) const {
@@ -229,7 +335,7 @@ std::vector<std::string> FqnRegistry::originsOf(std::string_view fqn) const {
     stack.pop_back();
     if (const ProvenanceEntry *e = findByFqn(f)) {
       for (auto it = e->request.sources.rbegin(); it != e->request.sources.rend(); ++it)
-        stack.push_back(*it);
+        stack.emplace_back(*it);
     } else if (std::find(out.begin(), out.end(), f) == out.end()) {
       out.push_back(f);
     }
@@ -240,15 +346,15 @@ std::vector<std::string> FqnRegistry::originsOf(std::string_view fqn) const {
 std::string FqnRegistry::str() const {
   std::string out;
   for (const ProvenanceEntry &e : entries_) {
-    out += e.fqn + " : " + e.proto.str() + " = " + e.request.str() + "  [" + e.rule;
+    out += e.fqn;
+    out += " : " + e.proto.str() + " = " + e.request.str() + "  [";
+    out += e.rule;
     if (e.requests > 1)
       out += " x" + std::to_string(e.requests);
     out += "]\n";
   }
   return out;
 }
-
-namespace {} // namespace
 
 std::string FqnRegistry::toJson() const {
   std::string out = "[";
@@ -265,11 +371,11 @@ std::string FqnRegistry::toJson() const {
     out += ", \"shape\": " + jsonQuote(graft::str(e.proto.shape));
     out += ", \"dtype\": " + jsonQuote(name(e.proto.dtype));
     out += ", \"rule\": " + jsonQuote(e.rule);
-    out += ", \"loc\": " + jsonQuote(detail::formatLoc(e.loc));
+    out += ", \"loc\": " + jsonQuote(detail::formatLoc(e.loc.range()));
     out += ", \"requests\": " + std::to_string(e.requests);
     out += ", \"requested_by\": [";
     out += jsonQuote(e.rule);
-    for (const std::string &r : e.alsoRequestedBy)
+    for (std::string_view r : e.alsoRequestedBy)
       out += ", " + jsonQuote(r);
     out += "]}";
   }

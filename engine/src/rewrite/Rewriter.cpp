@@ -102,7 +102,7 @@ bool isGraphOutput(const Graph &g, const Value *v) {
   return false;
 }
 
-std::string sanitizeName(const std::string &fqn) {
+std::string sanitizeName(std::string_view fqn) {
   // A table, not a chain of range tests: every new constant's FQN (tens of
   // characters) goes through here.
   static const auto kKeep = [] {
@@ -112,7 +112,7 @@ std::string sanitizeName(const std::string &fqn) {
           (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     return keep;
   }();
-  std::string out = fqn;
+  std::string out(fqn);
   for (char &c : out)
     if (!kKeep[static_cast<unsigned char>(c)])
       c = '_';
@@ -257,8 +257,16 @@ private:
     const TensorProto &proto() const { return memoProto ? *memoProto : ownProto; }
     /// The prototype for the graph: moved when it is this constant's own.
     TensorProto takeProto() { return memoProto ? *memoProto : std::move(ownProto); }
-    TransformRequest request;
-    std::string key;      ///< request.key(), computed once
+    /// The request, by reference: source FQNs and argument text are copied
+    /// into the transaction's arena (a graph input's FQN may move when the
+    /// commit adds inputs), the transform name is the registry's.
+    std::array<std::string_view, 4> sourceArray{};
+    std::string_view argsText;
+    TransformRequestRef request() const {
+      return {std::span<const std::string_view>(sourceArray.data(), numInputs), transform->name,
+              argsText};
+    }
+    std::string_view key; ///< request().key(), computed once (in the arena)
     uint64_t keyHash = 0; ///< its StringViewMap hash, computed once
     uint64_t fqnHash = 0; ///< the hash of `fqn` when ensureFqn computed it, else 0
     /// Real or scratch values (at most 4: stageConst refuses more); no
@@ -266,7 +274,9 @@ private:
     std::array<const Value *, 4> inputArray{};
     std::size_t numInputs = 0;
     std::span<const Value *const> inputs() const { return {inputArray.data(), numInputs}; }
-    std::string fqn;
+    /// Empty until ensureFqn names it; then the arena's or a registry
+    /// entry's (both outlive the transaction's use of it).
+    std::string_view fqn;
     bool reuse = false;        ///< registry entry exists (maybe not in this graph)
     Value *existing = nullptr; ///< the graph constant for a reused entry
     Value *scratch = nullptr;  ///< stands for the constant while staging
@@ -377,7 +387,7 @@ private:
   Value *memoScratch(ValueKind kind, const TensorProto &proto);
   /// The FQN a new staged constant will get (named on first need: when a
   /// chained transform keys on it, or at commit).
-  const std::string &ensureFqn(StagedConst &sc, const Txn &t);
+  std::string_view ensureFqn(StagedConst &sc, const Txn &t);
   /// Deferred mode: gives every new staged constant the computation of its
   /// data (chained transforms feed on the staged constant before them).
   void deferConstants(Txn &t);
@@ -422,6 +432,9 @@ private:
   std::vector<const Node *> matched_;
   std::vector<Node *> created_, touched_, candidates_, producers_;
   std::vector<const Tensor *> dataInputs_; ///< a staged constant's input data
+  /// The staged constants' strings (source FQNs, argument text, keys,
+  /// FQNs): reset per transaction, so no heap string per staged constant.
+  StringArena txnStrings_;
   bool stop_ = false;
 };
 
@@ -656,7 +669,7 @@ Value *Driver::scratchValue(ValueKind kind, const TensorProto &proto) {
   return v;
 }
 
-const std::string &Driver::ensureFqn(StagedConst &sc, const Txn &t) {
+std::string_view Driver::ensureFqn(StagedConst &sc, const Txn &t) {
   if (!sc.fqn.empty())
     return sc.fqn;
   auto stagedHas = [&](std::string_view n) {
@@ -665,29 +678,43 @@ const std::string &Driver::ensureFqn(StagedConst &sc, const Txn &t) {
         return true;
     return false;
   };
-  auto taken = [&](const std::string &n) { return constants_.contains(n) || stagedHas(n); };
-  std::string base;
+  // deriveFqn from its parts, written once into the arena: the memoized
+  // tail spares re-reading the argument text per rewrite.
+  std::span<const std::string_view> sources(sc.sourceArray.data(), sc.numInputs);
+  std::string_view base;
   if (sc.fqnTail) {
-    // deriveFqn from its parts: the memoized tail spares re-reading the
-    // argument text per rewrite.
-    std::size_t n = sc.fqnTail->size() + 8;
-    for (const std::string &src : sc.request.sources)
+    std::string_view tail = *sc.fqnTail;
+    std::size_t n = tail.size() + (sources.empty() ? 5 : 0);
+    for (std::string_view src : sources)
       n += src.size() + 1;
-    base.reserve(n);
-    detail::appendFqnSources(base, sc.request.sources);
-    base += *sc.fqnTail;
+    char *p = static_cast<char *>(txnStrings_.allocate(n));
+    char *q = p;
+    auto put = [&](std::string_view x) {
+      std::memcpy(q, x.data(), x.size());
+      q += x.size();
+    };
+    if (sources.empty())
+      put("const");
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      if (i)
+        *q++ = '+';
+      put(sources[i]);
+    }
+    put(tail);
+    base = {p, static_cast<std::size_t>(q - p)};
   } else {
-    base = FqnRegistry::deriveFqn(sc.request);
+    base = txnStrings_.copy(FqnRegistry::deriveFqn(sc.request()));
   }
   // The common case, a name nobody has: hashed once for the registry's and
   // the driver's tables here and for the inserts at commit.
   uint64_t h = StringViewMap<Value *>::hash(base);
   if (!registry_.findByFqn(base, h) && !constants_.contains(base, h) && !stagedHas(base)) {
-    sc.fqn = std::move(base);
+    sc.fqn = base;
     sc.fqnHash = h;
     return sc.fqn;
   }
-  sc.fqn = detail::proposeFqnFrom(registry_, std::move(base), taken);
+  auto taken = [&](const std::string &n) { return constants_.contains(n) || stagedHas(n); };
+  sc.fqn = txnStrings_.copy(detail::proposeFqnFrom(registry_, std::string(base), taken));
   return sc.fqn;
 }
 
@@ -710,8 +737,8 @@ void Driver::deferConstants(Txn &t) {
     }
     if (inputs.size() != sc.numInputs)
       continue;
-    sc.deferred = deferTransform(*sc.transform, sc.args(), sc.proto(), std::move(inputs), sc.fqn,
-                                 sc.request.str());
+    sc.deferred = deferTransform(*sc.transform, sc.args(), sc.proto(), std::move(inputs),
+                                 std::string(sc.fqn), sc.request().str());
   }
 }
 
@@ -890,27 +917,54 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
       return true;
     }
   }
-  // Name the request: source FQNs, transform, canonical arguments.
-  TransformRequest request;
-  request.sources.reserve(nin);
+  // Name the request: source FQNs, transform, canonical arguments, all
+  // views into the transaction's arena (no heap string per constant).
+  std::array<std::string_view, 4> sources{};
   for (std::size_t i = 0; i < nin; ++i) {
-    const std::string *fqn = nullptr;
+    std::string_view fqn;
+    bool found = false;
     if (const GraphInput *in = graph_.inputFor(inputs[i]);
-        in && in->isConstant() && in->value == inputs[i] && !in->fqn.empty())
-      fqn = &in->fqn;
+        in && in->isConstant() && in->value == inputs[i] && !in->fqn.empty()) {
+      fqn = txnStrings_.copy(in->fqn);
+      found = true;
+    }
     for (StagedConst &o : t.consts)
-      if (o.scratch == inputs[i])
-        fqn = &ensureFqn(o, t);
-    if (!fqn) {
+      if (o.scratch == inputs[i]) {
+        fqn = ensureFqn(o, t);
+        found = true;
+      }
+    if (!found) {
       t.reject = tf.name + ": input '" + tf.inputs[i] + "' (%" + inputs[i]->name() +
                  ") is not a constant with an FQN";
       return false;
     }
-    request.sources.push_back(*fqn);
+    sources[i] = fqn;
   }
-  request.transform = tf.name;
-  request.args = memo ? memo->argsText : bound->canonicalText();
-  std::string key = request.key();
+  std::string_view argsText =
+      memo ? std::string_view(memo->argsText) : txnStrings_.copy(bound->canonicalText());
+  std::string_view key;
+  {
+    std::size_t n = tf.name.size() + argsText.size() + 2;
+    for (std::size_t i = 0; i < nin; ++i)
+      n += sources[i].size() + 1;
+    char *p = static_cast<char *>(txnStrings_.allocate(n));
+    char *q = p;
+    auto put = [&](std::string_view x) {
+      if (!x.empty())
+        std::memcpy(q, x.data(), x.size());
+      q += x.size();
+    };
+    // TransformRequest::key()'s layout (FqnRegistry.cpp).
+    for (std::size_t i = 0; i < nin; ++i) {
+      put(sources[i]);
+      *q++ = '\x1f';
+    }
+    *q++ = '\x1e';
+    put(tf.name);
+    *q++ = '\x1e';
+    put(argsText);
+    key = {p, n};
+  }
   // The same request earlier in this transaction.
   for (const StagedConst &o : t.consts)
     if (o.key == key) {
@@ -930,8 +984,9 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
     sc.ownArgs = std::move(*bound);
     sc.ownProto = std::move(plan->proto);
   }
-  sc.request = std::move(request);
-  sc.key = std::move(key);
+  sc.sourceArray = sources;
+  sc.argsText = argsText;
+  sc.key = key;
   sc.keyHash = StringViewMap<std::size_t>::hash(sc.key);
   if (const ProvenanceEntry *e = registry_.findByKey(sc.key, sc.keyHash)) {
     sc.reuse = true;
@@ -1102,6 +1157,7 @@ bool Driver::stage(const CompiledRule &rule, Txn &t) {
 Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &error) {
   Txn &t = txn_;
   t.consts.clear();
+  txnStrings_.reset();
   t.nodes.clear();
   t.forwards.clear();
   t.reject.clear();
@@ -1276,22 +1332,23 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     if (sc.existing) {
       registry_.noteReuse(*registry_.findByKey(sc.key, sc.keyHash), rule.rule().name);
       if (options_.recordLog)
-        log.reused.push_back(sc.fqn);
+        log.reused.emplace_back(sc.fqn);
       continue;
     }
     // The FQN the constant gets: a registry entry's (entries never move).
-    const std::string *fqn = nullptr;
+    std::string_view fqn;
     uint64_t fqnHash = sc.fqnHash;
     if (sc.reuse) {
       const ProvenanceEntry *e = registry_.findByKey(sc.key, sc.keyHash);
       registry_.noteReuse(*e, rule.rule().name);
-      fqn = &e->fqn;
+      fqn = e->fqn;
     } else {
-      // The request, key and FQN are not needed after this: moved, not copied.
-      fqn = &registry_
-                 .recordAs(std::move(sc.request), std::move(sc.fqn), sc.proto(), rule.rule().name,
-                           *sc.loc, std::move(sc.key), sc.keyHash, fqnHash)
-                 .fqn;
+      // The registry copies the strings into its arena; the staged views
+      // die with the transaction.
+      fqn = registry_
+                .recordAs(sc.request(), sc.fqn, sc.proto(), rule.rule().name, *sc.loc, sc.key,
+                          sc.keyHash, fqnHash)
+                .fqn;
     }
     // An intermediate of a chain (transpose, then pad) is recorded (its FQN
     // names the chain) but only becomes a graph constant if a new node uses it.
@@ -1302,18 +1359,18 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       continue;
     // Last use of the staged prototype: moved into the graph.
     Value *v =
-        graph_.addInput(InputKind::Parameter, freshName(sanitizeName(*fqn), /*permanent=*/true),
-                        sc.takeProto(), *fqn);
+        graph_.addInput(InputKind::Parameter, freshName(sanitizeName(fqn), /*permanent=*/true),
+                        sc.takeProto(), std::string(fqn));
     if (sc.hasData)
       graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].setData(sc.data, ExternalData{});
     else if (sc.deferred)
       graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].init = DeferredInit{sc.deferred};
     if (!fqnHash) // a reused entry's FQN, or one ensureFqn had to make unique
-      fqnHash = StringViewMap<Value *>::hash(*fqn);
-    constants_.insertOrAssign(*fqn, v, fqnHash);
+      fqnHash = StringViewMap<Value *>::hash(fqn);
+    constants_.insertOrAssign(fqn, v, fqnHash);
     real.emplace_back(sc.scratch, v);
     if (options_.recordLog)
-      (sc.reuse ? log.reused : log.constants).push_back(*fqn);
+      (sc.reuse ? log.reused : log.constants).emplace_back(fqn);
   }
   // Staged nodes are not looked at after commit: their arguments move into
   // the graph instead of being copied (result prototypes are copied from the

@@ -22,10 +22,12 @@
 #include "graft/ir/TensorProto.h"
 #include "graft/support/Diagnostic.h"
 #include "graft/support/StableVector.h"
+#include "graft/support/StringArena.h"
 #include "graft/support/StringViewMap.h"
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -45,26 +47,55 @@ struct TransformRequest {
   std::string str() const;
 };
 
-/// One constant the registry made.
+/// A request by reference: the strings are someone else's. Registry entries
+/// hold these (their strings live in the registry's arena), and the rewrite
+/// driver stages one per constant without copying a string to the heap.
+struct TransformRequestRef {
+  std::span<const std::string_view> sources; ///< source FQNs, in argument order
+  std::string_view transform;
+  std::string_view args;
+
+  /// The same key and text as TransformRequest's.
+  std::string key() const;
+  std::string str() const;
+  /// An owning copy.
+  TransformRequest owned() const;
+};
+
+/// Where the rewrite statement that asked for a constant is; the file name
+/// is interned in the registry (one copy per file, not per entry).
+struct ProvenanceLoc {
+  std::string_view file;
+  uint32_t line = 0;
+  uint32_t column = 0;
+  uint32_t length = 1;
+  SourceRange range() const;
+};
+
+/// One constant the registry made. Its strings view the registry's arena:
+/// valid as long as the registry (moving the registry keeps them valid;
+/// a copy of the registry has its own).
 struct ProvenanceEntry {
-  std::string fqn; ///< the new constant's state-dict name
-  TransformRequest request;
+  std::string_view fqn; ///< the new constant's state-dict name
+  TransformRequestRef request;
+  std::string_view key; ///< request.key()
   TensorProto proto;
-  std::string rule;      ///< the rule that first asked for it
-  SourceRange loc;       ///< the rewrite statement that first asked for it
+  std::string_view rule; ///< the rule that first asked for it
+  ProvenanceLoc loc;     ///< the rewrite statement that first asked for it
   uint64_t requests = 1; ///< how often it was asked for (2 for a tied weight)
   /// Distinct rules that asked for it, first-request order: `rule`, then
   /// alsoRequestedBy.
   std::vector<std::string> requestedBy() const;
   /// Rules other than `rule` that asked for it (empty for nearly every
-  /// constant: no list and no second copy of the rule name per entry).
-  std::vector<std::string> alsoRequestedBy;
+  /// constant: no list per entry).
+  std::vector<std::string_view> alsoRequestedBy;
 };
 
 class FqnRegistry {
 public:
   FqnRegistry() = default;
-  /// Copies rebuild the FQN index (its keys view this registry's entries).
+  /// A copy has its own arena: every entry's strings are copied into it and
+  /// the indexes rebuilt.
   FqnRegistry(const FqnRegistry &other);
   FqnRegistry &operator=(const FqnRegistry &other);
   FqnRegistry(FqnRegistry &&) noexcept = default;
@@ -84,22 +115,25 @@ public:
   /// that name plus "_2", "_3", ... — deterministic for a deterministic
   /// sequence of requests. Precondition: find(request) is null.
   const ProvenanceEntry &record(const TransformRequest &request, TensorProto proto,
-                                std::string rule, SourceRange loc,
+                                std::string_view rule, const SourceRange &loc,
                                 const std::function<bool(const std::string &)> &isTaken);
   /// The FQN record() would give `request` now (for naming a constant before
   /// a transaction commits; chained transforms key on it).
   std::string proposeFqn(const TransformRequest &request,
                          const std::function<bool(const std::string &)> &isTaken) const;
   /// Records `request` under an FQN from proposeFqn (precondition: unused).
-  /// `key` is request.key() when the caller has it (else computed); a
-  /// caller that hashed the key or the FQN already passes the hashes (0:
-  /// not known).
-  /// Takes the request by value: a caller done with its request moves it in.
-  const ProvenanceEntry &recordAs(TransformRequest request, std::string fqn, TensorProto proto,
-                                  std::string rule, SourceRange loc, std::string key = {},
-                                  uint64_t keyHash = 0, uint64_t fqnHash = 0);
+  /// Every string is copied into the registry's arena.
+  const ProvenanceEntry &recordAs(const TransformRequest &request, std::string_view fqn,
+                                  TensorProto proto, std::string_view rule, const SourceRange &loc);
+  /// The same for a request by reference. `key` is request.key() when the
+  /// caller has it (else computed); a caller that hashed the key or the FQN
+  /// already passes the hashes (0: not known).
+  const ProvenanceEntry &recordAs(const TransformRequestRef &request, std::string_view fqn,
+                                  TensorProto proto, std::string_view rule, const SourceRange &loc,
+                                  std::string_view key = {}, uint64_t keyHash = 0,
+                                  uint64_t fqnHash = 0);
   /// Counts another request answered by `entry` (from `rule`).
-  void noteReuse(const ProvenanceEntry &entry, const std::string &rule);
+  void noteReuse(const ProvenanceEntry &entry, std::string_view rule);
 
   /// Entries in creation order.
   const StableVector<ProvenanceEntry> &entries() const { return entries_; }
@@ -113,6 +147,7 @@ public:
   /// Deterministic base name: first source + "." + transform + "_" + the
   /// argument values ("layers.0.wq.scales.pad_to_multiple_1_8_0").
   static std::string deriveFqn(const TransformRequest &request);
+  static std::string deriveFqn(const TransformRequestRef &request);
 
   /// One line per entry: "fqn = transform(sources, args)  [rule x2]".
   std::string str() const;
@@ -122,15 +157,22 @@ public:
 
 private:
   void index(std::size_t i, uint64_t keyHash = 0, uint64_t fqnHash = 0);
+  /// One arena copy per distinct rule name or file name.
+  std::string_view intern(std::string_view s);
+  ProvenanceEntry &add(const TransformRequestRef &request, std::string_view fqn, TensorProto proto,
+                       std::string_view rule, ProvenanceLoc loc, std::string_view key);
 
+  /// Every string of every entry: FQNs, sources, argument text, keys, and
+  /// the interned rule and file names. A std::string per field was a heap
+  /// allocation and a free per field of every constant a rewrite made.
+  StringArena strings_;
+  StringViewMap<std::string_view> interned_;
   /// Entries never move (references to them are handed out, and the
   /// indexes view their strings); chunks of 32, not one allocation each.
   StableVector<ProvenanceEntry> entries_;
-  /// keys_[i] is entries_[i].request.key().
-  StableVector<std::string, 64> keys_;
-  /// Flat tables whose keys view keys_[i] and entries_[i].fqn (neither
-  /// moves): no second copy of a string, no string built per lookup, no
-  /// allocation per entry.
+  /// Flat tables whose keys view entries' key and fqn (arena strings, which
+  /// never move): no second copy of a string, no string built per lookup,
+  /// no allocation per entry.
   StringViewMap<std::size_t> byKey_;
   StringViewMap<std::size_t> byFqn_;
 };
