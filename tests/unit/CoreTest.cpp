@@ -6,6 +6,7 @@
 #include "graft/support/LargeAlloc.h"
 #include "graft/support/SlabArena.h"
 #include "graft/support/StableVector.h"
+#include "graft/support/StringArena.h"
 #include "graft/support/StringViewMap.h"
 
 #include <gtest/gtest.h>
@@ -498,4 +499,82 @@ TEST(StableVector, ElementsNeverMoveAndIterateInOrder) {
   EXPECT_TRUE(moved.empty());
   moved.push_back("again");
   EXPECT_EQ(moved.front(), "again");
+}
+
+TEST(StringArena, CopiesStayPutAcrossChunksAndResetReusesTheFirst) {
+  StringArena arena;
+  std::vector<std::string_view> views;
+  std::vector<std::string> want;
+  // Enough text for several chunks (the first is 4 KiB, then they double).
+  for (int i = 0; i < 2000; ++i) {
+    want.push_back("layers." + std::to_string(i) + ".attention.wq.weight.pack_int4_low_first");
+    views.push_back(arena.copy(want.back()));
+  }
+  for (std::size_t i = 0; i < views.size(); ++i)
+    EXPECT_EQ(views[i], want[i]); // nothing moved as chunks were added
+  EXPECT_GE(arena.bytesReserved(), arena.bytesUsed());
+  EXPECT_EQ(arena.copy(""), std::string_view());
+  EXPECT_EQ(arena.concat({"a", "", "bc", "d"}), "abcd");
+  // Arrays are aligned and value-initialized.
+  std::span<std::string_view> arr = arena.array<std::string_view>(3);
+  ASSERT_EQ(arr.size(), 3u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(arr.data()) % alignof(std::string_view), 0u);
+  EXPECT_TRUE(arr[0].empty() && arr[2].empty());
+  // A moved arena keeps its strings where they were.
+  StringArena moved = std::move(arena);
+  EXPECT_EQ(views[1234], want[1234]);
+  // reset keeps one chunk: small transactions reuse it without allocating.
+  moved.reset();
+  EXPECT_EQ(moved.bytesUsed(), 0u);
+  std::size_t reserved = moved.bytesReserved();
+  for (int round = 0; round < 100; ++round) {
+    moved.reset();
+    EXPECT_EQ(moved.copy("per-transaction key"), "per-transaction key");
+  }
+  EXPECT_EQ(moved.bytesReserved(), reserved);
+}
+
+TEST(Graph, TargetsAreInternedAndResultNamesTakeAPassedHash) {
+  Graph g("g");
+  Value *x = g.addInput(InputKind::UserInput, "x", TensorProto(DType::F32, {4}));
+  std::string target = "torchao.dequantize_affine.default"; // past the small-string size
+  Node *a = g.createNode(target, {x}, {}, {{"a", ValueKind::Tensor, TensorProto(DType::F32, {4})}});
+  target.assign("something else entirely"); // the graph kept its own copy
+  Node *b = g.createNode("torchao.dequantize_affine.default", {a->output()}, {},
+                         {{"b", ValueKind::Tensor, TensorProto(DType::F32, {4})}});
+  EXPECT_EQ(a->target(), "torchao.dequantize_affine.default");
+  EXPECT_EQ(&a->target(), &b->target()); // one copy per distinct target
+  // A caller's buffer of result specs, names hashed by the caller.
+  std::vector<Graph::ResultSpec> specs(2);
+  specs[0].name = "r0";
+  specs[0].nameHash = StringViewMap<Value *>::hash("r0");
+  specs[0].proto = TensorProto(DType::F16, {2});
+  specs[1].name = "r1"; // no hash: the graph computes it
+  specs[1].proto = TensorProto(DType::I8, {3});
+  Node *c = g.createNodeWithSpecs("aten.split.default", {b->output()}, {}, std::span(specs));
+  ASSERT_EQ(c->numOutputs(), 2u);
+  EXPECT_EQ(g.findValue("r0"), c->output(0));
+  EXPECT_EQ(g.findValue("r0", StringViewMap<Value *>::hash("r0")), c->output(0));
+  EXPECT_EQ(g.findValue("r1"), c->output(1));
+  EXPECT_EQ(c->output(1)->proto().dtype, DType::I8);
+  EXPECT_EQ(c->output(1)->resultIndex(), 1u);
+}
+
+TEST(Graph, SignatureHintIsForgottenWhenArgumentsOrSchemaChange) {
+  Graph g("g");
+  Value *x = g.addInput(InputKind::UserInput, "x", TensorProto(DType::F32, {4}));
+  Value *y = g.addInput(InputKind::UserInput, "y", TensorProto(DType::F32, {4}));
+  Node *n = g.createNode("aten.relu.default", {x}, {},
+                         {{"r", ValueKind::Tensor, TensorProto(DType::F32, {4})}});
+  EXPECT_EQ(n->signatureHint(), Node::kSignatureUnknown);
+  n->setSignatureHint(0);
+  EXPECT_EQ(n->signatureHint(), 0);
+  n->setArgs({y}, {});
+  EXPECT_EQ(n->signatureHint(), Node::kSignatureUnknown);
+  n->setSignatureHint(-1);
+  g.replaceAllUsesWith(y, x);
+  EXPECT_EQ(n->signatureHint(), Node::kSignatureUnknown);
+  n->setSignatureHint(-1);
+  n->setSchema(nullptr);
+  EXPECT_EQ(n->signatureHint(), Node::kSignatureUnknown);
 }

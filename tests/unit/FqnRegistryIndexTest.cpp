@@ -44,6 +44,13 @@ TEST(FqnRegistryIndex, ACopyLooksUpItsOwnEntries) {
   EXPECT_NE(t, before);
   EXPECT_EQ(t, &copy.entries()[1]);
   EXPECT_EQ(t->request.transform, "transpose");
+  // Every string of the entry is the copy's own.
+  ASSERT_EQ(t->request.sources.size(), 1u);
+  EXPECT_EQ(t->request.sources[0], "w");
+  EXPECT_EQ(t->request.args, "dim0=0, dim1=1");
+  EXPECT_EQ(t->key, (TransformRequest{{"w"}, "transpose", "dim0=0, dim1=1"}.key()));
+  EXPECT_EQ(copy.findByKey(t->key), t);
+  EXPECT_EQ(t->rule, "lm_head");
   // Reuses are counted on the copy's own entries.
   copy.noteReuse(*t, "other");
   EXPECT_EQ(copy.findByFqn("w.t")->requests, 2u);
@@ -67,4 +74,44 @@ TEST(FqnRegistryIndex, CopyAssignmentAndMoveKeepLookupsValid) {
   FqnRegistry reassigned;
   reassigned = std::move(moved);
   EXPECT_EQ(reassigned.findByFqn("w.t"), &reassigned.entries()[1]);
+}
+
+TEST(FqnRegistryIndex, EntriesOwnTheirStringsAndInternRuleAndFileNames) {
+  FqnRegistry r;
+  SourceRange loc;
+  loc.begin.file = "patterns/some/rather/long/path/linear.pat";
+  loc.begin.line = 7;
+  loc.begin.column = 3;
+  {
+    // Every argument is a temporary: the registry must keep copies.
+    std::string rule = "torchao_linear_q4gsw_with_a_long_name";
+    std::vector<std::string_view> sources = {"layers.0.attention.wq.weight"};
+    std::string fqn = "layers.0.attention.wq.weight.pack_int4_low_first";
+    std::string args = "nibbles=low_first";
+    r.recordAs(TransformRequestRef{sources, "pack_int4", args}, fqn, TensorProto(DType::U8, {8}),
+               rule, loc);
+    rule.assign(rule.size(), 'x');
+    fqn.assign(fqn.size(), 'x');
+    args.assign(args.size(), 'x');
+  }
+  r.recordAs(TransformRequest{{"layers.1.attention.wq.weight"}, "pack_int4", "nibbles=low_first"},
+             "layers.1.attention.wq.weight.pack_int4_low_first", TensorProto(DType::U8, {8}),
+             "torchao_linear_q4gsw_with_a_long_name", loc);
+  const ProvenanceEntry &a = r.entries()[0], &b = r.entries()[1];
+  EXPECT_EQ(a.fqn, "layers.0.attention.wq.weight.pack_int4_low_first");
+  EXPECT_EQ(a.request.sources[0], "layers.0.attention.wq.weight");
+  EXPECT_EQ(a.request.args, "nibbles=low_first");
+  EXPECT_EQ(a.rule, "torchao_linear_q4gsw_with_a_long_name");
+  EXPECT_EQ(a.loc.range().begin.file, "patterns/some/rather/long/path/linear.pat");
+  EXPECT_EQ(a.loc.line, 7u);
+  // One copy of a rule name, file name, transform and argument text.
+  EXPECT_EQ(a.rule.data(), b.rule.data());
+  EXPECT_EQ(a.loc.file.data(), b.loc.file.data());
+  EXPECT_EQ(a.request.args.data(), b.request.args.data());
+  EXPECT_EQ(r.findByKey(b.key), &b);
+  EXPECT_EQ(
+      r.find(TransformRequest{{"layers.0.attention.wq.weight"}, "pack_int4", "nibbles=low_first"}),
+      &a);
+  EXPECT_EQ(a.request.str(), "pack_int4(layers.0.attention.wq.weight, nibbles=low_first)");
+  EXPECT_EQ(a.request.owned().key(), a.key);
 }

@@ -53,7 +53,7 @@ public:
       specs.push_back({"", ValueKind::Tensor, TensorProto(d, shape)});
     }
     Node *n = g.createNode(target, std::move(args), std::move(kwargs), std::move(specs));
-    return n->outputs();
+    return std::vector<Value *>(n->outputs().begin(), n->outputs().end());
   }
   Expected<std::vector<RuntimeValue>> run(std::vector<Value *> outs) {
     for (Value *o : outs)

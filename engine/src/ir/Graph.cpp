@@ -82,12 +82,14 @@ void Node::setArgs(std::vector<Argument> args,
   });
   args_ = std::move(args);
   kwargs_ = std::move(kwargs);
+  signatureHint_ = kSignatureUnknown;
   forEachOperand([this](Value *v) { v->users_.push_back(this); });
 }
 
 void Node::replaceUsesOf(Value *from, Value *to) {
   if (from == to)
     return;
+  signatureHint_ = kSignatureUnknown; // `to` may be of another kind
   auto swap = [&](Value *&v) {
     if (v == from) {
       v = to;
@@ -251,20 +253,33 @@ Graph::~Graph() {
     v->~Value();
 }
 
-Value *Graph::newValue(std::string name, ValueKind kind, TensorProto proto) {
-  if (name.empty())
+Value *Graph::newValue(std::string name, ValueKind kind, TensorProto proto, uint64_t nameHash) {
+  if (name.empty()) {
     name = uniqueName("v");
+    nameHash = 0;
+  }
   Value *raw = new (valueArena_.allocate(sizeof(Value))) Value;
   raw->name_ = std::move(name);
   raw->kind_ = kind;
   raw->proto_ = std::move(proto);
   values_.push_back(raw);
-  valuesByName_.insertOrAssign(raw->name_, raw);
+  valuesByName_.insertOrAssign(raw->name_, raw,
+                               nameHash ? nameHash : valuesByName_.hash(raw->name_));
   return raw;
 }
 
-Value *Graph::addInput(InputKind kind, std::string name, TensorProto proto, std::string fqn) {
-  Value *v = newValue(std::move(name), ValueKind::Tensor, std::move(proto));
+const std::string *Graph::internTarget(std::string_view target) {
+  uint64_t h = targetsByName_.hash(target);
+  if (const std::string *const *hit = targetsByName_.find(target, h))
+    return *hit;
+  const std::string &copy = targets_.emplace_back(target);
+  targetsByName_.insert(copy, &copy, h);
+  return &copy;
+}
+
+Value *Graph::addInput(InputKind kind, std::string name, TensorProto proto, std::string fqn,
+                       uint64_t nameHash) {
+  Value *v = newValue(std::move(name), ValueKind::Tensor, std::move(proto), nameHash);
   v->inputIndex_ = static_cast<int>(inputs_.size());
   GraphInput in;
   in.kind = kind;
@@ -314,21 +329,29 @@ void Graph::setOutputValue(std::size_t index, Value *value) {
   outputs_.at(index).value = value;
 }
 
-Node *Graph::createNode(std::string target, std::vector<Argument> args,
+Node *Graph::createNode(std::string_view target, std::vector<Argument> args,
                         std::vector<std::pair<std::string, Argument>> kwargs,
                         std::vector<ResultSpec> results, Node *before) {
+  return createNodeWithSpecs(target, std::move(args), std::move(kwargs),
+                             std::span<ResultSpec>(results), before);
+}
+
+Node *Graph::createNodeWithSpecs(std::string_view target, std::vector<Argument> args,
+                                 std::vector<std::pair<std::string, Argument>> kwargs,
+                                 std::span<ResultSpec> results, Node *before) {
   auto pos = before ? before->self_ : nodes_.end();
   auto it = nodes_.emplace(pos);
   Node &n = *it;
   n.self_ = it;
   n.graph_ = this;
-  n.target_ = std::move(target);
+  n.target_ = internTarget(target);
   n.args_ = std::move(args);
   n.kwargs_ = std::move(kwargs);
   n.forEachOperand([&n](Value *v) { v->users_.push_back(&n); });
   unsigned i = 0;
+  n.outputs_.reserve(results.size());
   for (ResultSpec &r : results) {
-    Value *v = newValue(std::move(r.name), r.kind, std::move(r.proto));
+    Value *v = newValue(std::move(r.name), r.kind, std::move(r.proto), r.nameHash);
     v->producer_ = &n;
     v->resultIndex_ = i++;
     n.outputs_.push_back(v);
@@ -408,6 +431,11 @@ void Graph::renumber() {
 
 Value *Graph::findValue(std::string_view name) const {
   Value *const *v = valuesByName_.find(name);
+  return v && isLive(*v) ? *v : nullptr;
+}
+
+Value *Graph::findValue(std::string_view name, uint64_t hash) const {
+  Value *const *v = valuesByName_.find(name, hash);
   return v && isLive(*v) ? *v : nullptr;
 }
 

@@ -31,11 +31,19 @@ void FqnRegistry::index(std::size_t i, uint64_t keyHash, uint64_t fqnHash) {
 }
 
 std::string_view FqnRegistry::intern(std::string_view s) {
+  InternHint &hint =
+      internHints_[(reinterpret_cast<std::uintptr_t>(s.data()) >> 3) % internHints_.size()];
+  if (hint.from == s.data() && hint.interned == s)
+    return hint.interned;
   uint64_t h = StringViewMap<std::string_view>::hash(s);
-  if (const std::string_view *hit = interned_.find(s, h))
-    return *hit;
-  std::string_view copy = strings_.copy(s);
-  interned_.insert(copy, copy, h);
+  std::string_view copy;
+  if (const std::string_view *hit = interned_.find(s, h)) {
+    copy = *hit;
+  } else {
+    copy = strings_.copy(s);
+    interned_.insert(copy, copy, h);
+  }
+  hint = {s.data(), copy};
   return copy;
 }
 

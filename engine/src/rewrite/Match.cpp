@@ -220,8 +220,13 @@ bool Matcher::accepts(const CNode &n, const Node &node, const Accept **which) co
     if (a.schema) {
       if (a.schema != s)
         continue;
-      if (layout == -2)
-        layout = layoutOf(node, *s);
+      if (layout == -2) {
+        layout = node.signatureHint();
+        if (layout == Node::kSignatureUnknown) {
+          layout = layoutOf(node, *s);
+          node.setSignatureHint(layout);
+        }
+      }
       if (a.layout != layout)
         continue;
     } else {

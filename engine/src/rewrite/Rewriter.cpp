@@ -394,7 +394,9 @@ private:
   /// `base`, else `base_N` for the next N not taken (a counter per base, so
   /// probing does not restart at 1). `permanent`: the name goes to a value
   /// this run never removes (a graph input).
-  std::string freshName(std::string base, bool permanent = false);
+  /// `*hash` (if given) receives the name's StringViewMap hash, for the
+  /// graph's insert.
+  std::string freshName(std::string base, bool permanent = false, uint64_t *hash = nullptr);
   Value *scratchValue(ValueKind kind, const TensorProto &proto);
   void enqueue(Node *n) {
     if (n)
@@ -435,19 +437,24 @@ private:
   /// The staged constants' strings (source FQNs, argument text, keys,
   /// FQNs): reset per transaction, so no heap string per staged constant.
   StringArena txnStrings_;
+  /// A new node's results (names and prototypes move into the graph).
+  std::vector<Graph::ResultSpec> resultSpecs_;
   bool stop_ = false;
 };
 
-std::string Driver::freshName(std::string base, bool permanent) {
+std::string Driver::freshName(std::string base, bool permanent, uint64_t *hash) {
   auto it = nameCounters_.find(base);
   if (it == nameCounters_.end()) {
     // First request for this base. A permanent name keeps `base` taken for
     // good, so a later request probing from `base` again reaches the same
     // `base_1`, ... a stored counter would: no counter needed (constants'
     // bases are unique, and would otherwise grow this map per rewrite).
-    if (!graph_.findValue(base)) {
+    uint64_t h = StringViewMap<Value *>::hash(base);
+    if (!graph_.findValue(base, h)) {
       if (!permanent)
         nameCounters_.emplace(base, 1);
+      if (hash)
+        *hash = h;
       return base;
     }
     it = nameCounters_.emplace(base, 0).first;
@@ -464,8 +471,11 @@ std::string Driver::freshName(std::string base, bool permanent) {
       char *end = std::to_chars(digits + 1, digits + sizeof digits, n).ptr;
       cand.append(digits, static_cast<std::size_t>(end - digits));
     }
-    if (!graph_.findValue(cand)) {
+    uint64_t h = StringViewMap<Value *>::hash(cand);
+    if (!graph_.findValue(cand, h)) {
       ++n;
+      if (hash)
+        *hash = h;
       return cand;
     }
   }
@@ -1358,9 +1368,10 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     if (!used)
       continue;
     // Last use of the staged prototype: moved into the graph.
-    Value *v =
-        graph_.addInput(InputKind::Parameter, freshName(sanitizeName(fqn), /*permanent=*/true),
-                        sc.takeProto(), std::string(fqn));
+    uint64_t nameHash = 0;
+    std::string name = freshName(sanitizeName(fqn), /*permanent=*/true, &nameHash);
+    Value *v = graph_.addInput(InputKind::Parameter, std::move(name), sc.takeProto(),
+                               std::string(fqn), nameHash);
     if (sc.hasData)
       graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].setData(sc.data, ExternalData{});
     else if (sc.deferred)
@@ -1382,12 +1393,16 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       if (Value *r = realOf(v))
         v = r;
     });
-    std::vector<Graph::ResultSpec> results;
-    results.reserve(sn.results().size());
-    for (const InferredResult &r : sn.results())
-      results.push_back({freshName(sn.stmt->baseName), r.kind, r.proto});
-    Node *n = graph_.createNode(sn.stmt->target, std::move(sn.args), std::move(sn.kwargs),
-                                std::move(results), root);
+    std::vector<Graph::ResultSpec> &results = resultSpecs_;
+    results.resize(sn.results().size());
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const InferredResult &r = sn.results()[i];
+      results[i].name = freshName(sn.stmt->baseName, false, &results[i].nameHash);
+      results[i].kind = r.kind;
+      results[i].proto = r.proto;
+    }
+    Node *n = graph_.createNodeWithSpecs(sn.stmt->target, std::move(sn.args), std::move(sn.kwargs),
+                                         std::span<Graph::ResultSpec>(results), root);
     n->setSchema(sn.stmt->schema);
     n->metadata() = root->metadata();
     dead_.erase(n);

@@ -213,7 +213,7 @@ public:
         n->outputs()[i]->setProto((*inferred)[i].proto);
     }
     addMetadata(*n, target);
-    return n->outputs();
+    return std::vector<Value *>(n->outputs().begin(), n->outputs().end());
   }
 
   Expected<Value *> call1(const std::string &target,

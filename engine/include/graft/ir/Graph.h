@@ -25,12 +25,14 @@
 #include "graft/support/Expected.h"
 #include "graft/support/SlabArena.h"
 #include "graft/support/SmallVector.h"
+#include "graft/support/StableVector.h"
 #include "graft/support/StringViewMap.h"
 
 #include <cstdint>
 #include <list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -57,6 +59,9 @@ std::string_view name(ValueKind kind);
 /// twice). Nearly every value has one or two: they live inline, so making a
 /// value and wiring its first uses allocates nothing.
 using UseList = SmallVector<Node *, 2>;
+/// A node's results: nearly every node has one, kept inline (no
+/// allocation per node for a one-element vector).
+using OutputList = SmallVector<Value *, 1>;
 
 /// An SSA value: a node result or a graph input.
 class Value {
@@ -83,24 +88,40 @@ public:
 private:
   friend class Graph;
   friend class Node;
-  std::string name_;
-  ValueKind kind_ = ValueKind::Tensor;
-  TensorProto proto_;
+  // Hot fields first: what matching and use-list updates read (producer,
+  // users, kind, input index, then the prototype's dtype and shape) shares
+  // the first two cache lines of this ~440-byte object; the name and
+  // location come last.
   Node *producer_ = nullptr;
+  UseList users_;
+  ValueKind kind_ = ValueKind::Tensor;
   unsigned resultIndex_ = 0;
   int inputIndex_ = -1;
-  UseList users_;
+  TensorProto proto_;
+  std::string name_;
   std::optional<SourceRange> location_;
 };
 
 /// A call of `target` ("namespace.op.overload", e.g. "aten.linear.default").
 class Node {
 public:
-  const std::string &target() const { return target_; }
+  const std::string &target() const { return *target_; }
   /// The registered schema, or null for an op the registry does not know
   /// (kept opaque: it round-trips and verifies structurally, but cannot run).
   const OpSchema *schema() const { return schema_; }
-  void setSchema(const OpSchema *schema) { schema_ = schema; }
+  void setSchema(const OpSchema *schema) {
+    schema_ = schema;
+    signatureHint_ = kSignatureUnknown;
+  }
+
+  /// A cache for the rewrite matcher: which of the schema's signatures the
+  /// arguments follow (-1: current, k: legacy k), as it last computed it.
+  /// kSignatureUnknown until then, and again whenever the arguments or the
+  /// schema change. Working it out reads every argument (and the Value of
+  /// every tensor argument), and the matcher asks at every candidate node.
+  static constexpr int kSignatureUnknown = -2;
+  int signatureHint() const { return signatureHint_; }
+  void setSignatureHint(int k) const { signatureHint_ = k; }
 
   const std::vector<Argument> &args() const { return args_; }
   const std::vector<std::pair<std::string, Argument>> &kwargs() const { return kwargs_; }
@@ -111,7 +132,7 @@ public:
   /// Replaces every use of `from` among this node's arguments by `to`.
   void replaceUsesOf(Value *from, Value *to);
 
-  const std::vector<Value *> &outputs() const { return outputs_; }
+  const OutputList &outputs() const { return outputs_; }
   Value *output(unsigned i = 0) const { return outputs_.at(i); }
   unsigned numOutputs() const { return static_cast<unsigned>(outputs_.size()); }
   /// A name for diagnostics: the first result's name.
@@ -139,11 +160,16 @@ public:
 
 private:
   friend class Graph;
-  std::string target_;
+  /// Interned in the graph (Graph::internTarget): a graph has a few dozen
+  /// distinct targets, and a string per node was an allocation per node for
+  /// every name past the small-string size ("torchao.dequantize_affine").
+  const std::string *target_ = &kNoTarget;
   const OpSchema *schema_ = nullptr;
+  mutable int signatureHint_ = kSignatureUnknown;
+  static inline const std::string kNoTarget{};
   std::vector<Argument> args_;
   std::vector<std::pair<std::string, Argument>> kwargs_;
-  std::vector<Value *> outputs_;
+  OutputList outputs_;
   std::vector<std::pair<std::string, std::string>> metadata_;
   std::optional<SourceRange> location_;
   Graph *graph_ = nullptr;
@@ -283,7 +309,10 @@ public:
   const SymbolTable &symbols() const { return symbols_; }
 
   //===-- Inputs and outputs --------------------------------------------===//
-  Value *addInput(InputKind kind, std::string name, TensorProto proto, std::string fqn = {});
+  /// `nameHash` is StringViewMap<>::hash(name) when the caller has it (a
+  /// caller that probed findValue(name, hash) first), else 0.
+  Value *addInput(InputKind kind, std::string name, TensorProto proto, std::string fqn = {},
+                  uint64_t nameHash = 0);
   /// A non-tensor user input (symint etc.).
   Value *addScalarInput(ValueKind kind, std::string name);
   const std::vector<GraphInput> &inputs() const { return inputs_; }
@@ -302,11 +331,17 @@ public:
     std::string name; ///< empty: a fresh name is generated
     ValueKind kind = ValueKind::Tensor;
     TensorProto proto;
+    uint64_t nameHash = 0; ///< StringViewMap<>::hash(name) if known, else 0
   };
   /// Creates a node before `before` (null: at the end).
-  Node *createNode(std::string target, std::vector<Argument> args,
+  Node *createNode(std::string_view target, std::vector<Argument> args,
                    std::vector<std::pair<std::string, Argument>> kwargs,
                    std::vector<ResultSpec> results, Node *before = nullptr);
+  /// The same, moving names and prototypes out of `results` (a caller's
+  /// reused buffer: no vector allocated per node).
+  Node *createNodeWithSpecs(std::string_view target, std::vector<Argument> args,
+                            std::vector<std::pair<std::string, Argument>> kwargs,
+                            std::span<ResultSpec> results, Node *before = nullptr);
   /// Erases a node whose results have no uses.
   void eraseNode(Node *node);
   /// Redirects every use of `from` (including graph outputs) to `to`.
@@ -322,13 +357,17 @@ public:
 
   //===-- Values --------------------------------------------------------===//
   Value *findValue(std::string_view name) const;
+  /// With `hash` = StringViewMap<>::hash(name), computed once by a caller
+  /// that also passes it to addInput/createNode.
+  Value *findValue(std::string_view name, uint64_t hash) const;
   /// A name not used by any value: `base`, else `base_1`, `base_2`, ...
   std::string uniqueName(std::string_view base) const;
   /// Every value: inputs first, then node results in order.
   std::vector<Value *> allValues() const;
 
 private:
-  Value *newValue(std::string name, ValueKind kind, TensorProto proto);
+  Value *newValue(std::string name, ValueKind kind, TensorProto proto, uint64_t nameHash = 0);
+  const std::string *internTarget(std::string_view target);
   /// A graph input or the result of a node still in the graph (an erased
   /// node's results keep their Value, and their name entry, but are dead).
   static bool isLive(const Value *v) { return v->producer_ || v->inputIndex_ >= 0; }
@@ -353,6 +392,10 @@ private:
   /// rewrite driver looks names up per rewrite, and at 10^6 values a
   /// node-based map's cache misses dominated fusing.
   StringViewMap<Value *, ValueName> valuesByName_;
+  /// Node targets, one copy each (StableVector: never move, nodes point at
+  /// them).
+  StableVector<std::string, 32> targets_;
+  StringViewMap<const std::string *> targetsByName_;
 };
 
 } // namespace graft

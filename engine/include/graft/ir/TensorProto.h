@@ -90,8 +90,10 @@ struct BufferDesc {
 };
 
 struct TensorProto {
-  Shape shape;
+  // dtype first: with a Value's hot fields (Graph.h) it shares the Value's
+  // first cache line, which is all a matcher's dtype test reads.
   DType dtype = DType::F32;
+  Shape shape;
   /// Empty means contiguous row-major.
   Shape strides;
   Dim storageOffset = 0;
@@ -99,7 +101,7 @@ struct TensorProto {
   std::optional<QuantLayout> quant;
 
   TensorProto() = default;
-  TensorProto(DType dt, Shape s) : shape(std::move(s)), dtype(dt) {}
+  TensorProto(DType dt, Shape s) : dtype(dt), shape(std::move(s)) {}
 
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   Dim numel() const { return graft::numel(shape); }

@@ -25,6 +25,7 @@
 #include "graft/support/StringArena.h"
 #include "graft/support/StringViewMap.h"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -167,6 +168,15 @@ private:
   /// allocation and a free per field of every constant a rewrite made.
   StringArena strings_;
   StringViewMap<std::string_view> interned_;
+  /// The last interned copy per caller string address: the driver passes
+  /// the same rule name, transform name, argument text and file name (its
+  /// compiled rules' strings) for every entry, so a hit skips hashing them.
+  /// A hit is confirmed by comparing the text (an address can be reused).
+  struct InternHint {
+    const char *from = nullptr;
+    std::string_view interned;
+  };
+  std::array<InternHint, 16> internHints_{};
   /// Entries never move (references to them are handed out, and the
   /// indexes view their strings); chunks of 32, not one allocation each.
   StableVector<ProvenanceEntry> entries_;
