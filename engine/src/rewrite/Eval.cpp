@@ -13,6 +13,7 @@
 #include "RewriteUtil.h"
 
 #include "graft/ops/ShapeInference.h"
+#include "graft/support/SmallVector.h"
 
 #include <cmath>
 #include <limits>
@@ -457,11 +458,12 @@ EvalValue Matcher::eval(const CExpr &e, const std::vector<EvalValue> *extraSlots
     if (e.transform)
       return EvalValue::unknown("constant transform '" + e.transform->name +
                                 "' is only evaluated by the rewriter");
-    std::vector<EvalValue> args;
-    args.reserve(e.operands.size());
+    // Inline for the builtins' one to three operands: where-clauses call
+    // them at every candidate.
+    SmallVector<EvalValue, 3> args;
     for (const CExpr &o : e.operands)
       args.push_back(eval(o, extraSlots, rewriteValues));
-    return evalCall(e, args);
+    return evalCall(e, std::span<const EvalValue>(args.data(), args.size()));
   }
   }
   return EvalValue::unknown("unknown expression");
@@ -624,7 +626,7 @@ EvalValue Matcher::evalBinary(const CExpr &e, const EvalValue &a, const EvalValu
   return EvalValue::unknown("unsupported operator");
 }
 
-EvalValue Matcher::evalCall(const CExpr &e, const std::vector<EvalValue> &args) const {
+EvalValue Matcher::evalCall(const CExpr &e, std::span<const EvalValue> args) const {
   using K = EvalValue::Kind;
   std::string_view fn = e.builtin->name;
   for (const EvalValue &a : args)

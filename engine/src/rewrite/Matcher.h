@@ -27,6 +27,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -342,7 +343,7 @@ private:
     double min = 0, max = 0;
   };
   const DataRange &dataRange(const Value *v) const;
-  EvalValue evalCall(const CExpr &e, const std::vector<EvalValue> &args) const;
+  EvalValue evalCall(const CExpr &e, std::span<const EvalValue> args) const;
   EvalValue evalBinary(const CExpr &e, const EvalValue &a, const EvalValue &b) const;
 
   const Graph &graph_;
