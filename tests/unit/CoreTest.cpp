@@ -578,3 +578,32 @@ TEST(Graph, SignatureHintIsForgottenWhenArgumentsOrSchemaChange) {
   n->setSchema(nullptr);
   EXPECT_EQ(n->signatureHint(), Node::kSignatureUnknown);
 }
+
+TEST(StableVector, ChunksDoubleThenStayAtTheCap) {
+  // Chunks of 2, 4, 8, ... 2 * 2^10 elements, then 2048 each: past the
+  // geometric part, indexing switches to fixed chunks.
+  using SV = StableVector<uint64_t, 2>;
+  EXPECT_EQ(SV::chunkCapacity(0), 2u);
+  EXPECT_EQ(SV::chunkCapacity(3), 16u);
+  EXPECT_EQ(SV::chunkCapacity(10), 2048u);
+  EXPECT_EQ(SV::chunkCapacity(11), 2048u);
+  EXPECT_EQ(SV::chunkCapacity(40), 2048u);
+  SV v;
+  std::vector<const uint64_t *> addrs;
+  const uint64_t n = 3 * 4094 + 17; // the geometric part holds 2 * (2^11 - 1)
+  for (uint64_t i = 0; i < n; ++i)
+    addrs.push_back(&v.emplace_back(i * 7));
+  ASSERT_EQ(v.size(), n);
+  for (uint64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(&v[i], addrs[i]) << i;
+    ASSERT_EQ(v[i], i * 7) << i;
+  }
+  // Neighbours within a chunk are contiguous; the last geometric element and
+  // the first fixed one are in different chunks.
+  EXPECT_EQ(&v[6] + 1, &v[7]); // chunk 2 holds elements 6..13
+  EXPECT_EQ(&v[4094 + 1], &v[4094] + 1);
+  uint64_t sum = 0;
+  for (uint64_t x : v)
+    sum += x;
+  EXPECT_EQ(sum, 7 * n * (n - 1) / 2);
+}
