@@ -205,7 +205,7 @@ const Tensor &GraphInput::data() const {
     if (t.ok())
       data_ = std::move(*t);
     else
-      dataError_ = t.diags().front();
+      dataError_ = std::make_shared<const Diagnostic>(t.diags().front());
   }
   return data_;
 }

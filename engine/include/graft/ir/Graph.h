@@ -266,7 +266,7 @@ struct GraphInput {
   /// there is none or computing it failed (dataError() then says why).
   const Tensor &data() const;
   /// Why data() is undefined for a constant that has an initializer, or null.
-  const Diagnostic *dataError() const { return dataError_ ? &*dataError_ : nullptr; }
+  const Diagnostic *dataError() const { return dataError_.get(); }
   /// The data without caching it here: what data() holds when it holds
   /// something, else freshly generated or computed (a writer streaming
   /// constants keeps one at a time). Undefined tensor when there is no data.
@@ -281,7 +281,11 @@ struct GraphInput {
 private:
   friend class Graph;
   mutable Tensor data_;
-  mutable std::optional<Diagnostic> dataError_;
+  /// Out of line (shared, immutable once set): a Diagnostic is 120 bytes,
+  /// and nearly every input never has one. Inlined it was a third of a
+  /// GraphInput, which the graph's input vector copies as it grows (a rewrite
+  /// adds one input per new constant) and which every inputFor reads.
+  mutable std::shared_ptr<const Diagnostic> dataError_;
 };
 
 struct GraphOutput {
