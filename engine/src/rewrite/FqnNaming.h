@@ -16,14 +16,23 @@
 #include <string_view>
 #include <vector>
 
+namespace graft {
+class StringArena;
+} // namespace graft
+
 namespace graft::rewrite {
 class FqnRegistry;
+struct TransformRequestRef;
 } // namespace graft::rewrite
 
 namespace graft::rewrite::detail {
 
-/// The sources part: "a", "a+b", or "const" for none, appended to `out`.
-void appendFqnSources(std::string &out, std::span<const std::string_view> sources);
+/// FqnRegistry::deriveFqn from its parts, written into `arena`: the sources
+/// ("a", "a+b", or "const" for none), then `tail` (deriveFqnTail's).
+std::string_view fqnInArena(StringArena &arena, std::span<const std::string_view> sources,
+                            std::string_view tail);
+/// TransformRequest::key() of `request`, written into `arena`.
+std::string_view keyInArena(StringArena &arena, const TransformRequestRef &request);
 /// The tail: "." + transform + "_" + each argument value, identifier-safe.
 std::string deriveFqnTail(std::string_view transform, std::string_view args);
 /// FqnRegistry::proposeFqn for a base the caller derived: `base`, else

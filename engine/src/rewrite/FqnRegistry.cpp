@@ -105,6 +105,35 @@ std::string keyOf(const Sources &sources, std::string_view transform, std::strin
   writeKey(k.data(), sources, transform, args);
   return k;
 }
+/// The sources part of an FQN: "a", "a+b", or "const" for none.
+std::size_t fqnSourcesSize(std::span<const std::string_view> sources) {
+  if (sources.empty())
+    return 5;
+  std::size_t n = sources.size() - 1; // the '+'s
+  for (std::string_view s : sources)
+    n += s.size();
+  return n;
+}
+char *writeFqnSources(char *out, std::span<const std::string_view> sources) {
+  auto put = [&](std::string_view s) {
+    if (!s.empty())
+      std::memcpy(out, s.data(), s.size());
+    out += s.size();
+  };
+  if (sources.empty())
+    put("const");
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (i)
+      *out++ = '+';
+    put(sources[i]);
+  }
+  return out;
+}
+/// A TransformRequest's views, kept in `storage`.
+TransformRequestRef refOf(const TransformRequest &request, std::vector<std::string_view> &storage) {
+  storage.assign(request.sources.begin(), request.sources.end());
+  return {storage, request.transform, request.args};
+}
 template <class Sources>
 std::string strOf(const Sources &sources, std::string_view transform, std::string_view args) {
   std::string out(transform);
@@ -138,6 +167,23 @@ std::string TransformRequestRef::key() const {
 std::string TransformRequestRef::str() const {
   return strOf(sources, transform, args);
 }
+std::string_view detail::keyInArena(StringArena &arena, const TransformRequestRef &request) {
+  std::size_t n = keySize(request.sources, request.transform, request.args);
+  char *p = static_cast<char *>(arena.allocate(n));
+  writeKey(p, request.sources, request.transform, request.args);
+  return {p, n};
+}
+
+std::string_view detail::fqnInArena(StringArena &arena, std::span<const std::string_view> sources,
+                                    std::string_view tail) {
+  std::size_t n = fqnSourcesSize(sources) + tail.size();
+  char *p = static_cast<char *>(arena.allocate(n));
+  char *q = writeFqnSources(p, sources);
+  if (!tail.empty())
+    std::memcpy(q, tail.data(), tail.size());
+  return {p, n};
+}
+
 TransformRequest TransformRequestRef::owned() const {
   TransformRequest r;
   r.sources.assign(sources.begin(), sources.end());
@@ -169,28 +215,16 @@ const ProvenanceEntry *FqnRegistry::findByFqn(std::string_view fqn, uint64_t fqn
 }
 
 std::string FqnRegistry::deriveFqn(const TransformRequest &request) {
-  std::vector<std::string_view> sources(request.sources.begin(), request.sources.end());
-  return deriveFqn(TransformRequestRef{sources, request.transform, request.args});
+  std::vector<std::string_view> sources;
+  return deriveFqn(refOf(request, sources));
 }
 
 std::string FqnRegistry::deriveFqn(const TransformRequestRef &request) {
   std::string tail = detail::deriveFqnTail(request.transform, request.args);
-  std::size_t n = tail.size() + 8;
-  for (std::string_view s : request.sources)
-    n += s.size() + 1;
-  std::string out;
-  out.reserve(n);
-  detail::appendFqnSources(out, request.sources);
-  out += tail;
+  std::string out(fqnSourcesSize(request.sources) + tail.size(), '\0');
+  char *q = writeFqnSources(out.data(), request.sources);
+  std::memcpy(q, tail.data(), tail.size());
   return out;
-}
-
-void detail::appendFqnSources(std::string &out, std::span<const std::string_view> sources) {
-  out += sources.empty() ? std::string_view("const") : sources[0];
-  for (std::size_t i = 1; i < sources.size(); ++i) {
-    out += '+';
-    out += sources[i];
-  }
 }
 
 std::string detail::deriveFqnTail(std::string_view transform, std::string_view a) {
@@ -270,9 +304,8 @@ FqnRegistry::record(const TransformRequest &request, TensorProto proto, std::str
 const ProvenanceEntry &FqnRegistry::recordAs(const TransformRequest &request, std::string_view fqn,
                                              TensorProto proto, std::string_view rule,
                                              const SourceRange &loc) {
-  std::vector<std::string_view> sources(request.sources.begin(), request.sources.end());
-  return recordAs(TransformRequestRef{sources, request.transform, request.args}, fqn,
-                  std::move(proto), rule, loc);
+  std::vector<std::string_view> sources;
+  return recordAs(refOf(request, sources), fqn, std::move(proto), rule, loc);
 }
 
 const ProvenanceEntry &FqnRegistry::recordAs(const TransformRequestRef &request,
@@ -299,14 +332,7 @@ ProvenanceEntry &FqnRegistry::add(const TransformRequestRef &request, std::strin
   e.request.sources = sources;
   e.request.transform = intern(request.transform);
   e.request.args = intern(request.args);
-  if (key.empty()) {
-    std::size_t n = keySize(request.sources, request.transform, request.args);
-    char *p = static_cast<char *>(strings_.allocate(n));
-    writeKey(p, request.sources, request.transform, request.args);
-    e.key = {p, n};
-  } else {
-    e.key = strings_.copy(key);
-  }
+  e.key = key.empty() ? detail::keyInArena(strings_, request) : strings_.copy(key);
   e.proto = std::move(proto);
   e.rule = intern(rule);
   loc.file = intern(loc.file);

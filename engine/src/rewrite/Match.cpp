@@ -215,17 +215,16 @@ bool Matcher::match(const CompiledRule &rule, Node *root) {
 
 bool Matcher::accepts(const CNode &n, const Node &node, const Accept **which) const {
   const OpSchema *s = node.schema();
-  int layout = -2;
+  // Worked out once per node (layoutOf reads every argument), on the first
+  // alternative that needs it.
+  int layout = node.signatureHint();
   for (const Accept &a : n.accepts) {
     if (a.schema) {
       if (a.schema != s)
         continue;
-      if (layout == -2) {
-        layout = node.signatureHint();
-        if (layout == Node::kSignatureUnknown) {
-          layout = layoutOf(node, *s);
-          node.setSignatureHint(layout);
-        }
+      if (layout == Node::kSignatureUnknown) {
+        layout = layoutOf(node, *s);
+        node.setSignatureHint(layout);
       }
       if (a.layout != layout)
         continue;

@@ -690,31 +690,9 @@ std::string_view Driver::ensureFqn(StagedConst &sc, const Txn &t) {
   };
   // deriveFqn from its parts, written once into the arena: the memoized
   // tail spares re-reading the argument text per rewrite.
-  std::span<const std::string_view> sources(sc.sourceArray.data(), sc.numInputs);
-  std::string_view base;
-  if (sc.fqnTail) {
-    std::string_view tail = *sc.fqnTail;
-    std::size_t n = tail.size() + (sources.empty() ? 5 : 0);
-    for (std::string_view src : sources)
-      n += src.size() + 1;
-    char *p = static_cast<char *>(txnStrings_.allocate(n));
-    char *q = p;
-    auto put = [&](std::string_view x) {
-      std::memcpy(q, x.data(), x.size());
-      q += x.size();
-    };
-    if (sources.empty())
-      put("const");
-    for (std::size_t i = 0; i < sources.size(); ++i) {
-      if (i)
-        *q++ = '+';
-      put(sources[i]);
-    }
-    put(tail);
-    base = {p, static_cast<std::size_t>(q - p)};
-  } else {
-    base = txnStrings_.copy(FqnRegistry::deriveFqn(sc.request()));
-  }
+  std::string_view base = sc.fqnTail
+                              ? detail::fqnInArena(txnStrings_, sc.request().sources, *sc.fqnTail)
+                              : txnStrings_.copy(FqnRegistry::deriveFqn(sc.request()));
   // The common case, a name nobody has: hashed once for the registry's and
   // the driver's tables here and for the inserts at commit.
   uint64_t h = StringViewMap<Value *>::hash(base);
@@ -952,29 +930,8 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
   }
   std::string_view argsText =
       memo ? std::string_view(memo->argsText) : txnStrings_.copy(bound->canonicalText());
-  std::string_view key;
-  {
-    std::size_t n = tf.name.size() + argsText.size() + 2;
-    for (std::size_t i = 0; i < nin; ++i)
-      n += sources[i].size() + 1;
-    char *p = static_cast<char *>(txnStrings_.allocate(n));
-    char *q = p;
-    auto put = [&](std::string_view x) {
-      if (!x.empty())
-        std::memcpy(q, x.data(), x.size());
-      q += x.size();
-    };
-    // TransformRequest::key()'s layout (FqnRegistry.cpp).
-    for (std::size_t i = 0; i < nin; ++i) {
-      put(sources[i]);
-      *q++ = '\x1f';
-    }
-    *q++ = '\x1e';
-    put(tf.name);
-    *q++ = '\x1e';
-    put(argsText);
-    key = {p, n};
-  }
+  std::string_view key = detail::keyInArena(
+      txnStrings_, {std::span<const std::string_view>(sources.data(), nin), tf.name, argsText});
   // The same request earlier in this transaction.
   for (const StagedConst &o : t.consts)
     if (o.key == key) {
