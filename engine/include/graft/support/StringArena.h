@@ -24,7 +24,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <initializer_list>
 #include <memory>
 #include <new>
 #include <span>
@@ -74,23 +73,6 @@ public:
     char *p = static_cast<char *>(allocate(s.size()));
     std::memcpy(p, s.data(), s.size());
     return {p, s.size()};
-  }
-
-  /// A copy of the concatenation of `parts`.
-  std::string_view concat(std::initializer_list<std::string_view> parts) {
-    std::size_t n = 0;
-    for (std::string_view s : parts)
-      n += s.size();
-    if (n == 0)
-      return {};
-    char *p = static_cast<char *>(allocate(n));
-    char *q = p;
-    for (std::string_view s : parts) {
-      if (!s.empty())
-        std::memcpy(q, s.data(), s.size());
-      q += s.size();
-    }
-    return {p, n};
   }
 
   /// `n` value-initialized elements of a trivially destructible type.
