@@ -258,11 +258,20 @@ Value *Graph::newValue(std::string name, ValueKind kind, TensorProto proto, uint
     name = uniqueName("v");
     nameHash = 0;
   }
-  Value *raw = new (valueArena_.allocate(sizeof(Value))) Value;
+  Value *raw;
+  if (!reusableValues_.empty()) {
+    // A slot of an erased result (eraseNode(..., Reuse) left it with no
+    // producer, users, location or name entry): memory touched already.
+    raw = reusableValues_.back();
+    reusableValues_.pop_back();
+    raw->resultIndex_ = 0;
+  } else {
+    raw = new (valueArena_.allocate(sizeof(Value))) Value;
+    values_.push_back(raw);
+  }
   raw->name_ = std::move(name);
   raw->kind_ = kind;
   raw->proto_ = std::move(proto);
-  values_.push_back(raw);
   valuesByName_.insertOrAssign(raw->name_, raw,
                                nameHash ? nameHash : valuesByName_.hash(raw->name_));
   return raw;
@@ -367,18 +376,27 @@ void Graph::dropUses(Node *node) {
   });
 }
 
-void Graph::eraseNode(Node *node) {
+void Graph::eraseNode(Node *node, ErasedResults results) {
   for (Value *v : node->outputs_) {
     assert(v->users_.empty() && "erasing a node whose results are still used");
-    // Its name entry stays (findValue skips results of erased nodes; the
-    // next value given the name takes the entry over): no probe and shift
-    // of the name table per erased result, which at 10^6 values was a cache
-    // miss each.
     v->producer_ = nullptr;
+    if (results == ErasedResults::Keep) {
+      // Its name entry stays (findValue skips results of erased nodes; the
+      // next value given the name takes the entry over): no probe and shift
+      // of the name table per erased result, which at 10^6 values was a
+      // cache miss each. The Value stays allocated and readable.
+      continue;
+    }
+    // The slot is about to carry another name: its entry must go (unless a
+    // later value took the name over already, which cannot happen while v
+    // was live, but keeps this independent of that).
+    uint64_t h = valuesByName_.hash(v->name_);
+    if (Value *const *entry = valuesByName_.find(v->name_, h); entry && *entry == v)
+      valuesByName_.erase(v->name_, h);
+    v->location_.reset();
+    reusableValues_.push_back(v);
   }
   dropUses(node);
-  // The result Values stay allocated (callers may still hold pointers for
-  // diagnostics) but are unreachable: no producer, no name entry.
   nodes_.erase(node->self_);
 }
 

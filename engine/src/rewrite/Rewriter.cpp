@@ -1436,7 +1436,7 @@ void Driver::eraseDead(Node *root, std::vector<Node *> &candidates,
     if (removed)
       removed->push_back(n->name());
     dead_.insert(n);
-    graph_.eraseNode(n);
+    graph_.eraseNode(n, Graph::ErasedResults::Reuse);
     for (Node *p : producers) {
       candidates.push_back(p);
       enqueue(p);

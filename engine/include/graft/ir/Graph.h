@@ -346,8 +346,20 @@ public:
   Node *createNodeWithSpecs(std::string_view target, std::vector<Argument> args,
                             std::vector<std::pair<std::string, Argument>> kwargs,
                             std::span<ResultSpec> results, Node *before = nullptr);
+  /// What becomes of an erased node's result Values.
+  enum class ErasedResults {
+    /// They stay allocated until the graph goes: dead (no producer, not
+    /// found by name), but a Value* a caller still holds can be read.
+    Keep,
+    /// Their slots (and name entries) are reused by the next values the graph
+    /// makes, so a Value* to them is invalid after the erase. For callers that
+    /// hold none: the rewrite driver erases this way, and a long run then
+    /// makes one new Value per rewrite instead of three (fresh memory, which
+    /// the kernel zeroes page by page, was most of fusing a 10^6-node graph).
+    Reuse,
+  };
   /// Erases a node whose results have no uses.
-  void eraseNode(Node *node);
+  void eraseNode(Node *node, ErasedResults results = ErasedResults::Keep);
   /// Redirects every use of `from` (including graph outputs) to `to`.
   void replaceAllUsesWith(Value *from, Value *to);
   /// Removes nodes without side effects whose results are unused.
@@ -383,9 +395,11 @@ private:
   SlabArena nodeArena_;
   SlabArena valueArena_;
   NodeList nodes_;
-  /// Every value ever made, in creation order (erased nodes' results too);
-  /// each lives in a valueArena_ slot, destroyed with the graph.
+  /// Every value slot ever made (erased nodes' results too); each lives in a
+  /// valueArena_ slot, destroyed with the graph.
   std::vector<Value *> values_;
+  /// Results of nodes erased with ErasedResults::Reuse, for newValue to take.
+  std::vector<Value *> reusableValues_;
   std::vector<GraphInput> inputs_;
   std::vector<GraphOutput> outputs_;
   /// Keyed by Value::name_, read through the slot's Value (ValueName): Values

@@ -122,10 +122,10 @@ public:
   void insertOrAssign(std::string_view key, T value, uint64_t h) { put(key, value, true, h); }
 
   /// Removes `key`; returns whether it was present.
-  bool erase(std::string_view key) {
+  bool erase(std::string_view key) { return erase(key, hashOf(key)); }
+  bool erase(std::string_view key, uint64_t h) {
     if (!cap_)
       return false;
-    uint64_t h = hashOf(key);
     std::size_t i = h & mask();
     for (;; i = (i + 1) & mask()) {
       Slot &s = slots_[i];
