@@ -25,9 +25,9 @@ FqnRegistry::FqnRegistry(const FqnRegistry &other) {
 }
 
 void FqnRegistry::index(std::size_t i, uint64_t keyHash, uint64_t fqnHash) {
-  const ProvenanceEntry &e = entries_[i];
-  byKey_.insert(e.key, i, keyHash ? keyHash : StringViewMap<std::size_t>::hash(e.key));
-  byFqn_.insert(e.fqn, i, fqnHash ? fqnHash : StringViewMap<std::size_t>::hash(e.fqn));
+  ProvenanceEntry &e = entries_[i];
+  byKey_.insert(e.key, &e, keyHash ? keyHash : byKey_.hash(e.key));
+  byFqn_.insert(e.fqn, &e, fqnHash ? fqnHash : byFqn_.hash(e.fqn));
 }
 
 std::string_view FqnRegistry::intern(std::string_view s) {
@@ -201,8 +201,8 @@ const ProvenanceEntry *FqnRegistry::findByKey(std::string_view key) const {
 }
 
 const ProvenanceEntry *FqnRegistry::findByKey(std::string_view key, uint64_t keyHash) const {
-  const std::size_t *i = byKey_.find(key, keyHash);
-  return i ? &entries_[*i] : nullptr;
+  ProvenanceEntry *const *e = byKey_.find(key, keyHash);
+  return e ? *e : nullptr;
 }
 
 const ProvenanceEntry *FqnRegistry::findByFqn(std::string_view fqn) const {
@@ -210,8 +210,8 @@ const ProvenanceEntry *FqnRegistry::findByFqn(std::string_view fqn) const {
 }
 
 const ProvenanceEntry *FqnRegistry::findByFqn(std::string_view fqn, uint64_t fqnHash) const {
-  const std::size_t *i = byFqn_.find(fqn, fqnHash);
-  return i ? &entries_[*i] : nullptr;
+  ProvenanceEntry *const *e = byFqn_.find(fqn, fqnHash);
+  return e ? *e : nullptr;
 }
 
 std::string FqnRegistry::deriveFqn(const TransformRequest &request) {
@@ -341,10 +341,10 @@ ProvenanceEntry &FqnRegistry::add(const TransformRequestRef &request, std::strin
 }
 
 void FqnRegistry::noteReuse(const ProvenanceEntry &entry, std::string_view rule) {
-  const std::size_t *i = byFqn_.find(entry.fqn);
-  if (!i)
+  ProvenanceEntry *const *hit = byFqn_.find(entry.fqn);
+  if (!hit)
     return;
-  ProvenanceEntry &e = entries_[*i];
+  ProvenanceEntry &e = **hit;
   ++e.requests;
   if (rule != e.rule && std::find(e.alsoRequestedBy.begin(), e.alsoRequestedBy.end(), rule) ==
                             e.alsoRequestedBy.end())

@@ -220,23 +220,15 @@ public:
       result_.stats[i].variant = rules.rule(i).variant;
       failures_[i].assign(rules.compiled(i).sites.size() + 1, 0);
     }
-    // constants_ keys view one arena holding the graph's FQNs (the graph's
-    // own strings move when it adds inputs) or registry entries (stable):
-    // no string allocation per constant.
-    std::size_t bytes = 0, count = 0;
+    // constants_ reads its keys through the graph's inputs (which never
+    // move): no copy of an FQN, 16-byte slots.
+    std::size_t count = 0;
     for (const GraphInput &in : graph_.inputs())
-      if (in.isConstant() && !in.fqn.empty()) {
-        bytes += in.fqn.size();
-        ++count;
-      }
-    fqnArena_.reserve(bytes);
+      count += in.isConstant() && !in.fqn.empty();
     constants_.reserve(count);
     for (const GraphInput &in : graph_.inputs())
-      if (in.isConstant() && !in.fqn.empty()) {
-        std::size_t at = fqnArena_.size();
-        fqnArena_ += in.fqn;
-        constants_.insert(std::string_view(fqnArena_).substr(at, in.fqn.size()), in.value);
-      }
+      if (in.isConstant() && !in.fqn.empty())
+        constants_.insert(in.fqn, &in);
     scratch_ = std::make_unique<Graph>("scratch");
   }
 
@@ -415,8 +407,11 @@ private:
   std::vector<std::vector<uint64_t>> failures_;
   std::vector<Node *> worklist_;
   NodeSet dead_;
-  std::string fqnArena_;             ///< reserved once: views into it stay valid
-  StringViewMap<Value *> constants_; ///< graph constants by FQN
+  struct InputFqn {
+    std::string_view operator()(const GraphInput *in) const { return in->fqn; }
+  };
+  /// Graph constants by FQN.
+  StringViewMap<const GraphInput *, InputFqn> constants_;
   std::unordered_map<std::string, uint64_t> nameCounters_;
   std::unique_ptr<Graph> scratch_;
   std::vector<Value *> scratchPool_[4];
@@ -958,9 +953,9 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
   if (const ProvenanceEntry *e = registry_.findByKey(sc.key, sc.keyHash)) {
     sc.reuse = true;
     sc.fqn = e->fqn;
-    Value *const *c = constants_.find(e->fqn);
-    if (c && (*c)->proto().sameShapeAndDType(sc.proto())) {
-      sc.existing = *c;
+    const GraphInput *const *c = constants_.find(e->fqn);
+    if (c && (*c)->value->proto().sameShapeAndDType(sc.proto())) {
+      sc.existing = (*c)->value;
       out = EvalValue::value(sc.existing);
       return true;
     }
@@ -1329,13 +1324,14 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     std::string name = freshName(sanitizeName(fqn), /*permanent=*/true, &nameHash);
     Value *v = graph_.addInput(InputKind::Parameter, std::move(name), sc.takeProto(),
                                std::string(fqn), nameHash);
+    GraphInput &input = graph_.inputs()[static_cast<std::size_t>(v->inputIndex())];
     if (sc.hasData)
-      graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].setData(sc.data, ExternalData{});
+      input.setData(sc.data, ExternalData{});
     else if (sc.deferred)
-      graph_.inputs()[static_cast<std::size_t>(v->inputIndex())].init = DeferredInit{sc.deferred};
+      input.init = DeferredInit{sc.deferred};
     if (!fqnHash) // a reused entry's FQN, or one ensureFqn had to make unique
       fqnHash = StringViewMap<Value *>::hash(fqn);
-    constants_.insertOrAssign(fqn, v, fqnHash);
+    constants_.insertOrAssign(fqn, &input, fqnHash);
     real.emplace_back(sc.scratch, v);
     if (options_.recordLog)
       (sc.reuse ? log.reused : log.constants).emplace_back(fqn);
