@@ -793,7 +793,7 @@ private:
     bool taken = false;
     if (Value *v = graph_->findValue(name)) {
       taken = true;
-      previous = v->location();
+      previous = v->location().optional();
     } else if (pending) {
       if (auto it = pending->find(name); it != pending->end()) {
         taken = true;

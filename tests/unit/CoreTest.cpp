@@ -1,6 +1,7 @@
 // Core IR tests: dtypes, narrow-float conversions, symbolic dims, prototypes,
 // storage, tensors and graph mutation.
 #include "graft/ir/Graph.h"
+#include "graft/support/BoxedOptional.h"
 #include "graft/support/FileIO.h"
 #include "graft/support/FloatBits.h"
 #include "graft/support/LargeAlloc.h"
@@ -605,4 +606,74 @@ TEST(StableVector, ChunksDoubleThenStayAtTheCap) {
   for (uint64_t x : v)
     sum += x;
   EXPECT_EQ(sum, 7 * n * (n - 1) / 2);
+}
+
+TEST(BoxedOptional, BehavesLikeAnOptionalAndCopiesDeeply) {
+  BoxedOptional<std::string> a;
+  EXPECT_FALSE(a);
+  EXPECT_TRUE(a == std::nullopt);
+  EXPECT_EQ(a.value_or("fallback"), "fallback");
+  EXPECT_THROW((void)a.value(), std::bad_optional_access);
+  a = std::string("abc");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(*a, "abc");
+  EXPECT_EQ(a->size(), 3u);
+  BoxedOptional<std::string> b = a; // deep copy: b's string is its own
+  *a += "d";
+  EXPECT_EQ(*b, "abc");
+  EXPECT_FALSE(a == b);
+  b = a;
+  EXPECT_TRUE(a == b);
+  EXPECT_TRUE(a == std::string("abcd"));
+  EXPECT_EQ(a.optional(), std::optional<std::string>("abcd"));
+  BoxedOptional<std::string> c = std::move(a);
+  EXPECT_EQ(*c, "abcd");
+  c = std::nullopt;
+  EXPECT_FALSE(c.has_value());
+  c.emplace(3, 'x');
+  EXPECT_EQ(*c, "xxx");
+  c = std::optional<std::string>();
+  EXPECT_FALSE(c);
+  // From an alternative of a variant, as TensorProto::quant is assigned.
+  BoxedOptional<QuantLayout> q = AffineQuant{};
+  EXPECT_TRUE(std::holds_alternative<AffineQuant>(*q));
+  // One pointer: the point of the type.
+  static_assert(sizeof(BoxedOptional<QuantLayout>) == sizeof(void *));
+}
+
+TEST(CompactShape, EmptyIsOnePointerAndEditsLikeAShape) {
+  static_assert(sizeof(CompactShape) == sizeof(void *));
+  CompactShape s;
+  EXPECT_TRUE(s.empty());
+  EXPECT_EQ(s.size(), 0u);
+  EXPECT_TRUE(s.shape().empty());
+  s.push_back(Dim(4));
+  s.push_back(Dim(1));
+  EXPECT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0], Dim(4));
+  CompactShape t = s; // deep copy
+  s.clear();
+  EXPECT_TRUE(s.empty());
+  EXPECT_EQ(t.shape(), (Shape{Dim(4), Dim(1)}));
+  s = Shape{}; // assigning an empty shape keeps it one null pointer
+  EXPECT_TRUE(s.empty());
+  s = t;
+  EXPECT_TRUE(s == t);
+  TensorProto p(DType::F32, {Dim(2), Dim(4)});
+  EXPECT_TRUE(p.isContiguous());
+  EXPECT_EQ(p.effectiveStrides(), (Shape{Dim(4), Dim(1)}));
+  p.strides = {Dim(1), Dim(2)};
+  EXPECT_FALSE(p.isContiguous());
+  EXPECT_EQ(p.effectiveStrides(), (Shape{Dim(1), Dim(2)}));
+}
+
+TEST(StringViewMap, EraseEntryFindsByHashAndValue) {
+  StringViewMap<int> m;
+  uint64_t h = m.hash("k");
+  m.insertOrAssign("k", 1, h);
+  EXPECT_FALSE(m.eraseEntry(h, 2)); // same hash, another value: stays
+  EXPECT_NE(m.find("k", h), nullptr);
+  EXPECT_TRUE(m.eraseEntry(h, 1));
+  EXPECT_EQ(m.find("k", h), nullptr);
+  EXPECT_FALSE(m.eraseEntry(h, 1));
 }

@@ -272,8 +272,8 @@ Value *Graph::newValue(std::string name, ValueKind kind, TensorProto proto, uint
   raw->name_ = std::move(name);
   raw->kind_ = kind;
   raw->proto_ = std::move(proto);
-  valuesByName_.insertOrAssign(raw->name_, raw,
-                               nameHash ? nameHash : valuesByName_.hash(raw->name_));
+  raw->nameHash_ = nameHash ? nameHash : valuesByName_.hash(raw->name_);
+  valuesByName_.insertOrAssign(raw->name_, raw, raw->nameHash_);
   return raw;
 }
 
@@ -387,12 +387,10 @@ void Graph::eraseNode(Node *node, ErasedResults results) {
       // cache miss each. The Value stays allocated and readable.
       continue;
     }
-    // The slot is about to carry another name: its entry must go (unless a
-    // later value took the name over already, which cannot happen while v
-    // was live, but keeps this independent of that).
-    uint64_t h = valuesByName_.hash(v->name_);
-    if (Value *const *entry = valuesByName_.find(v->name_, h); entry && *entry == v)
-      valuesByName_.erase(v->name_, h);
+    // The slot is about to carry another name: its entry goes (found by
+    // hash and pointer; absent if a later value took the name over, which
+    // cannot happen while v was live).
+    valuesByName_.eraseEntry(v->nameHash_, v);
     v->location_.reset();
     reusableValues_.push_back(v);
   }

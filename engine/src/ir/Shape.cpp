@@ -196,6 +196,11 @@ std::optional<std::vector<int64_t>> concreteSizes(const Shape &shape) {
   return out;
 }
 
+const Shape &CompactShape::emptyShape() {
+  static const Shape kEmpty{};
+  return kEmpty;
+}
+
 Shape contiguousStrides(const Shape &shape) {
   Shape strides(shape.size());
   Dim acc = 1;

@@ -24,7 +24,7 @@ bool TensorProto::isContiguous() const {
 }
 
 Shape TensorProto::effectiveStrides() const {
-  return strides.empty() ? contiguousStrides(shape) : strides;
+  return strides.empty() ? contiguousStrides(shape) : strides.shape();
 }
 
 bool TensorProto::sameShapeAndDType(const TensorProto &other) const {

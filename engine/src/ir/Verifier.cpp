@@ -37,11 +37,11 @@ public:
   }
 
 private:
-  void report(const std::optional<SourceRange> &where, std::string subject, std::string reason,
+  void report(const BoxedOptional<SourceRange> &where, std::string subject, std::string reason,
               const char *check) {
     Diagnostic d =
         Diagnostic::error(std::move(subject) + ": " + std::move(reason) + " [" + check + "]");
-    d.range = where;
+    d.range = where.optional();
     diags_.push_back(std::move(d));
   }
   void reportNode(const Node &n, std::string reason, const char *check) {

@@ -21,6 +21,7 @@
 #include "graft/ir/Shape.h"
 #include "graft/ir/Tensor.h"
 #include "graft/ir/TensorProto.h"
+#include "graft/support/BoxedOptional.h"
 #include "graft/support/Diagnostic.h"
 #include "graft/support/Expected.h"
 #include "graft/support/SlabArena.h"
@@ -82,7 +83,7 @@ public:
   const UseList &users() const { return users_; }
   bool hasUses() const { return !users_.empty(); }
   /// Where the value was defined in text IR, when parsed from text.
-  const std::optional<SourceRange> &location() const { return location_; }
+  const BoxedOptional<SourceRange> &location() const { return location_; }
   void setLocation(SourceRange r) { location_ = std::move(r); }
 
 private:
@@ -97,9 +98,12 @@ private:
   ValueKind kind_ = ValueKind::Tensor;
   unsigned resultIndex_ = 0;
   int inputIndex_ = -1;
+  /// StringViewMap<>::hash(name_), kept so the name entry can be erased
+  /// without reading the name (a cold cache line at the end of the Value).
+  uint64_t nameHash_ = 0;
   TensorProto proto_;
   std::string name_;
-  std::optional<SourceRange> location_;
+  BoxedOptional<SourceRange> location_;
 };
 
 /// A call of `target` ("namespace.op.overload", e.g. "aten.linear.default").
@@ -143,7 +147,7 @@ public:
   std::vector<std::pair<std::string, std::string>> &metadata() { return metadata_; }
   const std::string *meta(std::string_view key) const;
 
-  const std::optional<SourceRange> &location() const { return location_; }
+  const BoxedOptional<SourceRange> &location() const { return location_; }
   void setLocation(SourceRange r) { location_ = std::move(r); }
 
   /// Position in the graph after Graph::renumber().
@@ -171,7 +175,7 @@ private:
   std::vector<std::pair<std::string, Argument>> kwargs_;
   OutputList outputs_;
   std::vector<std::pair<std::string, std::string>> metadata_;
-  std::optional<SourceRange> location_;
+  BoxedOptional<SourceRange> location_;
   Graph *graph_ = nullptr;
   uint64_t order_ = 0;
   NodeList::iterator self_;

@@ -12,6 +12,7 @@
 
 #include "graft/ir/DType.h"
 #include "graft/ir/Shape.h"
+#include "graft/support/BoxedOptional.h"
 #include "graft/support/Expected.h"
 
 #include <optional>
@@ -94,11 +95,12 @@ struct TensorProto {
   // first cache line, which is all a matcher's dtype test reads.
   DType dtype = DType::F32;
   Shape shape;
-  /// Empty means contiguous row-major.
-  Shape strides;
+  /// Empty means contiguous row-major. One pointer when empty, as is `quant` when unset:
+  /// a graph holds a prototype per value, and nearly every one has neither.
+  CompactShape strides;
   Dim storageOffset = 0;
   Device device;
-  std::optional<QuantLayout> quant;
+  BoxedOptional<QuantLayout> quant;
 
   TensorProto() = default;
   TensorProto(DType dt, Shape s) : dtype(dt), shape(std::move(s)) {}

@@ -126,14 +126,36 @@ public:
   bool erase(std::string_view key, uint64_t h) {
     if (!cap_)
       return false;
-    std::size_t i = h & mask();
-    for (;; i = (i + 1) & mask()) {
+    for (std::size_t i = h & mask();; i = (i + 1) & mask()) {
       Slot &s = slots_[i];
       if (s.hash == 0)
         return false;
-      if (s.hash == h && keyOf(s) == key)
-        break;
+      if (s.hash == h && keyOf(s) == key) {
+        eraseAt(i);
+        return true;
+      }
     }
+  }
+  /// Removes the entry holding `value` under hash `h` (the key's hash),
+  /// without reading the key: for KeyOf maps whose values identify their
+  /// entries (a Value's name entry, erased as the Value's slot is reused:
+  /// its name string is a cold cache line). Returns whether it was present.
+  bool eraseEntry(uint64_t h, const T &value) {
+    if (!cap_)
+      return false;
+    for (std::size_t i = h & mask();; i = (i + 1) & mask()) {
+      Slot &s = slots_[i];
+      if (s.hash == 0)
+        return false;
+      if (s.hash == h && s.value == value) {
+        eraseAt(i);
+        return true;
+      }
+    }
+  }
+
+private:
+  void eraseAt(std::size_t i) {
     // Backward-shift deletion: pull later entries of the probe run into the
     // hole unless their home slot lies cyclically in (hole, their slot].
     std::size_t j = i;
@@ -150,10 +172,8 @@ public:
     }
     slots_[i] = Slot{};
     --size_;
-    return true;
   }
 
-private:
   struct ViewSlot {
     std::string_view key;
     uint64_t hash = 0; ///< 0: empty (hashOf never returns 0)
