@@ -113,7 +113,7 @@ TEST(Rewrite, EmbeddingFusesAndKeepsNumerics) {
   EXPECT_EQ(n.target(), "et_vk.embedding_q4gsw.default");
   ASSERT_EQ(fqns.size(), 1u);
   EXPECT_EQ(fqns.entries()[0].fqn, "tok_embeddings.weight.pack_int4_low_first");
-  EXPECT_EQ(fqns.entries()[0].proto.str(), "u8[64, 64]");
+  EXPECT_EQ(fqns.entries()[0].proto->str(), "u8[64, 64]");
   EXPECT_TRUE(verify(*g).empty());
   EXPECT_EQ(maxDiff(*before, *g), 0.0);
   EXPECT_EQ(r.stats[0].tried, 1u);

@@ -16,7 +16,7 @@ FqnRegistry::FqnRegistry(const FqnRegistry &other) {
   byKey_.reserve(other.entries_.size());
   byFqn_.reserve(other.entries_.size());
   for (const ProvenanceEntry &o : other.entries_) {
-    ProvenanceEntry &e = add(o.request, o.fqn, o.proto, o.rule, o.loc, o.key);
+    ProvenanceEntry &e = add(o.request, o.fqn, *o.proto, o.rule, o.loc, o.key);
     e.requests = o.requests;
     for (std::string_view r : o.alsoRequestedBy)
       e.alsoRequestedBy.push_back(intern(r));
@@ -295,33 +295,53 @@ std::string detail::proposeFqnFrom(const FqnRegistry &registry, std::string base
 }
 
 const ProvenanceEntry &
-FqnRegistry::record(const TransformRequest &request, TensorProto proto, std::string_view rule,
+FqnRegistry::record(const TransformRequest &request, const TensorProto &proto, std::string_view rule,
                     const SourceRange &loc,
                     const std::function<bool(const std::string &)> &isTaken) {
-  return recordAs(request, proposeFqn(request, isTaken), std::move(proto), rule, loc);
+  return recordAs(request, proposeFqn(request, isTaken), proto, rule, loc);
 }
 
 const ProvenanceEntry &FqnRegistry::recordAs(const TransformRequest &request, std::string_view fqn,
-                                             TensorProto proto, std::string_view rule,
+                                             const TensorProto &proto, std::string_view rule,
                                              const SourceRange &loc) {
   std::vector<std::string_view> sources;
-  return recordAs(refOf(request, sources), fqn, std::move(proto), rule, loc);
+  return recordAs(refOf(request, sources), fqn, proto, rule, loc);
 }
 
 const ProvenanceEntry &FqnRegistry::recordAs(const TransformRequestRef &request,
-                                             std::string_view fqn, TensorProto proto,
+                                             std::string_view fqn, const TensorProto &proto,
                                              std::string_view rule, const SourceRange &loc,
                                              std::string_view key, uint64_t keyHash,
                                              uint64_t fqnHash) {
   ProvenanceLoc l{loc.begin.file, loc.begin.line, loc.begin.column, loc.length};
-  add(request, fqn, std::move(proto), rule, l, key);
+  add(request, fqn, proto, rule, l, key);
   index(entries_.size() - 1, key.empty() ? 0 : keyHash, fqnHash);
   return entries_.back();
 }
 
+const TensorProto *FqnRegistry::internProto(const TensorProto &proto) {
+  if (lastProto_ < protos_.size() && protos_[lastProto_] == proto)
+    return &protos_[lastProto_];
+  // dtype, rank and constant sizes: what distinguishes a model's constants
+  // (symbolic sizes, strides and layouts are compared in full on a hit).
+  uint64_t print = static_cast<uint64_t>(proto.dtype) * 0x9E3779B97F4A7C15ull + proto.shape.size();
+  for (const Dim &d : proto.shape)
+    print = (print ^ static_cast<uint64_t>(d.isConstant() ? d.constant() : -1)) *
+            0x100000001B3ull;
+  std::vector<std::size_t> &bucket = protosByPrint_[print];
+  for (std::size_t i : bucket)
+    if (protos_[i] == proto) {
+      lastProto_ = i;
+      return &protos_[i];
+    }
+  lastProto_ = protos_.size();
+  bucket.push_back(lastProto_);
+  return &protos_.emplace_back(proto);
+}
+
 ProvenanceEntry &FqnRegistry::add(const TransformRequestRef &request, std::string_view fqn,
-                                  TensorProto proto, std::string_view rule, ProvenanceLoc loc,
-                                  std::string_view key) {
+                                  const TensorProto &proto, std::string_view rule,
+                                  ProvenanceLoc loc, std::string_view key) {
   // Built in place, every string copied into the arena: no heap allocation
   // per field (the driver records one entry per new constant).
   ProvenanceEntry &e = entries_.emplace_back();
@@ -333,7 +353,7 @@ ProvenanceEntry &FqnRegistry::add(const TransformRequestRef &request, std::strin
   e.request.transform = intern(request.transform);
   e.request.args = intern(request.args);
   e.key = key.empty() ? detail::keyInArena(strings_, request) : strings_.copy(key);
-  e.proto = std::move(proto);
+  e.proto = internProto(proto);
   e.rule = intern(rule);
   loc.file = intern(loc.file);
   e.loc = loc;
@@ -381,7 +401,7 @@ std::string FqnRegistry::str() const {
   std::string out;
   for (const ProvenanceEntry &e : entries_) {
     out += e.fqn;
-    out += " : " + e.proto.str() + " = " + e.request.str() + "  [";
+    out += " : " + e.proto->str() + " = " + e.request.str() + "  [";
     out += e.rule;
     if (e.requests > 1)
       out += " x" + std::to_string(e.requests);
@@ -402,8 +422,8 @@ std::string FqnRegistry::toJson() const {
     for (std::size_t i = 0; i < e.request.sources.size(); ++i)
       out += (i ? ", " : "") + jsonQuote(e.request.sources[i]);
     out += "], \"args\": " + jsonQuote(e.request.args);
-    out += ", \"shape\": " + jsonQuote(graft::str(e.proto.shape));
-    out += ", \"dtype\": " + jsonQuote(name(e.proto.dtype));
+    out += ", \"shape\": " + jsonQuote(graft::str(e.proto->shape));
+    out += ", \"dtype\": " + jsonQuote(name(e.proto->dtype));
     out += ", \"rule\": " + jsonQuote(e.rule);
     out += ", \"loc\": " + jsonQuote(detail::formatLoc(e.loc.range()));
     out += ", \"requests\": " + std::to_string(e.requests);

@@ -25,6 +25,7 @@ namespace graft {
 
 namespace {
 std::atomic<std::size_t> gMapped{0};
+std::atomic<std::size_t> gMappedEver{0};
 std::size_t roundUp(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
 }
@@ -53,6 +54,7 @@ void *allocateLarge(std::size_t bytes) {
     void *p = reinterpret_cast<void *>(aligned);
     madvise(p, size, MADV_HUGEPAGE); // advice only: failure leaves small pages
     gMapped.fetch_add(size, std::memory_order_relaxed);
+    gMappedEver.fetch_add(size, std::memory_order_relaxed);
     return p;
   }
 #endif
@@ -61,6 +63,10 @@ void *allocateLarge(std::size_t bytes) {
 
 std::size_t largeBytesMapped() {
   return gMapped.load(std::memory_order_relaxed);
+}
+
+std::size_t largeBytesMappedEver() {
+  return gMappedEver.load(std::memory_order_relaxed);
 }
 
 void deallocateLarge(void *p, std::size_t bytes) noexcept {

@@ -80,7 +80,10 @@ struct ProvenanceEntry {
   std::string_view fqn; ///< the new constant's state-dict name
   TransformRequestRef request;
   std::string_view key; ///< request.key()
-  TensorProto proto;
+  /// The constant's prototype, interned: entries with equal prototypes share
+  /// one copy, owned by the registry (a model's constants come in a handful
+  /// of shapes, and a prototype of its own was half of every entry's bytes).
+  const TensorProto *proto = nullptr;
   std::string_view rule; ///< the rule that first asked for it
   ProvenanceLoc loc;     ///< the rewrite statement that first asked for it
   uint64_t requests = 1; ///< how often it was asked for (2 for a tied weight)
@@ -115,7 +118,7 @@ public:
   /// when `isTaken` says that name is used (by the graph or an earlier entry),
   /// that name plus "_2", "_3", ... — deterministic for a deterministic
   /// sequence of requests. Precondition: find(request) is null.
-  const ProvenanceEntry &record(const TransformRequest &request, TensorProto proto,
+  const ProvenanceEntry &record(const TransformRequest &request, const TensorProto &proto,
                                 std::string_view rule, const SourceRange &loc,
                                 const std::function<bool(const std::string &)> &isTaken);
   /// The FQN record() would give `request` now (for naming a constant before
@@ -125,12 +128,14 @@ public:
   /// Records `request` under an FQN from proposeFqn (precondition: unused).
   /// Every string is copied into the registry's arena.
   const ProvenanceEntry &recordAs(const TransformRequest &request, std::string_view fqn,
-                                  TensorProto proto, std::string_view rule, const SourceRange &loc);
+                                  const TensorProto &proto, std::string_view rule,
+                                  const SourceRange &loc);
   /// The same for a request by reference. `key` is request.key() when the
   /// caller has it (else computed); a caller that hashed the key or the FQN
   /// already passes the hashes (0: not known).
   const ProvenanceEntry &recordAs(const TransformRequestRef &request, std::string_view fqn,
-                                  TensorProto proto, std::string_view rule, const SourceRange &loc,
+                                  const TensorProto &proto, std::string_view rule,
+                                  const SourceRange &loc,
                                   std::string_view key = {}, uint64_t keyHash = 0,
                                   uint64_t fqnHash = 0);
   /// Counts another request answered by `entry` (from `rule`).
@@ -160,8 +165,11 @@ private:
   void index(std::size_t i, uint64_t keyHash = 0, uint64_t fqnHash = 0);
   /// One arena copy per distinct rule name or file name.
   std::string_view intern(std::string_view s);
-  ProvenanceEntry &add(const TransformRequestRef &request, std::string_view fqn, TensorProto proto,
-                       std::string_view rule, ProvenanceLoc loc, std::string_view key);
+  ProvenanceEntry &add(const TransformRequestRef &request, std::string_view fqn,
+                       const TensorProto &proto, std::string_view rule, ProvenanceLoc loc,
+                       std::string_view key);
+  /// The registry's copy of `proto` (made on first sight).
+  const TensorProto *internProto(const TensorProto &proto);
 
   /// Every string of every entry: FQNs, sources, argument text, keys, and
   /// the interned rule and file names. A std::string per field was a heap
@@ -177,6 +185,13 @@ private:
     std::string_view interned;
   };
   std::array<InternHint, 16> internHints_{};
+  /// Interned prototypes (never move: entries point at them), found by a
+  /// fingerprint of dtype and sizes; the last one found is tried first.
+  StableVector<TensorProto> protos_;
+  /// (Indexes, not pointers: a moved-from registry must not keep a pointer
+  /// into the registry it moved to.)
+  std::unordered_map<uint64_t, std::vector<std::size_t>> protosByPrint_;
+  std::size_t lastProto_ = SIZE_MAX;
   /// Entries never move (references to them are handed out, and the
   /// indexes view their strings); chunks of 32, not one allocation each.
   StableVector<ProvenanceEntry> entries_;

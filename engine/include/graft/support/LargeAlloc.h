@@ -38,5 +38,8 @@ std::size_t largeCapacity(std::size_t bytes);
 /// Bytes currently mapped by allocateLarge outside the malloc heap (for
 /// memory reports: mallinfo does not see them).
 std::size_t largeBytesMapped();
+/// Bytes allocateLarge has mapped since the process started, unmapped
+/// blocks included (fresh memory the kernel zeroed: benchmarks report it).
+std::size_t largeBytesMappedEver();
 
 } // namespace graft
