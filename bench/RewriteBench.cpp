@@ -21,6 +21,7 @@
 #include <benchmark/benchmark.h>
 
 #include <malloc.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <cstdio>
@@ -35,8 +36,10 @@
 // free(), so only new is replaced.
 namespace {
 std::atomic<uint64_t> gAllocs{0};
+std::atomic<uint64_t> gAllocBytes{0};
 void *countedAlloc(std::size_t n) {
   gAllocs.fetch_add(1, std::memory_order_relaxed);
+  gAllocBytes.fetch_add(n, std::memory_order_relaxed);
   if (void *p = std::malloc(n ? n : 1))
     return p;
   throw std::bad_alloc();
@@ -163,8 +166,8 @@ void BM_FuseLlama(benchmark::State &state) {
   rewrite::RewriteOptions options;
   options.recordLog = false;
   std::size_t nodes = 0, inputs = 0;
-  uint64_t rewrites = 0, allocs = 0;
-  double graphBytes = 0, fusedBytes = 0;
+  uint64_t rewrites = 0, allocs = 0, allocBytes = 0;
+  double graphBytes = 0, fusedBytes = 0, sysSeconds = 0, faults = 0;
   for (auto _ : state) {
     state.PauseTiming();
     std::size_t heap0 = heapInUse();
@@ -176,10 +179,18 @@ void BM_FuseLlama(benchmark::State &state) {
     // timed region (tearing down 10^6 nodes is not fusing them).
     auto fqns = std::make_unique<rewrite::FqnRegistry>();
     state.ResumeTiming();
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
     uint64_t allocs0 = gAllocs.load(std::memory_order_relaxed);
+    uint64_t bytes0 = gAllocBytes.load(std::memory_order_relaxed) + largeBytesMappedEver();
     std::optional<Expected<rewrite::RewriteResult>> result(
         rewrite::applyRules(*g, r, *fqns, options));
     allocs = gAllocs.load(std::memory_order_relaxed) - allocs0;
+    allocBytes = gAllocBytes.load(std::memory_order_relaxed) + largeBytesMappedEver() - bytes0;
+    getrusage(RUSAGE_SELF, &ru1);
+    sysSeconds += static_cast<double>(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+                  1e-6 * static_cast<double>(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
+    faults += static_cast<double>(ru1.ru_minflt - ru0.ru_minflt);
     state.PauseTiming();
     if (!*result || !(*result)->converged) {
       state.SkipWithError(*result ? "did not converge" : render(result->diags()).c_str());
@@ -201,7 +212,17 @@ void BM_FuseLlama(benchmark::State &state) {
   state.counters["rewrites"] = static_cast<double>(rewrites);
   state.counters["allocs/rewrite"] =
       rewrites ? static_cast<double>(allocs) / static_cast<double>(rewrites) : 0.0;
+  // Bytes asked for while fusing (operator new and huge-page blocks, freed
+  // ones included): a bound on the fresh memory fusing touches, which the
+  // kernel zeroes at its first touch.
+  state.counters["alloc_B/rewrite"] =
+      rewrites ? static_cast<double>(allocBytes) / static_cast<double>(rewrites) : 0.0;
   state.counters["graph_B/node"] = graphBytes;
+  // Kernel time while fusing (page faults: zeroing fresh memory) and the
+  // page faults taken, per iteration.
+  state.counters["sys_ms"] =
+      benchmark::Counter(sysSeconds * 1e3, benchmark::Counter::kAvgIterations);
+  state.counters["faults"] = benchmark::Counter(faults, benchmark::Counter::kAvgIterations);
   state.counters["fuse_B/node"] = fusedBytes;
   state.counters["ns/node"] = benchmark::Counter(static_cast<double>(nodes) * 1e-9,
                                                  benchmark::Counter::kIsIterationInvariantRate |
