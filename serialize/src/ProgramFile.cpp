@@ -87,19 +87,19 @@ class DetachedInits {
 public:
   explicit DetachedInits(Graph &g) : graph_(g) {
     for (GraphInput &in : g.inputs()) {
-      saved_.push_back(in.init);
+      saved_.push_back(std::move(in.init));
       in.init.reset();
     }
   }
   ~DetachedInits() {
     std::size_t i = 0;
     for (GraphInput &in : graph_.inputs())
-      in.init = saved_[i++];
+      in.init = std::move(saved_[i++]);
   }
 
 private:
   Graph &graph_;
-  std::vector<std::optional<ConstantInit>> saved_;
+  std::vector<BoxedOptional<ConstantInit>> saved_;
 };
 
 Expected<std::string> structureText(Graph &g) {

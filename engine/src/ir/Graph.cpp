@@ -195,11 +195,18 @@ private:
 } // namespace
 
 bool GraphInput::isDeferred() const {
-  return !data_.defined() && init && std::holds_alternative<DeferredInit>(*init);
+  return !resident() && init && std::holds_alternative<DeferredInit>(*init);
 }
 
+namespace {
+const Tensor &undefinedTensor() {
+  static const Tensor kUndefined;
+  return kUndefined;
+}
+} // namespace
+
 const Tensor &GraphInput::data() const {
-  if (!data_.defined() && init && !dataError_) {
+  if (!resident() && init && !dataError_) {
     // load() generates or computes it; here it is kept.
     auto t = load();
     if (t.ok())
@@ -207,26 +214,28 @@ const Tensor &GraphInput::data() const {
     else
       dataError_ = std::make_shared<const Diagnostic>(t.diags().front());
   }
-  return data_;
+  return data_ ? *data_ : undefinedTensor();
 }
 
 Expected<Tensor> GraphInput::load() const {
-  if (data_.defined() || !init)
-    return data_;
+  if (const Tensor *held = resident())
+    return *held;
+  if (!init)
+    return Tensor();
   if (const auto *r = std::get_if<RandomInit>(&*init))
     return generateRandom(value->proto(), *r);
   if (const auto *f = std::get_if<FullInit>(&*init))
     return generateFull(value->proto(), *f);
   if (const auto *d = std::get_if<DeferredInit>(&*init))
     return d->source->compute();
-  return data_;
+  return Tensor();
 }
 
 std::shared_ptr<const DeferredData> GraphInput::dataSource() const {
   if (!init)
     return nullptr;
-  if (data_.defined())
-    return std::make_shared<TensorData>(data_, fqn);
+  if (const Tensor *held = resident())
+    return std::make_shared<TensorData>(*held, fqn);
   if (std::holds_alternative<RandomInit>(*init) || std::holds_alternative<FullInit>(*init))
     return std::make_shared<GeneratedData>(value->proto(), *init, fqn);
   if (const auto *d = std::get_if<DeferredInit>(&*init))

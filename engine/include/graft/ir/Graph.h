@@ -256,7 +256,10 @@ struct GraphInput {
   Value *value = nullptr;
   std::string fqn;        ///< state-dict name for parameters, buffers, constants
   bool persistent = true; ///< buffers only
-  std::optional<ConstantInit> init;
+  /// How the data is produced; unset for a data-free input. Boxed (one
+  /// pointer when unset) like the cached data below: a graph has an input
+  /// per parameter, and a rewrite run adds one per new constant.
+  BoxedOptional<ConstantInit> init;
 
   bool isConstant() const { return kind != InputKind::UserInput; }
   bool hasData() const { return init.has_value(); }
@@ -264,7 +267,7 @@ struct GraphInput {
   bool isDeferred() const;
   /// The data when it is held now (owned, mapped, or already generated or
   /// computed), else null; never generates or computes anything.
-  const Tensor *resident() const { return data_.defined() ? &data_ : nullptr; }
+  const Tensor *resident() const { return data_ && data_->defined() ? &*data_ : nullptr; }
   /// The constant's data, cached: generated on first use for random/full
   /// initializers, computed on first use for deferred ones. Undefined when
   /// there is none or computing it failed (dataError() then says why).
@@ -284,7 +287,9 @@ struct GraphInput {
 
 private:
   friend class Graph;
-  mutable Tensor data_;
+  /// The data once held (owned, mapped, generated or computed); unset
+  /// before. Boxed: an unset Tensor was 80 of a data-free input's bytes.
+  mutable BoxedOptional<Tensor> data_;
   /// Out of line (shared, immutable once set): a Diagnostic is 120 bytes,
   /// and nearly every input never has one. Inlined it was a third of a
   /// GraphInput, whose memory a rewrite run touches once per new constant
