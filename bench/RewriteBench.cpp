@@ -51,6 +51,16 @@ void *operator new(std::size_t n) {
 void *operator new[](std::size_t n) {
   return countedAlloc(n);
 }
+// Over-aligned requests (StableVector's chunks); libstdc++'s aligned delete
+// frees with free(), which matches aligned_alloc.
+void *operator new(std::size_t n, std::align_val_t al) {
+  gAllocs.fetch_add(1, std::memory_order_relaxed);
+  gAllocBytes.fetch_add(n, std::memory_order_relaxed);
+  std::size_t a = static_cast<std::size_t>(al);
+  if (void *p = std::aligned_alloc(a, (n + a - 1) / a * a))
+    return p;
+  throw std::bad_alloc();
+}
 
 using namespace graft;
 
