@@ -24,6 +24,11 @@ FqnRegistry::FqnRegistry(const FqnRegistry &other) {
   }
 }
 
+void FqnRegistry::reserve(std::size_t n) {
+  byKey_.reserve(entries_.size() + n);
+  byFqn_.reserve(entries_.size() + n);
+}
+
 void FqnRegistry::index(std::size_t i, uint64_t keyHash, uint64_t fqnHash) {
   ProvenanceEntry &e = entries_[i];
   byKey_.insert(e.key, &e, keyHash ? keyHash : byKey_.hash(e.key));
@@ -295,8 +300,8 @@ std::string detail::proposeFqnFrom(const FqnRegistry &registry, std::string base
 }
 
 const ProvenanceEntry &
-FqnRegistry::record(const TransformRequest &request, const TensorProto &proto, std::string_view rule,
-                    const SourceRange &loc,
+FqnRegistry::record(const TransformRequest &request, const TensorProto &proto,
+                    std::string_view rule, const SourceRange &loc,
                     const std::function<bool(const std::string &)> &isTaken) {
   return recordAs(request, proposeFqn(request, isTaken), proto, rule, loc);
 }
@@ -326,8 +331,7 @@ const TensorProto *FqnRegistry::internProto(const TensorProto &proto) {
   // (symbolic sizes, strides and layouts are compared in full on a hit).
   uint64_t print = static_cast<uint64_t>(proto.dtype) * 0x9E3779B97F4A7C15ull + proto.shape.size();
   for (const Dim &d : proto.shape)
-    print = (print ^ static_cast<uint64_t>(d.isConstant() ? d.constant() : -1)) *
-            0x100000001B3ull;
+    print = (print ^ static_cast<uint64_t>(d.isConstant() ? d.constant() : -1)) * 0x100000001B3ull;
   std::vector<std::size_t> &bucket = protosByPrint_[print];
   for (std::size_t i : bucket)
     if (protos_[i] == proto) {

@@ -225,7 +225,12 @@ public:
     std::size_t count = 0;
     for (const GraphInput &in : graph_.inputs())
       count += in.isConstant() && !in.fqn.empty();
-    constants_.reserve(count);
+    // Room for what a run typically adds: about one registry entry and one
+    // new constant per constant (a packed weight, transposed scales), so
+    // neither table rehashes into fresh memory as the run goes. The tables
+    // are zeroed mappings: slots never filled are never touched.
+    constants_.reserve(2 * count);
+    registry_.reserve(count);
     for (const GraphInput &in : graph_.inputs())
       if (in.isConstant() && !in.fqn.empty())
         constants_.insert(in.fqn, &in);

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <new>
 
 #if defined(__linux__)
@@ -35,30 +36,48 @@ std::size_t largeCapacity(std::size_t bytes) {
   return GRAFT_HAVE_MMAP && bytes >= kHugePageBytes ? roundUp(bytes, kHugePageBytes) : bytes;
 }
 
+namespace {
+#if GRAFT_HAVE_MMAP
+/// `size` (a multiple of kHugePageBytes) bytes of fresh, zero pages,
+/// 2 MiB-aligned and advised as huge pages.
+void *mapHuge(std::size_t size) {
+  std::size_t span = size + kHugePageBytes;
+  void *raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED)
+    throw std::bad_alloc();
+  auto base = reinterpret_cast<std::uintptr_t>(raw);
+  std::uintptr_t aligned = roundUp(base, kHugePageBytes);
+  // Trim the unaligned head and the tail beyond the aligned range.
+  if (aligned > base)
+    munmap(raw, aligned - base);
+  std::size_t tail = base + span - (aligned + size);
+  if (tail)
+    munmap(reinterpret_cast<void *>(aligned + size), tail);
+  void *p = reinterpret_cast<void *>(aligned);
+  madvise(p, size, MADV_HUGEPAGE); // advice only: failure leaves small pages
+  gMapped.fetch_add(size, std::memory_order_relaxed);
+  gMappedEver.fetch_add(size, std::memory_order_relaxed);
+  return p;
+}
+#endif
+} // namespace
+
 void *allocateLarge(std::size_t bytes) {
 #if GRAFT_HAVE_MMAP
-  if (bytes >= kHugePageBytes) {
-    std::size_t size = roundUp(bytes, kHugePageBytes);
-    std::size_t span = size + kHugePageBytes;
-    void *raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED)
-      throw std::bad_alloc();
-    auto base = reinterpret_cast<std::uintptr_t>(raw);
-    std::uintptr_t aligned = roundUp(base, kHugePageBytes);
-    // Trim the unaligned head and the tail beyond the aligned range.
-    if (aligned > base)
-      munmap(raw, aligned - base);
-    std::size_t tail = base + span - (aligned + size);
-    if (tail)
-      munmap(reinterpret_cast<void *>(aligned + size), tail);
-    void *p = reinterpret_cast<void *>(aligned);
-    madvise(p, size, MADV_HUGEPAGE); // advice only: failure leaves small pages
-    gMapped.fetch_add(size, std::memory_order_relaxed);
-    gMappedEver.fetch_add(size, std::memory_order_relaxed);
-    return p;
-  }
+  if (bytes >= kHugePageBytes)
+    return mapHuge(roundUp(bytes, kHugePageBytes));
 #endif
   return ::operator new(bytes);
+}
+
+void *allocateLargeZeroed(std::size_t bytes) {
+#if GRAFT_HAVE_MMAP
+  if (bytes >= kHugePageBytes)
+    return mapHuge(roundUp(bytes, kHugePageBytes)); // fresh pages read as zero
+#endif
+  void *p = ::operator new(bytes);
+  std::memset(p, 0, bytes);
+  return p;
 }
 
 std::size_t largeBytesMapped() {

@@ -135,11 +135,15 @@ public:
   /// already passes the hashes (0: not known).
   const ProvenanceEntry &recordAs(const TransformRequestRef &request, std::string_view fqn,
                                   const TensorProto &proto, std::string_view rule,
-                                  const SourceRange &loc,
-                                  std::string_view key = {}, uint64_t keyHash = 0,
-                                  uint64_t fqnHash = 0);
+                                  const SourceRange &loc, std::string_view key = {},
+                                  uint64_t keyHash = 0, uint64_t fqnHash = 0);
   /// Counts another request answered by `entry` (from `rule`).
   void noteReuse(const ProvenanceEntry &entry, std::string_view rule);
+
+  /// Makes room for `n` more entries in the indexes without rehashing (the
+  /// rewrite driver reserves one per constant of the graph it rewrites: at
+  /// 10^5 rewrites the indexes' rehashes were tens of MiB of fresh memory).
+  void reserve(std::size_t n);
 
   /// Entries in creation order.
   const StableVector<ProvenanceEntry> &entries() const { return entries_; }

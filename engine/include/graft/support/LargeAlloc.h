@@ -27,7 +27,12 @@ inline constexpr std::size_t kHugePageBytes = std::size_t(2) << 20;
 /// `bytes` of memory aligned to at least alignof(std::max_align_t). Throws
 /// std::bad_alloc when out of memory, as operator new.
 void *allocateLarge(std::size_t bytes);
-/// Frees a block from allocateLarge(bytes) (the same `bytes`).
+/// The same, every byte zero. A mapped block is zero without being written:
+/// its pages are neither touched nor faulted in until used, so a table
+/// sized generously costs nothing for the slots it never fills.
+void *allocateLargeZeroed(std::size_t bytes);
+/// Frees a block from allocateLarge(bytes) or allocateLargeZeroed(bytes)
+/// (the same `bytes`).
 void deallocateLarge(void *p, std::size_t bytes) noexcept;
 
 /// The capacity worth asking allocateLarge for when `bytes` are needed: a

@@ -230,9 +230,17 @@ private:
   }
 
   void allocate(std::size_t n) {
-    slots_ = static_cast<Slot *>(allocateLarge(n * sizeof(Slot)));
     cap_ = n;
-    std::uninitialized_value_construct_n(slots_, n);
+    if constexpr (std::is_trivially_copyable_v<Slot>) {
+      // An empty slot is all zero bytes (hash 0, a null pointer or empty
+      // view, or 0), and a Slot is an implicit-lifetime aggregate: zeroed
+      // memory is an array of empty slots. A big table then costs a page
+      // fault per page it fills, not a write of every slot up front.
+      slots_ = static_cast<Slot *>(allocateLargeZeroed(n * sizeof(Slot)));
+    } else {
+      slots_ = static_cast<Slot *>(allocateLarge(n * sizeof(Slot)));
+      std::uninitialized_value_construct_n(slots_, n);
+    }
   }
   void rehash(std::size_t n) {
     Slot *old = slots_;
