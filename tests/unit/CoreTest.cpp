@@ -677,3 +677,37 @@ TEST(StringViewMap, EraseEntryFindsByHashAndValue) {
   EXPECT_EQ(m.find("k", h), nullptr);
   EXPECT_FALSE(m.eraseEntry(h, 1));
 }
+
+TEST(LargeAlloc, ZeroedBlocksReadAsZeroAndCountAsMapped) {
+  for (std::size_t bytes : {std::size_t(100), 2 * kHugePageBytes + 8}) {
+    std::size_t ever = largeBytesMappedEver();
+    auto *p = static_cast<unsigned char *>(allocateLargeZeroed(bytes));
+    ASSERT_NE(p, nullptr);
+    bool zero = true;
+    for (std::size_t i = 0; i < bytes; i += 509)
+      zero = zero && p[i] == 0;
+    EXPECT_TRUE(zero && p[bytes - 1] == 0);
+#if defined(__linux__)
+    EXPECT_EQ(largeBytesMappedEver() - ever, bytes >= kHugePageBytes ? largeCapacity(bytes) : 0u);
+#endif
+    p[bytes - 1] = 1;
+    deallocateLarge(p, bytes);
+  }
+}
+
+TEST(StringViewMap, ReservedBigTableStartsEmptyAndFills) {
+  // 300k entries: the slot array is a zeroed huge-page mapping, not written
+  // up front; every slot must still read as empty until filled.
+  StringViewMap<std::size_t> m;
+  m.reserve(300000);
+  EXPECT_TRUE(m.empty());
+  std::vector<std::string> keys;
+  for (std::size_t i = 0; i < 300000; ++i)
+    keys.push_back("k" + std::to_string(i));
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    EXPECT_TRUE(m.insert(keys[i], i));
+  EXPECT_EQ(m.size(), keys.size());
+  for (std::size_t i = 0; i < keys.size(); i += 997)
+    EXPECT_EQ(*m.find(keys[i]), i);
+  EXPECT_EQ(m.find("absent"), nullptr);
+}

@@ -115,3 +115,28 @@ TEST(FqnRegistryIndex, EntriesOwnTheirStringsAndInternRuleAndFileNames) {
   EXPECT_EQ(a.request.str(), "pack_int4(layers.0.attention.wq.weight, nibbles=low_first)");
   EXPECT_EQ(a.request.owned().key(), a.key);
 }
+
+TEST(FqnRegistryIndex, EqualPrototypesAreInternedOnce) {
+  FqnRegistry r;
+  r.reserve(8);
+  const ProvenanceEntry &a = r.recordAs(TransformRequest{{"a"}, "transpose", "0,1"}, "a.t",
+                                        TensorProto(DType::F32, {4, 2}), "x", SourceRange());
+  const ProvenanceEntry &b = r.recordAs(TransformRequest{{"b"}, "transpose", "0,1"}, "b.t",
+                                        TensorProto(DType::F32, {4, 2}), "x", SourceRange());
+  const ProvenanceEntry &c = r.recordAs(TransformRequest{{"c"}, "transpose", "0,1"}, "c.t",
+                                        TensorProto(DType::F16, {4, 2}), "x", SourceRange());
+  const ProvenanceEntry &d = r.recordAs(TransformRequest{{"d"}, "transpose", "0,1"}, "d.t",
+                                        TensorProto(DType::F32, {4, 2}), "x", SourceRange());
+  EXPECT_EQ(a.proto, b.proto); // one copy for equal prototypes
+  EXPECT_EQ(a.proto, d.proto); // found again after a different one
+  EXPECT_NE(a.proto, c.proto);
+  EXPECT_EQ(c.proto->str(), "f16[4, 2]");
+  FqnRegistry copy(r);
+  const ProvenanceEntry *ca = copy.findByFqn("a.t");
+  ASSERT_NE(ca, nullptr);
+  EXPECT_NE(ca->proto, a.proto); // the copy owns its prototypes
+  EXPECT_EQ(*ca->proto, *a.proto);
+  EXPECT_EQ(copy.findByFqn("d.t")->proto, ca->proto);
+  FqnRegistry moved(std::move(copy));
+  EXPECT_EQ(moved.findByFqn("a.t")->proto, ca->proto); // a move keeps them in place
+}
