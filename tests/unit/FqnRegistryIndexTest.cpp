@@ -140,3 +140,25 @@ TEST(FqnRegistryIndex, EqualPrototypesAreInternedOnce) {
   FqnRegistry moved(std::move(copy));
   EXPECT_EQ(moved.findByFqn("a.t")->proto, ca->proto); // a move keeps them in place
 }
+
+TEST(FqnRegistryIndex, SourcesViewTheKeyAndSurviveCopies) {
+  FqnRegistry r;
+  TransformRequest two{{"a.weight", "b.weight"}, "concat", "dim=0"};
+  const ProvenanceEntry &e = r.record(two, TensorProto(DType::F32, {4, 2}), "x", {}, nullptr);
+  ASSERT_EQ(e.request.sources.size(), 2u);
+  EXPECT_EQ(e.request.sources[0], "a.weight");
+  EXPECT_EQ(e.request.sources[1], "b.weight");
+  EXPECT_EQ(e.key, two.key());
+  // Views into the entry's key, not copies of their own.
+  EXPECT_EQ(e.request.sources[0].data(), e.key.data());
+  // A caller's key that does not start with the sources: they are copied.
+  const ProvenanceEntry &f =
+      r.recordAs(TransformRequestRef{e.request.sources, "concat", "dim=1"}, "ab.cat1",
+                 TensorProto(DType::F32, {2, 4}), "x", SourceRange(), "unrelated-key");
+  EXPECT_EQ(f.request.sources[1], "b.weight");
+  EXPECT_EQ(r.findByKey("unrelated-key"), &f);
+  FqnRegistry copy(r);
+  r = FqnRegistry();
+  EXPECT_EQ(copy.find(two)->request.sources[1], "b.weight");
+  EXPECT_EQ(copy.findByFqn("ab.cat1")->request.sources[0], "a.weight");
+}

@@ -350,13 +350,23 @@ ProvenanceEntry &FqnRegistry::add(const TransformRequestRef &request, std::strin
   // per field (the driver records one entry per new constant).
   ProvenanceEntry &e = entries_.emplace_back();
   e.fqn = strings_.copy(fqn);
+  e.key = key.empty() ? detail::keyInArena(strings_, request) : strings_.copy(key);
+  // The key starts with the source FQNs, each followed by a separator
+  // (writeKey): the sources view the key's copy instead of their own.
   std::span<std::string_view> sources = strings_.array<std::string_view>(request.sources.size());
-  for (std::size_t i = 0; i < sources.size(); ++i)
-    sources[i] = strings_.copy(request.sources[i]);
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    std::string_view src = request.sources[i];
+    if (at + src.size() < e.key.size() && e.key.substr(at, src.size()) == src &&
+        e.key[at + src.size()] == '\x1f')
+      sources[i] = e.key.substr(at, src.size());
+    else // a caller's key that is not request.key() (never the driver's)
+      sources[i] = strings_.copy(src);
+    at += src.size() + 1;
+  }
   e.request.sources = sources;
   e.request.transform = intern(request.transform);
   e.request.args = intern(request.args);
-  e.key = key.empty() ? detail::keyInArena(strings_, request) : strings_.copy(key);
   e.proto = internProto(proto);
   e.rule = intern(rule);
   loc.file = intern(loc.file);
