@@ -301,16 +301,20 @@ def rewrite_block(B):
         if not name.startswith(("BM_CompileRules", "BM_FuseLlama", "BM_ExplainLlama")):
             continue
         if err(b):
-            rows.append(("`%s`" % name, "failed", "", "", "", "", ""))
+            rows.append(("`%s`" % name, "failed", "", "", "", "", "", "", ""))
             continue
         def c(k, f="%.0f"):
             return (f % b[k]) if k in b else ""
         nodes = format(int(b["nodes"]), ",") if "nodes" in b else ""
         ns = "%.2f k" % (b["ns/node"] / 1e3) if "ns/node" in b else ""
+        kernel = ("%.1f ms" % b["sys_ms"]) if "sys_ms" in b else ""
+        if "faults" in b:
+            kernel += " (%s faults)" % format(int(round(b["faults"])), ",")
         rows.append(("`%s`" % name, nodes, c("rewrites"), fmt_secs(B.cpu(b)), fmt_secs(B.real(b)), ns,
+                     kernel, c("alloc_B/rewrite"),
                      c("graph_B/node") + (" / " + c("fuse_B/node") if "fuse_B/node" in b else "")))
     return table(("benchmark", "nodes", "rewrites", "CPU time", "wall time", "ns/node (wall)",
-                  "graph / fuse B/node"), rows)
+                  "kernel time while fusing", "B allocated / rewrite", "graph / fuse B/node"), rows)
 
 
 HEADINGS = {
