@@ -96,15 +96,8 @@ public:
 
   T *find(std::string_view key) { return find(key, hashOf(key)); }
   T *find(std::string_view key, uint64_t h) {
-    if (!cap_)
-      return nullptr;
-    for (std::size_t i = h & mask();; i = (i + 1) & mask()) {
-      Slot &s = slots_[i];
-      if (s.hash == 0)
-        return nullptr;
-      if (s.hash == h && keyOf(s) == key)
-        return &s.value;
-    }
+    std::size_t i = probe(h, [&](const Slot &s) { return keyOf(s) == key; });
+    return i == kAbsent ? nullptr : &slots_[i].value;
   }
   const T *find(std::string_view key) const { return const_cast<StringViewMap *>(this)->find(key); }
   const T *find(std::string_view key, uint64_t h) const {
@@ -124,38 +117,35 @@ public:
   /// Removes `key`; returns whether it was present.
   bool erase(std::string_view key) { return erase(key, hashOf(key)); }
   bool erase(std::string_view key, uint64_t h) {
-    if (!cap_)
-      return false;
-    for (std::size_t i = h & mask();; i = (i + 1) & mask()) {
-      Slot &s = slots_[i];
-      if (s.hash == 0)
-        return false;
-      if (s.hash == h && keyOf(s) == key) {
-        eraseAt(i);
-        return true;
-      }
-    }
+    return eraseAt(probe(h, [&](const Slot &s) { return keyOf(s) == key; }));
   }
   /// Removes the entry holding `value` under hash `h` (the key's hash),
   /// without reading the key: for KeyOf maps whose values identify their
   /// entries (a Value's name entry, erased as the Value's slot is reused:
   /// its name string is a cold cache line). Returns whether it was present.
   bool eraseEntry(uint64_t h, const T &value) {
-    if (!cap_)
-      return false;
-    for (std::size_t i = h & mask();; i = (i + 1) & mask()) {
-      Slot &s = slots_[i];
-      if (s.hash == 0)
-        return false;
-      if (s.hash == h && s.value == value) {
-        eraseAt(i);
-        return true;
-      }
-    }
+    return eraseAt(probe(h, [&](const Slot &s) { return s.value == value; }));
   }
 
 private:
-  void eraseAt(std::size_t i) {
+  static constexpr std::size_t kAbsent = ~std::size_t(0);
+  /// The slot of the entry under hash `h` that `matches` accepts (compared
+  /// only where the hash is equal), or kAbsent.
+  template <class Matches> std::size_t probe(uint64_t h, Matches &&matches) const {
+    if (!cap_)
+      return kAbsent;
+    for (std::size_t i = h & mask();; i = (i + 1) & mask()) {
+      const Slot &s = slots_[i];
+      if (s.hash == 0)
+        return kAbsent;
+      if (s.hash == h && matches(s))
+        return i;
+    }
+  }
+  /// Removes the entry in slot `i`; false (nothing removed) for kAbsent.
+  bool eraseAt(std::size_t i) {
+    if (i == kAbsent)
+      return false;
     // Backward-shift deletion: pull later entries of the probe run into the
     // hole unless their home slot lies cyclically in (hole, their slot].
     std::size_t j = i;
@@ -172,6 +162,7 @@ private:
     }
     slots_[i] = Slot{};
     --size_;
+    return true;
   }
 
   struct ViewSlot {
