@@ -37,10 +37,14 @@
 namespace {
 std::atomic<uint64_t> gAllocs{0};
 std::atomic<uint64_t> gAllocBytes{0};
-void *countedAlloc(std::size_t n) {
+/// `align` 0: malloc's own alignment.
+void *countedAlloc(std::size_t n, std::size_t align = 0) {
   gAllocs.fetch_add(1, std::memory_order_relaxed);
   gAllocBytes.fetch_add(n, std::memory_order_relaxed);
-  if (void *p = std::malloc(n ? n : 1))
+  std::size_t bytes = n ? n : 1;
+  void *p =
+      align ? std::aligned_alloc(align, (bytes + align - 1) / align * align) : std::malloc(bytes);
+  if (p)
     return p;
   throw std::bad_alloc();
 }
@@ -54,12 +58,7 @@ void *operator new[](std::size_t n) {
 // Over-aligned requests (StableVector's chunks); libstdc++'s aligned delete
 // frees with free(), which matches aligned_alloc.
 void *operator new(std::size_t n, std::align_val_t al) {
-  gAllocs.fetch_add(1, std::memory_order_relaxed);
-  gAllocBytes.fetch_add(n, std::memory_order_relaxed);
-  std::size_t a = static_cast<std::size_t>(al);
-  if (void *p = std::aligned_alloc(a, (n + a - 1) / a * a))
-    return p;
-  throw std::bad_alloc();
+  return countedAlloc(n, static_cast<std::size_t>(al));
 }
 
 using namespace graft;

@@ -13,8 +13,7 @@
 namespace graft::rewrite {
 
 FqnRegistry::FqnRegistry(const FqnRegistry &other) {
-  byKey_.reserve(other.entries_.size());
-  byFqn_.reserve(other.entries_.size());
+  reserve(other.size());
   for (const ProvenanceEntry &o : other.entries_) {
     ProvenanceEntry &e = add(o.request, o.fqn, *o.proto, o.rule, o.loc, o.key);
     e.requests = o.requests;
@@ -78,7 +77,10 @@ FqnRegistry &FqnRegistry::operator=(const FqnRegistry &other) {
 
 namespace {
 
-// Separators that cannot appear in FQNs or argument text.
+// Separators that cannot appear in FQNs or argument text: each source FQN
+// ends with kSourceEnd, the transform and the arguments follow kFieldStart.
+constexpr char kSourceEnd = '\x1f';
+constexpr char kFieldStart = '\x1e';
 template <class Sources>
 std::size_t keySize(const Sources &sources, std::string_view transform, std::string_view args) {
   std::size_t n = transform.size() + args.size() + 2;
@@ -96,11 +98,11 @@ char *writeKey(char *out, const Sources &sources, std::string_view transform,
   };
   for (const auto &s : sources) {
     put(s);
-    *out++ = '\x1f';
+    *out++ = kSourceEnd;
   }
-  *out++ = '\x1e';
+  *out++ = kFieldStart;
   put(transform);
-  *out++ = '\x1e';
+  *out++ = kFieldStart;
   put(args);
   return out;
 }
@@ -325,16 +327,11 @@ const ProvenanceEntry &FqnRegistry::recordAs(const TransformRequestRef &request,
 }
 
 const TensorProto *FqnRegistry::internProto(const TensorProto &proto) {
-  if (lastProto_ < protos_.size() && protos_[lastProto_] == proto)
+  if (lastProto_ < protos_.size() && detail::protoEqual(protos_[lastProto_], proto))
     return &protos_[lastProto_];
-  // dtype, rank and constant sizes: what distinguishes a model's constants
-  // (symbolic sizes, strides and layouts are compared in full on a hit).
-  uint64_t print = static_cast<uint64_t>(proto.dtype) * 0x9E3779B97F4A7C15ull + proto.shape.size();
-  for (const Dim &d : proto.shape)
-    print = (print ^ static_cast<uint64_t>(d.isConstant() ? d.constant() : -1)) * 0x100000001B3ull;
-  std::vector<std::size_t> &bucket = protosByPrint_[print];
+  std::vector<std::size_t> &bucket = protosByPrint_[detail::protoPrint(proto)];
   for (std::size_t i : bucket)
-    if (protos_[i] == proto) {
+    if (detail::protoEqual(protos_[i], proto)) {
       lastProto_ = i;
       return &protos_[i];
     }
@@ -351,14 +348,14 @@ ProvenanceEntry &FqnRegistry::add(const TransformRequestRef &request, std::strin
   ProvenanceEntry &e = entries_.emplace_back();
   e.fqn = strings_.copy(fqn);
   e.key = key.empty() ? detail::keyInArena(strings_, request) : strings_.copy(key);
-  // The key starts with the source FQNs, each followed by a separator
+  // The key starts with the source FQNs, each followed by kSourceEnd
   // (writeKey): the sources view the key's copy instead of their own.
   std::span<std::string_view> sources = strings_.array<std::string_view>(request.sources.size());
   std::size_t at = 0;
   for (std::size_t i = 0; i < sources.size(); ++i) {
     std::string_view src = request.sources[i];
     if (at + src.size() < e.key.size() && e.key.substr(at, src.size()) == src &&
-        e.key[at + src.size()] == '\x1f')
+        e.key[at + src.size()] == kSourceEnd)
       sources[i] = e.key.substr(at, src.size());
     else // a caller's key that is not request.key() (never the driver's)
       sources[i] = strings_.copy(src);

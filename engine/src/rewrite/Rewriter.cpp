@@ -44,6 +44,8 @@ using detail::CStmt;
 using detail::EvalValue;
 using detail::Matcher;
 using detail::NodeBinding;
+using detail::protoEqual;
+using detail::protoPrint;
 using detail::RootIndex;
 
 //===----------------------------------------------------------------------===//
@@ -482,45 +484,6 @@ std::string Driver::freshName(std::string base, bool permanent, uint64_t *hash) 
 }
 
 namespace {
-
-/// A cheap fingerprint of a prototype (dtype, rank, constant sizes, strides
-/// and quantization present): memo lookups compare it before comparing
-/// prototypes in full, so only the memo that matches pays for a full compare.
-uint64_t protoPrint(const TensorProto &p) {
-  uint64_t h = (static_cast<uint64_t>(p.dtype) + 1) * 0x9E3779B97F4A7C15ull;
-  h ^= p.shape.size() + (p.strides.size() << 8) + (uint64_t(p.quant.has_value()) << 16);
-  for (const Dim &d : p.shape)
-    h = (h ^ (d.isConstant() ? static_cast<uint64_t>(d.constant()) : 0xD1B54A32D192ED03ull)) *
-        0x100000001B3ull;
-  return h;
-}
-
-/// Dim equality with the constant case inline: Dim::operator== is out of
-/// line and compares the symbolic terms and opaque text every time.
-bool dimEqual(const Dim &a, const Dim &b) {
-  if (a.isConstant() && b.isConstant())
-    return a.constant() == b.constant();
-  return a == b;
-}
-
-bool shapeEqual(const Shape &a, const Shape &b) {
-  if (a.size() != b.size())
-    return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (!dimEqual(a[i], b[i]))
-      return false;
-  return true;
-}
-
-/// TensorProto::operator==, field for field (keep in step with TensorProto),
-/// with constant dims compared inline: memo lookups compare every staged
-/// prototype with the memo's, and the defaulted operator was ~3 % of fusing's
-/// instructions.
-bool protoEqual(const TensorProto &a, const TensorProto &b) {
-  return a.dtype == b.dtype && shapeEqual(a.shape, b.shape) && shapeEqual(a.strides, b.strides) &&
-         dimEqual(a.storageOffset, b.storageOffset) && a.device.index == b.device.index &&
-         a.device.type == b.device.type && a.quant == b.quant;
-}
 
 uint64_t combinePrint(uint64_t h, uint64_t x) {
   return (h ^ x) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;

@@ -126,8 +126,7 @@ using Shape = SmallVector<Dim, 4>;
 class CompactShape {
 public:
   CompactShape() noexcept = default;
-  CompactShape(const Shape &s) { *this = s; }
-  CompactShape(Shape &&s) { *this = std::move(s); }
+  CompactShape(Shape s) { *this = std::move(s); }
   CompactShape(std::initializer_list<Dim> dims) { *this = Shape(dims); }
   CompactShape(const CompactShape &o) : p_(o.p_ ? std::make_unique<Shape>(*o.p_) : nullptr) {}
   CompactShape(CompactShape &&) noexcept = default;
@@ -138,16 +137,7 @@ public:
   }
   CompactShape &operator=(CompactShape &&) noexcept = default;
   CompactShape &operator=(std::initializer_list<Dim> dims) { return *this = Shape(dims); }
-  CompactShape &operator=(const Shape &s) {
-    if (s.empty())
-      p_.reset();
-    else if (p_)
-      *p_ = s;
-    else
-      p_ = std::make_unique<Shape>(s);
-    return *this;
-  }
-  CompactShape &operator=(Shape &&s) {
+  CompactShape &operator=(Shape s) {
     if (s.empty())
       p_.reset();
     else if (p_)
