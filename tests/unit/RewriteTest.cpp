@@ -507,6 +507,10 @@ TEST(Rewrite, ARuleMatchingItsOwnOutputStopsAtTheRewriteLimit) {
   EXPECT_EQ(res.stopReason, "rewrite limit");
   EXPECT_EQ(res.rewrites, 50u);
   EXPECT_TRUE(verify(*g).empty());
+  // The run stopped with nodes still queued: the driver's worklist slots
+  // (Node::passScratch) are handed back clean all the same.
+  for (const Node &n : g->nodes())
+    EXPECT_EQ(n.passScratch(), 0u) << n.name();
 
   // The automatic limit applies when none is given.
   auto g2 = parse(kMuls);
@@ -801,6 +805,12 @@ TEST(Rewrite, LlamaFusesEveryQuantizedOpWithExactNumerics) {
   // constant); plus the embedding's packed weight.
   EXPECT_EQ(fqns.size(), 1u + 7u * 2u * 2u);
   EXPECT_EQ(maxDiff(*before, *g), 0.0);
+  for (const Node &n : g->nodes())
+    EXPECT_EQ(n.passScratch(), 0u) << n.name();
+  // Each candidate is tried once per sweep (a node queued again moves up
+  // the worklist instead of being queued twice): two sweeps, the second
+  // finding nothing, over the 1 + 7 * 2 roots and what the rewrites queue.
+  EXPECT_EQ(r.iterations, 2u);
 }
 
 #include "../../bench/LlamaGraph.h"

@@ -127,6 +127,14 @@ public:
   int signatureHint() const { return signatureHint_; }
   void setSignatureHint(int k) const { signatureHint_ = k; }
 
+  /// A word of scratch state for the one pass working on the graph at a
+  /// time. The rewrite driver keeps the node's worklist slot here, so erasing
+  /// a node clears its worklist entry in place instead of the driver asking a
+  /// set of erased nodes at every pop (at 10^6 nodes each probe of that set
+  /// was a cache miss). 0 on a new node; a pass puts back 0 before it returns.
+  uint32_t passScratch() const { return passScratch_; }
+  void setPassScratch(uint32_t v) const { passScratch_ = v; }
+
   const std::vector<Argument> &args() const { return args_; }
   const std::vector<std::pair<std::string, Argument>> &kwargs() const { return kwargs_; }
   /// Keyword argument by name, or null.
@@ -170,6 +178,7 @@ private:
   const std::string *target_ = &kNoTarget;
   const OpSchema *schema_ = nullptr;
   mutable int signatureHint_ = kSignatureUnknown;
+  mutable uint32_t passScratch_ = 0; ///< fills signatureHint_'s padding
   static inline const std::string kNoTarget{};
   std::vector<Argument> args_;
   std::vector<std::pair<std::string, Argument>> kwargs_;
