@@ -8,7 +8,6 @@
 //===----------------------------------------------------------------------===//
 #include "graft/Compiler.h"
 #include "graft/support/JsonQuote.h"
-#include "graft/support/StringViewMap.h"
 
 #include "graft/dsl/Pat.h"
 #include "graft/ir/Verifier.h"
@@ -635,16 +634,9 @@ Expected<CompileResult> compile(const std::string &modelPath, const CompileOptio
       prog.partitions.push_back(std::move(s));
     }
     prog.cpuSubgraphs = cpuSubgraphs(graph, onCpu);
-    // Constants by FQN, once: Graph::findConstant scans the inputs, and a
-    // scan per registry entry is quadratic in the model's parameters.
-    StringViewMap<const GraphInput *> constantsByFqn;
-    constantsByFqn.reserve(graph.inputs().size());
-    for (const GraphInput &in : graph.inputs())
-      if (in.isConstant())
-        constantsByFqn.insert(in.fqn, &in); // the first, as findConstant
     for (const rewrite::ProvenanceEntry &e : result.fqns.entries()) {
-      const GraphInput *const *in = constantsByFqn.find(e.fqn);
-      if (!in || !(*in)->value->hasUses())
+      const GraphInput *in = graph.findConstant(e.fqn);
+      if (!in || !in->value->hasUses())
         continue; // made by a rewrite that a later rewrite superseded
       ProgramProvenance pp;
       pp.fqn = e.fqn;

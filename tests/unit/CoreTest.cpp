@@ -322,6 +322,35 @@ TEST(Graph, ErasedNodeSlotsAreReused) {
   EXPECT_EQ(g.uniqueName("r50"), "r50_1");
 }
 
+TEST(Graph, ConstantsAreIndexedByFqn) {
+  Graph g("g");
+  TensorProto p;
+  p.dtype = DType::F32;
+  p.shape = {Dim(2)};
+  g.addInput(InputKind::UserInput, "x", p, "user.fqn"); // not a constant
+  g.addScalarInput(ValueKind::SymInt, "n");
+  Value *w = g.addInput(InputKind::Parameter, "w", p, "layer.weight");
+  Value *b = g.addInput(InputKind::Buffer, "b", p, "layer.buf");
+  g.addInput(InputKind::Parameter, "anon", p); // no FQN: not indexed
+  Value *dup = g.addInput(InputKind::Parameter, "w2", p, "layer.weight");
+  EXPECT_EQ(g.numConstants(), 2u);
+  ASSERT_NE(g.findConstant("layer.weight"), nullptr);
+  EXPECT_EQ(g.findConstant("layer.weight")->value, w); // the first of two
+  EXPECT_NE(g.findConstant("layer.weight")->value, dup);
+  EXPECT_EQ(g.findConstant("layer.buf")->value, b);
+  EXPECT_EQ(g.findConstant("user.fqn"), nullptr);
+  EXPECT_EQ(g.findConstant(""), nullptr);
+  EXPECT_EQ(g.findConstant("layer.buf", StringViewMap<int>::hash("layer.buf"))->value, b);
+  // Found across the index's growth, at the same addresses.
+  g.reserveConstants(5000);
+  for (int i = 0; i < 3000; ++i)
+    g.addInput(InputKind::Parameter, "c" + std::to_string(i), p, "c." + std::to_string(i));
+  EXPECT_EQ(g.numConstants(), 3002u);
+  for (int i = 0; i < 3000; i += 7)
+    EXPECT_EQ(g.findConstant("c." + std::to_string(i))->value->name(), "c" + std::to_string(i));
+  EXPECT_EQ(g.findConstant("layer.weight")->value, w);
+}
+
 TEST(Graph, RandomInitIsDeterministic) {
   Graph g;
   Value *w = g.addInput(InputKind::Parameter, "w", TensorProto(DType::I8, {8, 8}), "w");

@@ -121,6 +121,43 @@ TEST(Rewrite, EmbeddingFusesAndKeepsNumerics) {
   EXPECT_EQ(r.stats[0].applied, 1u);
 }
 
+TEST(Rewrite, ARegistryOutlivesARunAndNeverDuplicatesAGraphFqn) {
+  auto rules = compile({embeddingRule()});
+  FqnRegistry fqns;
+  auto first = parse(kEmbedding);
+  EXPECT_EQ(fuse(*first, rules, fqns).rewrites, 1u);
+  ASSERT_EQ(fqns.size(), 1u);
+  const std::string packed = "tok_embeddings.weight.pack_int4_low_first";
+
+  // Another graph with the same weight, fused with the same registry: the
+  // request is known, the graph lacks the constant, so it gets it under the
+  // registry's name.
+  auto second = parse(kEmbedding);
+  RewriteResult r2 = fuse(*second, rules, fqns);
+  EXPECT_EQ(r2.rewrites, 1u);
+  EXPECT_EQ(fqns.size(), 1u);
+  EXPECT_EQ(fqns.entries()[0].requests, 2u);
+  ASSERT_NE(second->findConstant(packed), nullptr);
+  EXPECT_EQ(second->findConstant(packed)->value->proto().str(), "u8[64, 64]");
+  EXPECT_TRUE(verify(*second).empty());
+
+  // A graph that already has a constant of that name with another prototype:
+  // reusing the name would make two constants with one FQN. The rewrite is
+  // refused, and says why.
+  std::string text = kEmbedding;
+  text.insert(text.find("  input %tokens"),
+              "  param %other : u8[32, 32] fqn=\"" + packed + "\" = random(seed=3)\n");
+  auto third = parse(text);
+  RewriteResult r3 = fuse(*third, rules, fqns);
+  EXPECT_EQ(r3.rewrites, 0u);
+  ASSERT_EQ(r3.stats[0].rejections.size(), 1u);
+  EXPECT_NE(r3.stats[0].rejections[0].first.find("the graph's constant of that name is u8[32, 32]"),
+            std::string::npos)
+      << r3.stats[0].rejections[0].first;
+  EXPECT_TRUE(verify(*third).empty());
+  EXPECT_EQ(third->findConstant(packed)->value->name(), "other");
+}
+
 TEST(Rewrite, ExplainNamesTheDeepestFailingCheck) {
   std::string text = kEmbedding;
   text.replace(text.find("i8, -8, 7"), 9, "i8, -128, 127");

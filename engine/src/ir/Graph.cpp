@@ -296,14 +296,17 @@ const std::string *Graph::internTarget(std::string_view target) {
 }
 
 Value *Graph::addInput(InputKind kind, std::string name, TensorProto proto, std::string fqn,
-                       uint64_t nameHash) {
+                       uint64_t nameHash, uint64_t fqnHash) {
   Value *v = newValue(std::move(name), ValueKind::Tensor, std::move(proto), nameHash);
   v->inputIndex_ = static_cast<int>(inputs_.size());
   GraphInput in;
   in.kind = kind;
   in.value = v;
   in.fqn = std::move(fqn);
-  inputs_.push_back(std::move(in));
+  const GraphInput &added = inputs_.emplace_back(std::move(in));
+  if (added.isConstant() && !added.fqn.empty())
+    constantsByFqn_.insert(added.fqn, &added,
+                           fqnHash ? fqnHash : constantsByFqn_.hash(added.fqn)); // first wins
   return v;
 }
 
@@ -333,10 +336,13 @@ const GraphInput *Graph::inputFor(const Value *value) const {
 }
 
 const GraphInput *Graph::findConstant(std::string_view fqn) const {
-  for (const GraphInput &in : inputs_)
-    if (in.isConstant() && in.fqn == fqn)
-      return &in;
-  return nullptr;
+  const GraphInput *const *hit = constantsByFqn_.find(fqn);
+  return hit ? *hit : nullptr;
+}
+
+const GraphInput *Graph::findConstant(std::string_view fqn, uint64_t hash) const {
+  const GraphInput *const *hit = constantsByFqn_.find(fqn, hash);
+  return hit ? *hit : nullptr;
 }
 
 void Graph::addOutput(Value *value, OutputKind kind, std::string target) {

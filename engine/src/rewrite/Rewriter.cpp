@@ -150,20 +150,12 @@ public:
       result_.stats[i].variant = rules.rule(i).variant;
       failures_[i].assign(rules.compiled(i).sites.size() + 1, 0);
     }
-    // constants_ reads its keys through the graph's inputs (which never
-    // move): no copy of an FQN, 16-byte slots.
-    std::size_t count = 0;
-    for (const GraphInput &in : graph_.inputs())
-      count += in.isConstant() && !in.fqn.empty();
-    // Room for what a run typically adds: about one registry entry and one
-    // new constant per constant (a packed weight, transposed scales), so
-    // neither table rehashes into fresh memory as the run goes. The tables
-    // are zeroed mappings: slots never filled are never touched.
-    constants_.reserve(2 * count);
-    registry_.reserve(count);
-    for (const GraphInput &in : graph_.inputs())
-      if (in.isConstant() && !in.fqn.empty())
-        constants_.insert(in.fqn, &in);
+    // Room for what a run typically adds: about one registry entry per
+    // constant (a packed weight, transposed scales), so the registry's
+    // indexes do not rehash into fresh memory as the run goes. The tables are
+    // zeroed mappings: slots never filled are never touched. (Graph
+    // constants are found through the graph's own index by FQN.)
+    registry_.reserve(graph_.numConstants());
     scratch_ = std::make_unique<Graph>("scratch");
   }
 
@@ -408,11 +400,6 @@ private:
   /// The nodes eraseDead's last call erased (their slots are free: compared
   /// as pointers, never read).
   std::vector<const Node *> erasedNow_;
-  struct InputFqn {
-    std::string_view operator()(const GraphInput *in) const { return in->fqn; }
-  };
-  /// Graph constants by FQN.
-  StringViewMap<const GraphInput *, InputFqn> constants_;
   std::unordered_map<std::string, uint64_t> nameCounters_;
   std::unique_ptr<Graph> scratch_;
   std::vector<Value *> scratchPool_[4];
@@ -653,12 +640,12 @@ std::string_view Driver::ensureFqn(StagedConst &sc, const Txn &t) {
   // The common case, a name nobody has: hashed once for the registry's and
   // the driver's tables here and for the inserts at commit.
   uint64_t h = StringViewMap<Value *>::hash(base);
-  if (!registry_.findByFqn(base, h) && !constants_.contains(base, h) && !stagedHas(base)) {
+  if (!registry_.findByFqn(base, h) && !graph_.findConstant(base, h) && !stagedHas(base)) {
     sc.fqn = base;
     sc.fqnHash = h;
     return sc.fqn;
   }
-  auto taken = [&](const std::string &n) { return constants_.contains(n) || stagedHas(n); };
+  auto taken = [&](const std::string &n) { return graph_.findConstant(n) || stagedHas(n); };
   sc.fqn = txnStrings_.copy(detail::proposeFqnFrom(registry_, std::string(base), taken));
   return sc.fqn;
 }
@@ -915,9 +902,18 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
   if (const ProvenanceEntry *e = registry_.findByKey(sc.key, sc.keyHash)) {
     sc.reuse = true;
     sc.fqn = e->fqn;
-    const GraphInput *const *c = constants_.find(e->fqn);
-    if (c && (*c)->value->proto().sameShapeAndDType(sc.proto())) {
-      sc.existing = (*c)->value;
+    if (const GraphInput *c = graph_.findConstant(e->fqn)) {
+      // The graph has the registry's constant (made by an earlier rewrite
+      // or an earlier run). A graph constant of that name with another
+      // prototype is not it: reusing the name would give the graph two
+      // constants with one FQN.
+      if (!c->value->proto().sameShapeAndDType(sc.proto())) {
+        t.reject = "the registry names " + e->request.str() + " '" + std::string(e->fqn) +
+                   "', but the graph's constant of that name is " + c->value->proto().str() +
+                   ", not " + sc.proto().str();
+        return false;
+      }
+      sc.existing = c->value;
       out = EvalValue::value(sc.existing);
       return true;
     }
@@ -1285,15 +1281,12 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     uint64_t nameHash = 0;
     std::string name = freshName(sanitizeName(fqn), /*permanent=*/true, &nameHash);
     Value *v = graph_.addInput(InputKind::Parameter, std::move(name), sc.takeProto(),
-                               std::string(fqn), nameHash);
+                               std::string(fqn), nameHash, fqnHash);
     GraphInput &input = graph_.inputs()[static_cast<std::size_t>(v->inputIndex())];
     if (sc.hasData)
       input.setData(sc.data, ExternalData{});
     else if (sc.deferred)
       input.init = DeferredInit{sc.deferred};
-    if (!fqnHash) // a reused entry's FQN, or one ensureFqn had to make unique
-      fqnHash = StringViewMap<Value *>::hash(fqn);
-    constants_.insertOrAssign(fqn, &input, fqnHash);
     real.emplace_back(sc.scratch, v);
     if (options_.recordLog)
       (sc.reuse ? log.reused : log.constants).emplace_back(fqn);

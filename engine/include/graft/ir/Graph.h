@@ -333,8 +333,9 @@ public:
   //===-- Inputs and outputs --------------------------------------------===//
   /// `nameHash` is StringViewMap<>::hash(name) when the caller has it (a
   /// caller that probed findValue(name, hash) first), else 0.
+  /// `fqnHash`, likewise, is StringViewMap<>::hash(fqn) or 0.
   Value *addInput(InputKind kind, std::string name, TensorProto proto, std::string fqn = {},
-                  uint64_t nameHash = 0);
+                  uint64_t nameHash = 0, uint64_t fqnHash = 0);
   /// A non-tensor user input (symint etc.).
   Value *addScalarInput(ValueKind kind, std::string name);
   /// In order (Value::inputIndex()). Inputs never move: a GraphInput& (and
@@ -344,8 +345,17 @@ public:
   InputList &inputs() { return inputs_; }
   GraphInput *inputFor(const Value *value);
   const GraphInput *inputFor(const Value *value) const;
-  /// Constant input by FQN (parameters, buffers, tensor constants), or null.
+  /// Constant input by FQN (parameters, buffers, tensor constants), or null;
+  /// the first one added when two share an FQN (the verifier rejects that).
+  /// Indexed: a graph keeps its constants in a table by FQN, filled as
+  /// addInput adds them (a GraphInput's kind and fqn are fixed from then on).
   const GraphInput *findConstant(std::string_view fqn) const;
+  /// With `hash` = StringViewMap<>::hash(fqn), for a caller that has it.
+  const GraphInput *findConstant(std::string_view fqn, uint64_t hash) const;
+  /// How many constants have an FQN.
+  std::size_t numConstants() const { return constantsByFqn_.size(); }
+  /// Makes room for `n` constants with FQNs in the index without rehashing.
+  void reserveConstants(std::size_t n) { constantsByFqn_.reserve(n); }
 
   void addOutput(Value *value, OutputKind kind = OutputKind::UserOutput, std::string target = {});
   const std::vector<GraphOutput> &outputs() const { return outputs_; }
@@ -435,6 +445,14 @@ private:
   /// rewrite driver looks names up per rewrite, and at 10^6 values a
   /// node-based map's cache misses dominated fusing.
   StringViewMap<Value *, ValueName> valuesByName_;
+  /// Constants by FQN, read through the input (which never moves). The
+  /// rewrite driver asks it per new constant (is the derived FQN taken?), and
+  /// before it a driver rebuilt a table of its own per run: at 10^6 nodes a
+  /// tenth of fusing went into hashing every constant again.
+  struct InputFqn {
+    std::string_view operator()(const GraphInput *in) const { return in->fqn; }
+  };
+  StringViewMap<const GraphInput *, InputFqn> constantsByFqn_;
   /// Node targets, one copy each (StableVector: never move, nodes point at
   /// them).
   StableVector<std::string, 32> targets_;
