@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -722,6 +723,40 @@ TEST(LargeAlloc, ZeroedBlocksReadAsZeroAndCountAsMapped) {
     p[bytes - 1] = 1;
     deallocateLarge(p, bytes);
   }
+}
+
+TEST(LargeAlloc, MappedBlocksBypassMallocFromTheThreshold) {
+  // Below kMappedBytes a block comes from operator new; from it on, a
+  // mapping of its own (counted as mapped until freed), writable throughout.
+  for (std::size_t bytes :
+       {std::size_t(64), kMappedBytes - 1, kMappedBytes, 3 * kMappedBytes + 5}) {
+    std::size_t ever = largeBytesMappedEver(), now = largeBytesMapped();
+    auto *p = static_cast<unsigned char *>(allocateMapped(bytes));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % alignof(std::max_align_t), 0u);
+    std::memset(p, 0xab, bytes);
+    EXPECT_EQ(p[bytes - 1], 0xab);
+#if defined(__linux__)
+    std::size_t mapped = bytes >= kMappedBytes ? (bytes + 4095) / 4096 * 4096 : 0;
+    EXPECT_EQ(largeBytesMappedEver() - ever, mapped) << bytes;
+    EXPECT_EQ(largeBytesMapped() - now, mapped) << bytes;
+#endif
+    deallocateMapped(p, bytes);
+    EXPECT_EQ(largeBytesMapped(), now);
+  }
+  // A stable vector and a string arena past the threshold keep their
+  // contents across chunks.
+  StableVector<std::array<char, 200>> big;
+  for (int i = 0; i < 20000; ++i)
+    big.emplace_back().fill(static_cast<char>(i));
+  for (int i = 0; i < 20000; i += 97)
+    EXPECT_EQ(big[static_cast<std::size_t>(i)][199], static_cast<char>(i));
+  StringArena arena;
+  std::vector<std::string_view> views;
+  for (int i = 0; i < 60000; ++i)
+    views.push_back(arena.copy("string number " + std::to_string(i)));
+  for (int i = 0; i < 60000; i += 101)
+    EXPECT_EQ(views[static_cast<std::size_t>(i)], "string number " + std::to_string(i));
 }
 
 TEST(StringViewMap, ReservedBigTableStartsEmptyAndFills) {

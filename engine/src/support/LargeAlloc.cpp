@@ -25,6 +25,8 @@
 namespace graft {
 
 namespace {
+/// Mappings are made in whole pages of this size (or a multiple of it).
+constexpr std::size_t kSmallPageBytes = 4096;
 std::atomic<std::size_t> gMapped{0};
 std::atomic<std::size_t> gMappedEver{0};
 std::size_t roundUp(std::size_t n, std::size_t to) {
@@ -78,6 +80,35 @@ void *allocateLargeZeroed(std::size_t bytes) {
   void *p = ::operator new(bytes);
   std::memset(p, 0, bytes);
   return p;
+}
+
+void *allocateMapped(std::size_t bytes) {
+#if GRAFT_HAVE_MMAP
+  if (bytes >= kMappedBytes) {
+    std::size_t size = roundUp(bytes, kSmallPageBytes);
+    void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      throw std::bad_alloc();
+    gMapped.fetch_add(size, std::memory_order_relaxed);
+    gMappedEver.fetch_add(size, std::memory_order_relaxed);
+    return p;
+  }
+#endif
+  return ::operator new(bytes);
+}
+
+void deallocateMapped(void *p, std::size_t bytes) noexcept {
+  if (!p)
+    return;
+#if GRAFT_HAVE_MMAP
+  if (bytes >= kMappedBytes) {
+    std::size_t size = roundUp(bytes, kSmallPageBytes);
+    munmap(p, size);
+    gMapped.fetch_sub(size, std::memory_order_relaxed);
+    return;
+  }
+#endif
+  ::operator delete(p);
 }
 
 std::size_t largeBytesMapped() {

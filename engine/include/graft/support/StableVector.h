@@ -12,7 +12,9 @@
 // sequence allocates little; a large one makes few allocations. Fixed
 // chunks of 32 provenance entries were one ~14 KiB malloc per 32 rewrites,
 // and each such request makes glibc consolidate its fast bins, which hold
-// every small block a rewrite freed: 3 % of fusing 10^6 nodes.
+// every small block a rewrite freed: 3 % of fusing 10^6 nodes. Big
+// chunks are mapped on their own (allocateMapped, LargeAlloc.h), not taken
+// from malloc's heap, for the same reason.
 //
 //   StableVector<Entry> entries;
 //   Entry &e = entries.emplace_back();
@@ -20,6 +22,8 @@
 //
 //===----------------------------------------------------------------------===//
 #pragma once
+
+#include "graft/support/LargeAlloc.h"
 
 #include <bit>
 #include <cstddef>
@@ -135,8 +139,7 @@ public:
   template <class... Args> T &emplace_back(Args &&...args) {
     auto [c, o] = locate(size_);
     if (c == chunks_.size())
-      chunks_.push_back(static_cast<T *>(
-          ::operator new(chunkCapacity(c) * sizeof(T), std::align_val_t(alignof(T)))));
+      chunks_.push_back(allocateChunk(c));
     T *slot = chunks_[c] + o;
     ::new (static_cast<void *>(slot)) T(std::forward<Args>(args)...);
     ++size_;
@@ -148,8 +151,8 @@ public:
   void clear() {
     for (size_type i = 0; i < size_; ++i)
       (*this)[i].~T();
-    for (T *c : chunks_)
-      ::operator delete(c, std::align_val_t(alignof(T)));
+    for (size_type c = 0; c < chunks_.size(); ++c)
+      deallocateChunk(chunks_[c], c);
     chunks_.clear();
     size_ = 0;
   }
@@ -160,6 +163,20 @@ public:
   }
 
 private:
+  static constexpr bool kPlainAlign = alignof(T) <= alignof(std::max_align_t);
+  static T *allocateChunk(size_type c) {
+    std::size_t bytes = chunkCapacity(c) * sizeof(T);
+    if constexpr (kPlainAlign)
+      return static_cast<T *>(allocateMapped(bytes));
+    else
+      return static_cast<T *>(::operator new(bytes, std::align_val_t(alignof(T))));
+  }
+  static void deallocateChunk(T *p, size_type c) noexcept {
+    if constexpr (kPlainAlign)
+      deallocateMapped(p, chunkCapacity(c) * sizeof(T));
+    else
+      ::operator delete(p, std::align_val_t(alignof(T)));
+  }
   static constexpr size_type kMaxDoublings = 10;
   /// Elements in the geometric chunks 0..kMaxDoublings together.
   static constexpr size_type kGeometric = ChunkSize * ((size_type(2) << kMaxDoublings) - 1);
