@@ -104,7 +104,9 @@ bool isGraphOutput(const Graph &g, const Value *v) {
   return false;
 }
 
-std::string sanitizeName(std::string_view fqn) {
+/// Writes `fqn` as a value name (every character outside [A-Za-z0-9_]
+/// becomes '_') to out[0, fqn.size()).
+void sanitizeInto(std::string_view fqn, char *out) {
   // A table, not a chain of range tests: every new constant's FQN (tens of
   // characters) goes through here.
   static const auto kKeep = [] {
@@ -114,12 +116,15 @@ std::string sanitizeName(std::string_view fqn) {
           (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     return keep;
   }();
-  std::string out(fqn);
-  for (char &c : out)
-    if (!kKeep[static_cast<unsigned char>(c)])
-      c = '_';
-  if (out.empty())
-    out = "c";
+  for (std::size_t i = 0; i < fqn.size(); ++i)
+    out[i] = kKeep[static_cast<unsigned char>(fqn[i])] ? fqn[i] : '_';
+}
+
+std::string sanitizeName(std::string_view fqn) {
+  if (fqn.empty())
+    return "c";
+  std::string out(fqn.size(), '\0');
+  sanitizeInto(fqn, out.data());
   return out;
 }
 
@@ -194,6 +199,14 @@ private:
     std::string_view key; ///< request().key(), computed once (in the arena)
     uint64_t keyHash = 0; ///< its StringViewMap hash, computed once
     uint64_t fqnHash = 0; ///< the hash of `fqn` when ensureFqn computed it, else 0
+    /// deriveFqn(request()) in the arena and its hash, once computed (by
+    /// prefetchCommit or ensureFqn); empty before.
+    std::string_view fqnBase;
+    uint64_t fqnBaseHash = 0;
+    /// sanitizeName(fqnBase) in the arena and its hash, when prefetchCommit
+    /// computed them.
+    std::string_view valueName;
+    uint64_t valueNameHash = 0;
     /// Real or scratch values (at most 4: stageConst refuses more); no
     /// vector allocated per staged constant.
     std::array<const Value *, 4> inputArray{};
@@ -313,6 +326,12 @@ private:
   /// The FQN a new staged constant will get (named on first need: when a
   /// chained transform keys on it, or at commit).
   std::string_view ensureFqn(StagedConst &sc, const Txn &t);
+  /// Derives a staged constant's FQN (sc.fqnBase) and starts loading the
+  /// table slots its commit will probe: the FQN in the registry and among
+  /// the graph's constants, its value name in the graph. At 10^6 nodes each
+  /// is a cache miss; prefetched while the registry lookup of the request
+  /// misses, they overlap instead of following one another at commit.
+  void prefetchCommit(StagedConst &sc);
   /// Deferred mode: gives every new staged constant the computation of its
   /// data (chained transforms feed on the staged constant before them).
   void deferConstants(Txn &t);
@@ -321,7 +340,9 @@ private:
   /// this run never removes (a graph input).
   /// `*hash` (if given) receives the name's StringViewMap hash, for the
   /// graph's insert.
-  std::string freshName(std::string base, bool permanent = false, uint64_t *hash = nullptr);
+  /// `baseHash`: StringViewMap<>::hash(base) when the caller has it, else 0.
+  std::string freshName(std::string base, bool permanent = false, uint64_t *hash = nullptr,
+                        uint64_t baseHash = 0);
   Value *scratchValue(ValueKind kind, const TensorProto &proto);
   //===-- The worklist --------------------------------------------------===//
   // A stack of nodes to visit, each node at most once: a node's
@@ -425,14 +446,14 @@ private:
   bool stop_ = false;
 };
 
-std::string Driver::freshName(std::string base, bool permanent, uint64_t *hash) {
+std::string Driver::freshName(std::string base, bool permanent, uint64_t *hash, uint64_t baseHash) {
   auto it = nameCounters_.find(base);
   if (it == nameCounters_.end()) {
     // First request for this base. A permanent name keeps `base` taken for
     // good, so a later request probing from `base` again reaches the same
     // `base_1`, ... a stored counter would: no counter needed (constants'
     // bases are unique, and would otherwise grow this map per rewrite).
-    uint64_t h = StringViewMap<Value *>::hash(base);
+    uint64_t h = baseHash ? baseHash : StringViewMap<Value *>::hash(base);
     if (!graph_.findValue(base, h)) {
       if (!permanent)
         nameCounters_.emplace(base, 1);
@@ -634,12 +655,15 @@ std::string_view Driver::ensureFqn(StagedConst &sc, const Txn &t) {
   };
   // deriveFqn from its parts, written once into the arena: the memoized
   // tail spares re-reading the argument text per rewrite.
-  std::string_view base = sc.fqnTail
-                              ? detail::fqnInArena(txnStrings_, sc.request().sources, *sc.fqnTail)
-                              : txnStrings_.copy(FqnRegistry::deriveFqn(sc.request()));
+  if (sc.fqnBase.empty()) {
+    sc.fqnBase = sc.fqnTail ? detail::fqnInArena(txnStrings_, sc.request().sources, *sc.fqnTail)
+                            : txnStrings_.copy(FqnRegistry::deriveFqn(sc.request()));
+    sc.fqnBaseHash = StringViewMap<Value *>::hash(sc.fqnBase);
+  }
+  std::string_view base = sc.fqnBase;
   // The common case, a name nobody has: hashed once for the registry's and
-  // the driver's tables here and for the inserts at commit.
-  uint64_t h = StringViewMap<Value *>::hash(base);
+  // the graph's tables here and for the inserts at commit.
+  uint64_t h = sc.fqnBaseHash;
   if (!registry_.findByFqn(base, h) && !graph_.findConstant(base, h) && !stagedHas(base)) {
     sc.fqn = base;
     sc.fqnHash = h;
@@ -648,6 +672,22 @@ std::string_view Driver::ensureFqn(StagedConst &sc, const Txn &t) {
   auto taken = [&](const std::string &n) { return graph_.findConstant(n) || stagedHas(n); };
   sc.fqn = txnStrings_.copy(detail::proposeFqnFrom(registry_, std::string(base), taken));
   return sc.fqn;
+}
+
+void Driver::prefetchCommit(StagedConst &sc) {
+  sc.fqnBase = detail::fqnInArena(txnStrings_, sc.request().sources, *sc.fqnTail);
+  sc.fqnBaseHash = StringViewMap<Value *>::hash(sc.fqnBase);
+  registry_.prefetchFqn(sc.fqnBaseHash);
+  graph_.prefetchConstant(sc.fqnBaseHash);
+  // The value name freshName tries first (commit names the constant's value
+  // sanitizeName(fqn)), kept for the commit.
+  if (!sc.fqnBase.empty()) {
+    char *name = static_cast<char *>(txnStrings_.allocate(sc.fqnBase.size()));
+    sanitizeInto(sc.fqnBase, name);
+    sc.valueName = {name, sc.fqnBase.size()};
+    sc.valueNameHash = StringViewMap<Value *>::hash(sc.valueName);
+    graph_.prefetchValueName(sc.valueNameHash);
+  }
 }
 
 void Driver::deferConstants(Txn &t) {
@@ -899,6 +939,8 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
   sc.argsText = argsText;
   sc.key = key;
   sc.keyHash = StringViewMap<std::size_t>::hash(sc.key);
+  if (sc.fqnTail)
+    prefetchCommit(sc);
   if (const ProvenanceEntry *e = registry_.findByKey(sc.key, sc.keyHash)) {
     sc.reuse = true;
     sc.fqn = e->fqn;
@@ -1083,6 +1125,12 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
   t.reject.clear();
   for (std::size_t &u : scratchUsed_)
     u = 0;
+  // The matched nodes' results are erased at commit, their name entries
+  // with them (a cache miss each at 10^6 values): start loading them now.
+  for (const NodeBinding &b : matcher_.nodes())
+    if (b.kind == NodeBinding::Kind::Node)
+      for (const Value *o : b.node->outputs())
+        graph_.prefetchNameEntry(o);
   //===-- 1. stage ----------------------------------------------------------===//
   if (!stage(rule, t)) {
     result_.stats[rule.index].rejected++;
@@ -1279,7 +1327,10 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       continue;
     // Last use of the staged prototype: moved into the graph.
     uint64_t nameHash = 0;
-    std::string name = freshName(sanitizeName(fqn), /*permanent=*/true, &nameHash);
+    // prefetchCommit made (and hashed) the value name of the derived FQN.
+    bool derived = !sc.valueName.empty() && fqn == sc.fqnBase;
+    std::string name = freshName(derived ? std::string(sc.valueName) : sanitizeName(fqn),
+                                 /*permanent=*/true, &nameHash, derived ? sc.valueNameHash : 0);
     Value *v = graph_.addInput(InputKind::Parameter, std::move(name), sc.takeProto(),
                                std::string(fqn), nameHash, fqnHash);
     GraphInput &input = graph_.inputs()[static_cast<std::size_t>(v->inputIndex())];

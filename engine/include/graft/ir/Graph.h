@@ -352,6 +352,12 @@ public:
   const GraphInput *findConstant(std::string_view fqn) const;
   /// With `hash` = StringViewMap<>::hash(fqn), for a caller that has it.
   const GraphInput *findConstant(std::string_view fqn, uint64_t hash) const;
+  /// Cache hints for a caller about to look up or insert the constant of
+  /// FQN hash `fqnHash`, or the value name of hash `nameHash`, or to erase
+  /// `value`'s name entry (StringViewMap::prefetch).
+  void prefetchConstant(uint64_t fqnHash) const { constantsByFqn_.prefetch(fqnHash); }
+  void prefetchValueName(uint64_t nameHash) const { valuesByName_.prefetch(nameHash); }
+  void prefetchNameEntry(const Value *value) const { valuesByName_.prefetch(value->nameHash_); }
   /// How many constants have an FQN.
   std::size_t numConstants() const { return constantsByFqn_.size(); }
   /// Makes room for `n` constants with FQNs in the index without rehashing.

@@ -114,6 +114,9 @@ public:
   /// caller that also passes it to recordAs.
   const ProvenanceEntry *findByKey(std::string_view key, uint64_t keyHash) const;
   const ProvenanceEntry *findByFqn(std::string_view fqn, uint64_t fqnHash) const;
+  /// Cache hint for a caller about to look up or record an entry of FQN
+  /// hash `fqnHash` (StringViewMap::prefetch).
+  void prefetchFqn(uint64_t fqnHash) const { byFqn_.prefetch(fqnHash); }
   /// Records a new constant for `request`. Its FQN is deriveFqn(request), or,
   /// when `isTaken` says that name is used (by the graph or an earlier entry),
   /// that name plus "_2", "_3", ... — deterministic for a deterministic

@@ -104,6 +104,15 @@ public:
     return const_cast<StringViewMap *>(this)->find(key, h);
   }
   bool contains(std::string_view key) const { return find(key) != nullptr; }
+
+  /// Starts loading the slot a key of hash `h` probes first, for a caller
+  /// that will look it up (or insert it) soon: in a table of 10^6 entries
+  /// each lookup is a cache miss, and several prefetched together overlap
+  /// instead of following one another.
+  void prefetch(uint64_t h) const {
+    if (cap_)
+      __builtin_prefetch(&slots_[h & mask()]);
+  }
   bool contains(std::string_view key, uint64_t h) const { return find(key, h) != nullptr; }
 
   /// Inserts `key` -> `value` unless `key` is present. Returns whether it
