@@ -97,18 +97,29 @@ void *allocateMapped(std::size_t bytes) {
   return ::operator new(bytes);
 }
 
-void deallocateMapped(void *p, std::size_t bytes) noexcept {
+namespace {
+/// Frees a block of `bytes`: mapped (in whole `page`s) when it is at least
+/// `threshold` bytes, else from operator new.
+void release(void *p, std::size_t bytes, std::size_t threshold, std::size_t page) noexcept {
   if (!p)
     return;
 #if GRAFT_HAVE_MMAP
-  if (bytes >= kMappedBytes) {
-    std::size_t size = roundUp(bytes, kSmallPageBytes);
+  if (bytes >= threshold) {
+    std::size_t size = roundUp(bytes, page);
     munmap(p, size);
     gMapped.fetch_sub(size, std::memory_order_relaxed);
     return;
   }
+#else
+  (void)threshold;
+  (void)page;
 #endif
   ::operator delete(p);
+}
+} // namespace
+
+void deallocateMapped(void *p, std::size_t bytes) noexcept {
+  release(p, bytes, kMappedBytes, kSmallPageBytes);
 }
 
 std::size_t largeBytesMapped() {
@@ -120,17 +131,7 @@ std::size_t largeBytesMappedEver() {
 }
 
 void deallocateLarge(void *p, std::size_t bytes) noexcept {
-  if (!p)
-    return;
-#if GRAFT_HAVE_MMAP
-  if (bytes >= kHugePageBytes) {
-    std::size_t size = roundUp(bytes, kHugePageBytes);
-    munmap(p, size);
-    gMapped.fetch_sub(size, std::memory_order_relaxed);
-    return;
-  }
-#endif
-  ::operator delete(p);
+  release(p, bytes, kHugePageBytes, kHugePageBytes);
 }
 
 } // namespace graft
