@@ -1,6 +1,7 @@
 // Core IR tests: dtypes, narrow-float conversions, symbolic dims, prototypes,
 // storage, tensors and graph mutation.
 #include "graft/ir/Graph.h"
+#include "graft/ir/Verifier.h"
 #include "graft/support/BoxedOptional.h"
 #include "graft/support/FileIO.h"
 #include "graft/support/FloatBits.h"
@@ -321,6 +322,59 @@ TEST(Graph, ErasedNodeSlotsAreReused) {
                              {{"r50", ValueKind::Tensor, TensorProto(DType::F32, {4})}}, made[51]);
   EXPECT_EQ(g.findValue("r50"), again->output());
   EXPECT_EQ(g.uniqueName("r50"), "r50_1");
+}
+
+TEST(Graph, NamesAndFqnsAreTheGraphsOwnCopies) {
+  Graph g("g");
+  TensorProto p(DType::F32, {4});
+  Value *w;
+  {
+    // The caller's strings die right after the call: the graph copied them.
+    std::string name = "layers_0_wq_weight_with_a_name_past_the_small_string_size";
+    std::string fqn = "layers.0.wq.weight.with.an.fqn.past.the.small.string.size";
+    w = g.addInput(InputKind::Parameter, name, p, fqn);
+    name.assign(name.size(), '#');
+    fqn.assign(fqn.size(), '#');
+  }
+  EXPECT_EQ(w->name(), "layers_0_wq_weight_with_a_name_past_the_small_string_size");
+  EXPECT_EQ(g.inputs()[0].fqn, "layers.0.wq.weight.with.an.fqn.past.the.small.string.size");
+  EXPECT_EQ(g.findConstant("layers.0.wq.weight.with.an.fqn.past.the.small.string.size")->value, w);
+  // A NameRef reads as a string: NUL-terminated, concatenates, converts.
+  NameRef n = w->name();
+  EXPECT_EQ(std::strlen(n.c_str()), n.size());
+  EXPECT_EQ("%" + n + ":" + std::string("x"), "%" + std::string(n) + ":x");
+  std::string copy = n;
+  EXPECT_EQ(copy, n);
+  EXPECT_EQ(g.findValue("layers_0_wq_weight"), nullptr);
+  EXPECT_TRUE(g.inputs()[0].fqn.starts_with("layers.0."));
+
+  // A reused result slot (ErasedResults::Reuse) takes its next name in its
+  // own bytes when it fits, else in fresh storage; both are found by name,
+  // and the old name is not.
+  Value *x = g.addInput(InputKind::UserInput, "x", p);
+  auto relu = [&](std::string_view name) {
+    return g.createNode("aten.relu.default", {x}, {}, {{std::string(name), ValueKind::Tensor, p}});
+  };
+  Node *a = relu("a_rather_long_result_name_0");
+  Value *slot = a->output();
+  g.eraseNode(a, Graph::ErasedResults::Reuse);
+  Node *b = relu("short");
+  ASSERT_EQ(b->output(), slot); // the slot, reused
+  EXPECT_EQ(b->output()->name(), "short");
+  EXPECT_EQ(std::strlen(b->output()->name().c_str()), 5u);
+  EXPECT_EQ(g.findValue("short"), slot);
+  EXPECT_EQ(g.findValue("a_rather_long_result_name_0"), nullptr);
+  g.eraseNode(b, Graph::ErasedResults::Reuse);
+  Node *c = relu("a_name_longer_than_any_name_this_slot_had_before");
+  ASSERT_EQ(c->output(), slot);
+  EXPECT_EQ(c->output()->name(), "a_name_longer_than_any_name_this_slot_had_before");
+  EXPECT_EQ(g.findValue("a_name_longer_than_any_name_this_slot_had_before"), slot);
+  EXPECT_EQ(g.findValue("short"), nullptr);
+  // The first value's name was never touched by the slot's renames.
+  EXPECT_EQ(w->name(), "layers_0_wq_weight_with_a_name_past_the_small_string_size");
+  g.addOutput(c->output());
+  auto diags = verify(g);
+  EXPECT_TRUE(diags.empty()) << render(diags);
 }
 
 TEST(Graph, ConstantsAreIndexedByFqn) {

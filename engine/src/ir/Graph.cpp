@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 
 namespace graft {
 
@@ -61,9 +62,9 @@ const Argument *Node::kwarg(std::string_view key) const {
   return nullptr;
 }
 
-const std::string &Node::name() const {
-  static const std::string kAnonymous = "<node without results>";
-  return outputs_.empty() ? kAnonymous : outputs_[0]->name();
+NameRef Node::name() const {
+  static constexpr std::string_view kAnonymous = "<node without results>";
+  return outputs_.empty() ? NameRef(kAnonymous) : outputs_[0]->name();
 }
 
 const std::string *Node::meta(std::string_view key) const {
@@ -262,9 +263,37 @@ Graph::~Graph() {
     v->~Value();
 }
 
-Value *Graph::newValue(std::string name, ValueKind kind, TensorProto proto, uint64_t nameHash) {
+NameRef Graph::keep(std::string_view s) {
+  if (s.empty())
+    return NameRef();
+  char *p = static_cast<char *>(strings_.allocate(s.size() + 1));
+  std::memcpy(p, s.data(), s.size());
+  p[s.size()] = 0;
+  return NameRef(std::string_view(p, s.size()));
+}
+
+void Graph::setValueName(Value *v, std::string_view name) {
+  if (name.size() < v->nameCapacity_) {
+    // A reused slot's own bytes: nothing else views them (its name entry
+    // was erased with it, and a Value* to it is invalid since).
+    char *p = const_cast<char *>(v->name_.data());
+    std::memcpy(p, name.data(), name.size());
+    p[name.size()] = 0;
+    v->name_ = NameRef(std::string_view(p, name.size()));
+    return;
+  }
+  v->name_ = keep(name);
+  v->nameCapacity_ = static_cast<uint32_t>(std::min<std::size_t>(name.size() + 1, UINT32_MAX));
+  if (name.empty())
+    v->nameCapacity_ = 0; // the shared empty string is not the value's
+}
+
+Value *Graph::newValue(std::string_view name, ValueKind kind, TensorProto proto,
+                       uint64_t nameHash) {
+  std::string generated;
   if (name.empty()) {
-    name = uniqueName("v");
+    generated = uniqueName("v");
+    name = generated;
     nameHash = 0;
   }
   Value *raw;
@@ -278,7 +307,7 @@ Value *Graph::newValue(std::string name, ValueKind kind, TensorProto proto, uint
     raw = new (valueArena_.allocate(sizeof(Value))) Value;
     values_.push_back(raw);
   }
-  raw->name_ = std::move(name);
+  setValueName(raw, name);
   raw->kind_ = kind;
   raw->proto_ = std::move(proto);
   raw->nameHash_ = nameHash ? nameHash : valuesByName_.hash(raw->name_);
@@ -295,14 +324,14 @@ const std::string *Graph::internTarget(std::string_view target) {
   return &copy;
 }
 
-Value *Graph::addInput(InputKind kind, std::string name, TensorProto proto, std::string fqn,
-                       uint64_t nameHash, uint64_t fqnHash) {
-  Value *v = newValue(std::move(name), ValueKind::Tensor, std::move(proto), nameHash);
+Value *Graph::addInput(InputKind kind, std::string_view name, TensorProto proto,
+                       std::string_view fqn, uint64_t nameHash, uint64_t fqnHash) {
+  Value *v = newValue(name, ValueKind::Tensor, std::move(proto), nameHash);
   v->inputIndex_ = static_cast<int>(inputs_.size());
   GraphInput in;
   in.kind = kind;
   in.value = v;
-  in.fqn = std::move(fqn);
+  in.fqn = keep(fqn);
   const GraphInput &added = inputs_.emplace_back(std::move(in));
   if (added.isConstant() && !added.fqn.empty())
     constantsByFqn_.insert(added.fqn, &added,
@@ -310,8 +339,8 @@ Value *Graph::addInput(InputKind kind, std::string name, TensorProto proto, std:
   return v;
 }
 
-Value *Graph::addScalarInput(ValueKind kind, std::string name) {
-  Value *v = newValue(std::move(name), kind, TensorProto());
+Value *Graph::addScalarInput(ValueKind kind, std::string_view name) {
+  Value *v = newValue(name, kind, TensorProto());
   v->inputIndex_ = static_cast<int>(inputs_.size());
   GraphInput in;
   in.kind = InputKind::UserInput;
@@ -375,7 +404,7 @@ Node *Graph::createNodeWithSpecs(std::string_view target, std::vector<Argument> 
   unsigned i = 0;
   n.outputs_.reserve(results.size());
   for (ResultSpec &r : results) {
-    Value *v = newValue(std::move(r.name), r.kind, std::move(r.proto), r.nameHash);
+    Value *v = newValue(r.name, r.kind, std::move(r.proto), r.nameHash);
     v->producer_ = &n;
     v->resultIndex_ = i++;
     n.outputs_.push_back(v);

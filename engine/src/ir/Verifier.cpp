@@ -84,7 +84,7 @@ private:
     for (std::size_t i = 0; i < graph_.inputs().size(); ++i) {
       const GraphInput &in = graph_.inputs()[i];
       const Value *v = in.value;
-      std::string subject = std::string(name(in.kind)) + " %" + (v ? v->name() : "?");
+      std::string subject = std::string(name(in.kind)) + " %" + (v ? v->name().str() : "?");
       if (!v) {
         report(std::nullopt, subject, "graph input has no value", "dangling-reference");
         continue;

@@ -507,7 +507,7 @@ bool Matcher::matchArg(const Goal &g, int depth) {
                                   : nb.passthrough;
       if (v != expected) {
         fail(p.site, depth, [&] {
-          return argLabel(g) + ": expected %" + (expected ? expected->name() : "?") +
+          return argLabel(g) + ": expected %" + (expected ? expected->name().str() : "?") +
                  " (matched before), node %" + (g.node ? g.node->name() : std::string("?")) +
                  " has " + formatArgument(arg);
         });

@@ -341,8 +341,10 @@ private:
   /// `*hash` (if given) receives the name's StringViewMap hash, for the
   /// graph's insert.
   /// `baseHash`: StringViewMap<>::hash(base) when the caller has it, else 0.
-  std::string freshName(std::string base, bool permanent = false, uint64_t *hash = nullptr,
-                        uint64_t baseHash = 0);
+  /// The name is `base` itself or a view of nameBuf_: valid until the next
+  /// call (the graph copies it). No string is allocated per name.
+  std::string_view freshName(std::string_view base, bool permanent = false,
+                             uint64_t *hash = nullptr, uint64_t baseHash = 0);
   Value *scratchValue(ValueKind kind, const TensorProto &proto);
   //===-- The worklist --------------------------------------------------===//
   // A stack of nodes to visit, each node at most once: a node's
@@ -421,7 +423,11 @@ private:
   /// The nodes eraseDead's last call erased (their slots are free: compared
   /// as pointers, never read).
   std::vector<const Node *> erasedNow_;
-  std::unordered_map<std::string, uint64_t> nameCounters_;
+  /// The next suffix to try per base name (keys in counterNames_).
+  StringViewMap<uint64_t> nameCounters_;
+  StringArena counterNames_;
+  /// freshName's candidate names ("linear_q4gsw_17"), one buffer reused.
+  std::string nameBuf_;
   std::unique_ptr<Graph> scratch_;
   std::vector<Value *> scratchPool_[4];
   std::size_t scratchUsed_[4] = {0, 0, 0, 0};
@@ -446,26 +452,30 @@ private:
   bool stop_ = false;
 };
 
-std::string Driver::freshName(std::string base, bool permanent, uint64_t *hash, uint64_t baseHash) {
-  auto it = nameCounters_.find(base);
-  if (it == nameCounters_.end()) {
+std::string_view Driver::freshName(std::string_view base, bool permanent, uint64_t *hash,
+                                   uint64_t baseHash) {
+  uint64_t h = baseHash ? baseHash : StringViewMap<Value *>::hash(base);
+  uint64_t *counter = nameCounters_.find(base, h);
+  if (!counter) {
     // First request for this base. A permanent name keeps `base` taken for
     // good, so a later request probing from `base` again reaches the same
     // `base_1`, ... a stored counter would: no counter needed (constants'
     // bases are unique, and would otherwise grow this map per rewrite).
-    uint64_t h = baseHash ? baseHash : StringViewMap<Value *>::hash(base);
     if (!graph_.findValue(base, h)) {
       if (!permanent)
-        nameCounters_.emplace(base, 1);
+        nameCounters_.insert(counterNames_.copy(base), 1, h);
       if (hash)
         *hash = h;
       return base;
     }
-    it = nameCounters_.emplace(base, 0).first;
+    std::string_view key = counterNames_.copy(base);
+    nameCounters_.insert(key, 0, h);
+    counter = nameCounters_.find(key, h);
   }
-  uint64_t &n = it->second;
+  uint64_t &n = *counter;
   // One buffer for every candidate: `base` then "_N" rewritten in place.
-  std::string cand = std::move(base);
+  std::string &cand = nameBuf_;
+  cand.assign(base);
   const std::size_t stem = cand.size();
   char digits[24];
   for (;; ++n) {
@@ -475,11 +485,11 @@ std::string Driver::freshName(std::string base, bool permanent, uint64_t *hash, 
       char *end = std::to_chars(digits + 1, digits + sizeof digits, n).ptr;
       cand.append(digits, static_cast<std::size_t>(end - digits));
     }
-    uint64_t h = StringViewMap<Value *>::hash(cand);
-    if (!graph_.findValue(cand, h)) {
+    uint64_t ch = StringViewMap<Value *>::hash(cand);
+    if (!graph_.findValue(cand, ch)) {
       ++n;
       if (hash)
-        *hash = h;
+        *hash = ch;
       return cand;
     }
   }
@@ -1329,10 +1339,13 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     uint64_t nameHash = 0;
     // prefetchCommit made (and hashed) the value name of the derived FQN.
     bool derived = !sc.valueName.empty() && fqn == sc.fqnBase;
-    std::string name = freshName(derived ? std::string(sc.valueName) : sanitizeName(fqn),
-                                 /*permanent=*/true, &nameHash, derived ? sc.valueNameHash : 0);
-    Value *v = graph_.addInput(InputKind::Parameter, std::move(name), sc.takeProto(),
-                               std::string(fqn), nameHash, fqnHash);
+    std::string sanitized;
+    if (!derived)
+      sanitized = sanitizeName(fqn);
+    std::string_view name =
+        freshName(derived ? sc.valueName : std::string_view(sanitized),
+                  /*permanent=*/true, &nameHash, derived ? sc.valueNameHash : 0);
+    Value *v = graph_.addInput(InputKind::Parameter, name, sc.takeProto(), fqn, nameHash, fqnHash);
     GraphInput &input = graph_.inputs()[static_cast<std::size_t>(v->inputIndex())];
     if (sc.hasData)
       input.setData(sc.data, ExternalData{});
@@ -1356,7 +1369,8 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     results.resize(sn.results().size());
     for (std::size_t i = 0; i < results.size(); ++i) {
       const InferredResult &r = sn.results()[i];
-      results[i].name = freshName(sn.stmt->baseName, false, &results[i].nameHash);
+      // Into the spec's own buffer (reused rewrite after rewrite).
+      results[i].name.assign(freshName(sn.stmt->baseName, false, &results[i].nameHash));
       results[i].kind = r.kind;
       results[i].proto = r.proto;
     }

@@ -24,9 +24,11 @@
 #include "graft/support/BoxedOptional.h"
 #include "graft/support/Diagnostic.h"
 #include "graft/support/Expected.h"
+#include "graft/support/NameRef.h"
 #include "graft/support/SlabArena.h"
 #include "graft/support/SmallVector.h"
 #include "graft/support/StableVector.h"
+#include "graft/support/StringArena.h"
 #include "graft/support/StringViewMap.h"
 
 #include <cstdint>
@@ -67,7 +69,8 @@ using OutputList = SmallVector<Value *, 1>;
 /// An SSA value: a node result or a graph input.
 class Value {
 public:
-  const std::string &name() const { return name_; }
+  /// Valid as long as the graph (its characters are the graph's).
+  NameRef name() const { return name_; }
   ValueKind kind() const { return kind_; }
   bool isTensor() const { return kind_ == ValueKind::Tensor; }
   const TensorProto &proto() const { return proto_; }
@@ -98,11 +101,14 @@ private:
   ValueKind kind_ = ValueKind::Tensor;
   unsigned resultIndex_ = 0;
   int inputIndex_ = -1;
+  /// Bytes at name_.data() this value may overwrite with a new name when
+  /// the graph reuses its slot (Graph::setValueName).
+  uint32_t nameCapacity_ = 0;
   /// StringViewMap<>::hash(name_), kept so the name entry can be erased
   /// without reading the name (a cold cache line at the end of the Value).
   uint64_t nameHash_ = 0;
   TensorProto proto_;
-  std::string name_;
+  NameRef name_; ///< in the graph's string storage
   BoxedOptional<SourceRange> location_;
 };
 
@@ -148,7 +154,7 @@ public:
   Value *output(unsigned i = 0) const { return outputs_.at(i); }
   unsigned numOutputs() const { return static_cast<unsigned>(outputs_.size()); }
   /// A name for diagnostics: the first result's name.
-  const std::string &name() const;
+  NameRef name() const;
 
   /// Metadata kept verbatim (stack_trace, nn_module_stack, ...), in order.
   const std::vector<std::pair<std::string, std::string>> &metadata() const { return metadata_; }
@@ -263,7 +269,9 @@ Tensor generateFull(const TensorProto &proto, const FullInit &init);
 struct GraphInput {
   InputKind kind = InputKind::UserInput;
   Value *value = nullptr;
-  std::string fqn;        ///< state-dict name for parameters, buffers, constants
+  /// State-dict name for parameters, buffers, constants; in the graph's
+  /// string storage, set by Graph::addInput.
+  NameRef fqn;
   bool persistent = true; ///< buffers only
   /// How the data is produced; unset for a data-free input. Boxed (one
   /// pointer when unset) like the cached data below: a graph has an input
@@ -334,10 +342,11 @@ public:
   /// `nameHash` is StringViewMap<>::hash(name) when the caller has it (a
   /// caller that probed findValue(name, hash) first), else 0.
   /// `fqnHash`, likewise, is StringViewMap<>::hash(fqn) or 0.
-  Value *addInput(InputKind kind, std::string name, TensorProto proto, std::string fqn = {},
-                  uint64_t nameHash = 0, uint64_t fqnHash = 0);
+  /// The graph keeps its own copy of `name` and `fqn`.
+  Value *addInput(InputKind kind, std::string_view name, TensorProto proto,
+                  std::string_view fqn = {}, uint64_t nameHash = 0, uint64_t fqnHash = 0);
   /// A non-tensor user input (symint etc.).
-  Value *addScalarInput(ValueKind kind, std::string name);
+  Value *addScalarInput(ValueKind kind, std::string_view name);
   /// In order (Value::inputIndex()). Inputs never move: a GraphInput& (and
   /// inputFor's pointer) stays valid as inputs are added.
   using InputList = StableVector<GraphInput, 32>;
@@ -419,7 +428,12 @@ public:
   std::vector<Value *> allValues() const;
 
 private:
-  Value *newValue(std::string name, ValueKind kind, TensorProto proto, uint64_t nameHash = 0);
+  Value *newValue(std::string_view name, ValueKind kind, TensorProto proto, uint64_t nameHash = 0);
+  /// Gives `v` a copy of `name`: in v's own bytes when it fits (a reused
+  /// slot), else in strings_.
+  void setValueName(Value *v, std::string_view name);
+  /// A NUL-terminated copy of `s` in strings_.
+  NameRef keep(std::string_view s);
   const std::string *internTarget(std::string_view target);
   /// A graph input or the result of a node still in the graph (an erased
   /// node's results keep their Value, and their name entry, but are dead).
@@ -428,6 +442,9 @@ private:
 
   std::string name_;
   SymbolTable symbols_;
+  /// Value names and input FQNs (NameRef): a bump copy each, freed with the
+  /// graph, instead of a heap std::string per value and per constant.
+  StringArena strings_;
   /// Slots for nodes and values; declared before them, so it outlives them.
   SlabArena nodeArena_;
   SlabArena valueArena_;
