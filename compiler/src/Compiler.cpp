@@ -643,7 +643,7 @@ Expected<CompileResult> compile(const std::string &modelPath, const CompileOptio
       pp.transform = e.request.transform;
       pp.sources.assign(e.request.sources.begin(), e.request.sources.end());
       pp.args = e.request.args;
-      pp.rule = e.rule;
+      pp.rule = e.rule();
       pp.requests = e.requests;
       pp.origins = result.fqns.originsOf(e.fqn);
       prog.provenance.push_back(std::move(pp));

@@ -50,7 +50,7 @@ TEST(FqnRegistryIndex, ACopyLooksUpItsOwnEntries) {
   EXPECT_EQ(t->request.args, "dim0=0, dim1=1");
   EXPECT_EQ(t->key, (TransformRequest{{"w"}, "transpose", "dim0=0, dim1=1"}.key()));
   EXPECT_EQ(copy.findByKey(t->key), t);
-  EXPECT_EQ(t->rule, "lm_head");
+  EXPECT_EQ(t->rule(), "lm_head");
   // Reuses are counted on the copy's own entries.
   copy.noteReuse(*t, "other");
   EXPECT_EQ(copy.findByFqn("w.t")->requests, 2u);
@@ -101,12 +101,14 @@ TEST(FqnRegistryIndex, EntriesOwnTheirStringsAndInternRuleAndFileNames) {
   EXPECT_EQ(a.fqn, "layers.0.attention.wq.weight.pack_int4_low_first");
   EXPECT_EQ(a.request.sources[0], "layers.0.attention.wq.weight");
   EXPECT_EQ(a.request.args, "nibbles=low_first");
-  EXPECT_EQ(a.rule, "torchao_linear_q4gsw_with_a_long_name");
-  EXPECT_EQ(a.loc.range().begin.file, "patterns/some/rather/long/path/linear.pat");
-  EXPECT_EQ(a.loc.line, 7u);
+  EXPECT_EQ(a.rule(), "torchao_linear_q4gsw_with_a_long_name");
+  EXPECT_EQ(a.loc().range().begin.file, "patterns/some/rather/long/path/linear.pat");
+  EXPECT_EQ(a.loc().line, 7u);
   // One copy of a rule name, file name, transform and argument text.
-  EXPECT_EQ(a.rule.data(), b.rule.data());
-  EXPECT_EQ(a.loc.file.data(), b.loc.file.data());
+  EXPECT_EQ(a.rule().data(), b.rule().data());
+  EXPECT_EQ(a.loc().file.data(), b.loc().file.data());
+  // ... and of an origin: the same rule at the same statement.
+  EXPECT_EQ(a.origin, b.origin);
   EXPECT_EQ(a.request.args.data(), b.request.args.data());
   EXPECT_EQ(r.findByKey(b.key), &b);
   EXPECT_EQ(
@@ -161,4 +163,40 @@ TEST(FqnRegistryIndex, SourcesViewTheKeyAndSurviveCopies) {
   r = FqnRegistry();
   EXPECT_EQ(copy.find(two)->request.sources[1], "b.weight");
   EXPECT_EQ(copy.findByFqn("ab.cat1")->request.sources[0], "a.weight");
+}
+
+TEST(FqnRegistryIndex, OriginsAreSharedPerStatementAndOtherRequestersCopied) {
+  FqnRegistry r;
+  SourceRange at7, at9;
+  at7.begin = {"linear.pat", 7, 3};
+  at9.begin = {"linear.pat", 9, 3};
+  auto pack = [](std::string w) {
+    return TransformRequest{{std::move(w)}, "pack_int4", "nibbles=low_first"};
+  };
+  TensorProto p(DType::U8, {8});
+  const ProvenanceEntry &a = r.recordAs(pack("a"), "a.p", p, "linear", at7);
+  const ProvenanceEntry &b = r.recordAs(pack("b"), "b.p", p, "linear", at7);
+  const ProvenanceEntry &c = r.recordAs(pack("c"), "c.p", p, "linear", at9);
+  const ProvenanceEntry &d = r.recordAs(pack("d"), "d.p", p, "embedding", at7);
+  EXPECT_EQ(a.origin, b.origin); // same rule, same statement
+  EXPECT_NE(a.origin, c.origin); // another statement
+  EXPECT_NE(a.origin, d.origin); // another rule
+  EXPECT_EQ(c.loc().line, 9u);
+  EXPECT_EQ(d.rule(), "embedding");
+  EXPECT_TRUE(a.alsoRequestedBy().empty());
+  r.noteReuse(a, "lm_head");
+  r.noteReuse(a, "linear"); // the first requester is not listed again
+  r.noteReuse(a, "lm_head");
+  EXPECT_EQ(a.requests, 4u);
+  EXPECT_EQ(a.requestedBy(), (std::vector<std::string>{"linear", "lm_head"}));
+  EXPECT_TRUE(b.alsoRequestedBy().empty());
+  FqnRegistry copy(r);
+  const ProvenanceEntry *ca = copy.findByFqn("a.p");
+  ASSERT_NE(ca, nullptr);
+  EXPECT_EQ(ca->requests, 4u);
+  EXPECT_EQ(ca->requestedBy(), (std::vector<std::string>{"linear", "lm_head"}));
+  EXPECT_NE(ca->alsoRequestedBy().data(), a.alsoRequestedBy().data()); // the copy's own list
+  EXPECT_EQ(ca->origin, copy.findByFqn("b.p")->origin);
+  EXPECT_NE(ca->origin, a.origin);
+  EXPECT_EQ(ca->loc().line, 7u);
 }

@@ -15,10 +15,13 @@ namespace graft::rewrite {
 FqnRegistry::FqnRegistry(const FqnRegistry &other) {
   reserve(other.size());
   for (const ProvenanceEntry &o : other.entries_) {
-    ProvenanceEntry &e = add(o.request, o.fqn, *o.proto, o.rule, o.loc, o.key);
+    ProvenanceEntry &e = add(o.request, o.fqn, *o.proto, o.rule(), o.loc(), o.key);
     e.requests = o.requests;
-    for (std::string_view r : o.alsoRequestedBy)
-      e.alsoRequestedBy.push_back(intern(r));
+    if (o.alsoRequestedBy_) {
+      e.alsoRequestedBy_ = &alsoRequestedBy_.emplace_back();
+      for (std::string_view r : *o.alsoRequestedBy_)
+        e.alsoRequestedBy_->push_back(intern(r));
+    }
     index(entries_.size() - 1);
   }
 }
@@ -62,9 +65,9 @@ SourceRange ProvenanceLoc::range() const {
 
 std::vector<std::string> ProvenanceEntry::requestedBy() const {
   std::vector<std::string> out;
-  out.reserve(1 + alsoRequestedBy.size());
-  out.emplace_back(rule);
-  for (std::string_view r : alsoRequestedBy)
+  out.reserve(1 + alsoRequestedBy().size());
+  out.emplace_back(rule());
+  for (std::string_view r : alsoRequestedBy())
     out.emplace_back(r);
   return out;
 }
@@ -340,6 +343,23 @@ const TensorProto *FqnRegistry::internProto(const TensorProto &proto) {
   return &protos_.emplace_back(proto);
 }
 
+std::size_t FqnRegistry::OriginKeyHash::operator()(const OriginKey &k) const {
+  uint64_t h = reinterpret_cast<std::uintptr_t>(k.rule) * 0x9E3779B97F4A7C15ull;
+  h ^= reinterpret_cast<std::uintptr_t>(k.file) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+  h ^= (uint64_t(k.line) << 32 | k.column) * 0xC2B2AE3D27D4EB4Full + (h >> 29);
+  return static_cast<std::size_t>(h ^ (uint64_t(k.length) * 0x165667B19E3779F9ull));
+}
+
+const ProvenanceOrigin *FqnRegistry::internOrigin(std::string_view rule, const ProvenanceLoc &loc) {
+  ProvenanceOrigin o{intern(rule), loc};
+  o.loc.file = intern(loc.file);
+  OriginKey k{o.rule.data(), o.loc.file.data(), o.loc.line, o.loc.column, o.loc.length};
+  auto [it, inserted] = originsByKey_.try_emplace(k, nullptr);
+  if (inserted)
+    it->second = &origins_.emplace_back(o);
+  return it->second;
+}
+
 ProvenanceEntry &FqnRegistry::add(const TransformRequestRef &request, std::string_view fqn,
                                   const TensorProto &proto, std::string_view rule,
                                   ProvenanceLoc loc, std::string_view key) {
@@ -365,9 +385,7 @@ ProvenanceEntry &FqnRegistry::add(const TransformRequestRef &request, std::strin
   e.request.transform = intern(request.transform);
   e.request.args = intern(request.args);
   e.proto = internProto(proto);
-  e.rule = intern(rule);
-  loc.file = intern(loc.file);
-  e.loc = loc;
+  e.origin = internOrigin(rule, loc);
   return e;
 }
 
@@ -377,9 +395,13 @@ void FqnRegistry::noteReuse(const ProvenanceEntry &entry, std::string_view rule)
     return;
   ProvenanceEntry &e = **hit;
   ++e.requests;
-  if (rule != e.rule && std::find(e.alsoRequestedBy.begin(), e.alsoRequestedBy.end(), rule) ==
-                            e.alsoRequestedBy.end())
-    e.alsoRequestedBy.push_back(intern(rule));
+  if (rule == e.rule())
+    return;
+  if (!e.alsoRequestedBy_)
+    e.alsoRequestedBy_ = &alsoRequestedBy_.emplace_back();
+  std::vector<std::string_view> &also = *e.alsoRequestedBy_;
+  if (std::find(also.begin(), also.end(), rule) == also.end())
+    also.push_back(intern(rule));
 }
 
 std::vector<const ProvenanceEntry *> FqnRegistry::derivedFrom(std::string_view sourceFqn) const {
@@ -413,7 +435,7 @@ std::string FqnRegistry::str() const {
   for (const ProvenanceEntry &e : entries_) {
     out += e.fqn;
     out += " : " + e.proto->str() + " = " + e.request.str() + "  [";
-    out += e.rule;
+    out += e.rule();
     if (e.requests > 1)
       out += " x" + std::to_string(e.requests);
     out += "]\n";
@@ -435,12 +457,12 @@ std::string FqnRegistry::toJson() const {
     out += "], \"args\": " + jsonQuote(e.request.args);
     out += ", \"shape\": " + jsonQuote(graft::str(e.proto->shape));
     out += ", \"dtype\": " + jsonQuote(name(e.proto->dtype));
-    out += ", \"rule\": " + jsonQuote(e.rule);
-    out += ", \"loc\": " + jsonQuote(detail::formatLoc(e.loc.range()));
+    out += ", \"rule\": " + jsonQuote(e.rule());
+    out += ", \"loc\": " + jsonQuote(detail::formatLoc(e.loc().range()));
     out += ", \"requests\": " + std::to_string(e.requests);
     out += ", \"requested_by\": [";
-    out += jsonQuote(e.rule);
-    for (std::string_view r : e.alsoRequestedBy)
+    out += jsonQuote(e.rule());
+    for (std::string_view r : e.alsoRequestedBy())
       out += ", " + jsonQuote(r);
     out += "]}";
   }

@@ -268,11 +268,11 @@ Tensor generateFull(const TensorProto &proto, const FullInit &init);
 
 struct GraphInput {
   InputKind kind = InputKind::UserInput;
+  bool persistent = true; ///< buffers only (next to kind: one word for both)
   Value *value = nullptr;
   /// State-dict name for parameters, buffers, constants; in the graph's
   /// string storage, set by Graph::addInput.
   NameRef fqn;
-  bool persistent = true; ///< buffers only
   /// How the data is produced; unset for a data-free input. Boxed (one
   /// pointer when unset) like the cached data below: a graph has an input
   /// per parameter, and a rewrite run adds one per new constant.

@@ -73,9 +73,19 @@ struct ProvenanceLoc {
   SourceRange range() const;
 };
 
+/// The rule and the rewrite statement that first asked for a constant,
+/// interned in the registry: a rule's statement makes one constant per
+/// match, so every entry it makes shares one origin.
+struct ProvenanceOrigin {
+  std::string_view rule;
+  ProvenanceLoc loc;
+};
+
 /// One constant the registry made. Its strings view the registry's arena:
 /// valid as long as the registry (moving the registry keeps them valid;
-/// a copy of the registry has its own).
+/// a copy of the registry has its own). A rewrite run records one entry per
+/// constant it makes (10^5 in a large model), so an entry keeps shared parts
+/// (prototype, origin, other requesters) behind pointers: 112 bytes.
 struct ProvenanceEntry {
   std::string_view fqn; ///< the new constant's state-dict name
   TransformRequestRef request;
@@ -84,15 +94,26 @@ struct ProvenanceEntry {
   /// one copy, owned by the registry (a model's constants come in a handful
   /// of shapes, and a prototype of its own was half of every entry's bytes).
   const TensorProto *proto = nullptr;
-  std::string_view rule; ///< the rule that first asked for it
-  ProvenanceLoc loc;     ///< the rewrite statement that first asked for it
-  uint64_t requests = 1; ///< how often it was asked for (2 for a tied weight)
-  /// Distinct rules that asked for it, first-request order: `rule`, then
-  /// alsoRequestedBy.
+  const ProvenanceOrigin *origin = nullptr;
+  uint32_t requests = 1; ///< how often it was asked for (2 for a tied weight)
+
+  /// The rule that first asked for it.
+  std::string_view rule() const { return origin->rule; }
+  /// The rewrite statement that first asked for it.
+  const ProvenanceLoc &loc() const { return origin->loc; }
+  /// Distinct rules that asked for it, first-request order: rule(), then
+  /// alsoRequestedBy().
   std::vector<std::string> requestedBy() const;
-  /// Rules other than `rule` that asked for it (empty for nearly every
-  /// constant: no list per entry).
-  std::vector<std::string_view> alsoRequestedBy;
+  /// Rules other than rule() that asked for it (empty for nearly every
+  /// constant: the list is the registry's, made on the first such request).
+  std::span<const std::string_view> alsoRequestedBy() const {
+    return alsoRequestedBy_ ? std::span<const std::string_view>(*alsoRequestedBy_)
+                            : std::span<const std::string_view>();
+  }
+
+private:
+  friend class FqnRegistry;
+  std::vector<std::string_view> *alsoRequestedBy_ = nullptr;
 };
 
 class FqnRegistry {
@@ -177,6 +198,8 @@ private:
                        std::string_view key);
   /// The registry's copy of `proto` (made on first sight).
   const TensorProto *internProto(const TensorProto &proto);
+  /// The registry's origin for `rule` at `loc` (made on first sight).
+  const ProvenanceOrigin *internOrigin(std::string_view rule, const ProvenanceLoc &loc);
 
   /// Every string of every entry: FQNs, sources, argument text, keys, and
   /// the interned rule and file names. A std::string per field was a heap
@@ -199,6 +222,21 @@ private:
   /// into the registry it moved to.)
   std::unordered_map<uint64_t, std::vector<std::size_t>> protosByPrint_;
   std::size_t lastProto_ = SIZE_MAX;
+  /// Interned origins (never move: entries point at them), by their interned
+  /// rule and file names' addresses and position.
+  StableVector<ProvenanceOrigin> origins_;
+  struct OriginKey {
+    const char *rule;
+    const char *file;
+    uint32_t line, column, length;
+    bool operator==(const OriginKey &) const = default;
+  };
+  struct OriginKeyHash {
+    std::size_t operator()(const OriginKey &k) const;
+  };
+  std::unordered_map<OriginKey, const ProvenanceOrigin *, OriginKeyHash> originsByKey_;
+  /// Lists of other requesters, for the few entries that have one.
+  StableVector<std::vector<std::string_view>> alsoRequestedBy_;
   /// Entries never move (references to them are handed out, and the
   /// indexes view their strings); chunks of 32, not one allocation each.
   StableVector<ProvenanceEntry> entries_;
