@@ -58,10 +58,12 @@ public:
   /// `n` bytes aligned for `align` (a power of two), valid until the arena
   /// is reset or destroyed.
   void *allocate(std::size_t n, std::size_t align = 1) {
-    std::size_t pad = (align - reinterpret_cast<std::uintptr_t>(cur_) % align) % align;
+    // align is a power of two: the padding to the next multiple is a mask
+    // (a division per string was 2 % of fusing's instructions).
+    std::size_t pad = (0 - reinterpret_cast<std::uintptr_t>(cur_)) & (align - 1);
     if (!cur_ || static_cast<std::size_t>(end_ - cur_) < n + pad) {
       grow(n + align);
-      pad = (align - reinterpret_cast<std::uintptr_t>(cur_) % align) % align;
+      pad = (0 - reinterpret_cast<std::uintptr_t>(cur_)) & (align - 1);
     }
     char *p = cur_ + pad;
     cur_ = p + n;

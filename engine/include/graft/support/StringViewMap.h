@@ -29,7 +29,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <cstring>
 #include <memory>
 #include <string_view>
 #include <type_traits>
@@ -196,12 +196,40 @@ private:
       s.key = key;
   }
 
+  /// Eight bytes at a time, inline: the keys are names and FQNs of 10 to 60
+  /// bytes, hashed once or twice per rewrite each, and std::hash (an
+  /// out-of-line byte-oriented loop) was 4 % of fusing's instructions. The
+  /// full 64 bits are mixed, since the low bits pick the slot.
   static uint64_t hashOf(std::string_view key) {
-    uint64_t h = std::hash<std::string_view>()(key);
-    // Low bits pick the slot: mix the high bits in (std::hash on some
-    // libraries is weak in the low bits).
+    const char *p = key.data();
+    std::size_t n = key.size();
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(n) * 0xC2B2AE3D27D4EB4Full);
+    auto word = [](const char *q) {
+      uint64_t w;
+      std::memcpy(&w, q, 8);
+      return w;
+    };
+    auto step = [](uint64_t acc, uint64_t w) {
+      acc = (acc ^ w) * 0xBF58476D1CE4E5B9ull;
+      return acc ^ (acc >> 31);
+    };
+    if (n >= 8) {
+      for (; n > 8; p += 8, n -= 8)
+        h = step(h, word(p));
+      h = step(h, word(p + n - 8)); // the last 8 bytes (may overlap the previous word)
+    } else if (n >= 4) {
+      uint32_t a, b;
+      std::memcpy(&a, p, 4);
+      std::memcpy(&b, p + n - 4, 4);
+      h = step(h, (static_cast<uint64_t>(a) << 32) | b);
+    } else if (n > 0) {
+      auto byte = [&](std::size_t i) {
+        return static_cast<uint64_t>(static_cast<unsigned char>(p[i]));
+      };
+      h = step(h, (byte(0) << 16) | (byte(n / 2) << 8) | byte(n - 1));
+    }
     h ^= h >> 29;
-    h *= 0xBF58476D1CE4E5B9ull;
+    h *= 0x94D049BB133111EBull;
     h ^= h >> 32;
     return h ? h : 1;
   }
