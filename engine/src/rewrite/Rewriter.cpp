@@ -907,7 +907,7 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
     bool found = false;
     if (const GraphInput *in = graph_.inputFor(inputs[i]);
         in && in->isConstant() && in->value == inputs[i] && !in->fqn.empty()) {
-      fqn = txnStrings_.copy(in->fqn);
+      fqn = in->fqn; // the graph's copy: stays put while inputs are added
       found = true;
     }
     for (StagedConst &o : t.consts)
