@@ -283,9 +283,9 @@ void Graph::setValueName(Value *v, std::string_view name) {
     return;
   }
   v->name_ = keep(name);
-  v->nameCapacity_ = static_cast<uint32_t>(std::min<std::size_t>(name.size() + 1, UINT32_MAX));
-  if (name.empty())
-    v->nameCapacity_ = 0; // the shared empty string is not the value's
+  // An empty name views the shared empty string, which is not the value's.
+  v->nameCapacity_ =
+      name.empty() ? 0 : static_cast<uint32_t>(std::min<std::size_t>(name.size() + 1, UINT32_MAX));
 }
 
 Value *Graph::newValue(std::string_view name, ValueKind kind, TensorProto proto,

@@ -332,6 +332,9 @@ private:
   /// is a cache miss; prefetched while the registry lookup of the request
   /// misses, they overlap instead of following one another at commit.
   void prefetchCommit(StagedConst &sc);
+  /// Sets sc.fqnBase (FqnRegistry::deriveFqn of its request, in the arena)
+  /// and its hash, unless already set.
+  void deriveFqnBase(StagedConst &sc);
   /// Deferred mode: gives every new staged constant the computation of its
   /// data (chained transforms feed on the staged constant before them).
   void deferConstants(Txn &t);
@@ -663,13 +666,7 @@ std::string_view Driver::ensureFqn(StagedConst &sc, const Txn &t) {
         return true;
     return false;
   };
-  // deriveFqn from its parts, written once into the arena: the memoized
-  // tail spares re-reading the argument text per rewrite.
-  if (sc.fqnBase.empty()) {
-    sc.fqnBase = sc.fqnTail ? detail::fqnInArena(txnStrings_, sc.request().sources, *sc.fqnTail)
-                            : txnStrings_.copy(FqnRegistry::deriveFqn(sc.request()));
-    sc.fqnBaseHash = StringViewMap<Value *>::hash(sc.fqnBase);
-  }
+  deriveFqnBase(sc);
   std::string_view base = sc.fqnBase;
   // The common case, a name nobody has: hashed once for the registry's and
   // the graph's tables here and for the inserts at commit.
@@ -684,9 +681,18 @@ std::string_view Driver::ensureFqn(StagedConst &sc, const Txn &t) {
   return sc.fqn;
 }
 
-void Driver::prefetchCommit(StagedConst &sc) {
-  sc.fqnBase = detail::fqnInArena(txnStrings_, sc.request().sources, *sc.fqnTail);
+void Driver::deriveFqnBase(StagedConst &sc) {
+  if (!sc.fqnBase.empty())
+    return;
+  // deriveFqn from its parts, written once into the arena: the memoized
+  // tail spares re-reading the argument text per rewrite.
+  sc.fqnBase = sc.fqnTail ? detail::fqnInArena(txnStrings_, sc.request().sources, *sc.fqnTail)
+                          : txnStrings_.copy(FqnRegistry::deriveFqn(sc.request()));
   sc.fqnBaseHash = StringViewMap<Value *>::hash(sc.fqnBase);
+}
+
+void Driver::prefetchCommit(StagedConst &sc) {
+  deriveFqnBase(sc);
   registry_.prefetchFqn(sc.fqnBaseHash);
   graph_.prefetchConstant(sc.fqnBaseHash);
   // The value name freshName tries first (commit names the constant's value
