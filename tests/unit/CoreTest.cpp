@@ -324,6 +324,31 @@ TEST(Graph, ErasedNodeSlotsAreReused) {
   EXPECT_EQ(g.uniqueName("r50"), "r50_1");
 }
 
+TEST(Graph, ValuesKnowHowOftenTheyAreGraphOutputs) {
+  // The count is what a rewrite asks ("may this result go?") at every
+  // match, so it is kept by the graph instead of scanning the outputs.
+  Graph g("g");
+  TensorProto p(DType::F32, {4});
+  Value *x = g.addInput(InputKind::UserInput, "x", p);
+  Value *a = g.createNode("aten.relu.default", {x}, {}, {{"a", ValueKind::Tensor, p}})->output();
+  Value *b = g.createNode("aten.relu.default", {x}, {}, {{"b", ValueKind::Tensor, p}})->output();
+  EXPECT_FALSE(a->isGraphOutput());
+  g.addOutput(a);
+  g.addOutput(a); // the same value returned twice
+  g.addOutput(x);
+  EXPECT_EQ(a->numOutputUses(), 2u);
+  EXPECT_EQ(x->numOutputUses(), 1u);
+  EXPECT_TRUE(verify(g).empty()) << render(verify(g));
+  g.setOutputValue(1, b);
+  EXPECT_EQ(a->numOutputUses(), 1u);
+  EXPECT_EQ(b->numOutputUses(), 1u);
+  g.replaceAllUsesWith(a, b); // outputs follow a replaced value
+  EXPECT_FALSE(a->isGraphOutput());
+  EXPECT_EQ(b->numOutputUses(), 2u);
+  EXPECT_EQ(g.outputs()[0].value, b);
+  EXPECT_TRUE(verify(g).empty()) << render(verify(g));
+}
+
 TEST(Graph, NamesAndFqnsAreTheGraphsOwnCopies) {
   Graph g("g");
   TensorProto p(DType::F32, {4});

@@ -303,6 +303,7 @@ Value *Graph::newValue(std::string_view name, ValueKind kind, TensorProto proto,
     raw = reusableValues_.back();
     reusableValues_.pop_back();
     raw->resultIndex_ = 0;
+    raw->outputUses_ = 0;
   } else {
     raw = new (valueArena_.allocate(sizeof(Value))) Value;
     values_.push_back(raw);
@@ -376,10 +377,17 @@ const GraphInput *Graph::findConstant(std::string_view fqn, uint64_t hash) const
 
 void Graph::addOutput(Value *value, OutputKind kind, std::string target) {
   outputs_.push_back({kind, value, std::move(target)});
+  if (value)
+    ++value->outputUses_;
 }
 
 void Graph::setOutputValue(std::size_t index, Value *value) {
-  outputs_.at(index).value = value;
+  GraphOutput &o = outputs_.at(index);
+  if (o.value)
+    --o.value->outputUses_;
+  o.value = value;
+  if (value)
+    ++value->outputUses_;
 }
 
 Node *Graph::createNode(std::string_view target, std::vector<Argument> args,
@@ -455,17 +463,21 @@ void Graph::replaceAllUsesWith(Value *from, Value *to) {
     for (Node *u : users)
       u->replaceUsesOf(from, to);
   }
-  for (GraphOutput &o : outputs_)
-    if (o.value == from)
-      o.value = to;
+  // Only a value that is an output walks the outputs (a rewrite replaces
+  // one value per match: a scan per call was quadratic in a graph with an
+  // output per layer).
+  if (from->outputUses_ && from != to) {
+    for (GraphOutput &o : outputs_)
+      if (o.value == from)
+        o.value = to;
+    to->outputUses_ += from->outputUses_;
+    from->outputUses_ = 0;
+  }
 }
 
 std::size_t Graph::removeDeadNodes() {
   std::size_t removed = 0;
-  auto isOutput = [this](const Value *v) {
-    return std::any_of(outputs_.begin(), outputs_.end(),
-                       [v](const GraphOutput &o) { return o.value == v; });
-  };
+  auto isOutput = [](const Value *v) { return v->isGraphOutput(); };
   // Walk backwards so chains of dead nodes go in one sweep.
   for (auto it = nodes_.end(); it != nodes_.begin();) {
     --it;

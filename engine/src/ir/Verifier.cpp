@@ -33,6 +33,7 @@ public:
     checkInputs();
     checkNodes();
     checkOutputs();
+    checkOutputCounts();
     return std::move(diags_);
   }
 
@@ -327,6 +328,31 @@ private:
                "mutates input \"" + o.target + "\", which is not a user input of the graph",
                "bad-mutation-target");
     }
+  }
+
+  /// Every value's numOutputUses() is how often the outputs name it (the
+  /// graph keeps that count so asking is O(1); a stale count would let a
+  /// rewrite erase an output or keep a dead node).
+  void checkOutputCounts() {
+    std::unordered_map<const Value *, unsigned> counts;
+    for (const GraphOutput &o : graph_.outputs())
+      if (o.value)
+        ++counts[o.value];
+    auto check = [&](const Value *v) {
+      auto it = counts.find(v);
+      unsigned want = it == counts.end() ? 0 : it->second;
+      if (v->numOutputUses() != want)
+        report(v->location(), "%" + v->name(),
+               "is recorded as " + std::to_string(v->numOutputUses()) +
+                   " graph output(s), but the outputs name it " + std::to_string(want) + " time(s)",
+               "output-count-mismatch");
+    };
+    for (const GraphInput &in : graph_.inputs())
+      if (in.value)
+        check(in.value);
+    for (const Node &n : graph_.nodes())
+      for (const Value *out : n.outputs())
+        check(out);
   }
 
   const Graph &graph_;

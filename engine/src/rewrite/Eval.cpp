@@ -706,10 +706,7 @@ EvalValue Matcher::evalCall(const CExpr &e, std::span<const EvalValue> args) con
       return EvalValue::unknown(std::string(fn) + " needs a value, " + argText(0) + " is " +
                                 args[0].str());
     if (fn == "uses") {
-      int64_t n = static_cast<int64_t>(v->users().size());
-      for (const GraphOutput &o : graph_.outputs())
-        n += o.value == v ? 1 : 0;
-      return EvalValue::integer(n);
+      return EvalValue::integer(static_cast<int64_t>(v->users().size() + v->numOutputUses()));
     }
     if (fn == "fqn") {
       const GraphInput *in = graph_.inputFor(v);

@@ -25,13 +25,6 @@ const Argument &noneArg() {
   return kNone;
 }
 
-bool isGraphOutput(const Graph &g, const Value *v) {
-  for (const GraphOutput &o : g.outputs())
-    if (o.value == v)
-      return true;
-  return false;
-}
-
 /// Literal pattern vs node argument. Ints and floats compare numerically
 /// (a pattern `1` matches an argument `1.0`); everything else exactly.
 bool literalMatches(const Argument &lit, const Argument &arg) {
@@ -585,7 +578,7 @@ bool Matcher::finish(int depth) {
       continue;
     const Node *n = nodes_[i].node;
     for (const Value *out : n->outputs()) {
-      if (isGraphOutput(graph_, out)) {
+      if (out->isGraphOutput()) {
         fail(cn.siteUse, depth, [&] {
           return "%" + out->name() + " is a graph output, so node %" + n->name() +
                  " cannot be fused (mark it `shared` to keep it)";

@@ -97,13 +97,6 @@ Expected<CompiledRules> CompiledRules::compile(std::vector<Rule> rules, const Op
 
 namespace {
 
-bool isGraphOutput(const Graph &g, const Value *v) {
-  for (const GraphOutput &o : g.outputs())
-    if (o.value == v)
-      return true;
-  return false;
-}
-
 /// Writes `fqn` as a value name (every character outside [A-Za-z0-9_]
 /// becomes '_') to out[0, fqn.size()).
 void sanitizeInto(std::string_view fqn, char *out) {
@@ -1217,7 +1210,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
   // Escapes: every used result of the root must be replaced.
   if (reason.empty())
     for (Value *out : root->outputs()) {
-      bool used = out->hasUses() || isGraphOutput(graph_, out);
+      bool used = out->hasUses() || out->isGraphOutput();
       bool replaced = std::any_of(replace.begin(), replace.end(),
                                   [&](const auto &r) { return r.first == out; });
       if (used && !replaced) {
@@ -1449,7 +1442,7 @@ void Driver::eraseDead(Node *root, std::vector<Node *> &candidates,
     n->setPassScratch(n->passScratch() & ~kPending);
     bool erasable = n == root || (n->schema() && !n->schema()->properties.sideEffects);
     for (const Value *o : n->outputs())
-      if (o->hasUses() || isGraphOutput(graph_, o))
+      if (o->hasUses() || o->isGraphOutput())
         erasable = false;
     if (!erasable)
       continue;

@@ -55,7 +55,7 @@ using NodeList = std::list<Node, SlabAllocator<Node>>;
 
 /// What a Value holds. Symbolic scalars come from ops such as
 /// aten.sym_size.int or aten._local_scalar_dense.default.
-enum class ValueKind { Tensor, SymInt, SymFloat, SymBool };
+enum class ValueKind : uint8_t { Tensor, SymInt, SymFloat, SymBool };
 std::string_view name(ValueKind kind);
 
 /// A value's users, one entry per use (a node using it twice is listed
@@ -85,6 +85,11 @@ public:
   /// One entry per use (a node using a value twice appears twice).
   const UseList &users() const { return users_; }
   bool hasUses() const { return !users_.empty(); }
+  /// How many of the graph's outputs are this value (kept by the graph, so
+  /// asking costs nothing however many outputs a graph has: an exported
+  /// model with a KV cache has two buffer mutations per layer).
+  unsigned numOutputUses() const { return outputUses_; }
+  bool isGraphOutput() const { return outputUses_ != 0; }
   /// Where the value was defined in text IR, when parsed from text.
   const BoxedOptional<SourceRange> &location() const { return location_; }
   void setLocation(SourceRange r) { location_ = std::move(r); }
@@ -101,6 +106,7 @@ private:
   ValueKind kind_ = ValueKind::Tensor;
   unsigned resultIndex_ = 0;
   int inputIndex_ = -1;
+  uint32_t outputUses_ = 0;
   /// Bytes at name_.data() this value may overwrite with a new name when
   /// the graph reuses its slot (Graph::setValueName).
   uint32_t nameCapacity_ = 0;
