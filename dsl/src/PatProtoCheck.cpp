@@ -292,7 +292,7 @@ private:
     for (unsigned i = 0; i < node->numOutputs(); ++i) {
       if ((*inferred)[i].kind != node->output(i)->kind())
         return std::nullopt;
-      node->output(i)->setProto((*inferred)[i].proto);
+      node->graph()->setProto(node->output(i), (*inferred)[i].proto);
       out.push_back(node->output(i));
     }
     return out;

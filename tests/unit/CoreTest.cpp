@@ -324,6 +324,40 @@ TEST(Graph, ErasedNodeSlotsAreReused) {
   EXPECT_EQ(g.uniqueName("r50"), "r50_1");
 }
 
+TEST(ProtoTable, EqualPrototypesShareOneInternedCopy) {
+  ProtoTable t;
+  const TensorProto *a = t.intern(TensorProto(DType::F32, {4, 8}));
+  EXPECT_EQ(t.intern(TensorProto(DType::F32, {4, 8})), a);
+  EXPECT_NE(t.intern(TensorProto(DType::F32, {8, 4})), a);
+  EXPECT_NE(t.intern(TensorProto(DType::I8, {4, 8})), a);
+  TensorProto sym(DType::F32, {1, Dim::symbol("s0")});
+  const TensorProto *s = t.intern(sym);
+  EXPECT_EQ(t.intern(TensorProto(DType::F32, {1, Dim::symbol("s0")})), s);
+  EXPECT_NE(t.intern(TensorProto(DType::F32, {1, Dim::symbol("s1")})), s);
+  TensorProto strided = *a;
+  strided.strides = Shape{1, 4};
+  EXPECT_NE(t.intern(strided), a);
+  // Many distinct prototypes (the table grows): earlier copies stay put.
+  for (int64_t i = 1; i <= 1000; ++i)
+    EXPECT_EQ(t.intern(TensorProto(DType::I32, {i}))->shape[0].constant(), i);
+  EXPECT_EQ(t.intern(TensorProto(DType::F32, {4, 8})), a);
+  EXPECT_EQ(a->shape[1].constant(), 8);
+  EXPECT_EQ(t.size(), 1006u);
+}
+
+TEST(Graph, ValuesShareInternedPrototypes) {
+  Graph g("g");
+  TensorProto p(DType::F32, {4});
+  Value *x = g.addInput(InputKind::UserInput, "x", p);
+  Value *a = g.createNode("aten.relu.default", {x}, {}, {{"a", ValueKind::Tensor, p}})->output();
+  EXPECT_EQ(&a->proto(), &x->proto());
+  const TensorProto &before = a->proto();
+  g.setProto(a, TensorProto(DType::F16, {4}));
+  EXPECT_EQ(a->proto().dtype, DType::F16);
+  EXPECT_EQ(before.dtype, DType::F32); // a reference taken before still reads the old one
+  EXPECT_EQ(g.protos().size(), 2u);
+}
+
 TEST(Graph, ValuesKnowHowOftenTheyAreGraphOutputs) {
   // The count is what a rewrite asks ("may this result go?") at every
   // match, so it is kept by the graph instead of scanning the outputs.

@@ -310,7 +310,7 @@ Value *Graph::newValue(std::string_view name, ValueKind kind, TensorProto proto,
   }
   setValueName(raw, name);
   raw->kind_ = kind;
-  raw->proto_ = std::move(proto);
+  raw->proto_ = protos_.intern(std::move(proto));
   raw->nameHash_ = nameHash ? nameHash : valuesByName_.hash(raw->name_);
   valuesByName_.insertOrAssign(raw->name_, raw, raw->nameHash_);
   return raw;

@@ -238,4 +238,38 @@ std::string TensorProto::str() const {
   return s;
 }
 
+namespace {
+/// Dim equality with the constant case inline: Dim::operator== is out of
+/// line and compares the symbolic terms and opaque text every time.
+bool dimEqual(const Dim &a, const Dim &b) {
+  if (a.isConstant() && b.isConstant())
+    return a.constant() == b.constant();
+  return a == b;
+}
+
+bool shapeEqual(const Shape &a, const Shape &b) {
+  if (a.size() != b.size())
+    return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!dimEqual(a[i], b[i]))
+      return false;
+  return true;
+}
+} // namespace
+
+uint64_t protoHash(const TensorProto &p) {
+  uint64_t h = (static_cast<uint64_t>(p.dtype) + 1) * 0x9E3779B97F4A7C15ull;
+  h ^= p.shape.size() + (p.strides.size() << 8) + (uint64_t(p.quant.has_value()) << 16);
+  for (const Dim &d : p.shape)
+    h = (h ^ (d.isConstant() ? static_cast<uint64_t>(d.constant()) : 0xD1B54A32D192ED03ull)) *
+        0x100000001B3ull;
+  return h;
+}
+
+bool protoEqual(const TensorProto &a, const TensorProto &b) {
+  return a.dtype == b.dtype && shapeEqual(a.shape, b.shape) && shapeEqual(a.strides, b.strides) &&
+         dimEqual(a.storageOffset, b.storageOffset) && a.device.index == b.device.index &&
+         a.device.type == b.device.type && a.quant == b.quant;
+}
+
 } // namespace graft

@@ -330,11 +330,11 @@ const ProvenanceEntry &FqnRegistry::recordAs(const TransformRequestRef &request,
 }
 
 const TensorProto *FqnRegistry::internProto(const TensorProto &proto) {
-  if (lastProto_ < protos_.size() && detail::protoEqual(protos_[lastProto_], proto))
+  if (lastProto_ < protos_.size() && protoEqual(protos_[lastProto_], proto))
     return &protos_[lastProto_];
-  std::vector<std::size_t> &bucket = protosByPrint_[detail::protoPrint(proto)];
+  std::vector<std::size_t> &bucket = protosByPrint_[protoHash(proto)];
   for (std::size_t i : bucket)
-    if (detail::protoEqual(protos_[i], proto)) {
+    if (protoEqual(protos_[i], proto)) {
       lastProto_ = i;
       return &protos_[i];
     }

@@ -26,16 +26,6 @@ std::string formatArgument(const Argument &arg);
 /// "file:line:col", or "<unknown>" when the range is invalid.
 std::string formatLoc(const SourceRange &range);
 
-/// A cheap fingerprint of a prototype (dtype, rank, constant sizes, strides
-/// and quantization present): memo and intern-table lookups compare it
-/// before comparing prototypes in full, so only a likely match pays for a
-/// full compare.
-uint64_t protoPrint(const TensorProto &p);
-/// TensorProto::operator==, field for field (keep in step with TensorProto),
-/// with constant dims compared inline: the rewrite driver's memo lookups
-/// compare every staged prototype, and the defaulted operator was ~3 % of
-/// fusing's instructions.
-bool protoEqual(const TensorProto &a, const TensorProto &b);
 
 /// Calls f(const T *data, int64_t n) with the tensor's elements as their
 /// C++ storage type T (int8_t, uint8_t, int16_t, int32_t, int64_t, uint16_t,

@@ -44,8 +44,6 @@ using detail::CStmt;
 using detail::EvalValue;
 using detail::Matcher;
 using detail::NodeBinding;
-using detail::protoEqual;
-using detail::protoPrint;
 using detail::RootIndex;
 
 //===----------------------------------------------------------------------===//
@@ -279,8 +277,10 @@ private:
   /// A literal-argument transform statement planned for these input
   /// prototypes: its normalized arguments, their canonical text, the plan.
   struct PlanMemo {
-    uint64_t print = 0; ///< protoPrint of the inputs, combined
+    uint64_t print = 0; ///< protoHash of the inputs, combined
     std::vector<TensorProto> inputs;
+    /// The interned prototypes it was planned for (see findPlan).
+    std::vector<const TensorProto *> inputPtrs;
     TransformArgs args;
     std::string argsText;
     TransformPlan plan;
@@ -303,10 +303,11 @@ private:
   /// is only kept when every value argument is a tensor: symbolic scalars
   /// infer from their producer and name).
   struct NodeMemo {
-    uint64_t print = 0;         ///< protoPrint of the tensor arguments, combined
+    uint64_t print = 0;         ///< protoHash of the tensor arguments, combined
     std::vector<Argument> args; ///< value pointers are not compared
     std::vector<std::pair<std::string, Argument>> kwargs;
-    std::vector<TensorProto> protos; ///< of the value arguments, in forEachValue order
+    std::vector<TensorProto> protos;            ///< of the value arguments, in forEachValue order
+    std::vector<const TensorProto *> protoPtrs; ///< the interned ones (see findPlan)
     std::vector<InferredResult> results;
     std::vector<Value *> scratch; ///< one per result (as PlanMemo::scratch)
   };
@@ -504,9 +505,15 @@ const Driver::PlanMemo *Driver::findPlan(const CStmt *stmt, const TensorProto *c
   auto it = plans_.find(stmt);
   if (it == plans_.end())
     return nullptr;
+  // Values' prototypes are interned (the graph's, or the scratch graph's),
+  // and both tables outlive the run: the same pointers are the same
+  // prototypes, without hashing or comparing them.
+  for (const PlanMemo &m : it->second)
+    if (m.inputPtrs.size() == n && std::equal(protos, protos + n, m.inputPtrs.begin()))
+      return &m;
   uint64_t print = 0;
   for (std::size_t i = 0; i < n; ++i)
-    print = combinePrint(print, protoPrint(*protos[i]));
+    print = combinePrint(print, protoHash(*protos[i]));
   for (const PlanMemo &m : it->second) {
     bool same = m.print == print && m.inputs.size() == n;
     for (std::size_t i = 0; i < n && same; ++i)
@@ -525,9 +532,10 @@ const Driver::PlanMemo *Driver::rememberPlan(const CStmt *stmt, std::string_view
     return nullptr;
   PlanMemo &m = memos.emplace_back();
   m.inputs.reserve(n);
+  m.inputPtrs.assign(protos, protos + n);
   for (std::size_t i = 0; i < n; ++i) {
     m.inputs.push_back(*protos[i]);
-    m.print = combinePrint(m.print, protoPrint(*protos[i]));
+    m.print = combinePrint(m.print, protoHash(*protos[i]));
   }
   m.args = args;
   m.argsText = args.canonicalText();
@@ -540,19 +548,24 @@ namespace {
 
 /// Whether `a` (staged) has the shape of `m` (memoized): equal literals,
 /// lists of the same length, tensor values with equal prototypes (taken in
-/// order from `protos`). A non-tensor value never matches.
+/// order from `protos`; `ptrs` true: the same interned prototypes, as
+/// `protoPtrs`). A non-tensor value never matches.
 bool sameShape(const Argument &a, const Argument &m, const std::vector<TensorProto> &protos,
-               std::size_t &k) {
+               const std::vector<const TensorProto *> &protoPtrs, bool ptrs, std::size_t &k) {
   if (a.kind() != m.kind())
     return false;
-  if (a.isValue())
-    return a.value()->isTensor() && k < protos.size() &&
-           protoEqual(a.value()->proto(), protos[k++]);
+  if (a.isValue()) {
+    if (!a.value()->isTensor() || k >= protos.size())
+      return false;
+    const TensorProto &p = a.value()->proto();
+    std::size_t i = k++;
+    return ptrs ? &p == protoPtrs[i] : protoEqual(p, protos[i]);
+  }
   if (a.isList()) {
     if (a.list().size() != m.list().size())
       return false;
     for (std::size_t i = 0; i < a.list().size(); ++i)
-      if (!sameShape(a.list()[i], m.list()[i], protos, k))
+      if (!sameShape(a.list()[i], m.list()[i], protos, protoPtrs, ptrs, k))
         return false;
     return true;
   }
@@ -565,30 +578,31 @@ const Driver::NodeMemo *Driver::findNodeMemo(const CStmt *stmt, const StagedNode
   auto it = nodeMemos_.find(stmt);
   if (it == nodeMemos_.end())
     return nullptr;
-  uint64_t print = 0;
   bool tensorsOnly = true;
-  auto fold = [&](const Value *v) {
-    if (v->isTensor())
-      print = combinePrint(print, protoPrint(v->proto()));
-    else
-      tensorsOnly = false;
-  };
-  sn.forEachValue(fold);
+  sn.forEachValue([&](const Value *v) { tensorsOnly = tensorsOnly && v->isTensor(); });
   if (!tensorsOnly)
     return nullptr; // never memoized (see NodeMemo)
-  for (const NodeMemo &m : it->second) {
-    if (m.print != print || m.args.size() != sn.args.size() || m.kwargs.size() != sn.kwargs.size())
-      continue;
+  auto matches = [&](const NodeMemo &m, bool ptrs) {
+    if (m.args.size() != sn.args.size() || m.kwargs.size() != sn.kwargs.size())
+      return false;
     std::size_t k = 0;
     bool same = true;
     for (std::size_t i = 0; i < sn.args.size() && same; ++i)
-      same = sameShape(sn.args[i], m.args[i], m.protos, k);
+      same = sameShape(sn.args[i], m.args[i], m.protos, m.protoPtrs, ptrs, k);
     for (std::size_t i = 0; i < sn.kwargs.size() && same; ++i)
       same = sn.kwargs[i].first == m.kwargs[i].first &&
-             sameShape(sn.kwargs[i].second, m.kwargs[i].second, m.protos, k);
-    if (same && k == m.protos.size())
+             sameShape(sn.kwargs[i].second, m.kwargs[i].second, m.protos, m.protoPtrs, ptrs, k);
+    return same && k == m.protos.size();
+  };
+  // The same interned prototypes first (see findPlan): no hashing.
+  for (const NodeMemo &m : it->second)
+    if (matches(m, true))
       return &m;
-  }
+  uint64_t print = 0;
+  sn.forEachValue([&](const Value *v) { print = combinePrint(print, protoHash(v->proto())); });
+  for (const NodeMemo &m : it->second)
+    if (m.print == print && matches(m, false))
+      return &m;
   return nullptr;
 }
 
@@ -602,7 +616,8 @@ const Driver::NodeMemo *Driver::rememberNode(const CStmt *stmt, const StagedNode
   auto collect = [&](const Value *v) {
     if (v->isTensor()) {
       m.protos.push_back(v->proto());
-      m.print = combinePrint(m.print, protoPrint(v->proto()));
+      m.protoPtrs.push_back(&v->proto());
+      m.print = combinePrint(m.print, protoHash(v->proto()));
     } else {
       tensorsOnly = false;
     }
@@ -639,7 +654,7 @@ Value *Driver::scratchValue(ValueKind kind, const TensorProto &proto) {
   auto &pool = scratchPool_[k];
   if (scratchUsed_[k] < pool.size()) {
     Value *v = pool[scratchUsed_[k]++];
-    v->setProto(proto);
+    scratch_->setProto(v, proto);
     return v;
   }
   std::string name = "t" + std::to_string(pool.size()) + "_" + std::to_string(k);

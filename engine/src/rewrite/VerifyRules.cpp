@@ -670,7 +670,7 @@ BuildResult InstanceBuilder::build(int stopAfter) {
     if (!inferred.ok())
       return fail(inferred.diags()[0].message);
     for (std::size_t r = 0; r < n->numOutputs() && r < inferred->size(); ++r)
-      n->output(static_cast<unsigned>(r))->setProto((*inferred)[r].proto);
+      g_->setProto(n->output(static_cast<unsigned>(r)), (*inferred)[r].proto);
     results_[static_cast<std::size_t>(i)].assign(n->outputs().begin(), n->outputs().end());
     if (i == cr_.root)
       res.root = n;

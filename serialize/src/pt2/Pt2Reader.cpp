@@ -957,7 +957,7 @@ Expected<Pt2SubclassWeight> subclassWeight(const std::string &what, const std::s
 
 /// Adds an affine quant layout to a subclass weight's placeholder when the
 /// attributes describe one (IntxUnpackedToInt8Tensor).
-void annotateQuant(GraphInput &in, const Pt2SubclassWeight &w) {
+void annotateQuant(Graph &graph, GraphInput &in, const Pt2SubclassWeight &w) {
   std::string blockText, targetText;
   for (const auto &[k, v] : w.attributes) {
     if (k == "block_size")
@@ -1008,7 +1008,7 @@ void annotateQuant(GraphInput &in, const Pt2SubclassWeight &w) {
   TensorProto p = in.value->proto();
   p.quant = q;
   if (validateQuantLayout(p))
-    in.value->setProto(p);
+    graph.setProto(in.value, p);
 }
 
 struct WeightSource {
@@ -1169,7 +1169,7 @@ private:
       if (record) {
         GRAFT_TRY(w.pickleBytes, zip_->map(*record));
       }
-      annotateQuant(in, w);
+      annotateQuant(graph_, in, w);
       prov_.subclassWeights.push_back(std::move(w));
       loaded_.insert(fqn);
       return okStatus();

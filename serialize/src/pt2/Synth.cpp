@@ -210,7 +210,7 @@ public:
         return Failure(std::move(d));
       }
       for (std::size_t i = 0; i < n->outputs().size() && i < inferred->size(); ++i)
-        n->outputs()[i]->setProto((*inferred)[i].proto);
+        g_.setProto(n->outputs()[i], (*inferred)[i].proto);
     }
     addMetadata(*n, target);
     return std::vector<Value *>(n->outputs().begin(), n->outputs().end());

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "graft/ir/Argument.h"
+#include "graft/ir/ProtoTable.h"
 #include "graft/ir/Shape.h"
 #include "graft/ir/Tensor.h"
 #include "graft/ir/TensorProto.h"
@@ -73,8 +74,9 @@ public:
   NameRef name() const { return name_; }
   ValueKind kind() const { return kind_; }
   bool isTensor() const { return kind_ == ValueKind::Tensor; }
-  const TensorProto &proto() const { return proto_; }
-  void setProto(TensorProto proto) { proto_ = std::move(proto); }
+  /// The graph's interned copy (ProtoTable.h): valid and unchanged for the
+  /// graph's lifetime, even after Graph::setProto gives the value another.
+  const TensorProto &proto() const { return *proto_; }
 
   /// The producing node, or null for a graph input.
   Node *producer() const { return producer_; }
@@ -98,11 +100,11 @@ private:
   friend class Graph;
   friend class Node;
   // Hot fields first: what matching and use-list updates read (producer,
-  // users, kind, input index, then the prototype's dtype and shape) shares
-  // the first two cache lines of this ~264-byte object; the name and
-  // location come last.
+  // users, the prototype, kind, input index) is the first cache line of
+  // this ~104-byte object; the name and location come last.
   Node *producer_ = nullptr;
   UseList users_;
+  const TensorProto *proto_ = ProtoTable::empty(); ///< the graph's interned copy
   ValueKind kind_ = ValueKind::Tensor;
   unsigned resultIndex_ = 0;
   int inputIndex_ = -1;
@@ -113,7 +115,6 @@ private:
   /// StringViewMap<>::hash(name_), kept so the name entry can be erased
   /// without reading the name (a cold cache line at the end of the Value).
   uint64_t nameHash_ = 0;
-  TensorProto proto_;
   NameRef name_; ///< in the graph's string storage
   BoxedOptional<SourceRange> location_;
 };
@@ -382,6 +383,12 @@ public:
   const std::vector<GraphOutput> &outputs() const { return outputs_; }
   void setOutputValue(std::size_t index, Value *value);
 
+  /// Gives `value` (of this graph) another prototype. References from its
+  /// proto() taken before stay valid: they read the old, interned one.
+  void setProto(Value *value, const TensorProto &proto) { value->proto_ = protos_.intern(proto); }
+  /// The distinct prototypes the graph's values share (ProtoTable.h).
+  const ProtoTable &protos() const { return protos_; }
+
   //===-- Nodes ---------------------------------------------------------===//
   struct ResultSpec {
     std::string name; ///< empty: a fresh name is generated
@@ -486,6 +493,8 @@ private:
   /// them).
   StableVector<std::string, 32> targets_;
   StringViewMap<const std::string *> targetsByName_;
+  /// Every value's prototype, interned (Value::proto_ points here).
+  ProtoTable protos_;
 };
 
 } // namespace graft

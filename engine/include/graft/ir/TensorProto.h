@@ -125,6 +125,17 @@ struct TensorProto {
   std::string str() const;
 };
 
+/// A cheap fingerprint of a prototype (dtype, rank, constant sizes, strides
+/// and quantization present): intern tables and memo lookups compare it
+/// before comparing prototypes in full, so only a likely match pays for a
+/// full compare. Equal prototypes have equal fingerprints.
+uint64_t protoHash(const TensorProto &p);
+/// TensorProto::operator==, field for field (keep in step with TensorProto),
+/// with constant dims compared inline (Dim::operator== is out of line and
+/// compares symbolic terms): the defaulted operator was ~3 % of fusing's
+/// instructions.
+bool protoEqual(const TensorProto &a, const TensorProto &b);
+
 /// Validates a quant layout against the tensor's shape (block sizes divide
 /// dims, packed dims are even, ranges fit the quant dtype ...).
 Status validateQuantLayout(const TensorProto &proto);

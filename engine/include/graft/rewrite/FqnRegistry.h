@@ -216,7 +216,7 @@ private:
   };
   std::array<InternHint, 16> internHints_{};
   /// Interned prototypes (never move: entries point at them), found by a
-  /// fingerprint (detail::protoPrint); the last one found is tried first.
+  /// fingerprint (protoHash); the last one found is tried first.
   StableVector<TensorProto> protos_;
   /// (Indexes, not pointers: a moved-from registry must not keep a pointer
   /// into the registry it moved to.)
