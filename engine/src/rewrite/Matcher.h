@@ -263,7 +263,15 @@ struct MatchFailure {
 
 class Matcher {
 public:
-  explicit Matcher(const Graph &graph) : graph_(graph) {}
+  explicit Matcher(const Graph &graph) : graph_(graph) {
+    // Room for any ordinary match up front: a goal list that first outgrows
+    // its block deep into a run asks malloc for a block above its small-bin
+    // range, and glibc then merges every small block freed since the run
+    // began (the erased nodes' argument lists): ~5 % of fusing 10^6 nodes,
+    // spent in one such request.
+    cells_.reserve(64);
+    trail_.reserve(64);
+  }
 
   /// Tries `rule` with `root` as the root node. On success the bindings of
   /// the match are available through nodes()/captures() until the next call.
