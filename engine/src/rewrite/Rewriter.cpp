@@ -863,14 +863,18 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
   // them): reuse the normalized arguments, their canonical text and the
   // result prototype instead of re-running the transform's planner.
   const PlanMemo *memo = stmt && stmt->literalArgs ? findPlan(stmt, protoPtrs, nin) : nullptr;
-  Expected<TransformArgs> bound = TransformArgs();
-  Expected<TransformPlan> plan = TransformPlan();
+  // Without a memo: the bound arguments and the plan, this constant's own
+  // (built only here: the memo path, nearly every rewrite, constructs no
+  // TransformArgs or prototype).
+  std::optional<TransformArgs> ownArgs;
+  std::optional<TransformPlan> ownPlan;
   if (memo) {
     if (memo->plan.identity) {
       out = EvalValue::value(inputs[0]);
       return true;
     }
   } else {
+    Expected<TransformArgs> bound = TransformArgs();
     if (stmt && stmt->literalArgs) {
       bound = *stmt->literalArgs;
     } else {
@@ -901,7 +905,7 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
       }
     }
     std::vector<const TensorProto *> protos(protoPtrs, protoPtrs + nin);
-    plan = planTransform(tf, protos, *bound);
+    Expected<TransformPlan> plan = planTransform(tf, protos, *bound);
     if (!plan.ok()) {
       t.reject = plan.diags()[0].message;
       return false;
@@ -911,6 +915,10 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
     if (plan->identity) {
       out = EvalValue::value(inputs[0]);
       return true;
+    }
+    if (!memo) {
+      ownArgs.emplace(std::move(*bound));
+      ownPlan.emplace(std::move(*plan));
     }
   }
   // Name the request: source FQNs, transform, canonical arguments, all
@@ -937,7 +945,7 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
     sources[i] = fqn;
   }
   std::string_view argsText =
-      memo ? std::string_view(memo->argsText) : txnStrings_.copy(bound->canonicalText());
+      memo ? std::string_view(memo->argsText) : txnStrings_.copy(ownArgs->canonicalText());
   std::string_view key = detail::keyInArena(
       txnStrings_, {std::span<const std::string_view>(sources.data(), nin), tf.name, argsText});
   // The same request earlier in this transaction.
@@ -956,8 +964,8 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
     sc.memoProto = &memo->plan.proto;
     sc.fqnTail = &memo->fqnTail;
   } else {
-    sc.ownArgs = std::move(*bound);
-    sc.ownProto = std::move(plan->proto);
+    sc.ownArgs = std::move(*ownArgs);
+    sc.ownProto = std::move(ownPlan->proto);
   }
   sc.sourceArray = sources;
   sc.argsText = argsText;
