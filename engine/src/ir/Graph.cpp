@@ -288,7 +288,7 @@ void Graph::setValueName(Value *v, std::string_view name) {
       name.empty() ? 0 : static_cast<uint32_t>(std::min<std::size_t>(name.size() + 1, UINT32_MAX));
 }
 
-Value *Graph::newValue(std::string_view name, ValueKind kind, TensorProto proto,
+Value *Graph::newValue(std::string_view name, ValueKind kind, const TensorProto &proto,
                        uint64_t nameHash) {
   std::string generated;
   if (name.empty()) {
@@ -310,7 +310,7 @@ Value *Graph::newValue(std::string_view name, ValueKind kind, TensorProto proto,
   }
   setValueName(raw, name);
   raw->kind_ = kind;
-  raw->proto_ = protos_.intern(std::move(proto));
+  raw->proto_ = protos_.intern(proto); // copied only when new to the graph
   raw->nameHash_ = nameHash ? nameHash : valuesByName_.hash(raw->name_);
   valuesByName_.insertOrAssign(raw->name_, raw, raw->nameHash_);
   return raw;
@@ -325,9 +325,9 @@ const std::string *Graph::internTarget(std::string_view target) {
   return &copy;
 }
 
-Value *Graph::addInput(InputKind kind, std::string_view name, TensorProto proto,
+Value *Graph::addInput(InputKind kind, std::string_view name, const TensorProto &proto,
                        std::string_view fqn, uint64_t nameHash, uint64_t fqnHash) {
-  Value *v = newValue(name, ValueKind::Tensor, std::move(proto), nameHash);
+  Value *v = newValue(name, ValueKind::Tensor, proto, nameHash);
   v->inputIndex_ = static_cast<int>(inputs_.size());
   GraphInput in;
   in.kind = kind;
@@ -412,7 +412,7 @@ Node *Graph::createNodeWithSpecs(std::string_view target, std::vector<Argument> 
   unsigned i = 0;
   n.outputs_.reserve(results.size());
   for (ResultSpec &r : results) {
-    Value *v = newValue(r.name, r.kind, std::move(r.proto), r.nameHash);
+    Value *v = newValue(r.name, r.kind, r.protoRef ? *r.protoRef : r.proto, r.nameHash);
     v->producer_ = &n;
     v->resultIndex_ = i++;
     n.outputs_.push_back(v);

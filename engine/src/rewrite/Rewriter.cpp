@@ -176,8 +176,6 @@ private:
     TensorProto ownProto;
     const TransformArgs &args() const { return memoArgs ? *memoArgs : ownArgs; }
     const TensorProto &proto() const { return memoProto ? *memoProto : ownProto; }
-    /// The prototype for the graph: moved when it is this constant's own.
-    TensorProto takeProto() { return memoProto ? *memoProto : std::move(ownProto); }
     /// The request, by reference: source FQNs and argument text are copied
     /// into the transaction's arena (a graph input's FQN may move when the
     /// commit adds inputs), the transform name is the registry's.
@@ -1367,7 +1365,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     std::string_view name =
         freshName(derived ? sc.valueName : std::string_view(sanitized),
                   /*permanent=*/true, &nameHash, derived ? sc.valueNameHash : 0);
-    Value *v = graph_.addInput(InputKind::Parameter, name, sc.takeProto(), fqn, nameHash, fqnHash);
+    Value *v = graph_.addInput(InputKind::Parameter, name, sc.proto(), fqn, nameHash, fqnHash);
     GraphInput &input = graph_.inputs()[static_cast<std::size_t>(v->inputIndex())];
     if (sc.hasData)
       input.setData(sc.data, ExternalData{});
@@ -1394,7 +1392,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       // Into the spec's own buffer (reused rewrite after rewrite).
       results[i].name.assign(freshName(sn.stmt->baseName, false, &results[i].nameHash));
       results[i].kind = r.kind;
-      results[i].proto = r.proto;
+      results[i].protoRef = &r.proto; // interned by the graph, not copied
     }
     Node *n = graph_.createNodeWithSpecs(sn.stmt->target, std::move(sn.args), std::move(sn.kwargs),
                                          std::span<Graph::ResultSpec>(results), root);

@@ -350,7 +350,7 @@ public:
   /// caller that probed findValue(name, hash) first), else 0.
   /// `fqnHash`, likewise, is StringViewMap<>::hash(fqn) or 0.
   /// The graph keeps its own copy of `name` and `fqn`.
-  Value *addInput(InputKind kind, std::string_view name, TensorProto proto,
+  Value *addInput(InputKind kind, std::string_view name, const TensorProto &proto,
                   std::string_view fqn = {}, uint64_t nameHash = 0, uint64_t fqnHash = 0);
   /// A non-tensor user input (symint etc.).
   Value *addScalarInput(ValueKind kind, std::string_view name);
@@ -395,6 +395,9 @@ public:
     ValueKind kind = ValueKind::Tensor;
     TensorProto proto;
     uint64_t nameHash = 0; ///< StringViewMap<>::hash(name) if known, else 0
+    /// When set, the prototype instead of `proto` (the caller's, read once
+    /// to intern it: a caller with the prototype at hand copies nothing).
+    const TensorProto *protoRef = nullptr;
   };
   /// Creates a node before `before` (null: at the end).
   Node *createNode(std::string_view target, std::vector<Argument> args,
@@ -441,7 +444,8 @@ public:
   std::vector<Value *> allValues() const;
 
 private:
-  Value *newValue(std::string_view name, ValueKind kind, TensorProto proto, uint64_t nameHash = 0);
+  Value *newValue(std::string_view name, ValueKind kind, const TensorProto &proto,
+                  uint64_t nameHash = 0);
   /// Gives `v` a copy of `name`: in v's own bytes when it fits (a reused
   /// slot), else in strings_.
   void setValueName(Value *v, std::string_view name);
