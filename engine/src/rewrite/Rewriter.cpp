@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstring>
 #include <deque>
 #include <span>
 #include <unordered_map>
@@ -95,20 +96,31 @@ Expected<CompiledRules> CompiledRules::compile(std::vector<Rule> rules, const Op
 
 namespace {
 
+/// Whether `c` may stay in a value name ([A-Za-z0-9_]).
+constexpr bool keepInName(unsigned char c) {
+  return static_cast<unsigned char>(c - 'a') < 26 || static_cast<unsigned char>(c - 'A') < 26 ||
+         static_cast<unsigned char>(c - '0') < 10 || c == '_';
+}
+
 /// Writes `fqn` as a value name (every character outside [A-Za-z0-9_]
 /// becomes '_') to out[0, fqn.size()).
 void sanitizeInto(std::string_view fqn, char *out) {
-  // A table, not a chain of range tests: every new constant's FQN (tens of
-  // characters) goes through here.
-  static const auto kKeep = [] {
-    std::array<bool, 256> keep{};
-    for (int c = 0; c < 256; ++c)
-      keep[static_cast<std::size_t>(c)] =
-          (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-    return keep;
-  }();
-  for (std::size_t i = 0; i < fqn.size(); ++i)
-    out[i] = kKeep[static_cast<unsigned char>(fqn[i])] ? fqn[i] : '_';
+  // Sixteen characters per step (GCC/Clang vector extensions: SSE2 on x86,
+  // NEON on ARM): every new constant's FQN, tens of characters, goes
+  // through here, and a byte loop was 2.5 % of fusing's instructions.
+  using Bytes = unsigned char __attribute__((vector_size(16)));
+  std::size_t i = 0;
+  for (; i + 16 <= fqn.size(); i += 16) {
+    Bytes c;
+    std::memcpy(&c, fqn.data() + i, 16);
+    Bytes keep = (Bytes)((Bytes)(c - 'a') < 26) | (Bytes)((Bytes)(c - 'A') < 26) |
+                 (Bytes)((Bytes)(c - '0') < 10) | (Bytes)(c == '_');
+    Bytes underscores = (Bytes){} + static_cast<unsigned char>('_');
+    Bytes named = (c & keep) | (underscores & ~keep);
+    std::memcpy(out + i, &named, 16);
+  }
+  for (; i < fqn.size(); ++i)
+    out[i] = keepInName(static_cast<unsigned char>(fqn[i])) ? fqn[i] : '_';
 }
 
 std::string sanitizeName(std::string_view fqn) {
