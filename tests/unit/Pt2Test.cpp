@@ -22,6 +22,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <ostream>
 #include <regex>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -695,6 +696,13 @@ struct SynthCase {
   bool tied;
   DType dtype;
 };
+
+// Without it, gtest prints a case as its raw bytes, padding included
+// (uninitialised memory to valgrind).
+void PrintTo(const SynthCase &c, std::ostream *os) {
+  *os << name(c.quant) << (c.dynamic ? " dynamic" : "") << (c.tied ? " tied" : "") << " "
+      << name(c.dtype);
+}
 
 class Pt2RoundTrip : public ::testing::TestWithParam<SynthCase> {};
 
