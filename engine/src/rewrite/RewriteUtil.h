@@ -26,7 +26,6 @@ std::string formatArgument(const Argument &arg);
 /// "file:line:col", or "<unknown>" when the range is invalid.
 std::string formatLoc(const SourceRange &range);
 
-
 /// Calls f(const T *data, int64_t n) with the tensor's elements as their
 /// C++ storage type T (int8_t, uint8_t, int16_t, int32_t, int64_t, uint16_t,
 /// uint32_t, uint64_t) for integer and bool dtypes; returns false for other
