@@ -96,6 +96,22 @@ Expected<CompiledRules> CompiledRules::compile(std::vector<Rule> rules, const Op
 
 namespace {
 
+/// e = EvalValue::value(x), in place: a staged constant's result is
+/// written into its slot directly (no temporary built, moved and destroyed
+/// per statement; the slot keeps its string's and list's buffers).
+void setValue(EvalValue &e, const Value *x) {
+  e.kind = x ? EvalValue::Kind::Value : EvalValue::Kind::None;
+  e.v = x;
+  e.b = false;
+  e.i = 0;
+  e.f = 0;
+  e.dt = DType::F32;
+  e.s.clear();
+  if (!e.dim.isConstant() || e.dim.constant() != 0)
+    e.dim = Dim();
+  e.list.clear();
+}
+
 /// Whether `c` may stay in a value name ([A-Za-z0-9_]).
 constexpr bool keepInName(unsigned char c) {
   return static_cast<unsigned char>(c - 'a') < 26 || static_cast<unsigned char>(c - 'A') < 26 ||
@@ -880,7 +896,7 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
   std::optional<TransformPlan> ownPlan;
   if (memo) {
     if (memo->plan.identity) {
-      out = EvalValue::value(inputs[0]);
+      setValue(out, inputs[0]);
       return true;
     }
   } else {
@@ -923,7 +939,7 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
     if (stmt && stmt->literalArgs)
       memo = rememberPlan(stmt, tf.name, protoPtrs, nin, *bound, *plan);
     if (plan->identity) {
-      out = EvalValue::value(inputs[0]);
+      setValue(out, inputs[0]);
       return true;
     }
     if (!memo) {
@@ -961,7 +977,7 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
   // The same request earlier in this transaction.
   for (const StagedConst &o : t.consts)
     if (o.key == key) {
-      out = EvalValue::value(o.existing ? o.existing : o.scratch);
+      setValue(out, o.existing ? o.existing : o.scratch);
       return true;
     }
   StagedConst &sc = t.consts.emplace_back();
@@ -998,7 +1014,7 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
         return false;
       }
       sc.existing = c->value;
-      out = EvalValue::value(sc.existing);
+      setValue(out, sc.existing);
       return true;
     }
   }
@@ -1009,7 +1025,7 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
   } else {
     sc.scratch = scratchValue(ValueKind::Tensor, sc.proto());
   }
-  out = EvalValue::value(sc.scratch);
+  setValue(out, sc.scratch);
   return true;
 }
 
@@ -1083,10 +1099,11 @@ bool Driver::stage(const CompiledRule &rule, Txn &t) {
       break;
     }
     case RewriteStmt::Kind::ConstTransform: {
-      EvalValue v;
-      if (!stageConst(rule, &st, *st.transform, st.args, st.kwargs, t, v))
+      // Into the slot itself: stageConst writes its result last, after
+      // it has read every argument, and leaves it as it was on failure.
+      if (!stageConst(rule, &st, *st.transform, st.args, st.kwargs, t,
+                      t.slots[static_cast<std::size_t>(st.resultSlots[0])]))
         return false;
-      t.slots[static_cast<std::size_t>(st.resultSlots[0])] = std::move(v);
       t.setSlots.push_back(st.resultSlots[0]);
       break;
     }
