@@ -384,6 +384,33 @@ bool Matcher::intPredicate(const CExpr &e, bool &truth) const {
   return r.has_value();
 }
 
+const Value *Matcher::valueOf(const CExpr &e, const std::vector<EvalValue> *extraSlots,
+                              const std::vector<EvalValue> *rewriteValues) const {
+  // Mirrors eval's Var and PatResult cases.
+  auto asValue = [](const EvalValue &v) {
+    return v.kind == EvalValue::Kind::Value ? v.v : nullptr;
+  };
+  if (e.kind == Expr::Kind::Var) {
+    if (e.slot < 0 || static_cast<std::size_t>(e.slot) >= captures_.size())
+      return nullptr;
+    const Capture &c = captures_[static_cast<std::size_t>(e.slot)];
+    if (c.kind == Capture::Kind::Unbound) {
+      if (extraSlots && static_cast<std::size_t>(e.slot) < extraSlots->size())
+        return asValue((*extraSlots)[static_cast<std::size_t>(e.slot)]);
+      return nullptr;
+    }
+    return c.kind == Capture::Kind::Arg && c.arg->isValue() ? c.arg->value() : nullptr;
+  }
+  if (e.kind == Expr::Kind::PatResult) {
+    if (e.rewriteValue >= 0)
+      return rewriteValues && static_cast<std::size_t>(e.rewriteValue) < rewriteValues->size()
+                 ? asValue((*rewriteValues)[static_cast<std::size_t>(e.rewriteValue)])
+                 : nullptr;
+    return patternValue(e.patNode, e.result);
+  }
+  return nullptr;
+}
+
 EvalValue Matcher::eval(const CExpr &e, const std::vector<EvalValue> *extraSlots,
                         const std::vector<EvalValue> *rewriteValues) const {
   switch (e.kind) {

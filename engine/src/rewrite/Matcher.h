@@ -288,6 +288,11 @@ public:
   /// `extraSlots` / `rewriteValues` when given.
   EvalValue eval(const CExpr &e, const std::vector<EvalValue> *extraSlots = nullptr,
                  const std::vector<EvalValue> *rewriteValues = nullptr) const;
+  /// The graph value `e` names (a variable or pattern result bound to
+  /// one), as eval(e, ...) would give it, without building an EvalValue;
+  /// null when eval would give anything else.
+  const Value *valueOf(const CExpr &e, const std::vector<EvalValue> *extraSlots,
+                       const std::vector<EvalValue> *rewriteValues) const;
   /// The value of a capture slot under the current bindings.
   EvalValue slotValue(int slot) const;
   /// An integer-only predicate (int literals and captures, + - * // %,

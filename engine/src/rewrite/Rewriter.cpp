@@ -875,14 +875,15 @@ bool Driver::stageConst(const CompiledRule &rule, const CStmt *stmt, const Const
     return false;
   }
   for (std::size_t i = 0; i < nin; ++i) {
-    EvalValue v = matcher_.eval(args[i], &t.slots, &t.values);
-    if (v.kind != EvalValue::Kind::Value || !v.v->isTensor()) {
+    const Value *in = matcher_.valueOf(args[i], &t.slots, &t.values);
+    if (!in || !in->isTensor()) {
+      EvalValue v = matcher_.eval(args[i], &t.slots, &t.values);
       t.reject =
           tf.name + ": input '" + tf.inputs[i] + "' must be a constant tensor, got " + v.str();
       return false;
     }
-    inputs[i] = v.v;
-    protoPtrs[i] = &v.v->proto();
+    inputs[i] = in;
+    protoPtrs[i] = &in->proto();
   }
   // A statement with literal arguments planned before for the same input
   // prototypes plans the same again (planTransform is a pure function of
