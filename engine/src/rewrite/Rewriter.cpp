@@ -1165,7 +1165,7 @@ bool Driver::stage(const CompiledRule &rule, Txn &t) {
         return false;
       }
       for (std::size_t i = 0; i < st.resultValues.size(); ++i) {
-        t.values[static_cast<std::size_t>(st.resultValues[i])] = EvalValue::value(sn.scratch()[i]);
+        setValue(t.values[static_cast<std::size_t>(st.resultValues[i])], sn.scratch()[i]);
         t.setValues.push_back(st.resultValues[i]);
       }
       t.nodes.push_back(std::move(sn));
