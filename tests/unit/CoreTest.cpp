@@ -343,6 +343,15 @@ TEST(ProtoTable, EqualPrototypesShareOneInternedCopy) {
   EXPECT_EQ(t.intern(TensorProto(DType::F32, {4, 8})), a);
   EXPECT_EQ(a->shape[1].constant(), 8);
   EXPECT_EQ(t.size(), 1006u);
+  // A moved table keeps its copies where they are; the moved-from one is
+  // empty and interns afresh (not into the table it moved to).
+  ProtoTable moved(std::move(t));
+  EXPECT_EQ(moved.intern(TensorProto(DType::F32, {4, 8})), a);
+  EXPECT_EQ(moved.size(), 1006u);
+  EXPECT_EQ(t.size(), 0u); // NOLINT(bugprone-use-after-move): reuse is specified
+  const TensorProto *fresh = t.intern(TensorProto(DType::F32, {4, 8}));
+  EXPECT_NE(fresh, a);
+  EXPECT_EQ(t.size(), 1u);
 }
 
 TEST(Graph, ValuesShareInternedPrototypes) {

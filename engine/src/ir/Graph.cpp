@@ -477,14 +477,13 @@ void Graph::replaceAllUsesWith(Value *from, Value *to) {
 
 std::size_t Graph::removeDeadNodes() {
   std::size_t removed = 0;
-  auto isOutput = [](const Value *v) { return v->isGraphOutput(); };
   // Walk backwards so chains of dead nodes go in one sweep.
   for (auto it = nodes_.end(); it != nodes_.begin();) {
     --it;
     Node &n = *it;
     bool effects = n.schema() && (n.schema()->properties.sideEffects);
     bool used = std::any_of(n.outputs_.begin(), n.outputs_.end(),
-                            [&](const Value *v) { return v->hasUses() || isOutput(v); });
+                            [](const Value *v) { return v->hasUses() || v->isGraphOutput(); });
     if (!n.schema() || effects || used || n.outputs_.empty())
       continue; // opaque ops are kept: we cannot know they are pure
     auto next = std::next(it);

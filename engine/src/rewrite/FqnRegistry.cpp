@@ -329,20 +329,6 @@ const ProvenanceEntry &FqnRegistry::recordAs(const TransformRequestRef &request,
   return entries_.back();
 }
 
-const TensorProto *FqnRegistry::internProto(const TensorProto &proto) {
-  if (lastProto_ < protos_.size() && protoEqual(protos_[lastProto_], proto))
-    return &protos_[lastProto_];
-  std::vector<std::size_t> &bucket = protosByPrint_[protoHash(proto)];
-  for (std::size_t i : bucket)
-    if (protoEqual(protos_[i], proto)) {
-      lastProto_ = i;
-      return &protos_[i];
-    }
-  lastProto_ = protos_.size();
-  bucket.push_back(lastProto_);
-  return &protos_.emplace_back(proto);
-}
-
 std::size_t FqnRegistry::OriginKeyHash::operator()(const OriginKey &k) const {
   uint64_t h = reinterpret_cast<std::uintptr_t>(k.rule) * 0x9E3779B97F4A7C15ull;
   h ^= reinterpret_cast<std::uintptr_t>(k.file) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
@@ -384,7 +370,7 @@ ProvenanceEntry &FqnRegistry::add(const TransformRequestRef &request, std::strin
   e.request.sources = sources;
   e.request.transform = intern(request.transform);
   e.request.args = intern(request.args);
-  e.proto = internProto(proto);
+  e.proto = protos_.intern(proto);
   e.origin = internOrigin(rule, loc);
   return e;
 }

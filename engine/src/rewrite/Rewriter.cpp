@@ -304,9 +304,10 @@ private:
   /// prototypes: its normalized arguments, their canonical text, the plan.
   struct PlanMemo {
     uint64_t print = 0; ///< protoHash of the inputs, combined
-    std::vector<TensorProto> inputs;
-    /// The interned prototypes it was planned for (see findPlan).
-    std::vector<const TensorProto *> inputPtrs;
+    /// The prototypes it was planned for: interned (the graph's or the
+    /// scratch graph's, both outliving the run), so the same pointers are
+    /// the same prototypes (see findPlan).
+    std::vector<const TensorProto *> inputs;
     TransformArgs args;
     std::string argsText;
     TransformPlan plan;
@@ -332,8 +333,9 @@ private:
     uint64_t print = 0;         ///< protoHash of the tensor arguments, combined
     std::vector<Argument> args; ///< value pointers are not compared
     std::vector<std::pair<std::string, Argument>> kwargs;
-    std::vector<TensorProto> protos;            ///< of the value arguments, in forEachValue order
-    std::vector<const TensorProto *> protoPtrs; ///< the interned ones (see findPlan)
+    /// Of the value arguments, in forEachValue order: interned (see
+    /// PlanMemo::inputs).
+    std::vector<const TensorProto *> protos;
     std::vector<InferredResult> results;
     std::vector<Value *> scratch; ///< one per result (as PlanMemo::scratch)
   };
@@ -535,7 +537,7 @@ const Driver::PlanMemo *Driver::findPlan(const CStmt *stmt, const TensorProto *c
   // and both tables outlive the run: the same pointers are the same
   // prototypes, without hashing or comparing them.
   for (const PlanMemo &m : it->second)
-    if (m.inputPtrs.size() == n && std::equal(protos, protos + n, m.inputPtrs.begin()))
+    if (m.inputs.size() == n && std::equal(protos, protos + n, m.inputs.begin()))
       return &m;
   uint64_t print = 0;
   for (std::size_t i = 0; i < n; ++i)
@@ -543,7 +545,7 @@ const Driver::PlanMemo *Driver::findPlan(const CStmt *stmt, const TensorProto *c
   for (const PlanMemo &m : it->second) {
     bool same = m.print == print && m.inputs.size() == n;
     for (std::size_t i = 0; i < n && same; ++i)
-      same = protoEqual(m.inputs[i], *protos[i]);
+      same = protoEqual(*m.inputs[i], *protos[i]);
     if (same)
       return &m;
   }
@@ -557,12 +559,9 @@ const Driver::PlanMemo *Driver::rememberPlan(const CStmt *stmt, std::string_view
   if (memos.size() >= 16) // a graph of many weight shapes: plan those afresh
     return nullptr;
   PlanMemo &m = memos.emplace_back();
-  m.inputs.reserve(n);
-  m.inputPtrs.assign(protos, protos + n);
-  for (std::size_t i = 0; i < n; ++i) {
-    m.inputs.push_back(*protos[i]);
+  m.inputs.assign(protos, protos + n);
+  for (std::size_t i = 0; i < n; ++i)
     m.print = combinePrint(m.print, protoHash(*protos[i]));
-  }
   m.args = args;
   m.argsText = args.canonicalText();
   m.fqnTail = detail::deriveFqnTail(transform, m.argsText);
@@ -574,10 +573,10 @@ namespace {
 
 /// Whether `a` (staged) has the shape of `m` (memoized): equal literals,
 /// lists of the same length, tensor values with equal prototypes (taken in
-/// order from `protos`; `ptrs` true: the same interned prototypes, as
-/// `protoPtrs`). A non-tensor value never matches.
-bool sameShape(const Argument &a, const Argument &m, const std::vector<TensorProto> &protos,
-               const std::vector<const TensorProto *> &protoPtrs, bool ptrs, std::size_t &k) {
+/// order from `protos`; `ptrs` true: the same interned prototypes). A
+/// non-tensor value never matches.
+bool sameShape(const Argument &a, const Argument &m, const std::vector<const TensorProto *> &protos,
+               bool ptrs, std::size_t &k) {
   if (a.kind() != m.kind())
     return false;
   if (a.isValue()) {
@@ -585,13 +584,13 @@ bool sameShape(const Argument &a, const Argument &m, const std::vector<TensorPro
       return false;
     const TensorProto &p = a.value()->proto();
     std::size_t i = k++;
-    return ptrs ? &p == protoPtrs[i] : protoEqual(p, protos[i]);
+    return ptrs ? &p == protos[i] : protoEqual(p, *protos[i]);
   }
   if (a.isList()) {
     if (a.list().size() != m.list().size())
       return false;
     for (std::size_t i = 0; i < a.list().size(); ++i)
-      if (!sameShape(a.list()[i], m.list()[i], protos, protoPtrs, ptrs, k))
+      if (!sameShape(a.list()[i], m.list()[i], protos, ptrs, k))
         return false;
     return true;
   }
@@ -614,10 +613,10 @@ const Driver::NodeMemo *Driver::findNodeMemo(const CStmt *stmt, const StagedNode
     std::size_t k = 0;
     bool same = true;
     for (std::size_t i = 0; i < sn.args.size() && same; ++i)
-      same = sameShape(sn.args[i], m.args[i], m.protos, m.protoPtrs, ptrs, k);
+      same = sameShape(sn.args[i], m.args[i], m.protos, ptrs, k);
     for (std::size_t i = 0; i < sn.kwargs.size() && same; ++i)
       same = sn.kwargs[i].first == m.kwargs[i].first &&
-             sameShape(sn.kwargs[i].second, m.kwargs[i].second, m.protos, m.protoPtrs, ptrs, k);
+             sameShape(sn.kwargs[i].second, m.kwargs[i].second, m.protos, ptrs, k);
     return same && k == m.protos.size();
   };
   // The same interned prototypes first (see findPlan): no hashing.
@@ -641,8 +640,7 @@ const Driver::NodeMemo *Driver::rememberNode(const CStmt *stmt, const StagedNode
   bool tensorsOnly = true;
   auto collect = [&](const Value *v) {
     if (v->isTensor()) {
-      m.protos.push_back(v->proto());
-      m.protoPtrs.push_back(&v->proto());
+      m.protos.push_back(&v->proto());
       m.print = combinePrint(m.print, protoHash(v->proto()));
     } else {
       tensorsOnly = false;

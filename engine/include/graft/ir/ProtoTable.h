@@ -31,6 +31,24 @@ public:
   ProtoTable() = default;
   ProtoTable(const ProtoTable &) = delete;
   ProtoTable &operator=(const ProtoTable &) = delete;
+  /// Interned prototypes stay where they are (their chunks change owner),
+  /// so pointers into a moved table stay valid; the moved-from table is
+  /// empty and forgets its last hit (which is the other table's now).
+  ProtoTable(ProtoTable &&other) noexcept
+      : protos_(std::move(other.protos_)), slots_(std::move(other.slots_)), last_(other.last_),
+        lastHash_(other.lastHash_) {
+    other.clearAfterMove();
+  }
+  ProtoTable &operator=(ProtoTable &&other) noexcept {
+    if (this != &other) {
+      protos_ = std::move(other.protos_);
+      slots_ = std::move(other.slots_);
+      last_ = other.last_;
+      lastHash_ = other.lastHash_;
+      other.clearAfterMove();
+    }
+    return *this;
+  }
 
   /// The interned prototype equal (protoEqual) to `proto`, added when new.
   const TensorProto *intern(const TensorProto &proto);
@@ -44,6 +62,12 @@ public:
 private:
   template <class P> const TensorProto *internImpl(P &&proto);
   void grow();
+  void clearAfterMove() {
+    protos_.clear();
+    slots_.clear();
+    last_ = nullptr;
+    lastHash_ = 0;
+  }
 
   struct Slot {
     uint64_t hash = 0;

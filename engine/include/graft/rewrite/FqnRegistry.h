@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "graft/ir/ProtoTable.h"
 #include "graft/ir/TensorProto.h"
 #include "graft/support/Diagnostic.h"
 #include "graft/support/StableVector.h"
@@ -196,8 +197,6 @@ private:
   ProvenanceEntry &add(const TransformRequestRef &request, std::string_view fqn,
                        const TensorProto &proto, std::string_view rule, ProvenanceLoc loc,
                        std::string_view key);
-  /// The registry's copy of `proto` (made on first sight).
-  const TensorProto *internProto(const TensorProto &proto);
   /// The registry's origin for `rule` at `loc` (made on first sight).
   const ProvenanceOrigin *internOrigin(std::string_view rule, const ProvenanceLoc &loc);
 
@@ -215,13 +214,9 @@ private:
     std::string_view interned;
   };
   std::array<InternHint, 16> internHints_{};
-  /// Interned prototypes (never move: entries point at them), found by a
-  /// fingerprint (protoHash); the last one found is tried first.
-  StableVector<TensorProto> protos_;
-  /// (Indexes, not pointers: a moved-from registry must not keep a pointer
-  /// into the registry it moved to.)
-  std::unordered_map<uint64_t, std::vector<std::size_t>> protosByPrint_;
-  std::size_t lastProto_ = SIZE_MAX;
+  /// Interned prototypes (never move: entries point at them; the same
+  /// table a graph's values share theirs through).
+  ProtoTable protos_;
   /// Interned origins (never move: entries point at them), by their interned
   /// rule and file names' addresses and position.
   StableVector<ProvenanceOrigin> origins_;
