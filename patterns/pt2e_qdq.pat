@@ -35,8 +35,22 @@
 //  * 4 vs 8 bits is decided from the weight DATA, as upstream does
 //    (values_in($w, -8, 7)); a data-free graph therefore takes the 8-bit path,
 //    which is exact for any int8 weight;
-//  * linear_qcs4w needs an even K (two values per byte); _weight_int8pack_mm
-//    takes a 2-D activation (ATen's kernel checks it);
+//  * linear_qcs4w needs an even K (two values per byte) and takes any
+//    activation rank; _weight_int8pack_mm takes a 2-D activation (ATen's
+//    kernel checks it), so a rank-3 [B, S, K] or rank-4 activation (what a
+//    Llama exports: x : [1, S, K]) is reshaped to [-1, K] and the result
+//    viewed back to [..., N]. ET-VK's runtime does the same flattening inside
+//    its kernel (QuantizedLinearQCSNW.cpp, check_linear_qcsnw_args accepts
+//    mat1 of rank 2 or 3); graft keeps the op's ATen meaning and spells the
+//    flattening out. reshape, not view, for the input: a linear's input may
+//    be a non-contiguous view (reshape copies then); the matmul result is
+//    contiguous, so a view restores the leading dims;
+//  * the scales are f32: PT2E's weight observers (PerChannelMinMaxObserver,
+//    torch/ao/quantization/observer.py _calculate_qparams) create f32 scales
+//    and int64 zero points, which convert_pt2e registers as buffers
+//    _scale_<i> / _zero_point_<i> next to the folded weight _frozen_param<i>.
+//    f64 scales are not accepted: dequantize_per_channel would compute
+//    q * s in f64 and round once, which no f32-scale kernel reproduces;
 //  * the static-activation path needs K % 4 == 0 (upstream's texel-alignment
 //    limit) and an int8 activation dequantized per tensor with float scale
 //    and int zero point (quantize_per_tensor.default, not the .tensor form).
@@ -45,7 +59,16 @@
 // dequantize_per_channel does (w * s[n] in f32) and run the same f32 linear,
 // so they are bit-exact. _weight_int8pack_mm computes (sum_k x*w) * s[n]
 // (ATen int8mm_kernel) instead of sum_k x*(w*s[n]): the scale moves out of the
-// sum, which changes the rounding, hence that rule's tolerance.
+// sum, which changes the rounding, hence that rule's tolerance. The reshape
+// and view of the rank-3/4 rules move no value, so those rules have the
+// 2-D rule's tolerance. Bound: both sides sum K products sequentially in
+// f32, so they differ by at most about (2K + 1) * 2^-24 * sum_k |x_k w_k| s_n.
+// On the verification domain (x and s in [0.01, 1), |w| <= 128, K <= 64,
+// outputs up to ~2000) that worst case is 0.06 absolute; the largest
+// difference seen in 1500 instances per rule is 4.3e-4, under 2 ulp of the
+// output (rounding errors cancel). atol 1e-3 + rtol 1e-5 * |y| admits that
+// with a 2x margin at the largest outputs (more at smaller ones), while a
+// wrong scale, transposition or reshape changes an output by O(1).
 
 /// Weight-only 8-bit symmetric per-channel linear, no bias ->
 /// aten._weight_int8pack_mm.
@@ -83,6 +106,107 @@ rule pt2e_linear_int8pack_bias benefit 10 tags(linear, int8, pt2e) backend vulka
     %y  = aten.add.Tensor(%mm, $b)
   }
   example { M = [1, 4], N = [8, 12], K = [8, 64], wqmin = -127, wqmax = 127 }
+  tolerance(atol = 1e-3, rtol = 1e-5)
+}
+
+/// Weight-only 8-bit symmetric per-channel linear on a rank-3 activation
+/// [B, S, K] (what torch.export writes for a Llama's projections), no bias ->
+/// reshape to [B * S, K], aten._weight_int8pack_mm, view back to [B, S, N].
+rule pt2e_linear_int8pack_3d benefit 10 tags(linear, int8, pt2e) backend vulkan {
+  match {
+    %w = quantized_decomposed.dequantize_per_channel(param $qw : i8[$N, $K], param $s : f32[$N],
+                                                     $zp, 0, $wqmin, $wqmax, i8)
+    %y = aten.linear($x : f32[$B, $S, $K], %w)
+  }
+  where {
+    $wqmin >= -128 and $wqmax <= 127
+    $zp is none or all_zero($zp)
+  }
+  rewrite {
+    %x2 = aten.reshape($x, [-1, $K])
+    %mm = aten._weight_int8pack_mm(%x2, $qw, $s)
+    %y  = aten.view(%mm, [$B, $S, $N])
+  }
+  example { B = [1, 2], S = [1, 3], N = [8, 12], K = [8, 64], wqmin = [-128, -127], wqmax = 127 }
+  tolerance(atol = 1e-3, rtol = 1e-5)
+}
+
+/// The same with a bias: the add is on the restored [B, S, N] result.
+rule pt2e_linear_int8pack_bias_3d benefit 10 tags(linear, int8, pt2e) backend vulkan {
+  match {
+    %w = quantized_decomposed.dequantize_per_channel(param $qw : i8[$N, $K], param $s : f32[$N],
+                                                     $zp, 0, $wqmin, $wqmax, i8)
+    %y = aten.linear($x : f32[$B, $S, $K], %w, $b : f32[$N])
+  }
+  where {
+    $wqmin >= -128 and $wqmax <= 127
+    $zp is none or all_zero($zp)
+  }
+  rewrite {
+    %x2 = aten.reshape($x, [-1, $K])
+    %mm = aten._weight_int8pack_mm(%x2, $qw, $s)
+    %v  = aten.view(%mm, [$B, $S, $N])
+    %y  = aten.add.Tensor(%v, $b)
+  }
+  example { B = [1, 2], S = [1, 3], N = [8, 12], K = [8, 64], wqmin = [-128, -127], wqmax = 127 }
+  tolerance(atol = 1e-3, rtol = 1e-5)
+}
+
+/// Weight-only 8-bit symmetric per-channel linear on a rank-4 activation
+/// [A, B, S, K], no bias -> reshape, aten._weight_int8pack_mm, view back.
+rule pt2e_linear_int8pack_4d benefit 10 tags(linear, int8, pt2e) backend vulkan {
+  match {
+    %w = quantized_decomposed.dequantize_per_channel(param $qw : i8[$N, $K], param $s : f32[$N],
+                                                     $zp, 0, $wqmin, $wqmax, i8)
+    %y = aten.linear($x : f32[$A, $B, $S, $K], %w)
+  }
+  where {
+    $wqmin >= -128 and $wqmax <= 127
+    $zp is none or all_zero($zp)
+  }
+  rewrite {
+    %x2 = aten.reshape($x, [-1, $K])
+    %mm = aten._weight_int8pack_mm(%x2, $qw, $s)
+    %y  = aten.view(%mm, [$A, $B, $S, $N])
+  }
+  example {
+    A = [1, 2]
+    B = [1, 2]
+    S = [1, 3]
+    N = [8, 12]
+    K = [8, 64]
+    wqmin = -127
+    wqmax = 127
+  }
+  tolerance(atol = 1e-3, rtol = 1e-5)
+}
+
+/// The rank-4 form with a bias.
+rule pt2e_linear_int8pack_bias_4d benefit 10 tags(linear, int8, pt2e) backend vulkan {
+  match {
+    %w = quantized_decomposed.dequantize_per_channel(param $qw : i8[$N, $K], param $s : f32[$N],
+                                                     $zp, 0, $wqmin, $wqmax, i8)
+    %y = aten.linear($x : f32[$A, $B, $S, $K], %w, $b : f32[$N])
+  }
+  where {
+    $wqmin >= -128 and $wqmax <= 127
+    $zp is none or all_zero($zp)
+  }
+  rewrite {
+    %x2 = aten.reshape($x, [-1, $K])
+    %mm = aten._weight_int8pack_mm(%x2, $qw, $s)
+    %v  = aten.view(%mm, [$A, $B, $S, $N])
+    %y  = aten.add.Tensor(%v, $b)
+  }
+  example {
+    A = [1, 2]
+    B = [1, 2]
+    S = [1, 3]
+    N = [8, 12]
+    K = [8, 64]
+    wqmin = -127
+    wqmax = 127
+  }
   tolerance(atol = 1e-3, rtol = 1e-5)
 }
 
