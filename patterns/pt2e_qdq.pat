@@ -44,7 +44,11 @@
 //    mat1 of rank 2 or 3); graft keeps the op's ATen meaning and spells the
 //    flattening out. reshape, not view, for the input: a linear's input may
 //    be a non-contiguous view (reshape copies then); the matmul result is
-//    contiguous, so a view restores the leading dims;
+//    contiguous, so a view restores the leading dims. The view takes -1 for
+//    the sequence dim: a symbolic S (s0 under --dynamic-seq) cannot be
+//    written as a literal size, and -1 recovers it from the element count.
+//    -1 is ambiguous next to a zero-sized dim (ATen's view rejects it), so
+//    these rules require the other dims, K and N to be at least 1;
 //  * the scales are f32: PT2E's weight observers (PerChannelMinMaxObserver,
 //    torch/ao/quantization/observer.py _calculate_qparams) create f32 scales
 //    and int64 zero points, which convert_pt2e registers as buffers
@@ -111,7 +115,7 @@ rule pt2e_linear_int8pack_bias benefit 10 tags(linear, int8, pt2e) backend vulka
 
 /// Weight-only 8-bit symmetric per-channel linear on a rank-3 activation
 /// [B, S, K] (what torch.export writes for a Llama's projections), no bias ->
-/// reshape to [B * S, K], aten._weight_int8pack_mm, view back to [B, S, N].
+/// reshape to [B * S, K], aten._weight_int8pack_mm, view back to [B, -1, N].
 rule pt2e_linear_int8pack_3d benefit 10 tags(linear, int8, pt2e) backend vulkan {
   match {
     %w = quantized_decomposed.dequantize_per_channel(param $qw : i8[$N, $K], param $s : f32[$N],
@@ -119,13 +123,14 @@ rule pt2e_linear_int8pack_3d benefit 10 tags(linear, int8, pt2e) backend vulkan 
     %y = aten.linear($x : f32[$B, $S, $K], %w)
   }
   where {
+    $B >= 1 and $N >= 1 and $K >= 1
     $wqmin >= -128 and $wqmax <= 127
     $zp is none or all_zero($zp)
   }
   rewrite {
     %x2 = aten.reshape($x, [-1, $K])
     %mm = aten._weight_int8pack_mm(%x2, $qw, $s)
-    %y  = aten.view(%mm, [$B, $S, $N])
+    %y  = aten.view(%mm, [$B, -1, $N])
   }
   example { B = [1, 2], S = [1, 3], N = [8, 12], K = [8, 64], wqmin = [-128, -127], wqmax = 127 }
   tolerance(atol = 1e-3, rtol = 1e-5)
@@ -139,13 +144,14 @@ rule pt2e_linear_int8pack_bias_3d benefit 10 tags(linear, int8, pt2e) backend vu
     %y = aten.linear($x : f32[$B, $S, $K], %w, $b : f32[$N])
   }
   where {
+    $B >= 1 and $N >= 1 and $K >= 1
     $wqmin >= -128 and $wqmax <= 127
     $zp is none or all_zero($zp)
   }
   rewrite {
     %x2 = aten.reshape($x, [-1, $K])
     %mm = aten._weight_int8pack_mm(%x2, $qw, $s)
-    %v  = aten.view(%mm, [$B, $S, $N])
+    %v  = aten.view(%mm, [$B, -1, $N])
     %y  = aten.add.Tensor(%v, $b)
   }
   example { B = [1, 2], S = [1, 3], N = [8, 12], K = [8, 64], wqmin = [-128, -127], wqmax = 127 }
@@ -161,13 +167,14 @@ rule pt2e_linear_int8pack_4d benefit 10 tags(linear, int8, pt2e) backend vulkan 
     %y = aten.linear($x : f32[$A, $B, $S, $K], %w)
   }
   where {
+    $A >= 1 and $B >= 1 and $N >= 1 and $K >= 1
     $wqmin >= -128 and $wqmax <= 127
     $zp is none or all_zero($zp)
   }
   rewrite {
     %x2 = aten.reshape($x, [-1, $K])
     %mm = aten._weight_int8pack_mm(%x2, $qw, $s)
-    %y  = aten.view(%mm, [$A, $B, $S, $N])
+    %y  = aten.view(%mm, [$A, $B, -1, $N])
   }
   example {
     A = [1, 2]
@@ -189,13 +196,14 @@ rule pt2e_linear_int8pack_bias_4d benefit 10 tags(linear, int8, pt2e) backend vu
     %y = aten.linear($x : f32[$A, $B, $S, $K], %w, $b : f32[$N])
   }
   where {
+    $A >= 1 and $B >= 1 and $N >= 1 and $K >= 1
     $wqmin >= -128 and $wqmax <= 127
     $zp is none or all_zero($zp)
   }
   rewrite {
     %x2 = aten.reshape($x, [-1, $K])
     %mm = aten._weight_int8pack_mm(%x2, $qw, $s)
-    %v  = aten.view(%mm, [$A, $B, $S, $N])
+    %v  = aten.view(%mm, [$A, $B, -1, $N])
     %y  = aten.add.Tensor(%v, $b)
   }
   example {
