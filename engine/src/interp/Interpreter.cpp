@@ -12,6 +12,7 @@
 
 #include "Kernels.h"
 
+#include "graft/ops/OpRegistry.h"
 #include "graft/ops/OpSchema.h"
 
 #include <cmath>
@@ -378,6 +379,28 @@ std::optional<int64_t> indexBound(const Value *v) {
 
 } // namespace
 
+/// The declared symbol an integer input is read into by
+/// `_local_scalar_dense` (directly or through select / select_copy): graft
+/// names an unbacked symbol after that value (docs/pt2.md).
+static std::optional<std::string> readSymbol(const Value &v, const SymbolTable &symbols) {
+  auto symbolOf = [&](const Node *user) -> std::optional<std::string> {
+    if (canonicalTarget(user->target()) == "aten._local_scalar_dense.default" &&
+        user->numOutputs() == 1 && symbols.find(user->output()->name()))
+      return std::string(user->output()->name());
+    return std::nullopt;
+  };
+  for (const Node *user : v.users()) {
+    if (auto s = symbolOf(user))
+      return s;
+    std::string t = canonicalTarget(user->target());
+    if ((t == "aten.select.int" || t == "aten.select_copy.int") && user->numOutputs() == 1)
+      for (const Node *u2 : user->output()->users())
+        if (auto s = symbolOf(u2))
+          return s;
+  }
+  return std::nullopt;
+}
+
 Expected<std::vector<RuntimeValue>>
 makeRandomInputs(const Graph &graph, uint64_t seed,
                  const std::map<std::string, int64_t> &symbolValues) {
@@ -425,6 +448,12 @@ makeRandomInputs(const Graph &graph, uint64_t seed,
     if (p.dtype == DType::Bool) {
       for (int64_t i = 0; i < n; ++i)
         t.setInt(i, static_cast<int64_t>(rng.next() >> 63));
+    } else if (auto pos = readSymbol(*v, graph.symbols()); pos && isIntegral(p.dtype)) {
+      // A position read with item() (input_pos[-1].item()): every element
+      // is the value chosen for its unbacked symbol, so the runtime
+      // assertions on it (u0 + s0 <= max_seq_len) hold like the sizes do.
+      for (int64_t i = 0; i < n; ++i)
+        t.setInt(i, values[*pos]);
     } else if (isIntegral(p.dtype)) {
       int64_t bound = indexBound(v).value_or(16);
       if (auto b = integerBounds(p.dtype))

@@ -4,11 +4,16 @@
 // torch.export leaves in graphs (sym_constrain_range[_for_size],
 // _assert_scalar). A failed assertion is a user-facing error naming the node
 // and carrying the assertion's message, as PyTorch raises it at run time.
-// SymInts flow as int64_t.
+// Also the Python symbolic-scalar ops torch.export records on SymInts
+// (operator.add/sub/mul/floordiv/mod/neg, torch.sym_max/min, the
+// comparisons), with Python's semantics. SymInts flow as int64_t; an int
+// result that leaves int64 is an error (Python ints would not overflow).
 //
 //===----------------------------------------------------------------------===//
 #include "Kernels.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace graft::interp {
@@ -45,6 +50,125 @@ Results constrainRange(const KernelArgs &a, bool forSize) {
     return a.error("Invalid value range for " + std::to_string(v) + " between [" +
                    std::to_string(lo) + ", " + std::to_string(hi) + "].");
   return std::vector<RuntimeValue>{};
+}
+
+enum class SymOp { Add, Sub, Mul, FloorDiv, Mod, Max, Min };
+
+/// Python's a // b and a % b on ints (floor toward -inf; the remainder has
+/// the divisor's sign).
+std::pair<int64_t, int64_t> pyDivMod(int64_t a, int64_t b) {
+  int64_t q = a / b, r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) {
+    --q;
+    r += b;
+  }
+  return {q, r};
+}
+
+Results symArith(const KernelArgs &a, SymOp op) {
+  auto x = optionalNumberArg(a, "a"), y = optionalNumberArg(a, "b");
+  if (!x || !y)
+    return a.error("operands must be numbers");
+  bool floating = x->kind == Number::Kind::Float || y->kind == Number::Kind::Float;
+  if (floating) {
+    double p = x->toDouble(), q = y->toDouble();
+    switch (op) {
+    case SymOp::Add:
+      return std::vector<RuntimeValue>{p + q};
+    case SymOp::Sub:
+      return std::vector<RuntimeValue>{p - q};
+    case SymOp::Mul:
+      return std::vector<RuntimeValue>{p * q};
+    case SymOp::Max:
+      return std::vector<RuntimeValue>{std::max(p, q)};
+    case SymOp::Min:
+      return std::vector<RuntimeValue>{std::min(p, q)};
+    case SymOp::FloorDiv:
+    case SymOp::Mod: {
+      if (q == 0.0)
+        return a.error("float floor division or modulo by zero");
+      // Python: mod = fmod adjusted to the divisor's sign; div = (p - mod) / q.
+      double m = std::fmod(p, q);
+      if (m != 0.0 && ((m < 0) != (q < 0)))
+        m += q;
+      if (op == SymOp::Mod)
+        return std::vector<RuntimeValue>{m};
+      // (p - m) / q is within rounding of an integer; round it the way
+      // CPython's float_floor_div does.
+      double d = (p - m) / q, f = std::floor(d);
+      if (d - f > 0.5)
+        f += 1.0;
+      return std::vector<RuntimeValue>{f};
+    }
+    }
+  }
+  int64_t p = x->i, q = y->i, r = 0;
+  auto overflow = [&]() {
+    return a.error("integer result of " + std::to_string(p) + " and " + std::to_string(q) +
+                   " does not fit in int64");
+  };
+  switch (op) {
+  case SymOp::Add:
+    if (__builtin_add_overflow(p, q, &r))
+      return overflow();
+    break;
+  case SymOp::Sub:
+    if (__builtin_sub_overflow(p, q, &r))
+      return overflow();
+    break;
+  case SymOp::Mul:
+    if (__builtin_mul_overflow(p, q, &r))
+      return overflow();
+    break;
+  case SymOp::Max:
+    r = std::max(p, q);
+    break;
+  case SymOp::Min:
+    r = std::min(p, q);
+    break;
+  case SymOp::FloorDiv:
+  case SymOp::Mod:
+    if (q == 0)
+      return a.error("integer division or modulo by zero");
+    if (p == std::numeric_limits<int64_t>::min() && q == -1) {
+      if (op == SymOp::FloorDiv)
+        return overflow();
+      r = 0;
+      break;
+    }
+    r = op == SymOp::FloorDiv ? pyDivMod(p, q).first : pyDivMod(p, q).second;
+    break;
+  }
+  return std::vector<RuntimeValue>{r};
+}
+
+enum class SymCmp { Eq, Ne, Lt, Le, Gt, Ge };
+
+Results symCompare(const KernelArgs &a, SymCmp op) {
+  auto x = optionalNumberArg(a, "a"), y = optionalNumberArg(a, "b");
+  if (!x || !y)
+    return a.error("operands must be numbers");
+  bool floating = x->kind == Number::Kind::Float || y->kind == Number::Kind::Float;
+  // Ints compare exactly (a double would round values above 2^53).
+  auto cmp = [&](auto p, auto q) {
+    switch (op) {
+    case SymCmp::Eq:
+      return p == q;
+    case SymCmp::Ne:
+      return p != q;
+    case SymCmp::Lt:
+      return p < q;
+    case SymCmp::Le:
+      return p <= q;
+    case SymCmp::Gt:
+      return p > q;
+    case SymCmp::Ge:
+      return p >= q;
+    }
+    return false;
+  };
+  bool r = floating ? cmp(x->toDouble(), y->toDouble()) : cmp(x->i, y->i);
+  return std::vector<RuntimeValue>{r};
 }
 
 } // namespace
@@ -87,6 +211,31 @@ void registerScalarKernels(KernelRegistry &r) {
     }
     return std::vector<RuntimeValue>{};
   });
+  for (auto [name, op] : {std::pair{"operator.add.default", SymOp::Add},
+                          {"operator.sub.default", SymOp::Sub},
+                          {"operator.mul.default", SymOp::Mul},
+                          {"operator.floordiv.default", SymOp::FloorDiv},
+                          {"operator.mod.default", SymOp::Mod},
+                          {"torch.sym_max.default", SymOp::Max},
+                          {"torch.sym_min.default", SymOp::Min}})
+    r.add(name, [op = op](const KernelArgs &a) { return symArith(a, op); });
+  r.add("operator.neg.default", [](const KernelArgs &a) -> Results {
+    auto x = optionalNumberArg(a, "a");
+    if (!x)
+      return a.error("operand must be a number");
+    if (x->kind == Number::Kind::Float)
+      return std::vector<RuntimeValue>{-x->f};
+    if (x->i == std::numeric_limits<int64_t>::min())
+      return a.error("integer result of -" + std::to_string(x->i) + " does not fit in int64");
+    return std::vector<RuntimeValue>{-x->i};
+  });
+  for (auto [name, op] : {std::pair{"operator.eq.default", SymCmp::Eq},
+                          {"operator.ne.default", SymCmp::Ne},
+                          {"operator.lt.default", SymCmp::Lt},
+                          {"operator.le.default", SymCmp::Le},
+                          {"operator.gt.default", SymCmp::Gt},
+                          {"operator.ge.default", SymCmp::Ge}})
+    r.add(name, [op = op](const KernelArgs &a) { return symCompare(a, op); });
   r.add("aten._assert_async.msg", [](const KernelArgs &a) -> Results {
     const Tensor &x = a.tensor("self");
     if (x.defined() && x.numel() == 1 && x.getDouble(0) == 0.0)

@@ -12,6 +12,7 @@
 #include "graft/ops/OpRegistry.h"
 #include "infer/InferUtil.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace graft {
@@ -20,11 +21,93 @@ namespace graft {
 // Symbolic scalars
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+std::string parenthesized(const Dim &d) {
+  std::string s = d.str();
+  return d.isConstant() || d.isSymbol() ? s : "(" + s + ")";
+}
+
+/// Python's floor division and modulo on constants (floor toward -inf, the
+/// remainder takes the divisor's sign); nullopt when b is 0.
+std::optional<int64_t> pyFloorDiv(int64_t a, int64_t b) {
+  if (b == 0)
+    return std::nullopt;
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0)))
+    --q;
+  return q;
+}
+
+/// The Dim of a Python sym-op result (operator.add, ..., torch.sym_max),
+/// from its operands' Dims; nullopt when `target` is no such op or an
+/// operand is not an int. Non-linear results are opaque dims spelled the way
+/// the text IR and SymExpr.cpp spell them (`(a)//(b)`, `(a)%(b)`, `Max(a, b)`).
+std::optional<Dim> symArithDim(const Node &p, const std::string &target) {
+  static const char *const kOps[] = {
+      "operator.add.default",      "operator.sub.default", "operator.mul.default",
+      "operator.floordiv.default", "operator.mod.default", "operator.neg.default",
+      "torch.sym_max.default",     "torch.sym_min.default"};
+  bool known = false;
+  for (const char *op : kOps)
+    known = known || target == op;
+  if (!known)
+    return std::nullopt;
+  const auto &args = p.args();
+  bool unary = target == "operator.neg.default";
+  if (args.size() != (unary ? 1u : 2u) || !p.kwargs().empty())
+    return std::nullopt;
+  // Python bools are ints: True + 1 == 2.
+  auto operand = [](const Argument &a) -> std::optional<Dim> {
+    if (a.isBool())
+      return Dim(a.boolean() ? 1 : 0);
+    return argumentDim(a);
+  };
+  auto a = operand(args[0]);
+  if (!a)
+    return std::nullopt;
+  if (unary)
+    return *a * -1;
+  auto b = operand(args[1]);
+  if (!b)
+    return std::nullopt;
+  if (target == "operator.add.default")
+    return *a + *b;
+  if (target == "operator.sub.default")
+    return *a - *b;
+  if (target == "operator.mul.default")
+    return *a * *b;
+  if (a->isConstant() && b->isConstant()) {
+    int64_t x = a->constant(), y = b->constant();
+    if (target == "torch.sym_max.default")
+      return Dim(std::max(x, y));
+    if (target == "torch.sym_min.default")
+      return Dim(std::min(x, y));
+    auto q = pyFloorDiv(x, y);
+    if (!q)
+      return std::nullopt; // division by zero: the interpreter reports it
+    return target == "operator.floordiv.default" ? Dim(*q) : Dim(x - *q * y);
+  }
+  if (target == "operator.floordiv.default") {
+    if (b->isConstant() && b->constant() > 0)
+      return a->floorDiv(b->constant());
+    return Dim::opaque(parenthesized(*a) + "//" + parenthesized(*b));
+  }
+  if (target == "operator.mod.default")
+    return Dim::opaque(parenthesized(*a) + "%" + parenthesized(*b));
+  if (*a == *b)
+    return *a;
+  return Dim::opaque(std::string(target == "torch.sym_max.default" ? "Max(" : "Min(") +
+                     a->str() + ", " + b->str() + ")");
+}
+
+} // namespace
+
 Dim dimOfSymInt(const Value &value) {
   const Value *v = &value;
-  // Follow sym_size chains: the size of a tensor is whatever its proto says.
   if (const Node *p = v->producer()) {
     std::string target = canonicalTarget(p->target());
+    // Follow sym_size chains: the size of a tensor is whatever its proto says.
     if ((target == "aten.sym_size.int") && p->args().size() == 2 && p->args()[0].isValue() &&
         p->args()[1].isInt()) {
       const TensorProto &t = p->args()[0].value()->proto();
@@ -32,8 +115,40 @@ Dim dimOfSymInt(const Value &value) {
       if (d >= 0)
         return t.shape[static_cast<std::size_t>(d)];
     }
+    // Arithmetic on SymInts is the expression over its operands' Dims (the
+    // end u0 + 8 of a narrow), recursively; chains are a few nodes long.
+    if (auto d = symArithDim(*p, target))
+      return *d;
   }
   return Dim::symbol(v->name());
+}
+
+std::vector<Dim> assertedNonPositive(const Value &value) {
+  std::vector<Dim> facts;
+  for (const Node *user : value.users()) {
+    if (user->numOutputs() != 1 || user->args().size() != 2)
+      continue;
+    std::string t = canonicalTarget(user->target());
+    bool le = t == "operator.le.default", lt = t == "operator.lt.default";
+    bool ge = t == "operator.ge.default", gt = t == "operator.gt.default";
+    if (!le && !lt && !ge && !gt)
+      continue;
+    const Value *cond = user->output();
+    bool asserted = false;
+    for (const Node *c : cond->users())
+      asserted = asserted || canonicalTarget(c->target()) == "aten._assert_scalar.default";
+    if (!asserted)
+      continue;
+    auto a = argumentDim(user->args()[0]), b = argumentDim(user->args()[1]);
+    if (!a || !b || a->isOpaque() || b->isOpaque())
+      continue;
+    // a <= b  <=>  a - b <= 0;  a < b  <=>  a - b + 1 <= 0 (integers).
+    Dim f = (le || lt) ? *a - *b : *b - *a;
+    if (lt || gt)
+      f = f + Dim(1);
+    facts.push_back(std::move(f));
+  }
+  return facts;
 }
 
 std::optional<Dim> argumentDim(const Argument &arg) {
@@ -139,6 +254,7 @@ const InferenceRules &InferenceRules::builtin() {
     infer::registerReductionRules(*r);
     infer::registerLinalgRules(*r);
     infer::registerQuantRules(*r);
+    infer::registerSymRules(*r);
     return r;
   }();
   return *rules;

@@ -66,10 +66,19 @@ private:
 Expected<std::vector<InferredResult>> inferResults(const Node &node, const SymbolTable &symbols);
 
 /// The Dim a SymInt value stands for: `aten.sym_size.int(x, d)` results are
-/// x's size d (resolved through chains of sym_size); any other SymInt value
-/// (a graph input, an unbacked `_local_scalar_dense` result) is the symbol
-/// named after the value itself.
+/// x's size d (resolved through chains of sym_size); the results of Python
+/// sym ops (`operator.add/sub/mul/floordiv/mod/neg`, `torch.sym_max/min`)
+/// are that expression over their operands' Dims (`_local_scalar_dense + 8`);
+/// any other SymInt value (a graph input, an unbacked `_local_scalar_dense`
+/// result) is the symbol named after the value itself.
 Dim dimOfSymInt(const Value &value);
+/// Facts `f <= 0` that runtime assertions establish about a SymInt value:
+/// each comparison user (`operator.le/lt/ge/gt` with `value` on either side)
+/// whose SymBool result an `aten._assert_scalar` checks. torch.export writes
+/// the relations its symbolic shapes could not fold into a single symbol's
+/// range this way (e.g. narrow's `u0 + s0 <= 64`); shape inference uses them
+/// to bound slices.
+std::vector<Dim> assertedNonPositive(const Value &value);
 /// An Int argument or a SymInt value argument as a Dim.
 std::optional<Dim> argumentDim(const Argument &arg);
 

@@ -24,6 +24,7 @@ void registerShapeRules(InferenceRules &rules);
 void registerReductionRules(InferenceRules &rules);
 void registerLinalgRules(InferenceRules &rules);
 void registerQuantRules(InferenceRules &rules);
+void registerSymRules(InferenceRules &rules);
 
 /// A tensor result with contiguous strides, on `like`'s device when given.
 InferredResult tensorResult(DType dtype, Shape shape, const TensorProto *like = nullptr);

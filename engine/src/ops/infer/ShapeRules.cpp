@@ -235,9 +235,48 @@ bool isToEnd(const Dim &d) {
   return d.isConstant() && d.constant() >= (std::numeric_limits<int64_t>::max() >> 1);
 }
 
-// Clamps a slice bound to [0, size] (Python semantics), symbolically when
-// the symbol ranges allow it.
-Expected<Dim> clampBound(const InferContext &ctx, const Dim &v, const Dim &size, const char *what) {
+// Facts `f <= 0` the graph's runtime assertions give about a slice bound:
+// about the bound's own value and about the SymInts it is computed from
+// (narrow's check `u0 + s0 <= 64` may be asserted on the end u0 + s0 or on
+// u0 itself, as `u0 <= 64 - s0`).
+std::vector<Dim> boundFacts(const Argument &arg) {
+  std::vector<Dim> facts;
+  if (!arg.isValue() || arg.value()->kind() != ValueKind::SymInt)
+    return facts;
+  auto collect = [&](const Value &v) {
+    for (Dim &f : assertedNonPositive(v))
+      facts.push_back(std::move(f));
+  };
+  const Value *v = arg.value();
+  collect(*v);
+  if (const Node *p = v->producer())
+    for (const Argument &a : p->args())
+      if (a.isValue() && a.value()->kind() == ValueKind::SymInt)
+        collect(*a.value());
+  return facts;
+}
+
+// Whether x <= 0 follows from the symbol ranges alone, or from one asserted
+// fact f <= 0 plus the ranges (x = f + (x - f) and x - f <= 0).
+bool provablyNonPositive(const Dim &x, const SymbolTable &st, const std::vector<Dim> &facts) {
+  auto hi = x.isConstant() ? std::optional<int64_t>(x.constant()) : st.upperBound(x);
+  if (hi && *hi <= 0)
+    return true;
+  for (const Dim &f : facts) {
+    Dim rest = x - f;
+    auto r = rest.isConstant() ? std::optional<int64_t>(rest.constant()) : st.upperBound(rest);
+    if (r && *r <= 0)
+      return true;
+  }
+  return false;
+}
+
+// Clamps a slice bound to [0, size] (aten.slice's Python semantics: a
+// negative bound counts from the end, then clamps), symbolically when the
+// symbol ranges and the graph's runtime assertions decide where it falls.
+// `arg` is the bound as written (a SymInt value carries assertions).
+Expected<Dim> clampBound(const InferContext &ctx, const Dim &v, const Dim &size, const char *what,
+                         const Argument &arg) {
   if (v.isConstant() && size.isConstant()) {
     int64_t x = v.constant(), n = size.constant();
     if (x < 0)
@@ -255,15 +294,13 @@ Expected<Dim> clampBound(const InferContext &ctx, const Dim &v, const Dim &size,
     if (lo && *lo + v.constant() >= 0)
       return size + v;
   } else {
-    // 0 <= v <= size must be provable (v - size <= 0 and v >= 0).
-    auto vlo = st.lowerBound(v);
-    Dim diff = v - size;
-    auto dhi = diff.isConstant() ? std::optional<int64_t>(diff.constant()) : st.upperBound(diff);
-    if (vlo && *vlo >= 0 && dhi && *dhi <= 0)
-      return v;
-    if (vlo && *vlo >= 0) {
-      auto dlo = diff.isConstant() ? std::optional<int64_t>(diff.constant()) : st.lowerBound(diff);
-      if (dlo && *dlo >= 0)
+    std::vector<Dim> facts = boundFacts(arg);
+    // A bound that may be negative would count from the end: it must be
+    // provably >= 0 (an unbacked position is, by _check_is_size).
+    if (provablyNonPositive(v * -1, st, facts)) {
+      if (provablyNonPositive(v - size, st, facts))
+        return v; // 0 <= v <= size: no clamping
+      if (provablyNonPositive(size - v, st, facts))
         return size; // v >= size: clamps to the end
     }
   }
@@ -282,8 +319,8 @@ Results sliceRule(const InferContext &ctx) {
     return ctx.error("slice step must be a positive integer");
   Dim start = ctx.arg("start").isNone() ? Dim(0) : ctx.dim("start").value_or(Dim(0));
   Dim end = ctx.arg("end").isNone() ? size : ctx.dim("end").value_or(size);
-  GRAFT_TRY(Dim s, clampBound(ctx, start, size, "start"));
-  GRAFT_TRY(Dim e, clampBound(ctx, end, size, "end"));
+  GRAFT_TRY(Dim s, clampBound(ctx, start, size, "start", ctx.arg("start")));
+  GRAFT_TRY(Dim e, clampBound(ctx, end, size, "end", ctx.arg("end")));
   Dim len = e - s;
   if (len.isConstant() && len.constant() < 0)
     len = Dim(0);
