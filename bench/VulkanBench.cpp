@@ -152,11 +152,12 @@ void BM_VkLinearDq8caQ4gsw(benchmark::State &state) {
   auto x = upload(randomTensor(DType::F32, {M, K}, -1, 1, 3));
   auto xs = upload(randomTensor(DType::F32, {M}, 0.004, 0.008, 4));
   auto xz = upload(randomTensor(DType::I8, {M}, -10, 10, 5));
-  double bytes = double(N * K / 2) + 4.0 * double(K / gs * N) + 4.0 * double(M * K + M * N);
+  auto sums = upload(randomTensor(DType::I32, {K / gs, (N + 7) / 8 * 8}, -64, 64, 6));
+  double bytes = double(N * K / 2) + 8.0 * double(K / gs * N) + 4.0 * double(M * K + M * N);
   runKernel(
       state,
       [&]() -> Status {
-        auto r = vk::linearDq8caQ4gsw(*context(), x, xs, xz, w, s, gs, nullptr);
+        auto r = vk::linearDq8caQ4gsw(*context(), x, xs, xz, w, sums, s, gs, nullptr);
         return r ? okStatus() : r.takeFailure();
       },
       bytes, 2.0 * double(M * N * K));

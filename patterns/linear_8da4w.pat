@@ -40,8 +40,9 @@ rule torchao_linear_dq8ca_q4gsw benefit 30 tags(linear, int4, dynamic_act) backe
   match {
     shared %s, %zp = torchao.choose_qparams_affine($x : $odt[$M, $K], "ASYMMETRIC" | "SYMMETRIC",
                                                    [1, $K], i8, -128, 127, ...)
-    shared %q      = torchao.quantize_affine($x, [1, $K], %s, %zp, i8, -128, 127)
-    shared %xdq    = torchao.dequantize_affine(%q, [1, $K], %s, %zp, i8, -128, 127,
+    shared %sq     = aten._to_copy(%s, dtype = f64)?
+    shared %q      = torchao.quantize_affine($x, [1, $K], %sq, %zp, i8, -128, 127)
+    shared %xdq    = torchao.dequantize_affine(%q, [1, $K], %sq, %zp, i8, -128, 127,
                                                output_dtype = $odt)
     %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
                                                param $ws : $sdt[$N, $NG], $wzp, i8, -8, 7,
@@ -83,8 +84,9 @@ rule torchao_linear_dq8ca_q4gsw_3d benefit 30 tags(linear, int4, dynamic_act) ba
     shared %s, %zp = torchao.choose_qparams_affine($x : $odt[$B, $M, $K],
                                                    "ASYMMETRIC" | "SYMMETRIC", [1, 1, $K], i8, -128,
                                                    127, ...)
-    shared %q      = torchao.quantize_affine($x, [1, 1, $K], %s, %zp, i8, -128, 127)
-    shared %xdq    = torchao.dequantize_affine(%q, [1, 1, $K], %s, %zp, i8, -128, 127,
+    shared %sq     = aten._to_copy(%s, dtype = f64)?
+    shared %q      = torchao.quantize_affine($x, [1, 1, $K], %sq, %zp, i8, -128, 127)
+    shared %xdq    = torchao.dequantize_affine(%q, [1, 1, $K], %sq, %zp, i8, -128, 127,
                                                output_dtype = $odt)
     %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
                                                param $ws : $sdt[$N, $NG], $wzp, i8, -8, 7,
@@ -126,8 +128,9 @@ rule torchao_linear_dq8ca_q4gsw_bias benefit 30 tags(linear, int4, dynamic_act) 
   match {
     shared %s, %zp = torchao.choose_qparams_affine($x : $odt[$M, $K], "ASYMMETRIC" | "SYMMETRIC",
                                                    [1, $K], i8, -128, 127, ...)
-    shared %q      = torchao.quantize_affine($x, [1, $K], %s, %zp, i8, -128, 127)
-    shared %xdq    = torchao.dequantize_affine(%q, [1, $K], %s, %zp, i8, -128, 127,
+    shared %sq     = aten._to_copy(%s, dtype = f64)?
+    shared %q      = torchao.quantize_affine($x, [1, $K], %sq, %zp, i8, -128, 127)
+    shared %xdq    = torchao.dequantize_affine(%q, [1, $K], %sq, %zp, i8, -128, 127,
                                                output_dtype = $odt)
     %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
                                                param $ws : $sdt[$N, $NG], $wzp, i8, -8, 7,
@@ -170,8 +173,9 @@ rule torchao_linear_dq8ca_q4gsw_bias_3d benefit 30 tags(linear, int4, dynamic_ac
     shared %s, %zp = torchao.choose_qparams_affine($x : $odt[$B, $M, $K],
                                                    "ASYMMETRIC" | "SYMMETRIC", [1, 1, $K], i8, -128,
                                                    127, ...)
-    shared %q      = torchao.quantize_affine($x, [1, 1, $K], %s, %zp, i8, -128, 127)
-    shared %xdq    = torchao.dequantize_affine(%q, [1, 1, $K], %s, %zp, i8, -128, 127,
+    shared %sq     = aten._to_copy(%s, dtype = f64)?
+    shared %q      = torchao.quantize_affine($x, [1, 1, $K], %sq, %zp, i8, -128, 127)
+    shared %xdq    = torchao.dequantize_affine(%q, [1, 1, $K], %sq, %zp, i8, -128, 127,
                                                output_dtype = $odt)
     %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
                                                param $ws : $sdt[$N, $NG], $wzp, i8, -8, 7,

@@ -642,22 +642,41 @@ TEST(QuantNumerics, EmbeddingResultDTypeFollowsScales) {
             (std::vector<double>{-0.69970703125, 0.69970703125}));
 }
 
-TEST(QuantNumerics, LinearDq8caQ4gswFollowsTheQ4gswReference) {
-  // Upstream's reference of linear_dq8ca_q4gsw is linear_q4gsw on the float
-  // input: the activation scales/zero points and weight sums are not used.
-  TestGraph t;
-  Value *x = t.input("x", f32({1, 4}, {1.0, 2.0, 3.0, 4.0}));
-  Value *is = t.constant("is", f32({1, 1}, {123.0}));
-  Value *iz = t.constant("iz", Tensor::fromInts(DType::I32, {1, 1}, {7}));
-  Value *w = t.constant("w", Tensor::fromInts(DType::U8, {2, 2}, {0xF1, 0x3A, 0x98, 0xB0}));
-  Value *sums =
-      t.constant("sums", Tensor::fromInts(DType::I32, {2, 8}, std::vector<int64_t>(16, 0)));
-  Value *s = t.constant("s", f32({2, 4}, {0.5, 2.0, 0, 0, 1.0, 0.25, 0, 0}));
-  Value *y = t.op("et_vk.linear_dq8ca_q4gsw.default", {x, is, iz, w, sums, s, int64_t(2)}, {},
-                  DType::F32, {1, 2});
-  // same weights as LinearQ4gswLowNibbleFirstTransposedScales, no bias:
-  //   row 0: -3.5 + 7 + 6 - 20 = -10.5; row 1: 0 + 4 - 6 + 3 = 1
-  EXPECT_EQ(values(t.run1(y)), (std::vector<double>{-10.5, 1}));
+TEST(QuantNumerics, LinearDq8caQ4gswQuantizesWithItsQParamsAndConsumesWeightSums) {
+  // What ET-VK's kernel computes (docs/numerics.md): x quantized per token with
+  // input_scales / input_zp, integer group dot products corrected by
+  // weight_sums, then float(idot) * (s_m * scale[g, n]) summed over groups.
+  // weights (low nibble first, -8): row 0 = [-7, 7, 2, -5], row 1 = [0, 1, -8, 3];
+  // group size 2, so the true sums are g0: [0, 1], g1: [-3, -5].
+  // scales [G=2, N_pad=4]: g0 = [0.5, 2.0], g1 = [1.0, 0.25].
+  auto run = [](const std::vector<int64_t> &sums) {
+    TestGraph t;
+    Value *x = t.input("x", f32({2, 4}, {1.1, 2.0, 3.0, 4.0, 100.0, -100.0, 0.25, 0.75}));
+    Value *is = t.constant("is", f32({2}, {0.5, 0.5}));
+    Value *iz = t.constant("iz", Tensor::fromInts(DType::I8, {2}, {1, 1}));
+    Value *w = t.constant("w", Tensor::fromInts(DType::U8, {2, 2}, {0xF1, 0x3A, 0x98, 0xB0}));
+    Value *ws = t.constant("sums", Tensor::fromInts(DType::I32, {2, 8}, sums));
+    Value *s = t.constant("s", f32({2, 4}, {0.5, 2.0, 0, 0, 1.0, 0.25, 0, 0}));
+    Value *y = t.op("et_vk.linear_dq8ca_q4gsw.default", {x, is, iz, w, ws, s, int64_t(2)}, {},
+                    DType::F32, {2, 2});
+    return values(t.run1(y));
+  };
+  std::vector<int64_t> trueSums = {0, 1, 0, 0, 0, 0, 0, 0, -3, -5, 0, 0, 0, 0, 0, 0};
+  // Token 0: x * (1/0.5) + 1 = [3.2 -> 3, 5, 7, 9] (1.1 is quantized: the float
+  // input would give -10.85 for row 0).
+  //   n0: g0 3*-7 + 5*7 = 14, - 1*0 -> 14 * 0.25 = 3.5; g1 7*2 + 9*-5 = -31, + 3 = -28 * 0.5 = -14
+  //   n1: g0 5 - 1 = 4 * 1.0 = 4; g1 -56 + 27 = -29, + 5 = -24 * 0.125 = -3
+  // Token 1: [201 -> 127 (saturates), -199 -> -128, 0.5 + 1 (tie: 0.5 rounds to 0) -> 1,
+  //           1.5 -> 2 (tie to even) + 1 = 3]
+  //   n0: g0 -889 - 896 = -1785 * 0.25 = -446.25; g1 2 - 15 = -13, + 3 = -10 * 0.5 = -5
+  //   n1: g0 -128 - 1 = -129 * 1.0; g1 -8 + 9 = 1, + 5 = 6 * 0.125 = 0.75
+  EXPECT_EQ(run(trueSums), (std::vector<double>{-10.5, 1, -451.25, -128.25}));
+  // Wrong (zero) weight sums change the result: the sums are consumed, not recomputed.
+  //   token 0: n0 3.5 + -31 * 0.5 = -12; n1 5 * 1.0 + -29 * 0.125 = 1.375
+  std::vector<int64_t> zeroSums(16, 0);
+  std::vector<double> wrong = run(zeroSums);
+  EXPECT_EQ(wrong[0], -12);
+  EXPECT_EQ(wrong[1], 1.375);
 }
 
 } // namespace

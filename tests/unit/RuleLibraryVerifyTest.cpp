@@ -49,3 +49,65 @@ TEST(RuleLibraryVerify, EveryFileIsCanonicallyFormattedAndWarningFree) {
     EXPECT_EQ(*formatted, *text) << f << " is not canonically formatted (run graft fmt -i)";
   }
 }
+
+namespace {
+
+/// The shipped torchao_linear_dq8ca_q4gsw with its fused op's line replaced.
+std::string plant8da4wBug(const std::string &fusedLine) {
+  auto text = readFile((test::patternsDir() / "linear_8da4w.pat").string());
+  EXPECT_TRUE(text.ok());
+  if (!text.ok())
+    return {};
+  std::size_t begin = text->find("rule torchao_linear_dq8ca_q4gsw ");
+  std::size_t end = text->find("\n}\n", begin);
+  EXPECT_NE(begin, std::string::npos);
+  std::string rule = text->substr(begin, end + 3 - begin);
+  const std::string good = "    %y      = et_vk.linear_dq8ca_q4gsw($x, %s, %zp, $packed, $sums, "
+                           "$scales, $G)\n";
+  std::size_t at = rule.find(good);
+  EXPECT_NE(at, std::string::npos) << rule;
+  return rule.replace(at, good.size(), fusedLine);
+}
+
+rewrite::RuleVerification verifyText(const std::string &text) {
+  SourceManager sources;
+  auto set = dsl::parsePat(text, "planted.pat", &sources);
+  EXPECT_TRUE(set.ok()) << render(set.diags(), &sources);
+  if (!set.ok())
+    return {};
+  auto compiled = rewrite::CompiledRules::compile(std::move(set->rules));
+  EXPECT_TRUE(compiled.ok()) << render(compiled.diags(), &sources);
+  rewrite::RuleVerifyOptions vo;
+  vo.instances = 20;
+  vo.seed = 7;
+  auto results = rewrite::verifyRules(*compiled, vo);
+  EXPECT_FALSE(results.empty());
+  // Variants: the f64 cast present and absent; the first failure is enough.
+  for (const rewrite::RuleVerification &v : results)
+    if (!v.ok())
+      return v;
+  return results.front();
+}
+
+} // namespace
+
+// The 8da4w kernel quantizes the activation with the qparams it is given
+// (docs/numerics.md), so a rewrite that wires the wrong ones is caught. With
+// upstream's Python reference (which ignores them) both would verify.
+TEST(RuleLibraryVerify, Catches8da4wWiredWithTheWrongActivationQParams) {
+  // The control: the shipped rule verifies through the same path.
+  rewrite::RuleVerification shipped = verifyText(plant8da4wBug(
+      "    %y      = et_vk.linear_dq8ca_q4gsw($x, %s, %zp, $packed, $sums, $scales, $G)\n"));
+  EXPECT_TRUE(shipped.ok()) << rewrite::format(shipped);
+  // A zero point off by one (e.g. another activation's qparams).
+  rewrite::RuleVerification zp = verifyText(plant8da4wBug(
+      "    %zp1    = aten.add.Scalar(%zp, 1)\n"
+      "    %y      = et_vk.linear_dq8ca_q4gsw($x, %s, %zp1, $packed, $sums, $scales, $G)\n"));
+  EXPECT_FALSE(zp.ok()) << rewrite::format(zp);
+  EXPECT_TRUE(zp.counterexample.has_value()) << rewrite::format(zp);
+  // A doubled activation scale.
+  rewrite::RuleVerification scale = verifyText(plant8da4wBug(
+      "    %s2     = aten.mul.Scalar(%s, 2)\n"
+      "    %y      = et_vk.linear_dq8ca_q4gsw($x, %s2, %zp, $packed, $sums, $scales, $G)\n"));
+  EXPECT_FALSE(scale.ok()) << rewrite::format(scale);
+}

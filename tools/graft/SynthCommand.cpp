@@ -87,8 +87,20 @@ int runSynth(const Args &args) {
       return reportFailure({Diagnostic::error("--dtype: unknown dtype '" + *d + "'")});
     o.dtype = *dt;
   }
+  if (auto a = args.get("act-qparams")) {
+    if (*a == "int8")
+      o.actQParams = SynthActQParams::Int8;
+    else if (*a == "f64")
+      o.actQParams = SynthActQParams::F64;
+    else
+      return reportFailure({Diagnostic::error("--act-qparams: '" + *a +
+                                              "' is not one of int8 (torchao >= 0.12) or f64 "
+                                              "(the earlier per-token path)")});
+  }
   o.tiedEmbeddings = args.has("tied-embeddings");
   o.dynamicSeq = args.has("dynamic-seq");
+  o.dynamicPos = args.has("dynamic-pos");
+  o.ropePrefixSlice = args.has("rope-prefix-slice");
 
   auto graph = synthesizeLlama(o);
   if (!graph)
@@ -118,16 +130,22 @@ int runSynth(const Args &args) {
 Command makeSynthCommand() {
   Command c;
   c.name = "synth";
-  c.usage = "graft synth llama --layers N --dim D --heads H --vocab V "
-            "--quant {4w,8da4w,pt2e-8w,qat-4w,none} [--checkpoint-dtype bf16] [--dtype bf16] "
-            "[--tied-embeddings] [--dynamic-seq] -o OUT.pt2";
+  c.usage =
+      "graft synth llama --layers N --dim D --heads H --vocab V "
+      "--quant {4w,8da4w,pt2e-8w,qat-4w,none} [--act-qparams int8|f64] [--checkpoint-dtype bf16] "
+      "[--dtype bf16] "
+      "[--tied-embeddings] [--dynamic-seq | --dynamic-pos] [--rope-prefix-slice] -o OUT.pt2";
   c.summary = "Write a Llama-shaped exported program with random weights.";
   c.details = "The program is what torch.export produces for ExecuTorch's llama_transformer,\n"
               "quantized the way torchao (4w, 8da4w, qat-4w) or PT2E (pt2e-8w) leaves it:\n"
               "placeholders p_/b_/c_ + FQN, nodes named after their ops, torchao and\n"
-              "quantized_decomposed argument lists, and with --dynamic-seq a symbolic\n"
-              "sequence length plus an input_pos read through _local_scalar_dense and\n"
-              "sym_constrain_range_for_size. Weights are generated while writing, so any\n"
+              "quantized_decomposed argument lists. --dynamic-seq makes the sequence\n"
+              "length symbolic and reads the start position from input_pos; --dynamic-pos\n"
+              "reads the position with a static sequence length. The rotary tables are\n"
+              "cut as ExecuTorch's Rope.get_freqs does: input_pos[-1].item() ->\n"
+              "_local_scalar_dense -> sym_constrain_range_for_size -> slice_copy(t, 0,\n"
+              "pos, pos + seqlen) with an operator.add end (--rope-prefix-slice: graft's\n"
+              "earlier [:seqlen] cut). Weights are generated while writing, so any\n"
               "size (up to an 8B-parameter shape) streams to disk. OUT ending in .gir\n"
               "writes text IR instead of a .pt2.";
   c.flags = {
@@ -146,8 +164,15 @@ Command makeSynthCommand() {
        "DTYPE"},
       {"dtype", true, "compute dtype of activations and float weights: f32 (default), bf16, f16",
        "DTYPE"},
+      {"act-qparams", true,
+       "8da4w activation qparams: int8 (default; torchao >= 0.12 IntxUnpackedToInt8Tensor: f32 "
+       "scales, i8 zero points, quant ranges given) or f64 (the earlier per-token path: f64 "
+       "scales, i64 zero points, quant ranges None)",
+       "KIND"},
       {"tied-embeddings", false, "the LM head shares the embedding's storage"},
-      {"dynamic-seq", false, "symbolic sequence length"},
+      {"dynamic-seq", false, "symbolic sequence length, dynamic position"},
+      {"dynamic-pos", false, "dynamic position, static sequence length"},
+      {"rope-prefix-slice", false, "cut the rotary tables [:seqlen] (graft's earlier spelling)"},
       {"seed", true, "random seed (default 1)", "N"},
       {"quiet", false, "no summary line"}};
   c.run = runSynth;

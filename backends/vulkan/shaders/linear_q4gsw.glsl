@@ -14,8 +14,10 @@
 // without FMA, then + bias.
 // dq8ca takes activations already quantized per token (xq, zero point zp,
 // scale s per row; see quant_affine.glsl) and computes, per group, the
-// exact integer dot product sum (xq - zp) * q, then accumulates
-// float(idot) * (s * scale[g, n]) in f32.
+// exact integer dot product sum xq * q corrected with the weight sums as
+// ET-VK does (idot - zp * weight_sums[g, n]), then accumulates
+// float(idot) * (s * scale[g, n]) in f32: the reference interpreter's
+// et_vk.linear_dq8ca_q4gsw (VulkanOpKernels.cpp), operation for operation.
 //
 // Each invocation computes TILE_M rows of one output column n, so a weight
 // word is loaded once per TILE_M rows.
@@ -33,6 +35,7 @@ layout(set = 0, binding = 4) readonly buffer Bias { DTYPE t_bias[]; };
 #if defined(MODE_dq8ca)
 layout(set = 0, binding = 5) readonly buffer InScales { float t_in_scales[]; };
 layout(set = 0, binding = 6) readonly buffer InZeros { int t_in_zeros[]; };
+layout(set = 0, binding = 7) readonly buffer Sums { int t_sums[]; };
 #endif
 
 layout(push_constant) uniform PushConstants {
@@ -42,6 +45,7 @@ layout(push_constant) uniform PushConstants {
   int groupSize;
   int scaleStride;
   int hasBias;
+  int sumsStride; // dq8ca: weight_sums is [groups, sumsStride]
 } pc;
 
 void main() {
@@ -89,10 +93,11 @@ void main() {
       if (g != group) {
         // Close the previous group: acc += float(idot) * (s_m * scale[g, n]).
         float ws = float(t_scales[group * pc.scaleStride + n]);
+        int wsum = t_sums[group * pc.sumsStride + n];
         for (int t = 0; t < TILE_M; ++t) {
           if (m0 + t < pc.M) {
             precise float s = t_in_scales[m0 + t] * ws;
-            precise float c = float(idot[t]) * s;
+            precise float c = float(idot[t] - zp[t] * wsum) * s;
             acc[t] += c;
           }
           idot[t] = 0;
@@ -101,7 +106,7 @@ void main() {
       }
       for (int t = 0; t < TILE_M; ++t)
         if (m0 + t < pc.M)
-          idot[t] += (t_x[(m0 + t) * pc.K + k] - zp[t]) * q;
+          idot[t] += t_x[(m0 + t) * pc.K + k] * q;
 #else
       precise float w = float(q) * s;
 #if DTYPE_IS_HALF
@@ -118,10 +123,11 @@ void main() {
   }
 #if defined(MODE_dq8ca)
   float ws = float(t_scales[group * pc.scaleStride + n]);
+  int wsum = t_sums[group * pc.sumsStride + n];
   for (int t = 0; t < TILE_M; ++t) {
     if (m0 + t < pc.M) {
       precise float s = t_in_scales[m0 + t] * ws;
-      precise float c = float(idot[t]) * s;
+      precise float c = float(idot[t] - zp[t] * wsum) * s;
       acc[t] += c;
     }
   }

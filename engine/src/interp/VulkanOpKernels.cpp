@@ -7,9 +7,20 @@
 //  * linear_q4gsw / linear_dq8ca_q4gsw: weight [N, K/2] u8, LOW nibble =
 //    even k, value = nibble - 8; scales stored transposed [groups, N_pad];
 //    dequantized with torchao.dequantize_affine([1, group_size]) in f32, then
-//    F.linear. linear_dq8ca_q4gsw's reference ignores the activation
-//    quantization parameters (upstream's reference does; the GPU quantizes
-//    activations per token, so comparisons against it need a tolerance).
+//    F.linear.
+//  * linear_dq8ca_q4gsw computes what ET-VK's kernel computes, not what
+//    custom_ops_lib.py's reference does (that one ignores input_scales,
+//    input_zp and weight_sums and is linear_q4gsw on the float input, so a
+//    rule wiring the wrong activation qparams would verify). Per token m the
+//    activation is quantized with ITS scale and zero point, as
+//    quantize_affine does in f32: xq = clamp(round(x * (1/s_m)) + zp_m,
+//    -128, 127); per group g of output n the integer dot product is
+//    corrected with the weight sums, idot = sum_k xq * w - zp_m *
+//    weight_sums[g, n] (ET-VK's zero-point correction); then, in f32 without
+//    fused multiply-add, acc += float(idot) * (s_m * scale[g, n]) group by
+//    group, + bias, cast to the input's dtype. The Vulkan kernel
+//    (linear_q4gsw.glsl, MODE dq8ca) does the same operations in the same
+//    order, so the two agree bit for bit; docs/numerics.md.
 //  * embedding_q4gsw: is_linear_weight selects LOW-first (true) or
 //    HIGH-first (false) nibble order; value = nibble - 8; scales [V, groups];
 //    dequantized as int8.float() * scales.float() in f32, then rounded to
@@ -102,6 +113,86 @@ Results linearQ4gsw(const KernelArgs &a, const char *xName) {
   }
   GRAFT_TRY(Tensor out, linearAs(x, *dq, bias));
   return one(out);
+}
+
+/// et_vk.linear_dq8ca_q4gsw as the device computes it (see the header).
+Results linearDq8caQ4gsw(const KernelArgs &a) {
+  const Tensor &x = a.tensor("input");
+  const Tensor &inScales = a.tensor("input_scales");
+  const Tensor &inZeros = a.tensor("input_zp");
+  const Tensor &w = a.tensor("weights");
+  const Tensor &sums = a.tensor("weight_sums");
+  const Tensor &scales = a.tensor("weight_scales");
+  if (!x.defined() || !inScales.defined() || !inZeros.defined() || !w.defined() ||
+      !sums.defined() || !scales.defined())
+    return a.error("expects tensors 'input', 'input_scales', 'input_zp', 'weights', "
+                   "'weight_sums' and 'weight_scales'");
+  if (x.rank() == 0 || !isFloatingPoint(x.dtype()))
+    return a.error("input must be a floating-point tensor of at least 1 dim");
+  int64_t groupSize = a.integer("group_size");
+  if (groupSize <= 0)
+    return a.error("group_size must be positive");
+  int64_t K = x.size(-1), N = w.size(0), M = K ? x.numel() / K : 0;
+  if (scales.rank() != 2 || scales.size(1) < N)
+    return a.error("weight_scales must be 2-D [groups, >= N], got " + scales.proto().str());
+  if (K % groupSize != 0 || scales.size(0) != K / groupSize)
+    return a.error("group_size " + std::to_string(groupSize) + " with " +
+                   std::to_string(scales.size(0)) + " scale groups does not cover " +
+                   std::to_string(K) + " input features");
+  if (sums.rank() != 2 || sums.size(0) != K / groupSize || sums.size(1) < N ||
+      !isIntegral(sums.dtype()))
+    return a.error("weight_sums must be integer [groups, >= N], got " + sums.proto().str());
+  if (inScales.numel() != M || inZeros.numel() != M || !isIntegral(inZeros.dtype()))
+    return a.error("input_scales and an integer input_zp need one entry per token (" +
+                   std::to_string(M) + "), got " + inScales.proto().str() + " and " +
+                   inZeros.proto().str());
+  GRAFT_TRY(Tensor wq, unpackLowFirst(a, w, K));
+  // The scale each token is quantized with, in the kernel's f32 (an f64 scale
+  // from choose_qparams is an f32 value widened: the conversion is exact).
+  GRAFT_TRY(Tensor s2, reshape(inScales.to(DType::F32), {M, 1}));
+  GRAFT_TRY(Tensor z2, reshape(inZeros, {M, 1}));
+  GRAFT_TRY(Tensor x2, reshape(x, {M, K}));
+  auto xq = torchaoQuantizeAffine(x2, {1, K}, s2, &z2, DType::I8, -128, 127);
+  if (!xq.ok())
+    return a.error("quantizing the input per token: " + xq.diags()[0].message);
+  const Tensor xqc = xq->contiguous(), wqc = wq.contiguous();
+  const int8_t *xqd = xqc.data<int8_t>();
+  const int8_t *wd = wqc.data<int8_t>();
+  std::optional<Tensor> bias;
+  if (const Tensor *b = a.optionalTensor("bias")) {
+    GRAFT_TRY(Tensor bt, trimRows(a, *b, N, "bias"));
+    bias = bt;
+  }
+  const int64_t groups = K / groupSize;
+  Tensor out = Tensor::uninitialized(DType::F32, {M, N});
+  float *od = out.mutableData<float>();
+  for (int64_t m = 0; m < M; ++m) {
+    const float sm = static_cast<float>(s2.getDouble(m));
+    const int64_t zp = z2.getInt(m);
+    const int8_t *xrow = xqd + m * K;
+    for (int64_t n = 0; n < N; ++n) {
+      const int8_t *wrow = wd + n * K;
+      float acc = 0.0f;
+      for (int64_t g = 0; g < groups; ++g) {
+        int64_t idot = 0;
+        for (int64_t k = g * groupSize; k < (g + 1) * groupSize; ++k)
+          idot += int64_t{xrow[k]} * int64_t{wrow[k]};
+        idot -= zp * sums.getInt(g * sums.size(1) + n);
+        // Three f32 roundings (scale product, term, sum), no FMA, as in
+        // LinalgKernels.cpp.
+        float scale = sm * static_cast<float>(scales.getDouble(g * scales.size(1) + n));
+        float term = static_cast<float>(idot) * scale;
+        acc += term;
+      }
+      if (bias)
+        acc += static_cast<float>(bias->getDouble(n));
+      od[m * N + n] = acc;
+    }
+  }
+  std::vector<int64_t> outSizes = x.sizes();
+  outSizes.back() = N;
+  GRAFT_TRY(Tensor shaped, reshape(out, outSizes));
+  return one(shaped.to(x.dtype()));
 }
 
 Results linearQcs4w(const KernelArgs &a) {
@@ -303,8 +394,7 @@ Results applyRotaryEmb(const KernelArgs &a) {
 
 void registerVulkanOpKernels(KernelRegistry &r) {
   r.add("et_vk.linear_q4gsw.default", [](const KernelArgs &a) { return linearQ4gsw(a, "self"); });
-  r.add("et_vk.linear_dq8ca_q4gsw.default",
-        [](const KernelArgs &a) { return linearQ4gsw(a, "input"); });
+  r.add("et_vk.linear_dq8ca_q4gsw.default", linearDq8caQ4gsw);
   r.add("et_vk.linear_qcs4w.default", linearQcs4w);
   r.add("et_vk.linear_q8ta_q8csw.default", linearQ8taQ8csw);
   r.add("et_vk.embedding_q4gsw.default", embeddingQ4gsw);

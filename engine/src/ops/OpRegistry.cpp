@@ -10,6 +10,9 @@
 //   properties:      list of flags: commutative, elementwise, view,
 //                    side_effects, ephemeral
 //   legacy_schemas:  older signatures still found in exported graphs
+//   none_means:      what a None optional scalar stands for, e.g.
+//                    {quant_min: qmin(output_dtype)}: the integer dtype's
+//                    quantization range (torchao's default quant range)
 //
 // Unknown keys are errors (a misspelt `propreties:` must not silently drop
 // the flags). Every error names `source:line:col` of the offending entry.
@@ -99,11 +102,49 @@ Status applyProperties(OpSchema &schema, const YAML::Node &props, const std::str
   return okStatus();
 }
 
+/// `none_means: {quant_min: qmin(output_dtype), quant_max: qmax(output_dtype)}`:
+/// an optional Scalar argument whose None is the end of an integer dtype's
+/// quantization range (torchao's _get_and_check_qmin_qmax).
+Status applyNoneMeans(OpSchema &schema, const YAML::Node &map, const std::string &source) {
+  if (!map.IsMap())
+    return errorAt(source, map.Mark(),
+                   "'none_means' must map argument names to qmin(<dtype argument>) or "
+                   "qmax(<dtype argument>)");
+  for (const auto &kv : map) {
+    std::string arg = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+    std::string what = kv.second.IsScalar() ? kv.second.Scalar() : std::string();
+    int index = schema.argIndex(arg);
+    if (index < 0)
+      return errorAt(source, kv.first.Mark(),
+                     "'none_means' names '" + arg + "', which " + schema.str() + " does not have");
+    SchemaArg &a = schema.args[static_cast<std::size_t>(index)];
+    if (!a.type.optional || a.type.isList)
+      return errorAt(source, kv.first.Mark(),
+                     "'none_means' argument '" + arg + "' must be an optional scalar");
+    bool isMax = what.rfind("qmax(", 0) == 0;
+    if ((!isMax && what.rfind("qmin(", 0) != 0) || what.size() < 6 || what.back() != ')')
+      return errorAt(source, kv.second.Mark(),
+                     "'none_means' value must be qmin(<dtype argument>) or qmax(<dtype "
+                     "argument>), got '" +
+                         what + "'");
+    std::string dtypeArg = what.substr(5, what.size() - 6);
+    int dtypeIndex = schema.argIndex(dtypeArg);
+    if (dtypeIndex < 0 ||
+        schema.args[static_cast<std::size_t>(dtypeIndex)].type.base != SchemaType::Base::ScalarType)
+      return errorAt(source, kv.second.Mark(),
+                     "'none_means' needs a ScalarType argument, '" + dtypeArg + "' is not one of " +
+                         schema.str());
+    a.noneRangeOf = static_cast<int16_t>(dtypeIndex);
+    a.noneRangeMax = isMax;
+  }
+  return okStatus();
+}
+
 Expected<OpSchema> parseEntry(const YAML::Node &entry, const std::string &source) {
   if (!entry.IsMap())
     return errorAt(source, entry.Mark(), "each op declaration must be a mapping");
-  static const char *const kKeys[] = {"schema", "infer",      "kernel",
-                                      "doc",    "properties", "legacy_schemas"};
+  static const char *const kKeys[] = {"schema",     "infer",          "kernel",    "doc",
+                                      "properties", "legacy_schemas", "none_means"};
   for (const auto &kv : entry) {
     std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
     bool known = false;
@@ -112,8 +153,8 @@ Expected<OpSchema> parseEntry(const YAML::Node &entry, const std::string &source
     if (!known)
       return errorAt(source, kv.first.Mark(),
                      "unknown key '" + key +
-                         "' in op declaration (expected schema, infer, kernel, doc, properties "
-                         "or legacy_schemas)");
+                         "' in op declaration (expected schema, infer, kernel, doc, properties, "
+                         "legacy_schemas or none_means)");
   }
   const YAML::Node schemaNode = entry["schema"];
   if (!schemaNode)
@@ -152,6 +193,11 @@ Expected<OpSchema> parseEntry(const YAML::Node &entry, const std::string &source
       old.source = source;
       schema.legacySchemas.push_back(std::move(old));
     }
+  }
+  if (const YAML::Node noneMeans = entry["none_means"]) {
+    GRAFT_CHECK_OK(applyNoneMeans(schema, noneMeans, source));
+    for (OpSchema &old : schema.legacySchemas)
+      GRAFT_CHECK_OK(applyNoneMeans(old, noneMeans, source));
   }
   return schema;
 }

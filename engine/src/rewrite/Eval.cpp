@@ -788,6 +788,17 @@ EvalValue Matcher::evalCall(const CExpr &e, std::span<const EvalValue> args) con
     return isFloatingPoint(args[0].dt) ? EvalValue::boolean(true)
                                        : falseWhy(argText(0) + " is " + args[0].str());
   }
+  if (fn == "qmin" || fn == "qmax") {
+    // torchao's _DTYPE_TO_QVALUE_BOUNDS: the range a None quant_min/quant_max
+    // stands for. A float dtype has none, so the rule does not apply.
+    if (args[0].kind != K::DType)
+      return EvalValue::unknown(std::string(fn) + " needs a dtype, got " + args[0].str());
+    auto bounds = integerBounds(args[0].dt);
+    if (!bounds)
+      return EvalValue::unknown(std::string(fn) + ": " + args[0].str() +
+                                " is not an integer dtype");
+    return EvalValue::integer(fn == "qmin" ? bounds->first : bounds->second);
+  }
   return EvalValue::unknown("builtin '" + std::string(fn) + "' is not implemented");
 }
 

@@ -14,6 +14,7 @@
 #include "graft/ops/ShapeInference.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace graft::rewrite::detail {
@@ -140,6 +141,18 @@ int layoutOf(const Node &node, const OpSchema &schema) {
   return -1;
 }
 
+/// The argument a node passes for parameter `index` of its signature
+/// `layout` (the default when left out).
+const Argument *layoutArg(const Node &node, const OpSchema &layout, int index) {
+  if (static_cast<std::size_t>(index) < node.args().size())
+    return &node.args()[static_cast<std::size_t>(index)];
+  const SchemaArg &p = layout.args[static_cast<std::size_t>(index)];
+  if (!node.kwargs().empty())
+    if (const Argument *kw = node.kwarg(p.name))
+      return kw;
+  return p.defaultValue ? &*p.defaultValue : &noneArg();
+}
+
 /// The argument a node passes for layout parameter `index` (its default
 /// when left out; None when not given at all).
 const Argument *nodeArg(const Node &node, const Accept &a, int index) {
@@ -151,13 +164,35 @@ const Argument *nodeArg(const Node &node, const Accept &a, int index) {
     const Argument *kw = node.kwarg(a.keywords[static_cast<std::size_t>(-1 - index)]);
     return kw ? kw : &noneArg();
   }
-  if (static_cast<std::size_t>(index) < node.args().size())
-    return &node.args()[static_cast<std::size_t>(index)];
-  const SchemaArg &p = a.layoutSchema->args[static_cast<std::size_t>(index)];
-  if (!node.kwargs().empty())
-    if (const Argument *kw = node.kwarg(p.name))
-      return kw;
-  return p.defaultValue ? &*p.defaultValue : &noneArg();
+  return layoutArg(node, *a.layoutSchema, index);
+}
+
+/// The ends of each integer dtype's quantization range as Arguments, built
+/// once: the matcher hands out pointers to arguments, never copies.
+const Argument *quantRangeEnd(DType dtype, bool max) {
+  static const auto kTable = [] {
+    std::array<std::array<Argument, 2>, kNumDTypes> t;
+    for (int i = 0; i < kNumDTypes; ++i)
+      if (auto b = integerBounds(static_cast<DType>(i)))
+        t[static_cast<std::size_t>(i)] = {Argument(b->first), Argument(b->second)};
+    return t;
+  }();
+  const Argument &end = kTable[static_cast<std::size_t>(dtype)][max ? 1 : 0];
+  return end.isNone() ? nullptr : &end;
+}
+
+/// What a None at parameter `index` of `node` stands for when its schema
+/// declares it (`none_means` in the op YAML: torchao's quant_min/quant_max
+/// default to the quant dtype's range), or null. Rules state the meaning
+/// (`i8, -128, 127`); an exporter may spell it None or leave it out.
+const Argument *noneMeaning(const Node &node, const OpSchema *layout, int index) {
+  if (!layout || index < 0 || static_cast<std::size_t>(index) >= layout->args.size())
+    return nullptr;
+  const SchemaArg &p = layout->args[static_cast<std::size_t>(index)];
+  if (p.noneRangeOf < 0)
+    return nullptr;
+  const Argument *dt = layoutArg(node, *layout, p.noneRangeOf);
+  return dt->isDType() ? quantRangeEnd(dt->dtype(), p.noneRangeMax) : nullptr;
 }
 
 } // namespace
@@ -293,6 +328,9 @@ bool Matcher::matchNode(const Goal &g, int depth) {
       a.layout = acc->layoutSchema;
       a.arg = idx == Accept::kFixed ? (it->fixed ? it->fixed : &noneArg())
                                     : nodeArg(*g.node, *acc, idx);
+      if (a.arg->isNone())
+        if (const Argument *meant = noneMeaning(*g.node, acc->layoutSchema, a.param))
+          a.arg = meant;
       a.next = next;
       next = push(a);
     }
@@ -445,8 +483,14 @@ bool Matcher::matchArg(const Goal &g, int depth) {
     undoTo(trailMark);
     return false;
   }
-  case ArgPattern::Kind::Literal:
-    if (!literalMatches(p.src->literal, arg)) {
+  case ArgPattern::Kind::Literal: {
+    // A None in the pattern (an omitted default) means what the node's None
+    // would: compare it by that meaning too.
+    const Argument *lit = &p.src->literal;
+    if (lit->isNone() && g.node)
+      if (const Argument *meant = noneMeaning(*g.node, g.layout, g.param))
+        lit = meant;
+    if (!literalMatches(*lit, arg)) {
       fail(p.site, depth, [&] {
         return argLabel(g) + ": expected " + formatArgument(p.src->literal) + ", node %" +
                (g.node ? g.node->name() : std::string("?")) + " has " + formatArgument(arg);
@@ -454,6 +498,7 @@ bool Matcher::matchArg(const Goal &g, int depth) {
       return false;
     }
     return solve(g.next, depth + 1);
+  }
   case ArgPattern::Kind::List: {
     if (!arg.isList() || arg.list().size() != p.elements.size()) {
       fail(p.site, depth, [&] {

@@ -55,6 +55,14 @@ struct SchemaArg {
   /// dtypes, lists); absent when the argument is required.
   std::optional<Argument> defaultValue;
   bool keywordOnly = false;
+  /// What None stands for, when the op declares it (YAML `none_means`):
+  /// the low (`qmin`) or high (`qmax`) end of the quantization range of the
+  /// integer dtype passed as argument `noneRangeOf` of the same schema. torchao
+  /// resolves an omitted quant_min/quant_max this way, so the matcher compares
+  /// a None here by the value it means (docs/rewrite-engine.md). -1: None is
+  /// just None.
+  int16_t noneRangeOf = -1;
+  bool noneRangeMax = false;
 };
 
 struct SchemaReturn {

@@ -50,7 +50,7 @@ struct BuiltinFunction {
   std::string_view doc;
 };
 
-inline constexpr std::array<BuiltinFunction, 16> kBuiltinFunctions = {{
+inline constexpr std::array<BuiltinFunction, 18> kBuiltinFunctions = {{
     {"all_zero",
      {ExprType::Tensor},
      1,
@@ -87,6 +87,18 @@ inline constexpr std::array<BuiltinFunction, 16> kBuiltinFunctions = {{
     {"len", {ExprType::List}, 1, ExprType::Int, "number of elements of a list"},
     {"bits", {ExprType::DType}, 1, ExprType::Int, "bit width of a dtype (4 for i4, 32 for f32)"},
     {"is_float", {ExprType::DType}, 1, ExprType::Bool, "the dtype is a floating-point type"},
+    {"qmin",
+     {ExprType::DType},
+     1,
+     ExprType::Int,
+     "the quantization range's lower end for an integer dtype, what torchao uses when quant_min "
+     "is None (-128 for i8, -8 for i4, 0 for u8)"},
+    {"qmax",
+     {ExprType::DType},
+     1,
+     ExprType::Int,
+     "the quantization range's upper end for an integer dtype, what torchao uses when quant_max "
+     "is None (127 for i8, 7 for i4, 255 for u8)"},
 }};
 
 /// The builtin called `name`, or null.

@@ -133,12 +133,14 @@ Expected<DeviceTensor> linearQ4gsw(Context &ctx, const DeviceTensor &x, const Pa
 Expected<DeviceTensor> linearQcs4w(Context &ctx, const DeviceTensor &x, const PackedQ4Weight &w,
                                    const DeviceTensor &scales);
 /// et_vk.linear_dq8ca_q4gsw: quantizes x per token with (inputScales,
-/// inputZeroPoints) (int8, [-128, 127]), then the integer group dot products.
+/// inputZeroPoints) (int8, [-128, 127]), then the integer group dot products,
+/// corrected by weightSums [groups, >= N] (ET-VK's zero-point correction).
 Expected<DeviceTensor> linearDq8caQ4gsw(Context &ctx, const DeviceTensor &x,
                                         const DeviceTensor &inputScales,
                                         const DeviceTensor &inputZeroPoints,
-                                        const PackedQ4Weight &w, const DeviceTensor &scales,
-                                        int64_t groupSize, const DeviceTensor *bias);
+                                        const PackedQ4Weight &w, const DeviceTensor &weightSums,
+                                        const DeviceTensor &scales, int64_t groupSize,
+                                        const DeviceTensor *bias);
 
 /// An int8 weight [N, K] prepacked for linear_q8csw.glsl: words[k4 * N + n]
 /// holds k = 4*k4..4*k4+3 of row n.
@@ -199,6 +201,17 @@ Expected<DeviceTensor> quantizeAffine(Context &ctx, const DeviceTensor &x, int64
 Expected<DeviceTensor> dequantizeAffine(Context &ctx, const DeviceTensor &q, int64_t groupSize,
                                         const DeviceTensor &scale, const DeviceTensor *zeroPoint,
                                         DType outDType);
+
+//===-- quantized_decomposed -------------------------------------------===//
+
+/// quantized_decomposed.dequantize_per_channel: ((q - zeroPoints[c]) *
+/// scales[c]).to(outDType), c the index along `axis` (negative counts from
+/// the end); zeroPoints may be null. Integer q and zero points (int32 on the
+/// device), f32/f16 scales and result.
+Expected<DeviceTensor> dequantizePerChannel(Context &ctx, const DeviceTensor &q,
+                                            const DeviceTensor &scales,
+                                            const DeviceTensor *zeroPoints, int64_t axis,
+                                            DType outDType);
 
 //===-- Layout ---------------------------------------------------------===//
 
