@@ -10,8 +10,23 @@
 // clamp after the zero point), so the folded constant is bit-identical to
 // running quantize_affine in the graph.
 //
+// choose_qparams_affine(x, ..., output = scale | zero_point): torchao's
+// choose_qparams_affine of a constant, one result per call. A QAT-prepared
+// model exports its weight's qparams computed in the graph from the weight
+// (torchao/quantization/qat/fake_quantizer.py IntxFakeQuantizer
+// _per_channel_or_group_forward -> get_group_qparams_symmetric ->
+// torch.ops.torchao.choose_qparams_affine); evaluating that node once ahead
+// of time gives the frozen qparams QAT convert needs
+// (patterns/qat_decomposed_legalize.pat). Both halves run the reference
+// interpreter's own choose_qparams_affine kernel on a one-node graph, so the
+// folded scale and zero point are the bytes the graph would compute.
+//
 //===----------------------------------------------------------------------===//
 #include "QuantTransforms.h"
+
+#include "graft/interp/Interpreter.h"
+#include "graft/ops/OpRegistry.h"
+#include "graft/ops/ShapeInference.h"
 
 #include "interp/Kernels.h"
 
@@ -104,12 +119,108 @@ ConstantTransform makeQuantize(bool withZeroPoint) {
   return t;
 }
 
+constexpr const char *kChooseQParams = "torchao.choose_qparams_affine.default";
+
+std::vector<TransformParam> chooseQParamsParams() {
+  auto p = [](std::string n, TransformParamKind k, std::string doc,
+              std::vector<std::string> values = {}) {
+    TransformParam t;
+    t.name = std::move(n);
+    t.kind = k;
+    t.doc = std::move(doc);
+    t.enumValues = std::move(values);
+    return t;
+  };
+  return {p("mapping_type", TransformParamKind::Enum, "torchao MappingType",
+            {"SYMMETRIC", "ASYMMETRIC", "SYMMETRIC_NO_CLIPPING_ERR"}),
+          p("block_size", TransformParamKind::IntList, "elements sharing one scale, per dim"),
+          p("target_dtype", TransformParamKind::DType, "the quantized dtype"),
+          p("quant_min", TransformParamKind::Int, "lower bound of the quantized range"),
+          p("quant_max", TransformParamKind::Int, "upper bound of the quantized range"),
+          p("eps", TransformParamKind::Float, "smallest scale (the scale is clamped to it)"),
+          p("scale_dtype", TransformParamKind::DType, "dtype of the scale"),
+          p("zero_point_dtype", TransformParamKind::DType, "dtype of the zero point"),
+          p("output", TransformParamKind::Enum, "which result: the scale or the zero point",
+            {"scale", "zero_point"})};
+}
+
+/// A graph of one choose_qparams_affine node (keepdim false, the current
+/// torchao signature) on a user input of prototype `x`, with both results as
+/// outputs; the node's result prototypes come from graft's shape rule.
+Expected<std::unique_ptr<Graph>> chooseQParamsGraph(const TensorProto &x, const TransformArgs &a) {
+  const OpSchema *schema = OpRegistry::builtin().lookup(kChooseQParams);
+  if (!schema)
+    return Diagnostic::internal("choose_qparams_affine: the op registry lacks " +
+                                std::string(kChooseQParams));
+  auto g = std::make_unique<Graph>("choose_qparams_affine");
+  Value *in = g->addInput(InputKind::UserInput, "x", x);
+  std::vector<Argument> args = {Argument(in),
+                                Argument(a.string("mapping_type")),
+                                Argument::ints(a.ints("block_size")),
+                                Argument(a.dtype("target_dtype")),
+                                Argument(a.integer("quant_min")),
+                                Argument(a.integer("quant_max")),
+                                Argument(a.number("eps")),
+                                Argument(a.dtype("scale_dtype")),
+                                Argument(a.dtype("zero_point_dtype"))};
+  std::vector<Graph::ResultSpec> results(2);
+  results[0].name = "scale";
+  results[1].name = "zero_point";
+  Node *n = g->createNode(kChooseQParams, std::move(args), {}, std::move(results));
+  n->setSchema(schema);
+  GRAFT_TRY(std::vector<InferredResult> inferred, inferResults(*n, g->symbols()));
+  if (inferred.size() != 2)
+    return Diagnostic::internal("choose_qparams_affine: expected two inferred results");
+  for (std::size_t i = 0; i < 2; ++i)
+    g->setProto(n->outputs()[i], inferred[i].proto);
+  g->addOutput(n->outputs()[0]);
+  g->addOutput(n->outputs()[1]);
+  return g;
+}
+
+std::size_t chooseQParamsOutput(const TransformArgs &a) {
+  return a.string("output") == "scale" ? 0 : 1;
+}
+
+ConstantTransform makeChooseQParams() {
+  ConstantTransform t;
+  t.name = "choose_qparams_affine";
+  t.doc = "torchao choose_qparams_affine of a constant (keepdim false): its scale or its zero "
+          "point, as the reference interpreter computes them";
+  t.inputs = {"x"};
+  t.params = chooseQParamsParams();
+  t.infer = [](const std::vector<const TensorProto *> &in,
+               TransformArgs &a) -> Expected<TransformPlan> {
+    if (!isFloatingPoint(in[0]->dtype))
+      return Diagnostic::error("choose_qparams_affine: input must be floating point, got " +
+                               in[0]->str());
+    if (!concreteSizes(in[0]->shape))
+      return Diagnostic::error("choose_qparams_affine: input " + in[0]->str() +
+                               " must have a concrete shape");
+    GRAFT_TRY(std::unique_ptr<Graph> g, chooseQParamsGraph(*in[0], a));
+    return TransformPlan{g->outputs()[chooseQParamsOutput(a)].value->proto(), false};
+  };
+  t.compute = [](const std::vector<const Tensor *> &in,
+                 const TransformArgs &a) -> Expected<Tensor> {
+    TensorProto proto(in[0]->dtype(), Shape(in[0]->sizes().begin(), in[0]->sizes().end()));
+    GRAFT_TRY(std::unique_ptr<Graph> g, chooseQParamsGraph(proto, a));
+    Interpreter interp;
+    GRAFT_TRY(std::vector<RuntimeValue> out, interp.run(*g, {RuntimeValue(*in[0])}));
+    const RuntimeValue &r = out[chooseQParamsOutput(a)];
+    if (!std::holds_alternative<Tensor>(r))
+      return Diagnostic::internal("choose_qparams_affine: the kernel returned no tensor");
+    return std::get<Tensor>(r);
+  };
+  return t;
+}
+
 } // namespace
 
 std::vector<ConstantTransform> quantTransforms() {
   std::vector<ConstantTransform> out;
   out.push_back(makeQuantize(true));
   out.push_back(makeQuantize(false));
+  out.push_back(makeChooseQParams());
   return out;
 }
 

@@ -92,6 +92,15 @@ Results unaryFloat(const InferContext &ctx) {
   return one(tensorResult(dt, t.shape, &t));
 }
 
+// clamp(self, min?, max?): self's shape; torch promotes self with the bounds
+// (wrapped scalars), so a floating self keeps its dtype and an integral self
+// clamped by float bounds becomes the default float dtype.
+Results clampRule(const InferContext &ctx) {
+  const TensorProto &t = ctx.tensor("self");
+  GRAFT_TRY(auto sd, broadcastOperands(ctx, {"self", "min", "max"}));
+  return one(tensorResult(sd.second, t.shape, &t));
+}
+
 // silu, gelu: float-only functions (torch rejects integer inputs).
 Results floatOnly(const InferContext &ctx) {
   const TensorProto &t = ctx.tensor("self");
@@ -215,6 +224,7 @@ void registerElementwiseRules(InferenceRules &rules) {
   rules.add("same_as_input", sameAsInput);
   rules.add("unary_float", unaryFloat);
   rules.add("float_only", floatOnly);
+  rules.add("clamp", clampRule);
   rules.add("softmax", softmaxRule);
   rules.add("to_copy", toCopyRule);
   rules.add("full", fullRule);
