@@ -151,12 +151,15 @@ std::string tinySynth() {
   return path;
 }
 
-int runCli(const std::string &args, std::string *err = nullptr) {
-  std::string errPath = tmp("cli.err");
-  std::string cmd = std::string(GRAFT_CLI_PATH) + " " + args + " >/dev/null 2>" + errPath;
+int runCli(const std::string &args, std::string *err = nullptr, std::string *out = nullptr) {
+  std::string errPath = tmp("cli.err"), outPath = tmp("cli.out");
+  std::string cmd = std::string(GRAFT_CLI_PATH) + " " + args + " >" +
+                    (out ? outPath : std::string("/dev/null")) + " 2>" + errPath;
   int status = std::system(cmd.c_str());
   if (err)
     *err = slurp(errPath);
+  if (out)
+    *out = slurp(outPath);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -372,17 +375,22 @@ TEST(Pt2Read, FillsOmittedDefaultsWhenAsked) {
 }
 
 TEST(Pt2Read, TorchaoSubclassWeightsDecodeToPlainInnerTensors) {
-  Pt2Program p = readOk((kGolden / "intx_subclass_torch2_10.pt2").string());
+  // Read as written (no unwrapping): one data-free subclass placeholder.
+  Pt2ReadOptions keep;
+  keep.unwrapSubclassWeights = false;
+  Pt2Program p = readOk((kGolden / "intx_subclass_torch2_10.pt2").string(), keep);
   ASSERT_EQ(p.provenance.subclassWeights.size(), 1u);
   const Pt2SubclassWeight &w = p.provenance.subclassWeights[0];
   EXPECT_EQ(w.fqn, "linear.weight");
   EXPECT_EQ(w.className, "torchao.quantization.IntxUnpackedToInt8Tensor");
+  EXPECT_TRUE(w.innerFqns.empty());
   ASSERT_EQ(w.tensors.size(), 3u);
   EXPECT_EQ(w.tensors[0].first, "qdata");
   EXPECT_EQ(w.tensors[0].second.dtype(), DType::I8);
   EXPECT_EQ(w.tensors[0].second.sizes(), (std::vector<int64_t>{4, 8}));
   EXPECT_TRUE(w.tensors[0].second.storage()->isMapped()); // straight from the archive
   EXPECT_EQ(w.tensors[1].first, "scale");
+  EXPECT_EQ(w.tensors[2].first, "zero_point");
   for (int64_t i = 0; i < 32; ++i) {
     int64_t q = w.tensors[0].second.getInt(i);
     EXPECT_TRUE(q >= -8 && q <= 7);
@@ -401,12 +409,116 @@ TEST(Pt2Read, TorchaoSubclassWeightsDecodeToPlainInnerTensors) {
   Pt2WriteOptions wo;
   wo.provenance = &p.provenance;
   ASSERT_TRUE(writePt2(*p.graph, tmp("subclass_rt.pt2"), wo).ok());
-  Pt2Program q = readOk(tmp("subclass_rt.pt2"));
+  Pt2Program q = readOk(tmp("subclass_rt.pt2"), keep);
   ASSERT_EQ(q.provenance.subclassWeights.size(), 1u);
   const Storage &a = *w.pickleBytes, &b = *q.provenance.subclassWeights[0].pickleBytes;
   ASSERT_EQ(a.size(), b.size());
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size()), 0);
   EXPECT_EQ(text(*q.graph), text(*p.graph));
+}
+
+TEST(Pt2Read, SubclassInnerTensorsBecomePlainMappedConstants) {
+  // By default the subclass is unwrapped the way torch's run_decompositions
+  // does it: one parameter per inner tensor, named
+  // <module>.parametrizations.<name>.original<i> in __tensor_flatten__ order,
+  // and the access_subclass_inner_tensor nodes read those parameters.
+  const std::string path = (kGolden / "intx_subclass_torch2_10.pt2").string();
+  Pt2Program p = readOk(path);
+  ASSERT_TRUE(p.graph);
+  const Graph &g = *p.graph;
+  EXPECT_EQ(g.findConstant("linear.weight"), nullptr);
+  ASSERT_EQ(p.provenance.subclassWeights.size(), 1u);
+  const Pt2SubclassWeight &w = p.provenance.subclassWeights[0];
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"qdata", "linear.parametrizations.weight.original0"},
+      {"scale", "linear.parametrizations.weight.original1"},
+      {"zero_point", "linear.parametrizations.weight.original2"}};
+  EXPECT_EQ(w.innerFqns, expected);
+  const std::string file = slurp(path);
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    SCOPED_TRACE(expected[i].second);
+    const GraphInput *in = g.findConstant(expected[i].second);
+    ASSERT_NE(in, nullptr);
+    EXPECT_EQ(in->kind, InputKind::Parameter);
+    EXPECT_FALSE(in->value->proto().quant);
+    ASSERT_TRUE(in->hasData());
+    const Tensor &t = in->data();
+    // The pickle's own storage, mapped from the archive: nothing was copied.
+    EXPECT_EQ(t.storage().get(), w.tensors[i].second.storage().get());
+    EXPECT_TRUE(t.storage()->isMapped());
+    uint64_t off = p.provenance.weightFileOffsets.at(expected[i].second);
+    ASSERT_LE(off + t.nbytes(), file.size());
+    EXPECT_EQ(std::memcmp(file.data() + off, t.rawData(), t.nbytes()), 0);
+  }
+  const GraphInput *qdata = g.findConstant(expected[0].second);
+  EXPECT_EQ(qdata->value->name(), "p_linear_parametrizations_weight_original0");
+  EXPECT_EQ(qdata->value->proto().dtype, DType::I8);
+  EXPECT_EQ(g.findConstant(expected[1].second)->value->proto().dtype, DType::F32);
+  // No access node is left; the dequantize reads the parameters directly.
+  const Node *dq = nullptr;
+  for (const Node &n : g.nodes()) {
+    EXPECT_NE(n.target(), "export.access_subclass_inner_tensor.default");
+    if (n.target() == "torchao.dequantize_affine.default")
+      dq = &n;
+  }
+  ASSERT_NE(dq, nullptr);
+  ASSERT_GE(dq->args().size(), 4u);
+  EXPECT_EQ(dq->args()[0], Argument(qdata->value));
+  EXPECT_EQ(dq->args()[2], Argument(g.findConstant(expected[1].second)->value));
+  EXPECT_EQ(dq->args()[3], Argument(g.findConstant(expected[2].second)->value));
+  EXPECT_TRUE(verify(g).empty());
+
+  // Written back: the inner tensors are plain weights, and read back the
+  // same graph and bytes (no subclass left to unwrap).
+  Pt2WriteOptions wo;
+  wo.provenance = &p.provenance;
+  Status s = writePt2(g, tmp("subclass_unwrapped.pt2"), wo);
+  ASSERT_TRUE(s.ok()) << diagText(s.diags());
+  Pt2Program q = readOk(tmp("subclass_unwrapped.pt2"));
+  EXPECT_TRUE(q.provenance.subclassWeights.empty());
+  EXPECT_EQ(text(*q.graph), text(g));
+  for (const auto &[attr, fqn] : expected)
+    EXPECT_TRUE(bytesEqual(g.findConstant(fqn)->data(), q.graph->findConstant(fqn)->data())) << fqn;
+}
+
+TEST(Pt2Read, SubclassAccessErrorsNameTheWeight) {
+  // An attribute the subclass does not have.
+  std::string bad = tmp("subclass_bad_attr.pt2");
+  editModelJson((kGolden / "intx_subclass_torch2_10.pt2").string(), bad, [](auto &j) {
+    j["graph_module"]["graph"]["nodes"][1]["inputs"][1]["arg"]["as_string"] = "scales";
+  });
+  std::string e = errorOf(readPt2(bad));
+  EXPECT_NE(e.find("'scales' of weight 'linear.weight'"), std::string::npos) << e;
+  EXPECT_NE(e.find("qdata, scale, zero_point"), std::string::npos) << e;
+  // A graph that uses the subclass itself keeps it (nothing to unwrap into).
+  std::string direct = tmp("subclass_direct_use.pt2");
+  editModelJson((kGolden / "intx_subclass_torch2_10.pt2").string(), direct, [](auto &j) {
+    auto &nodes = j["graph_module"]["graph"]["nodes"];
+    nodes[4]["inputs"][1]["arg"]["as_tensor"]["name"] = "p_linear_weight";
+  });
+  Pt2Program p = readOk(direct);
+  ASSERT_TRUE(p.graph);
+  EXPECT_NE(p.graph->findConstant("linear.weight"), nullptr);
+  EXPECT_EQ(p.graph->findConstant("linear.parametrizations.weight.original0"), nullptr);
+  ASSERT_EQ(p.provenance.subclassWeights.size(), 1u);
+  EXPECT_TRUE(p.provenance.subclassWeights[0].innerFqns.empty());
+}
+
+TEST(Pt2Cli, SubclassWeightsFuseIntoOneVulkanPartition) {
+  // The post-#18957 form compiles like the parametrizations.weight.originalN
+  // form: the 4w linear rule fires once, one partition, no CPU node, and the
+  // weight bytes are loaded.
+  const std::string path = (kGolden / "intx_subclass_torch2_10.pt2").string();
+  const std::string prog = tmp("subclass.vkprog");
+  std::string out, err;
+  ASSERT_EQ(runCli("compile " + path + " -o " + prog + " --json --quiet", &err, &out), 0) << err;
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["partitions"], 1) << out;
+  EXPECT_EQ(j["cpu_nodes"], 0) << out;
+  EXPECT_EQ(j["rules_fired"].value("torchao_linear_q4gsw", 0), 1) << out;
+  EXPECT_GT(j["constant_bytes_in"].get<int64_t>(), 0) << out;
+  EXPECT_EQ(runCli("run " + prog + " --check --atol 1e-4", &err), 0) << err;
 }
 
 TEST(Pt2Read, FixturesRoundTripThroughTheWriter) {

@@ -55,11 +55,88 @@ struct ValueMetaInfo {
   bool requiresGrad = false;
 };
 
+/// A torchao subclass weight decoded before the graph is imported, so the
+/// importer can replace its inner-tensor accesses by plain constants.
+struct DecodedSubclass {
+  Pt2SubclassWeight weight;
+  std::vector<int64_t> fileOffsets; ///< per weight.tensors entry, -1 when not mapped in place
+  DType dtype = DType::F32;         ///< the subclass's logical dtype and sizes
+  std::vector<int64_t> sizes;
+};
+using SubclassMap = std::map<std::string, DecodedSubclass>; // by FQN
+
+/// `<module>.parametrizations.<name>.original<i>`: the FQN torch's
+/// unwrap_tensor_subclass_parameters (torch/_functorch/_aot_autograd/
+/// subclass_parametrization.py, via torch.nn.utils.parametrize) gives the
+/// i-th plain tensor of a subclass parameter `<module>.<name>`; it is also
+/// what ExportedProgram.run_decompositions names them.
+std::string innerFqn(const std::string &fqn, std::size_t i) {
+  auto dot = fqn.rfind('.');
+  std::string prefix = dot == std::string::npos ? std::string() : fqn.substr(0, dot + 1);
+  std::string leaf = dot == std::string::npos ? fqn : fqn.substr(dot + 1);
+  return prefix + "parametrizations." + leaf + ".original" + std::to_string(i);
+}
+
+/// Whether JSON `j` (an Argument) names the value `valueName` anywhere.
+bool mentions(const OJson &j, const std::string &valueName) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if ((it.key() == "name" || it.key() == "as_name") && it.value().is_string() &&
+          it.value().get_ref<const std::string &>() == valueName)
+        return true;
+      if (mentions(it.value(), valueName))
+        return true;
+    }
+  } else if (j.is_array()) {
+    for (const OJson &x : j)
+      if (mentions(x, valueName))
+        return true;
+  }
+  return false;
+}
+
+constexpr const char *kAccessInner = "torch.ops.export.access_subclass_inner_tensor.default";
+
+/// The placeholder and attribute of an `export.access_subclass_inner_tensor`
+/// node (torch/export/custom_ops.py: `(Tensor src_subclass_tensor, str attr)
+/// -> Tensor`), or nullopt when `node` is another node or spelled otherwise.
+std::optional<std::pair<std::string, std::string>> innerAccess(const OJson &node) {
+  if (!node.is_object() || !node.contains("target") || !node.at("target").is_string() ||
+      node.at("target").get_ref<const std::string &>() != kAccessInner || !node.contains("inputs"))
+    return std::nullopt;
+  const OJson &ins = node.at("inputs");
+  if (!ins.is_array() || ins.size() != 2)
+    return std::nullopt;
+  auto arg = [&](std::size_t i, const char *member) -> const OJson * {
+    const OJson &na = ins.at(i);
+    if (!na.is_object() || !na.contains("arg") || !na.at("arg").is_object() ||
+        !na.at("arg").contains(member))
+      return nullptr;
+    return &na.at("arg").at(member);
+  };
+  const OJson *src = arg(0, "as_tensor"), *attr = arg(1, "as_string");
+  if (!src || !attr || !src->is_object() || !src->contains("name") ||
+      !src->at("name").is_string() || !attr->is_string())
+    return std::nullopt;
+  return std::make_pair(src->at("name").get<std::string>(), attr->get<std::string>());
+}
+
+std::string fmtShape(DType dt, const std::vector<int64_t> &sizes);
+
 class Importer {
 public:
-  Importer(const OJson &doc, std::string record, const Pt2ReadOptions &opts, Pt2Extras &extras)
+  /// `subclasses`: decoded subclass weights to unwrap (null: none).
+  Importer(const OJson &doc, std::string record, const Pt2ReadOptions &opts, Pt2Extras &extras,
+           const SubclassMap *subclasses)
       : doc_(doc), record_(std::move(record)), opts_(opts), extras_(extras),
-        registry_(opts.registry ? *opts.registry : OpRegistry::builtin()) {}
+        registry_(opts.registry ? *opts.registry : OpRegistry::builtin()), subclasses_(subclasses) {
+  }
+
+  /// Subclass FQN -> (attribute, FQN of the constant now holding it), for
+  /// every subclass weight the import unwrapped.
+  const std::map<std::string, std::vector<std::pair<std::string, std::string>>> &unwrapped() const {
+    return unwrappedFqns_;
+  }
 
   Expected<std::unique_ptr<Graph>> run(int &schemaMajor, int &schemaMinor,
                                        std::string &torchVersion) {
@@ -123,6 +200,11 @@ private:
     GRAFT_TRY(JsonRef nodes, graphJ.field("nodes"));
     GRAFT_TRY(auto nodeList, nodes.array());
     for (const JsonRef &n : nodeList) {
+      if (!unwrappedByName_.empty()) {
+        GRAFT_TRY(bool dropped, dropInnerAccess(n));
+        if (dropped)
+          continue;
+      }
       GRAFT_TRY(JsonRef t, n.field("target"));
       GRAFT_TRY(std::string target, t.str());
       GRAFT_TRY(JsonRef outs, n.field("outputs"));
@@ -332,6 +414,12 @@ private:
     if (inputList.size() != specList.size())
       return specs.error("lists " + std::to_string(specList.size()) +
                          " input specs but graph.inputs has " + std::to_string(inputList.size()));
+    // FQNs the file names, which an unwrapped inner tensor must not take.
+    for (const JsonRef &spec : specList)
+      for (const char *f : {"parameter_name", "buffer_name", "tensor_constant_name"})
+        for (const auto &[k, v] : spec.json().items())
+          if (v.is_object() && v.contains(f) && v.at(f).is_string())
+            specFqns_.insert(v.at(f).get<std::string>());
     for (std::size_t i = 0; i < specList.size(); ++i) {
       GRAFT_TRY(auto spec, specList[i].unionMember());
       const std::string &kind = spec.first;
@@ -411,15 +499,123 @@ private:
         if (!d.isConstant())
           return arg.error("constant '" + fqn + "' has a symbolic shape " + str(m->proto.shape));
       GRAFT_CHECK_OK(checkFresh(arg, n));
-      graph_->addInput(ik, n, m->proto, fqn);
-      noteRequiresGrad(n, ik == InputKind::Parameter);
+      bool persistent = true;
       if (ik == InputKind::Buffer) {
         GRAFT_TRY(JsonRef p, s.field("persistent"));
-        GRAFT_TRY(bool persistent, p.boolean());
-        graph_->inputs().back().persistent = persistent;
+        GRAFT_TRY(persistent, p.boolean());
       }
+      if (subclasses_) {
+        auto sc = subclasses_->find(fqn);
+        if (sc != subclasses_->end()) {
+          GRAFT_TRY(bool done,
+                    unwrapSubclass(graphJ, arg, n, fqn, ik, persistent, m->proto, sc->second));
+          if (done)
+            continue;
+        }
+      }
+      graph_->addInput(ik, n, m->proto, fqn);
+      noteRequiresGrad(n, ik == InputKind::Parameter);
+      if (ik == InputKind::Buffer)
+        graph_->inputs().back().persistent = persistent;
     }
     return okStatus();
+  }
+
+  /// Replaces the subclass placeholder `n` (constant `fqn`) by one constant
+  /// of the same kind per inner tensor, in `__tensor_flatten__` order, when
+  /// the graph only reads it through export.access_subclass_inner_tensor
+  /// (those nodes are dropped by dropInnerAccess). Returns false, having
+  /// done nothing, when the graph uses the subclass any other way.
+  Expected<bool> unwrapSubclass(const JsonRef &graphJ, const JsonRef &at, const std::string &n,
+                                const std::string &fqn, InputKind ik, bool persistent,
+                                const TensorProto &placeholder, const DecodedSubclass &d) {
+    auto sizes = concreteSizes(placeholder.shape);
+    if (d.dtype != placeholder.dtype || !sizes || d.sizes != *sizes)
+      return at.error("weight '" + fqn + "': the subclass " + d.weight.className + " is " +
+                      fmtShape(d.dtype, d.sizes) + " but the graph's placeholder '" + n + "' is " +
+                      placeholder.str());
+    GRAFT_TRY(JsonRef nodes, graphJ.field("nodes"));
+    if (!nodes.json().is_array())
+      return false; // readNodes reports it
+    for (const OJson &node : nodes.json()) {
+      if (!node.is_object() || !node.contains("inputs") || !mentions(node.at("inputs"), n))
+        continue;
+      auto access = innerAccess(node);
+      if (!access || access->first != n)
+        return false;
+    }
+    GRAFT_TRY(JsonRef outs, graphJ.field("outputs"));
+    if (mentions(outs.json(), n))
+      return false;
+
+    Unwrapped u;
+    u.fqn = fqn;
+    auto &fqns = unwrappedFqns_[fqn];
+    const char *prefix = ik == InputKind::Parameter ? "p_" : ik == InputKind::Buffer ? "b_" : "c_";
+    for (std::size_t i = 0; i < d.weight.tensors.size(); ++i) {
+      const auto &[attr, t] = d.weight.tensors[i];
+      // Unique the way torch does (a "_<k>" suffix), should the file already
+      // use the name.
+      std::string base = innerFqn(fqn, i), inner = base;
+      for (int k = 1; specFqns_.count(inner) || graph_->findConstant(inner); ++k)
+        inner = base + "_" + std::to_string(k);
+      std::string valueBase = prefix + inner, valueName;
+      std::replace(valueBase.begin(), valueBase.end(), '.', '_');
+      valueName = valueBase;
+      for (int k = 1; metas_.count(valueName) || graph_->findValue(valueName); ++k)
+        valueName = valueBase + "_" + std::to_string(k);
+      TensorProto p = t.proto();
+      p.device = placeholder.device;
+      Value *v = graph_->addInput(ik, valueName, p, inner);
+      if (ik == InputKind::Buffer)
+        graph_->inputs().back().persistent = persistent;
+      u.inner.emplace(attr, v);
+      fqns.emplace_back(attr, inner);
+    }
+    unwrappedByName_.emplace(n, std::move(u));
+    return true;
+  }
+
+  /// An export.access_subclass_inner_tensor node reading an unwrapped
+  /// subclass: no node is made, its result names the inner constant.
+  Expected<bool> dropInnerAccess(const JsonRef &n) {
+    auto access = innerAccess(n.json());
+    if (!access)
+      return false;
+    auto u = unwrappedByName_.find(access->first);
+    if (u == unwrappedByName_.end())
+      return false;
+    const std::string &attr = access->second;
+    GRAFT_TRY(JsonRef outs, n.field("outputs"));
+    GRAFT_TRY(auto outList, outs.array());
+    std::string outName;
+    if (outList.size() == 1) {
+      GRAFT_TRY(auto o, outList[0].unionMember());
+      if (o.first == "as_tensor") {
+        GRAFT_TRY(outName, argName(o.second));
+      }
+    }
+    const std::string what = "weight '" + u->second.fqn + "'";
+    if (outName.empty())
+      return outs.error("export.access_subclass_inner_tensor on " + what +
+                        " must have one tensor output");
+    auto it = u->second.inner.find(attr);
+    if (it == u->second.inner.end()) {
+      std::string have;
+      for (const auto &[a, v] : u->second.inner)
+        have += (have.empty() ? "" : ", ") + a;
+      return n.error("node '" + outName + "' reads attribute '" + attr + "' of " + what +
+                     ", which has no such inner tensor (it has " + have + ")");
+    }
+    GRAFT_TRY(const ValueMetaInfo *m, meta(outs, outName, ValueKind::Tensor));
+    const TensorProto &p = it->second->proto();
+    if (!m->proto.sameShapeAndDType(p))
+      return outs.error("node '" + outName + "' reads inner tensor '" + attr + "' of " + what +
+                        " as " + m->proto.str() + ", but the pickle holds " + p.str());
+    GRAFT_CHECK_OK(checkFresh(outs, outName));
+    if (!aliases_.emplace(outName, it->second).second)
+      return outs.error("value '" + outName + "' is defined twice");
+    return true;
   }
 
   Status checkFresh(const JsonRef &at, const std::string &n) {
@@ -433,6 +629,11 @@ private:
   Expected<Value *> lookup(const JsonRef &at, const std::string &valueName, ValueKind kind,
                            const std::string &where) {
     Value *v = graph_->findValue(valueName);
+    if (!v) {
+      auto alias = aliases_.find(valueName);
+      if (alias != aliases_.end())
+        v = alias->second;
+    }
     if (!v)
       return at.error(where + " refers to undefined value '" + valueName + "'");
     if (v->kind() != kind)
@@ -621,6 +822,11 @@ private:
     GRAFT_TRY(auto nodeList, nodes.array());
     std::map<std::string, int> zeroOutputs;
     for (const JsonRef &n : nodeList) {
+      if (!unwrappedByName_.empty()) {
+        GRAFT_TRY(bool dropped, dropInnerAccess(n));
+        if (dropped)
+          continue;
+      }
       GRAFT_TRY(JsonRef t, n.field("target"));
       GRAFT_TRY(std::string fileTarget, t.str());
       std::string target = irTarget(fileTarget);
@@ -866,6 +1072,17 @@ private:
   std::unordered_map<std::string, ValueMetaInfo> metas_;
   std::map<std::string, std::string> renamed_; // file symbol -> IR symbol
   std::set<std::string> usedSymbols_;
+  const SubclassMap *subclasses_;
+  /// Unwrapped subclass placeholder name -> (its FQN, attribute -> inner constant).
+  struct Unwrapped {
+    std::string fqn;
+    std::map<std::string, Value *> inner;
+  };
+  std::map<std::string, Unwrapped> unwrappedByName_;
+  std::set<std::string> specFqns_;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> unwrappedFqns_;
+  /// Output name of a dropped access node -> the inner constant it read.
+  std::unordered_map<std::string, Value *> aliases_;
 };
 
 //===----------------------------------------------------------------------===//
@@ -890,19 +1107,37 @@ Status checkAgainstProto(const std::string &what, const Tensor &t, const GraphIn
   return okStatus();
 }
 
+/// Position of an inner tensor in torchao's `__tensor_flatten__` order:
+/// TorchAOBaseTensor lists `tensor_data_names`, then the
+/// `optional_tensor_data_names` that are set (torchao/utils.py).
+/// IntxUnpackedToInt8Tensor: qdata, scale, zero_point; Int8Tensor: qdata,
+/// scale (zero_point in older releases), then the optional act_scale.
+/// Unknown names follow in the pickle's (attribute assignment) order.
+std::size_t flattenRank(const std::string &attr) {
+  static const char *const kOrder[] = {"qdata", "scale", "zero_point", "act_scale"};
+  for (std::size_t i = 0; i < std::size(kOrder); ++i)
+    if (attr == kOrder[i])
+      return i;
+  return std::size(kOrder);
+}
+
 /// Interprets a decoded torchao subclass for `fqn`.
-Expected<Pt2SubclassWeight> subclassWeight(const std::string &what, const std::string &fqn,
-                                           const pt2::PyObj &obj) {
+Expected<DecodedSubclass> subclassWeight(const std::string &what, const std::string &fqn,
+                                         const pt2::PyObj &obj) {
   using Kind = pt2::PyObj::Kind;
-  Pt2SubclassWeight w;
+  DecodedSubclass d;
+  d.dtype = obj.dtype;
+  d.sizes = obj.sizes;
+  Pt2SubclassWeight &w = d.weight;
   w.fqn = fqn;
   w.className = obj.str;
+  std::vector<std::pair<std::string, const pt2::PyObj *>> inner;
   for (const auto &[k, v] : obj.dict) {
     if (!k || k->kind != Kind::Str)
       return Diagnostic::error(what + ": tensor subclass " + obj.str +
                                " has a non-string attribute name");
     if (v && v->kind == Kind::Tensor) {
-      w.tensors.emplace_back(k->str, v->tensor);
+      inner.emplace_back(k->str, v.get());
       continue;
     }
     std::function<Expected<std::string>(const pt2::PyObj &)> text =
@@ -947,12 +1182,16 @@ Expected<Pt2SubclassWeight> subclassWeight(const std::string &what, const std::s
                                "plain values only");
     w.attributes.emplace_back(k->str, *t);
   }
-  bool hasQdata = false;
-  for (const auto &[n, t] : w.tensors)
-    hasQdata |= n == "qdata";
-  if (!hasQdata)
+  std::stable_sort(inner.begin(), inner.end(), [](const auto &a, const auto &b) {
+    return flattenRank(a.first) < flattenRank(b.first);
+  });
+  for (const auto &[n, o] : inner) {
+    w.tensors.emplace_back(n, o->tensor);
+    d.fileOffsets.push_back(o->fileOffset);
+  }
+  if (inner.empty() || inner[0].first != "qdata")
     return Diagnostic::error(what + ": tensor subclass " + obj.str + " has no 'qdata' tensor");
-  return w;
+  return d;
 }
 
 /// Adds an affine quant layout to a subclass weight's placeholder when the
@@ -1020,11 +1259,105 @@ struct WeightSource {
   bool isConstants = false;
 };
 
+/// Decodes the archive's torchao subclass weights before the graph is
+/// imported (the importer replaces their inner-tensor accesses by plain
+/// constants). Pickles are decoded once: WeightLoader reuses `decoded`.
+/// Errors other than a bad subclass are left to WeightLoader, which reports
+/// them the same way whether or not subclasses are unwrapped.
+class SubclassScanner {
+public:
+  explicit SubclassScanner(std::shared_ptr<ZipReader> zip) : zip_(std::move(zip)) {}
+
+  SubclassMap &subclasses() { return subclasses_; }
+  const std::map<std::string, pt2::PyRef> &decoded() const { return decoded_; }
+
+  /// `use_pickle` payloads of a PayloadConfig (torch >= 2.9).
+  Status scanRaw(const std::string &dir, const std::string &configRecord, bool constants) {
+    const ZipEntry *ce = zip_->find(configRecord);
+    if (!ce)
+      return okStatus();
+    auto text = zip_->read(*ce);
+    if (!text)
+      return okStatus();
+    auto doc = pt2::parseJson(*text, configRecord);
+    if (!doc || !doc->is_object() || !doc->contains("config") || !doc->at("config").is_object())
+      return okStatus();
+    for (const auto &[fqn, meta] : doc->at("config").items()) {
+      if (!meta.is_object() || !meta.contains("use_pickle") || !meta.contains("path_name") ||
+          meta.at("use_pickle") != true || !meta.at("path_name").is_string())
+        continue;
+      std::string pathName = meta.at("path_name").get<std::string>();
+      if (pathName.rfind("custom_obj_", 0) == 0 || pathName.find('/') != std::string::npos ||
+          pathName.find("..") != std::string::npos)
+        continue;
+      const ZipEntry *e = zip_->find(dir + pathName);
+      if (!e)
+        continue;
+      std::string what = "weight '" + fqn + "' (" + e->name + ")";
+      GRAFT_TRY(auto nested, zip_->openNested(*e));
+      GRAFT_TRY(pt2::PyRef obj, pt2::loadTorchSave(nested, what));
+      decoded_[e->name] = obj;
+      GRAFT_CHECK_OK(note(fqn, obj, what, constants, e));
+    }
+    return okStatus();
+  }
+
+  /// A torch.save'd state dict (torch <= 2.8).
+  Status scanDict(const ZipEntry *entry, const std::string &record, bool constants) {
+    if (!entry || entry->size == 0)
+      return okStatus();
+    GRAFT_TRY(auto nested, zip_->openNested(*entry));
+    GRAFT_TRY(pt2::PyRef obj, pt2::loadTorchSave(nested, zip_->displayName() + ":" + record));
+    decoded_[entry->name] = obj;
+    if (obj->kind != pt2::PyObj::Kind::Dict)
+      return okStatus();
+    for (const auto &[k, v] : obj->dict)
+      if (k && k->kind == pt2::PyObj::Kind::Str && v)
+        GRAFT_CHECK_OK(
+            note(k->str, v, "weight '" + k->str + "' (" + record + ")", constants, nullptr));
+    return okStatus();
+  }
+
+private:
+  Status note(const std::string &fqn, const pt2::PyRef &obj, const std::string &what,
+              bool constants, const ZipEntry *record) {
+    if (obj->kind != pt2::PyObj::Kind::Subclass || obj->firstUnsupported())
+      return okStatus(); // not a subclass, or refused by WeightLoader
+    GRAFT_TRY(DecodedSubclass d, subclassWeight(what, fqn, *obj));
+    d.weight.inConstants = constants;
+    if (record) {
+      GRAFT_TRY(d.weight.pickleBytes, zip_->map(*record));
+    }
+    subclasses_[fqn] = std::move(d);
+    return okStatus();
+  }
+
+  std::shared_ptr<ZipReader> zip_;
+  SubclassMap subclasses_;
+  std::map<std::string, pt2::PyRef> decoded_; // by record name
+};
+
 class WeightLoader {
 public:
+  /// `decoded`: pickles SubclassScanner already decoded, by record name.
   WeightLoader(const std::shared_ptr<ZipReader> &zip, Graph &graph, Pt2Provenance &prov,
-               const Pt2ReadOptions &opts)
-      : zip_(zip), graph_(graph), prov_(prov), opts_(opts) {}
+               const Pt2ReadOptions &opts, const std::map<std::string, pt2::PyRef> &decoded)
+      : zip_(zip), graph_(graph), prov_(prov), opts_(opts), decoded_(decoded) {}
+
+  /// An inner tensor of an unwrapped subclass, for the constant `fqn` the
+  /// importer made for it: mapped in place, as the pickle reader left it.
+  Status bindInner(const std::string &fqn, const Tensor &t, int64_t fileOffset,
+                   const std::string &what) {
+    GraphInput *in = findInput(fqn);
+    if (!in)
+      return Diagnostic::error(what + ": no graph constant '" + fqn + "' for it");
+    GRAFT_CHECK_OK(checkAgainstProto(what, t, *in));
+    in->setData(t, ExternalData{});
+    if (fileOffset >= 0)
+      noteOffset(fqn, t, static_cast<uint64_t>(fileOffset));
+    loaded_.insert(fqn);
+    return okStatus();
+  }
 
   /// Raw payloads + PayloadConfig (torch >= 2.9).
   Status loadRaw(const std::string &dir, const std::string &configRecord, bool constants) {
@@ -1063,8 +1396,7 @@ public:
       if (usePickle) {
         if (pathName.rfind("custom_obj_", 0) == 0)
           return Diagnostic::error(what + ": custom objects are not supported");
-        GRAFT_TRY(auto nested, zip_->openNested(*e));
-        GRAFT_TRY(pt2::PyRef obj, pt2::loadTorchSave(nested, what));
+        GRAFT_TRY(pt2::PyRef obj, decode(*e, what));
         GRAFT_CHECK_OK(bindPickled(*in, fqn, *obj, what, constants, e));
         continue;
       }
@@ -1093,8 +1425,7 @@ public:
       return okStatus(); // serialize_torch_artifact(None / {}) may write nothing
     if (opts_.verifyWeightChecksums)
       GRAFT_CHECK_OK(zip_->verifyCrc(*entry));
-    GRAFT_TRY(auto nested, zip_->openNested(*entry));
-    GRAFT_TRY(pt2::PyRef obj, pt2::loadTorchSave(nested, zip_->displayName() + ":" + record));
+    GRAFT_TRY(pt2::PyRef obj, decode(*entry, zip_->displayName() + ":" + record));
     if (obj->kind != pt2::PyObj::Kind::Dict)
       return Diagnostic::error(zip_->displayName() + ":" + record + ": expected a dict, got " +
                                obj->describe());
@@ -1124,6 +1455,15 @@ public:
   }
 
 private:
+  /// The torch.save archive in record `e`, decoded now or by SubclassScanner.
+  Expected<pt2::PyRef> decode(const ZipEntry &e, const std::string &what) {
+    auto it = decoded_.find(e.name);
+    if (it != decoded_.end())
+      return it->second;
+    GRAFT_TRY(auto nested, zip_->openNested(e));
+    return pt2::loadTorchSave(nested, what);
+  }
+
   GraphInput *findInput(const std::string &fqn) {
     for (GraphInput &in : graph_.inputs())
       if (in.isConstant() && in.fqn == fqn)
@@ -1158,7 +1498,8 @@ private:
       return okStatus();
     }
     if (obj.kind == Kind::Subclass) {
-      GRAFT_TRY(Pt2SubclassWeight w, subclassWeight(what, fqn, obj));
+      GRAFT_TRY(DecodedSubclass d, subclassWeight(what, fqn, obj));
+      Pt2SubclassWeight &w = d.weight;
       const TensorProto &p = in.value->proto();
       auto sizes = concreteSizes(p.shape);
       if (obj.dtype != p.dtype || !sizes || obj.sizes != *sizes)
@@ -1246,6 +1587,7 @@ private:
   Graph &graph_;
   Pt2Provenance &prov_;
   const Pt2ReadOptions &opts_;
+  const std::map<std::string, pt2::PyRef> &decoded_;
   std::map<std::string, std::shared_ptr<Storage>> storages_; // one Storage per record
   std::set<std::string> loaded_;
 };
@@ -1321,11 +1663,35 @@ Expected<Pt2Program> readPt2(const std::string &path, const Pt2ReadOptions &opti
     return Diagnostic::error(path + ": missing record '" + modelRecord + "'");
   GRAFT_TRY(std::string jsonText, zip->read(*me));
   GRAFT_TRY(OJson doc, pt2::parseJson(jsonText, modelRecord));
-  Importer importer(doc, modelRecord, options, *extras);
+  // Subclass weights are decoded first: unwrapping them changes the graph.
+  SubclassScanner scanner(zip);
+  if (options.unwrapSubclassWeights) {
+    const std::string r = root + "/";
+    if (prov.layout == Pt2Layout::Legacy) {
+      for (const char *rec : {"serialized_state_dict.pt", "serialized_constants.pt"})
+        GRAFT_CHECK_OK(
+            scanner.scanDict(zip->find(rec), rec, std::string(rec) == "serialized_constants.pt"));
+    } else if (prov.layout == Pt2Layout::PickledWeights) {
+      for (bool constants : {false, true}) {
+        std::string rec =
+            r + (constants ? "data/constants/" : "data/weights/") + prov.modelName + ".pt";
+        GRAFT_CHECK_OK(scanner.scanDict(zip->find(rec), rec, constants));
+      }
+    } else {
+      GRAFT_CHECK_OK(scanner.scanRaw(r + "data/weights/",
+                                     r + "data/weights/" + prov.modelName + "_weights_config.json",
+                                     false));
+      GRAFT_CHECK_OK(
+          scanner.scanRaw(r + "data/constants/",
+                          r + "data/constants/" + prov.modelName + "_constants_config.json", true));
+    }
+  }
+  Importer importer(doc, modelRecord, options, *extras,
+                    options.unwrapSubclassWeights ? &scanner.subclasses() : nullptr);
   GRAFT_TRY(program.graph, importer.run(prov.schemaMajor, prov.schemaMinor, prov.torchVersion));
   program.graph->setName(prov.modelName);
 
-  WeightLoader loader(zip, *program.graph, prov, options);
+  WeightLoader loader(zip, *program.graph, prov, options, scanner.decoded());
   std::string where;
   if (prov.layout == Pt2Layout::Legacy) {
     for (const char *rec : {"serialized_state_dict.pt", "serialized_constants.pt"})
@@ -1363,6 +1729,15 @@ Expected<Pt2Program> readPt2(const std::string &path, const Pt2ReadOptions &opti
         GRAFT_TRY(auto s, zip->map(e));
         extras->extraFiles.emplace_back(e.name.substr(r.size() + 6), s);
       }
+  }
+  for (const auto &[fqn, inner] : importer.unwrapped()) {
+    DecodedSubclass &d = scanner.subclasses().at(fqn);
+    for (std::size_t i = 0; i < inner.size(); ++i)
+      GRAFT_CHECK_OK(loader.bindInner(inner[i].second, d.weight.tensors[i].second, d.fileOffsets[i],
+                                      "inner tensor '" + inner[i].first + "' of weight '" + fqn +
+                                          "' (" + d.weight.className + ")"));
+    d.weight.innerFqns = inner;
+    prov.subclassWeights.push_back(std::move(d.weight));
   }
   GRAFT_CHECK_OK(loader.checkAllLoaded(where));
   prov.extras = std::move(extras);

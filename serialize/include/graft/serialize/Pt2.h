@@ -42,18 +42,32 @@ enum class Pt2Layout {
 };
 std::string_view name(Pt2Layout layout);
 
-/// A torchao tensor-subclass weight saved with `use_pickle: true`, decoded
-/// into its plain inner tensors (memory-mapped). The graph's constant input
-/// for `fqn` has the subclass's logical shape and dtype (plus an affine quant
-/// layout when graft recognizes one) but no data; writePt2 writes the
-/// original pickle back verbatim.
+/// A torchao tensor-subclass weight (a `use_pickle: true` payload, or a
+/// subclass entry of a pickled state dict), decoded into its plain inner
+/// tensors (memory-mapped).
+///
+/// By default (Pt2ReadOptions::unwrapSubclassWeights) the reader unwraps it:
+/// each inner tensor becomes a plain constant input of the same kind with an
+/// FQN derived from the subclass's, `<module>.parametrizations.<name>.original<i>`
+/// (i = position in `__tensor_flatten__` order, as torch's
+/// unwrap_tensor_subclass_parameters names them), and every
+/// `export.access_subclass_inner_tensor(p, "<attr>")` node is replaced by
+/// that input; `innerFqns` lists them. writePt2 then writes them as plain
+/// weights. Otherwise the graph keeps a data-free placeholder for `fqn` with
+/// the subclass's logical shape and dtype (plus an affine quant layout when
+/// graft recognizes one), and writePt2 writes the original pickle back
+/// verbatim.
 struct Pt2SubclassWeight {
   std::string fqn;
   std::string className; ///< e.g. "torchao.quantization.IntxUnpackedToInt8Tensor"
-  std::vector<std::pair<std::string, Tensor>> tensors;         ///< "qdata", "scale", "zero_point"
+  /// Inner tensors in `__tensor_flatten__` order ("qdata", "scale", "zero_point").
+  std::vector<std::pair<std::string, Tensor>> tensors;
   std::vector<std::pair<std::string, std::string>> attributes; ///< other attributes, as text
   bool inConstants = false;             ///< constants config rather than weights
   std::shared_ptr<Storage> pickleBytes; ///< the torch.save record, for writing back
+  /// (attribute, FQN of the graph constant holding it) when unwrapped; empty
+  /// when the graph keeps the subclass placeholder.
+  std::vector<std::pair<std::string, std::string>> innerFqns;
 };
 
 /// What the IR does not model but writing the program back needs: module
@@ -94,6 +108,13 @@ struct Pt2ReadOptions {
   /// arguments, keyword-only ones keyword arguments, so every node lists
   /// every schema argument.
   bool fillDefaults = false;
+  /// Replace torchao subclass weights read through
+  /// `export.access_subclass_inner_tensor` by their inner tensors as plain
+  /// constants (see Pt2SubclassWeight), so the graph is the one torch's
+  /// run_decompositions produces and rules see plain quantized weights. A
+  /// subclass the graph uses any other way keeps its placeholder. Off: the
+  /// graph is read as written (writing it back reproduces the pickle).
+  bool unwrapSubclassWeights = true;
 };
 
 /// Reads a .pt2 (any supported layout). Every error names the record, FQN or
