@@ -502,6 +502,54 @@ TEST(VulkanKernels, TorchaoAffineQuant) {
              kExact, 59);
 }
 
+// quantized_decomposed.dequantize_per_channel (PT2E) that no rule consumed:
+// axis 0, a middle axis, a negative axis, i64 / i32 / absent zero points, u8
+// and i16 inputs, sizes that are not multiples of the 64-wide workgroup.
+TEST(VulkanKernels, DequantizePerChannel) {
+  GRAFT_REQUIRE_VULKAN();
+  checkGraph(R"(graph @t {
+  param %w : i8[70, 64] fqn="w" = random(seed=21, min=-127, max=127)
+  param %s : f32[70] fqn="s" = random(seed=22, min=0.0005, max=0.02)
+  param %z : i64[70] fqn="z" = random(seed=23, min=-5, max=5)
+  param %u : u8[3, 67, 5] fqn="u" = random(seed=24, min=0, max=255)
+  param %us : f32[67] fqn="us" = random(seed=25, min=0.001, max=0.1)
+  param %uz : i32[67] fqn="uz" = random(seed=26, min=100, max=140)
+  param %h : i16[9, 130] fqn="h" = random(seed=27, min=-30000, max=30000)
+  param %hs : f32[130] fqn="hs" = random(seed=28, min=0.0001, max=0.001)
+  input %q : i8[2, 70]
+  %d : f32[70, 64] = quantized_decomposed.dequantize_per_channel.default(%w, %s, %z, 0, -127, 127, i8)
+  %e : f32[3, 67, 5] = quantized_decomposed.dequantize_per_channel.default(%u, %us, %uz, 1, 0, 255, u8)
+  %f : f32[9, 130] = quantized_decomposed.dequantize_per_channel.default(%h, %hs, none, -1, -32768, 32767, i16)
+  %g : f32[2, 70] = quantized_decomposed.dequantize_per_channel.default(%q, %s, none, 1, -128, 127, i8)
+  output %d
+  output %e
+  output %f
+  output %g
+})",
+             kExact, 61);
+}
+
+// f16 scales: torch multiplies (q - zp) by them in f16 (the integer operand is
+// cast to f16 first), then converts to out_dtype (f32 by default, or f16).
+TEST(VulkanKernels, DequantizePerChannelHalf) {
+  GRAFT_REQUIRE_VULKAN();
+  if (!context()->info().storageBuffer16BitAccess)
+    GTEST_SKIP() << "device lacks 16-bit storage";
+  checkGraph(R"(graph @t {
+  param %w : i8[70, 64] fqn="w" = random(seed=31, min=-128, max=127)
+  param %s : f16[70] fqn="s" = random(seed=32, min=0.0005, max=0.5)
+  param %z : i64[70] fqn="z" = random(seed=33, min=-100, max=100)
+  param %fs : f32[64] fqn="fs" = random(seed=34, min=0.0001, max=0.01)
+  %d : f32[70, 64] = quantized_decomposed.dequantize_per_channel.default(%w, %s, %z, 0, -128, 127, i8)
+  %e : f16[70, 64] = quantized_decomposed.dequantize_per_channel.default(%w, %s, %z, 0, -128, 127, i8, out_dtype=f16)
+  %f : f16[70, 64] = quantized_decomposed.dequantize_per_channel.default(%w, %fs, none, 1, -128, 127, i8, out_dtype=f16)
+  output %d
+  output %e
+  output %f
+})",
+             kExact, 62);
+}
+
 TEST(VulkanKernels, ScaledDotProductAttention) {
   GRAFT_REQUIRE_VULKAN();
   checkGraph(R"(graph @t {

@@ -700,6 +700,52 @@ Lowering quantizeLowering(bool quantize) {
   return l;
 }
 
+/// quantized_decomposed.dequantize_per_channel that no fusion rule consumed
+/// (dequantize_per_channel.glsl). The reference promotes q - zp (integer)
+/// times the scales to the scales' dtype, so the device needs f32/f16 scales;
+/// f64 scales (q * s rounded once from f64) and bf16 stay on the CPU.
+Lowering dequantizePerChannelLowering() {
+  Lowering l;
+  l.kernel = "dequantize_per_channel";
+  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+    const TensorProto *x = protoOf(b, "input");
+    if (!x)
+      return "input is not a tensor";
+    // q - zp is an int32 subtraction on the device (int64 in torch): exact
+    // for 8- and 16-bit inputs with int32 zero points.
+    if (x->dtype != DType::I8 && x->dtype != DType::U8 && x->dtype != DType::I16 &&
+        x->dtype != DType::U16)
+      return "input dtype " + std::string(name(x->dtype)) +
+             " is unsupported (8- or 16-bit integers only)";
+    const TensorProto *s = protoOf(b, "scales");
+    if (!s || !isFloatDT(s->dtype))
+      return "scales must be f32/f16" +
+             (s ? ", got " + std::string(name(s->dtype)) : std::string());
+    const TensorProto *z = protoOf(b, "zero_points");
+    if (z && deviceElem(z->dtype) != DeviceElem::I32)
+      return "zero_points must be an integer tensor, got " + std::string(name(z->dtype));
+    const Argument *za = b.find("zero_points");
+    if (!za || (!z && !za->isNone()))
+      return "zero_points must be a tensor or None";
+    DType out = node.output()->proto().dtype;
+    if (!isFloatDT(out))
+      return "result dtype " + std::string(name(out)) + " is unsupported";
+    const Argument *axis = b.find("axis");
+    if (!axis || !axis->isInt())
+      return "axis must be a literal int";
+    return {};
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    GRAFT_TRY(DeviceTensor q, a.tensor("input"));
+    GRAFT_TRY(DeviceTensor s, a.tensor("scales"));
+    GRAFT_TRY(auto zp, a.optionalTensor("zero_points"));
+    GRAFT_TRY(DeviceTensor r, dequantizePerChannel(a.ctx(), q, s, zp ? &*zp : nullptr,
+                                                   *a.integer("axis"), a.outDType()));
+    return one(std::move(r));
+  };
+  return l;
+}
+
 //===-- Views, copies, factories ------------------------------------------===//
 
 /// The view op a target (or its *_copy variant) computes.
@@ -1133,6 +1179,7 @@ std::map<std::string, Lowering, std::less<>> buildLowerings() {
   m["torchao.choose_qparams_affine.default"] = chooseQParamsLowering();
   m["torchao.quantize_affine.default"] = quantizeLowering(true);
   m["torchao.dequantize_affine.default"] = quantizeLowering(false);
+  m["quantized_decomposed.dequantize_per_channel.default"] = dequantizePerChannelLowering();
   return m;
 }
 

@@ -330,9 +330,17 @@ public:
                               b_.random(-1.0, 1.0), /*persistent=*/false);
     Value *sinT = b_.constant(InputKind::Buffer, "freqs_sin", dt_, {o_.maxSeqLen, hd_ / 2},
                               b_.random(-1.0, 1.0), /*persistent=*/false);
-    // pt2e constants come last (lifted tensor constants).
-    for (PendingConst &c : pending_)
-      *c.slot = b_.constant(InputKind::ConstantTensor, c.fqn, c.dtype, c.sizes, c.init);
+    // PT2E's qparams and folded weights are persistent buffers registered on
+    // the root module after the model's own: convert_pt2e registers each
+    // weight's _scale_<i> / _zero_point_<i> (create_getattr_from_value ->
+    // register_buffer), then constant folding registers the quantized
+    // weights _frozen_param<i> (replace_node_with_constant ->
+    // register_buffer). torch.export lifts them as b_ placeholders in that
+    // registration order.
+    for (bool frozen : {false, true})
+      for (PendingConst &c : pending_)
+        if ((c.fqn.rfind("_frozen_param", 0) == 0) == frozen)
+          *c.slot = b_.constant(InputKind::Buffer, c.fqn, c.dtype, c.sizes, c.init);
 
     Value *tokens;
     Argument seq;
@@ -469,8 +477,8 @@ private:
   };
 
   /// The constants of an [n, k] weight under the quantization mode. PT2E
-  /// weights are lifted constants, which come after the buffers: their slots
-  /// are filled once all parameters and buffers exist.
+  /// weights are buffers registered after the model's own: their slots are
+  /// filled once all parameters and the rotary buffers exist.
   const QWeight *weight(const std::string &module, int64_t n, int64_t k, bool isEmbedding = false) {
     weights_.push_back(std::make_unique<QWeight>());
     QWeight &w = *weights_.back();
@@ -488,7 +496,9 @@ private:
         break;
       }
       {
-        // convert_pt2e folds the quantized weight into lifted constants.
+        // convert_pt2e quantizes the weight per channel with f32 scales and
+        // i64 zero points (PerChannelMinMaxObserver) and folds the quantized
+        // weight into a buffer; the float weight is dropped.
         std::string i = std::to_string(pt2eIndex_++);
         pending_.push_back({&w.w, "_frozen_param" + i, DType::I8, {n, k}, b_.random(-127, 127)});
         pending_.push_back({&w.scale, "_scale_" + i, DType::F32, {n}, b_.random(0.0005, 0.002)});
