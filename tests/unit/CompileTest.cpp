@@ -315,8 +315,16 @@ TEST_F(CompileTest, CpuNodesHaveReasonsAndRunThroughTheFallback) {
   GRAFT_REQUIRE_VULKAN();
   auto inputs = makeRandomInputs(*back->graph, 1);
   ASSERT_TRUE(inputs.ok());
-  auto exec = vk::GraphExecutor::create(*vktest::context(), *back->graph);
+  // The executor follows the compiled plan: the partitioner's CPU nodes run
+  // on the interpreter as planned, with no fallback opt-in.
+  auto plan = vk::compiledPlan(*back);
+  ASSERT_TRUE(plan.ok()) << render(plan.diags());
+  vk::ExecutorOptions eopts;
+  eopts.plan = std::move(*plan);
+  auto exec = vk::GraphExecutor::create(*vktest::context(), *back->graph, eopts);
   ASSERT_TRUE(exec.ok()) << render(exec.diags());
+  EXPECT_EQ((*exec)->numCpuNodes(), s.cpuNodes);
+  EXPECT_EQ((*exec)->numCpuFallbackNodes(), 0u);
   auto out = (*exec)->run(*inputs);
   ASSERT_TRUE(out.ok()) << render(out.diags());
   auto original = load(model);

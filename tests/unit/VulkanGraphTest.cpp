@@ -4,16 +4,26 @@
 // fallback and match the reference interpreter: the et_vk-fused 8da4w and
 // 4w decoder blocks (tests/golden/vulkan/, tied embedding / lm_head), and
 // the unfused torch.export form of examples/llama_block_8da4w.gir. Also:
-// nodes without a kernel fall back to the interpreter with a reason, a
-// dynamic position read from a tensor stays on the device, and bad inputs
-// are diagnostics.
+// the executor follows the plan it is given (planned CPU nodes run on the
+// interpreter; a device node the device cannot run is an error naming it,
+// and a CPU fallback with its reason only when opted in, in the library and
+// in `graft run PROGRAM`), a dynamic position read from a tensor stays on
+// the device, and bad inputs are diagnostics.
 //
 //===----------------------------------------------------------------------===//
 #include "VulkanTestUtil.h"
 
+#include "graft/serialize/ProgramFile.h"
 #include "graft/support/FileIO.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace graft;
 using namespace graft::vktest;
@@ -102,15 +112,231 @@ TEST(VulkanGraph, CpuFallbackHasReasonsAndMatches) {
   EXPECT_EQ(r.plan[4].placement, vk::Placement::Device);
   expectClose(r, {0, 0}, "fallback graph");
 
-  // Without fallback the same graph is rejected, naming the node.
+  // By default (no opt-in) the same graph is rejected, naming each node
+  // that cannot run on the device and why.
   auto g = parseGraph(gir, "t.gir");
   ASSERT_TRUE(g.ok());
-  vk::ExecutorOptions strict;
-  strict.allowCpuFallback = false;
-  auto exec = vk::GraphExecutor::create(*context(), **g, strict);
+  auto exec = vk::GraphExecutor::create(*context(), **g);
   ASSERT_FALSE(exec.ok());
+  ASSERT_EQ(exec.diags().size(), 3u) << render(exec.diags()); // %c, %d, %e
   EXPECT_NE(exec.diags()[0].message.find("%c (aten.amax.default)"), std::string::npos)
       << exec.diags()[0].message;
+  EXPECT_NE(exec.diags()[0].message.find("innermost"), std::string::npos)
+      << exec.diags()[0].message;
+  EXPECT_NE(exec.diags()[1].message.find("%d (aten._to_copy.default)"), std::string::npos)
+      << exec.diags()[1].message;
+}
+
+// A device node (%b), a node no device kernel covers (%c: amax over a
+// non-innermost dim) and a node the device could run (%f).
+const char *kPlanGraph = R"(graph @t {
+  input %a : f32[5, 67]
+  %b : f32[5, 67] = aten.mul.Tensor(%a, %a)
+  %c : f32[67] = aten.amax.default(%b, [0])
+  %f : f32[5, 67] = aten.add.Tensor(%b, %c)
+  output %f
+})";
+
+vk::PlannedPlacement planned(vk::Placement p, std::string reason = {}) {
+  vk::PlannedPlacement pp;
+  pp.placement = p;
+  pp.reason = std::move(reason);
+  return pp;
+}
+
+/// Runs `exec` and the interpreter on the same random inputs; bit-exact.
+void expectMatchesReference(vk::GraphExecutor &exec, const Graph &g) {
+  auto inputs = makeRandomInputs(g, 7);
+  ASSERT_TRUE(inputs.ok()) << render(inputs.diags());
+  auto out = exec.run(*inputs);
+  ASSERT_TRUE(out.ok()) << render(out.diags());
+  auto ref = Interpreter().run(g, *inputs);
+  ASSERT_TRUE(ref.ok()) << render(ref.diags());
+  EXPECT_EQ(allClose(std::get<Tensor>((*out)[0]), std::get<Tensor>((*ref)[0]), {0, 0}), "");
+}
+
+TEST(VulkanGraph, PlannedCpuNodesRunOnTheCpuEvenWhereTheDeviceCould) {
+  GRAFT_REQUIRE_VULKAN();
+  auto g = parseGraph(kPlanGraph, "t.gir");
+  ASSERT_TRUE(g.ok()) << render(g.diags());
+  vk::ExecutorOptions opts;
+  opts.plan = {planned(vk::Placement::Device), planned(vk::Placement::Cpu, "reduction over dim 0"),
+               planned(vk::Placement::Cpu, "constraint group split")};
+  auto exec = vk::GraphExecutor::create(*context(), **g, opts);
+  ASSERT_TRUE(exec.ok()) << render(exec.diags());
+  const auto &plan = (*exec)->plan();
+  EXPECT_EQ(plan[0].placement, vk::Placement::Device);
+  EXPECT_EQ(plan[1].placement, vk::Placement::Cpu);
+  EXPECT_EQ(plan[1].reason, "reduction over dim 0");
+  // The device could run the add; the plan says CPU, so it runs there.
+  EXPECT_EQ(plan[2].placement, vk::Placement::Cpu);
+  EXPECT_EQ(plan[2].reason, "constraint group split");
+  EXPECT_EQ((*exec)->numCpuNodes(), 2u);
+  EXPECT_EQ((*exec)->numCpuFallbackNodes(), 0u);
+  expectMatchesReference(**exec, **g);
+  EXPECT_EQ((*exec)->stats().cpuNodes, 2u);
+  EXPECT_EQ((*exec)->stats().cpuFallbackNodes, 0u);
+}
+
+TEST(VulkanGraph, PlannedDeviceNodeThatCannotRunIsAnErrorUnlessFallbackIsAllowed) {
+  GRAFT_REQUIRE_VULKAN();
+  auto g = parseGraph(kPlanGraph, "t.gir");
+  ASSERT_TRUE(g.ok()) << render(g.diags());
+  vk::ExecutorOptions opts;
+  opts.plan = {planned(vk::Placement::Device), planned(vk::Placement::Device),
+               planned(vk::Placement::Device)};
+  auto strict = vk::GraphExecutor::create(*context(), **g, opts);
+  ASSERT_FALSE(strict.ok());
+  ASSERT_EQ(strict.diags().size(), 1u) << render(strict.diags());
+  const std::string &msg = strict.diags()[0].message;
+  EXPECT_NE(msg.find("node %c (aten.amax.default) is planned for the Vulkan device"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("innermost"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--allow-cpu-fallback"), std::string::npos) << msg;
+
+  opts.allowCpuFallback = true;
+  auto exec = vk::GraphExecutor::create(*context(), **g, opts);
+  ASSERT_TRUE(exec.ok()) << render(exec.diags());
+  EXPECT_EQ((*exec)->plan()[1].placement, vk::Placement::CpuFallback);
+  EXPECT_NE((*exec)->plan()[1].reason.find("innermost"), std::string::npos);
+  EXPECT_EQ((*exec)->plan()[2].placement, vk::Placement::Device);
+  EXPECT_EQ((*exec)->numCpuFallbackNodes(), 1u);
+  EXPECT_EQ((*exec)->numCpuNodes(), 0u);
+  expectMatchesReference(**exec, **g);
+  EXPECT_EQ((*exec)->stats().cpuFallbackNodes, 1u);
+}
+
+TEST(VulkanGraph, PlanMustDescribeTheGraph) {
+  GRAFT_REQUIRE_VULKAN();
+  auto g = parseGraph(kPlanGraph, "t.gir");
+  ASSERT_TRUE(g.ok()) << render(g.diags());
+  vk::ExecutorOptions opts;
+  opts.plan = {planned(vk::Placement::Device)};
+  auto shortPlan = vk::GraphExecutor::create(*context(), **g, opts);
+  ASSERT_FALSE(shortPlan.ok());
+  EXPECT_NE(shortPlan.diags()[0].message.find("1 entries for the 3 nodes"), std::string::npos)
+      << shortPlan.diags()[0].message;
+  opts.plan = {planned(vk::Placement::Device), planned(vk::Placement::Cpu),
+               planned(vk::Placement::Device)};
+  opts.plan[2].target = "aten.sub.Tensor";
+  auto wrongOp = vk::GraphExecutor::create(*context(), **g, opts);
+  ASSERT_FALSE(wrongOp.ok());
+  EXPECT_NE(wrongOp.diags()[0].message.find("%f (aten.add.Tensor)"), std::string::npos)
+      << wrongOp.diags()[0].message;
+}
+
+Program planProgram(const std::vector<std::string> &placements) {
+  Program p;
+  auto g = parseGraph(kPlanGraph, "t.gir");
+  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : render(g.diags()));
+  p.graph = std::move(*g);
+  p.target = "lavapipe";
+  std::size_t i = 0;
+  for (const Node &n : p.graph->nodes()) {
+    ProgramNodePlan np;
+    np.node = n.output(0)->name();
+    np.target = n.target();
+    np.placement = placements.at(i++);
+    np.kernel = np.placement == "cpu" ? "interpreter" : "binary";
+    if (np.placement == "cpu")
+      np.reason = "planned for the CPU";
+    else
+      np.partition = 0;
+    p.plan.push_back(std::move(np));
+  }
+  return p;
+}
+
+TEST(VulkanGraph, CompiledPlanReadsTheProgramsPlacements) {
+  Program p = planProgram({"device", "cpu", "host"});
+  auto plan = vk::compiledPlan(p);
+  ASSERT_TRUE(plan.ok()) << render(plan.diags());
+  ASSERT_EQ(plan->size(), 3u);
+  EXPECT_EQ((*plan)[0].placement, vk::Placement::Device);
+  EXPECT_EQ((*plan)[1].placement, vk::Placement::Cpu);
+  EXPECT_EQ((*plan)[1].reason, "planned for the CPU");
+  EXPECT_EQ((*plan)[2].placement, vk::Placement::Host);
+  EXPECT_EQ((*plan)[2].target, "aten.add.Tensor");
+  Program bad = planProgram({"device", "gpu", "device"});
+  auto badPlan = vk::compiledPlan(bad);
+  ASSERT_FALSE(badPlan.ok());
+  EXPECT_NE(badPlan.diags()[0].message.find("%c (aten.amax.default)"), std::string::npos)
+      << badPlan.diags()[0].message;
+  EXPECT_NE(badPlan.diags()[0].message.find("'gpu'"), std::string::npos);
+}
+
+std::string runCli(const std::string &args, int &status) {
+  std::string cmd = std::string(GRAFT_CLI_PATH) + " " + args + " 2>&1";
+  std::array<char, 4096> buf{};
+  std::string out;
+  FILE *p = popen(cmd.c_str(), "r");
+  if (!p) {
+    status = -1;
+    return out;
+  }
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), p))
+    out.append(buf.data(), n);
+  int rc = pclose(p);
+  status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return out;
+}
+
+TEST(VulkanGraph, CliRunFollowsTheProgramsPlan) {
+  GRAFT_REQUIRE_VULKAN();
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("graft_plan_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string gir = (dir / "t.gir").string();
+  ASSERT_TRUE(writeFileAtomic(gir, kPlanGraph).ok());
+  int status = 0;
+
+  // %c planned for the device, which cannot run it: an error by default.
+  std::string strictProg = (dir / "strict.vkprog").string();
+  ASSERT_TRUE(writeProgram(planProgram({"device", "device", "device"}), strictProg).ok());
+  std::string strict = runCli("run " + strictProg, status);
+  EXPECT_EQ(status, 1) << strict;
+  EXPECT_NE(strict.find("%c (aten.amax.default)"), std::string::npos) << strict;
+  EXPECT_NE(strict.find("innermost"), std::string::npos) << strict;
+  // The opt-in runs it on the CPU, reports it, and matches the interpreter.
+  std::string fallback = runCli("run " + strictProg + " --allow-cpu-fallback --check --reference " +
+                                    gir + " --atol 0 --json",
+                                status);
+  ASSERT_EQ(status, 0) << fallback;
+  auto j = nlohmann::json::parse(fallback, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << fallback;
+  EXPECT_EQ(j["cpu_fallback_nodes"], 1);
+  EXPECT_EQ(j["cpu_nodes"], 0);
+  EXPECT_TRUE(j["check"]["ok"].get<bool>());
+  std::string text = runCli("run " + strictProg + " --allow-cpu-fallback", status);
+  EXPECT_EQ(status, 0) << text;
+  EXPECT_NE(text.find("cpu-fallback  %c (aten.amax.default): "), std::string::npos) << text;
+
+  // %c planned for the CPU (as the partitioner does): part of the plan, no opt-in needed.
+  std::string plannedProg = (dir / "planned.vkprog").string();
+  ASSERT_TRUE(writeProgram(planProgram({"device", "cpu", "device"}), plannedProg).ok());
+  std::string planned = runCli("run " + plannedProg + " --json", status);
+  ASSERT_EQ(status, 0) << planned;
+  auto pj = nlohmann::json::parse(planned, nullptr, false);
+  ASSERT_FALSE(pj.is_discarded()) << planned;
+  EXPECT_EQ(pj["cpu_nodes"], 1);
+  EXPECT_EQ(pj["cpu_fallback_nodes"], 0);
+
+  // The flag is for program files; a graph goes through run-vk, also strict by default.
+  std::string graphRun = runCli("run " + gir + " --allow-cpu-fallback", status);
+  EXPECT_EQ(status, 1) << graphRun;
+  std::string runVk = runCli("run-vk " + gir, status);
+  EXPECT_EQ(status, 1) << runVk;
+  EXPECT_NE(runVk.find("%c (aten.amax.default)"), std::string::npos) << runVk;
+  std::string runVkFallback =
+      runCli("run-vk " + gir + " --allow-cpu-fallback --check --json", status);
+  ASSERT_EQ(status, 0) << runVkFallback;
+  auto rj = nlohmann::json::parse(runVkFallback, nullptr, false);
+  ASSERT_FALSE(rj.is_discarded()) << runVkFallback;
+  EXPECT_EQ(rj["nodes"]["cpu_fallback"], 1);
+  EXPECT_EQ(rj["plan"][1]["placement"], "cpu-fallback");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 TEST(VulkanGraph, DynamicSliceFromTensorStaysOnDevice) {
@@ -139,9 +365,7 @@ TEST(VulkanGraph, DynamicSliceFromTensorStaysOnDevice) {
                                       Tensor::fromInts(DType::I64, {}, {9})};
   auto ref = Interpreter().run(**g, inputs);
   ASSERT_TRUE(ref.ok()) << render(ref.diags());
-  vk::ExecutorOptions strict;
-  strict.allowCpuFallback = false;
-  auto exec = vk::GraphExecutor::create(*context(), **g, strict);
+  auto exec = vk::GraphExecutor::create(*context(), **g);
   ASSERT_TRUE(exec.ok()) << render(exec.diags());
   auto out = (*exec)->run(inputs);
   ASSERT_TRUE(out.ok()) << render(out.diags());

@@ -99,9 +99,7 @@ TEST_P(SynthLlama, OnePartitionOnLavapipeAndMatchesInterpreter) {
   ASSERT_TRUE(inputs.ok()) << render(inputs.diags());
   auto ref = Interpreter().run(**g, *inputs);
   ASSERT_TRUE(ref.ok()) << render(ref.diags());
-  vk::ExecutorOptions strict;
-  strict.allowCpuFallback = false;
-  auto exec = vk::GraphExecutor::create(*context(), **g, strict);
+  auto exec = vk::GraphExecutor::create(*context(), **g); // strict: no CPU fallback
   ASSERT_TRUE(exec.ok()) << render(exec.diags());
   auto out = (*exec)->run(*inputs);
   ASSERT_TRUE(out.ok()) << render(out.diags());
@@ -278,8 +276,7 @@ TEST(VulkanPartitioner, CliRunVkCheck) {
   GRAFT_REQUIRE_VULKAN();
   std::string file = std::string(GRAFT_TEST_DATA_DIR) + "/golden/vulkan/llama_block_4w_et_vk.gir";
   int status = 0;
-  std::string out =
-      runCli("run-vk " + file + " --check --atol 1e-4 --sym s0=3 --no-fallback --json", status);
+  std::string out = runCli("run-vk " + file + " --check --atol 1e-4 --sym s0=3 --json", status);
   EXPECT_EQ(status, 0) << out;
   auto j = nlohmann::json::parse(out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << out;

@@ -300,17 +300,18 @@ int runProgramFile(const Args &args) {
   auto ctx = vk::Context::create(copts);
   if (!ctx)
     return reportFailure(ctx.diags());
-  auto exec = vk::GraphExecutor::create(**ctx, g);
+  // The executor runs the plan the program was compiled with: a node planned
+  // for the device that cannot run on this one is an error unless the user
+  // opted in to a CPU fallback.
+  vk::ExecutorOptions eopts;
+  auto plan = vk::compiledPlan(*program);
+  if (!plan)
+    return reportFailure(plan.diags());
+  eopts.plan = std::move(*plan);
+  eopts.allowCpuFallback = args.has("allow-cpu-fallback");
+  auto exec = vk::GraphExecutor::create(**ctx, g, eopts);
   if (!exec)
     return reportFailure(exec.diags());
-  // The executor plans for the device at hand; say where that differs from
-  // the plan compiled for the program's target profile.
-  std::size_t replanned = 0;
-  for (std::size_t i = 0; i < (*exec)->plan().size() && i < program->plan.size(); ++i) {
-    vk::Placement p = (*exec)->plan()[i].placement;
-    std::string now = p == vk::Placement::CpuFallback ? "cpu" : std::string(vk::name(p));
-    replanned += now != program->plan[i].placement;
-  }
   auto outputs = (*exec)->run(*inputs);
   if (!outputs)
     return reportFailure(outputs.diags());
@@ -332,8 +333,8 @@ int runProgramFile(const Args &args) {
     j["device"] = (*ctx)->info().name;
     j["seed"] = seed;
     j["nodes"] = g.numNodes();
+    j["cpu_nodes"] = (*exec)->numCpuNodes();
     j["cpu_fallback_nodes"] = (*exec)->numCpuFallbackNodes();
-    j["replanned_nodes"] = replanned;
     j["dispatches"] = stats.dispatches;
     nlohmann::json outs = nlohmann::json::array();
     for (std::size_t i = 0; i < outputs->size(); ++i) {
@@ -355,12 +356,13 @@ int runProgramFile(const Args &args) {
     return int(failed ? kUserError : kOk);
   }
   std::cout << "program " << path << " (compiled for " << program->target << ") on "
-            << (*ctx)->info().name << ": " << g.numNodes() << " nodes, "
-            << (*exec)->numCpuFallbackNodes() << " cpu-fallback, " << stats.dispatches
-            << " dispatches\n";
-  if (replanned)
-    std::cout << "note: " << replanned << " node(s) placed differently on this device than "
-              << "planned for " << program->target << "\n";
+            << (*ctx)->info().name << ": " << g.numNodes() << " nodes, " << (*exec)->numCpuNodes()
+            << " cpu (planned), " << (*exec)->numCpuFallbackNodes() << " cpu-fallback, "
+            << stats.dispatches << " dispatches\n";
+  for (const vk::NodePlan &p : (*exec)->plan())
+    if (p.placement == vk::Placement::CpuFallback)
+      std::cout << "  cpu-fallback  %" << (p.node->numOutputs() ? p.node->name() : std::string("-"))
+                << " (" << p.node->target() << "): " << p.reason << "\n";
   bool all = args.has("all-values");
   for (std::size_t i = 0; i < outputs->size(); ++i)
     std::cout << "output %" << g.outputs()[i].value->name() << " = "

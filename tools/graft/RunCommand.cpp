@@ -236,7 +236,7 @@ Command makeRunCommand() {
   c.usage =
       "graft run FILE [--seed N] [--inputs NAME=VALUES]... [--sym NAME=INT]... [--json] "
       "[--all-values]\n       graft run PROGRAM.vkprog [--inputs ...] [--seed N] [--device N] "
-      "[--check [--reference MODEL] [--atol X]] [--json]";
+      "[--check [--reference MODEL] [--atol X]] [--allow-cpu-fallback] [--json]";
   c.summary = "Execute a graph with the reference interpreter (a .vkprog on the Vulkan device).";
   c.details =
       "User inputs not given with --inputs are random, generated from their prototypes with\n"
@@ -247,7 +247,9 @@ Command makeRunCommand() {
       "A program file from `graft compile` runs on the Vulkan device instead; --check also\n"
       "runs the reference interpreter on the original (pre-fusion) graph: --reference MODEL,\n"
       "else the one embedded by `graft compile --embed-reference`, else the model path\n"
-      "recorded in the program.";
+      "recorded in the program. The program runs as compiled: nodes planned for the CPU run\n"
+      "there, and a node planned for the device that cannot run on this device is an error\n"
+      "naming it, unless --allow-cpu-fallback runs it on the CPU (reported as cpu-fallback).";
   c.flags = {{"seed", true, "seed for random inputs (default 0)", "N"},
              {"inputs", true, "value for one user input (repeatable)", "NAME=VALUES"},
              {"sym", true, "value of a symbolic dim (repeatable)", "NAME=INT"},
@@ -260,7 +262,9 @@ Command makeRunCommand() {
               "PROGRAM: compare with the reference interpreter on the original "
               "graph"},
              {"reference", true, "PROGRAM: the original model for --check", "MODEL"},
-             {"atol", true, "PROGRAM: with --check, fail when the max abs error exceeds X", "X"}};
+             {"atol", true, "PROGRAM: with --check, fail when the max abs error exceeds X", "X"},
+             {"allow-cpu-fallback", false,
+              "PROGRAM: run a device node this device cannot run on the CPU instead of failing"}};
   c.run = [](const Args &args) {
     if (args.positional.size() != 1) {
       std::cerr << "graft run: error: expected exactly one FILE\n";
@@ -268,7 +272,7 @@ Command makeRunCommand() {
     }
     if (isProgramFile(args.positional[0]))
       return runProgramFile(args);
-    for (const char *flag : {"device", "check", "reference", "atol"})
+    for (const char *flag : {"device", "check", "reference", "atol", "allow-cpu-fallback"})
       if (args.has(flag)) {
         std::cerr << "graft run: error: --" << flag
                   << " applies to program files (.vkprog); use `graft run-vk` for a graph\n";

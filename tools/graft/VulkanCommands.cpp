@@ -4,10 +4,10 @@
 //   graft run-vk FILE [--device N] [--check] execute a graph on a Vulkan device
 //   graft partition FILE --target T [--json]  Vulkan partitions and CPU reasons
 //
-// run-vk plans every node onto the device (kernels, host-side scalar steps)
-// or a CPU fallback through the reference interpreter, runs it, prints the
-// outputs, and with --check also runs the reference interpreter on the same
-// inputs and reports the max abs/rel error.
+// run-vk runs every node on the device (kernels, host-side scalar steps); a
+// node that cannot run there is an error unless --allow-cpu-fallback runs it
+// through the reference interpreter. It prints the outputs, and with --check also runs the
+// reference interpreter on the same inputs and reports the max abs/rel error.
 //
 //===----------------------------------------------------------------------===//
 #include "Cli.h"
@@ -157,13 +157,14 @@ Command makeRunVkCommand() {
   Command c;
   c.name = "run-vk";
   c.usage = "graft run-vk FILE [--device N] [--check] [--seed N] [--sym NAME=INT]... [--json] "
-            "[--no-fallback] [--plan] [--all-values] [--repeat N]";
+            "[--allow-cpu-fallback] [--plan] [--all-values] [--repeat N]";
   c.summary = "Execute a graph on a Vulkan device (optionally checked against the interpreter).";
   c.details =
-      "Every node runs as a Vulkan kernel, a host-side scalar step of the device program\n"
-      "(sym_size, a scalar read from a small buffer, assertions), or, when no kernel covers\n"
-      "it, a CPU fallback through the reference interpreter; --plan lists where each node\n"
-      "runs and why, --no-fallback makes a fallback an error. User inputs are random\n"
+      "Every node runs as a Vulkan kernel or a host-side scalar step of the device program\n"
+      "(sym_size, a scalar read from a small buffer, assertions). A node the device cannot\n"
+      "run is an error naming it and why; --allow-cpu-fallback runs such nodes on the CPU\n"
+      "through the reference interpreter instead. --plan lists where each node runs and\n"
+      "why. User inputs are random\n"
       "(--seed, as for `graft run`); symbolic dims take --sym or their range minimum.\n"
       "--check also runs the reference interpreter on the same inputs and reports the max\n"
       "abs / rel error of the outputs; with --atol X the exit status is 1 when the max\n"
@@ -174,7 +175,8 @@ Command makeRunVkCommand() {
              {"seed", true, "seed for random inputs (default 0)", "N"},
              {"sym", true, "value of a symbolic dim (repeatable)", "NAME=INT"},
              {"json", false, "print one JSON object"},
-             {"no-fallback", false, "fail when a node has no Vulkan kernel"},
+             {"allow-cpu-fallback", false,
+              "run nodes the device cannot run on the CPU instead of failing"},
              {"plan", false, "print where each node runs"},
              {"all-values", false, "print every element, not the first 16"},
              {"repeat", true, "run N times, report the mean time", "N"},
@@ -247,7 +249,7 @@ Command makeRunVkCommand() {
     if (!ctx)
       return reportFailure(ctx.diags());
     vk::ExecutorOptions eopts;
-    eopts.allowCpuFallback = !args.has("no-fallback");
+    eopts.allowCpuFallback = args.has("allow-cpu-fallback");
     auto exec = vk::GraphExecutor::create(**ctx, g, eopts);
     if (!exec)
       return reportFailure(exec.diags(), &sources);
@@ -331,8 +333,7 @@ Command makeRunVkCommand() {
       std::cout << "  " << vk::name(p.placement) << "  %"
                 << (p.node->numOutputs() ? p.node->name() : std::string("-")) << " ("
                 << p.node->target() << ")"
-                << (p.placement == vk::Placement::CpuFallback ? ": " + p.reason : " -> " + p.kernel)
-                << "\n";
+                << (p.reason.empty() ? " -> " + p.kernel : ": " + p.reason) << "\n";
     }
     for (std::size_t i = 0; i < outputs->size(); ++i)
       std::cout << "output %" << g.outputs()[i].value->name() << " = "

@@ -1,13 +1,16 @@
 //===- GraphExecutor.cpp - Planning and running a graph on the device -----===//
 //
-// create() binds every node's arguments and asks its lowering (Lowerings.cpp)
-// whether it can run on the device; run() walks the nodes in order, keeping
-// values in Slots (device and/or host), releasing each value after its last
-// use, and running unsupported nodes through the reference interpreter's
-// kernels.
+// create() binds every node's arguments and follows the plan: a node planned
+// for the device gets its lowering (Lowerings.cpp) when it can run on this
+// device, and is an error otherwise (a CPU fallback only when the caller
+// opted in); a node planned for the CPU runs the reference interpreter's
+// kernel. run() walks the nodes in order, keeping values in Slots (device
+// and/or host) and releasing each value after its last use.
 //
 //===----------------------------------------------------------------------===//
 #include "Lowering.h"
+
+#include "graft/serialize/ProgramFile.h"
 
 #include <cmath>
 #include <limits>
@@ -21,8 +24,10 @@ std::string_view name(Placement placement) {
     return "device";
   case Placement::Host:
     return "host";
-  case Placement::CpuFallback:
+  case Placement::Cpu:
     return "cpu";
+  case Placement::CpuFallback:
+    return "cpu-fallback";
   }
   return "?";
 }
@@ -336,10 +341,18 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(Context &ctx, con
   std::map<const Value *, std::size_t> lastUse;
   std::size_t index = 0;
   std::vector<Diagnostic> errors;
+  if (!options.plan.empty() && options.plan.size() != graph.numNodes())
+    return Diagnostic::error("the plan has " + std::to_string(options.plan.size()) +
+                             " entries for the " + std::to_string(graph.numNodes()) +
+                             " nodes of graph @" + graph.name());
   for (const Node &node : graph.nodes()) {
     NodeInfo info;
     NodePlan p;
     p.node = &node;
+    const PlannedPlacement *planned = options.plan.empty() ? nullptr : &options.plan[index];
+    if (planned && !planned->target.empty() && planned->target != node.target())
+      return Diagnostic::error("the plan's entry " + std::to_string(index) + " is for op " +
+                               planned->target + " but the node is " + nodeLabel(node));
     if (!node.schema()) {
       errors.push_back(Diagnostic::error("node " + nodeLabel(node) + ": op '" + node.target() +
                                          "' is not registered"));
@@ -358,18 +371,24 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(Context &ctx, con
       continue;
     }
     info.bound = std::move(*bound);
-    std::string why = vulkanUnsupportedReason(node, ctx.info());
-    if (why.empty()) {
+    if (planned && planned->placement == Placement::Cpu) {
+      // The plan put this node on the CPU (the partitioner's decision, with
+      // its reason): follow it even where this device could run the node.
+      p.placement = Placement::Cpu;
+      p.kernel = "interpreter";
+      p.reason = planned->reason;
+    } else if (std::string why = vulkanUnsupportedReason(node, ctx.info()); why.empty()) {
       info.lowering = findLowering(node.target());
       p.placement = info.lowering->placement;
       p.kernel = info.lowering->kernel;
-    } else {
+    } else if (options.allowCpuFallback) {
       p.placement = Placement::CpuFallback;
       p.kernel = "interpreter";
       p.reason = why;
-      if (!options.allowCpuFallback)
-        errors.push_back(Diagnostic::error("node " + nodeLabel(node) +
-                                           " cannot run on the Vulkan device: " + why));
+    } else {
+      errors.push_back(Diagnostic::error(
+          "node " + nodeLabel(node) + " is planned for the Vulkan device but cannot run on " +
+          ctx.info().name + ": " + why + " (--allow-cpu-fallback runs it on the CPU instead)"));
     }
     node.forEachOperand([&](Value *v) { lastUse[v] = index; });
     infos.push_back(std::move(info));
@@ -397,14 +416,53 @@ NodePlan planNode(const Node &node, const DeviceInfo &device) {
     p.placement = l->placement;
     p.kernel = l->kernel;
   } else {
-    p.placement = Placement::CpuFallback;
+    p.placement = Placement::Cpu;
     p.kernel = "interpreter";
     p.reason = why;
   }
   return p;
 }
 
+Expected<std::vector<PlannedPlacement>> compiledPlan(const Program &program) {
+  if (!program.graph)
+    return Diagnostic::error("the program has no graph");
+  const Graph &g = *program.graph;
+  if (program.plan.size() != g.numNodes())
+    return Diagnostic::error("the program's plan has " + std::to_string(program.plan.size()) +
+                             " entries for " + std::to_string(g.numNodes()) + " nodes");
+  std::vector<PlannedPlacement> out;
+  out.reserve(program.plan.size());
+  std::size_t i = 0;
+  for (const Node &node : g.nodes()) {
+    const ProgramNodePlan &e = program.plan[i++];
+    PlannedPlacement pp;
+    if (e.placement == "device")
+      pp.placement = Placement::Device;
+    else if (e.placement == "host")
+      pp.placement = Placement::Host;
+    else if (e.placement == "cpu")
+      pp.placement = Placement::Cpu;
+    else
+      return Diagnostic::error("the program plans node " + nodeLabel(node) +
+                               " with unknown placement '" + e.placement + "'");
+    if (e.target != node.target())
+      return Diagnostic::error("the program's plan entry for " + nodeLabel(node) + " names op " +
+                               e.target);
+    pp.reason = e.reason;
+    pp.target = e.target;
+    out.push_back(std::move(pp));
+  }
+  return out;
+}
+
 GraphExecutor::~GraphExecutor() = default;
+
+std::size_t GraphExecutor::numCpuNodes() const {
+  std::size_t n = 0;
+  for (const NodePlan &p : plan_)
+    n += p.placement == Placement::Cpu;
+  return n;
+}
 
 std::size_t GraphExecutor::numCpuFallbackNodes() const {
   std::size_t n = 0;
@@ -474,7 +532,8 @@ GraphExecutor::run(const std::vector<RuntimeValue> &userInputs) {
     ++index;
     const BoundArgs &bound = *info.bound;
     std::vector<LoweredValue> results;
-    if (p.placement != Placement::CpuFallback) {
+    bool onCpu = p.placement == Placement::Cpu || p.placement == Placement::CpuFallback;
+    if (!onCpu) {
       NodeArgs args(st, node, bound);
       auto r = info.lowering->run(args);
       if (!r.ok())
@@ -519,7 +578,7 @@ GraphExecutor::run(const std::vector<RuntimeValue> &userInputs) {
         else
           results.emplace_back(std::get<bool>(v));
       }
-      ++stats_.cpuFallbackNodes;
+      ++(p.placement == Placement::Cpu ? stats_.cpuNodes : stats_.cpuFallbackNodes);
     }
     if (results.size() != node.numOutputs())
       return prefixed(node, Diagnostic::internal("lowering produced " +

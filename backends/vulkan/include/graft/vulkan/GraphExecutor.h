@@ -1,15 +1,22 @@
 //===- GraphExecutor.h - Run a whole graph on a Vulkan device -*- C++ -*-===//
 //
-// Maps every node of a graph to a Vulkan kernel (Kernels.h), to a host-side
-// scalar step that is part of the device program (sym_size,
+// Runs a graph the way its plan says: every node is a Vulkan kernel, a
+// host-side scalar step that is part of the device program (sym_size,
 // _local_scalar_dense / select_as_symint reading a small buffer, the
-// assertion ops), or, for nodes no kernel covers, to a CPU fallback that runs
-// the node through the reference interpreter's kernel (downloading its
-// tensor operands and uploading its results). The plan says which, and why.
+// assertion ops), or a node the plan put on the CPU, which runs the
+// reference interpreter's kernel (downloading its tensor operands and
+// uploading its results).
 //
 //   auto ctx = vk::Context::create();
 //   auto exec = vk::GraphExecutor::create(**ctx, graph);
 //   auto outputs = (*exec)->run(inputs);          // same order as Interpreter::run
+//
+// The plan is a compiled program's (ExecutorOptions::plan, from
+// compiledPlan()), or, without one, "every node on the device". The executor
+// never re-decides it: a node planned for the device that cannot run on this
+// device is an error at create() naming the node and why, unless the caller
+// opts in to a CPU fallback (ExecutorOptions::allowCpuFallback, `graft run
+// --allow-cpu-fallback`); fallback nodes are reported as such.
 //
 // Constants are uploaded once, on first use; packed quantized weights are
 // prepacked into the kernels' layouts then (one prepack per constant and
@@ -26,44 +33,76 @@
 #include <string>
 #include <vector>
 
+namespace graft {
+struct Program;
+} // namespace graft
+
 namespace graft::vk {
 
 /// Where one node runs.
 enum class Placement {
-  Device,      ///< a Vulkan kernel (one or more dispatches), or a pure view (no dispatch)
-  Host,        ///< a host-side scalar step of the device program (no tensor compute)
-  CpuFallback, ///< the reference interpreter's kernel on downloaded operands
+  Device, ///< a Vulkan kernel (one or more dispatches), or a pure view (no dispatch)
+  Host,   ///< a host-side scalar step of the device program (no tensor compute)
+  Cpu,    ///< planned for the CPU: the reference interpreter's kernel on downloaded operands
+  /// Planned for the device (or host) but unable to run on this device, run
+  /// on the CPU as Cpu is; only with ExecutorOptions::allowCpuFallback.
+  CpuFallback,
 };
+/// "device", "host", "cpu" (the program file's spellings) or "cpu-fallback".
 std::string_view name(Placement placement);
 
 struct NodePlan {
   const Node *node = nullptr;
   Placement placement = Placement::Device;
   std::string kernel; ///< what runs it: "linear_q4gsw", "view", "host", "interpreter"
-  std::string reason; ///< why a CPU fallback (empty otherwise)
+  std::string reason; ///< why the node runs on the CPU (empty otherwise)
+};
+
+/// One node's placement in a compiled plan (a program file's PLAN entry).
+struct PlannedPlacement {
+  Placement placement = Placement::Device; ///< Device, Host or Cpu
+  std::string reason;                      ///< why the plan put the node on the CPU
+  std::string target; ///< the op it was planned for; checked against the graph when set
 };
 
 struct ExecutorOptions {
-  /// When false, a node without a Vulkan kernel makes create() fail.
-  bool allowCpuFallback = true;
+  /// The plan to follow, one entry per graph node in order (compiledPlan()
+  /// of a program file). Empty: every node is planned for the device (or,
+  /// for scalar steps, the host), as `graft run-vk` runs a graph.
+  std::vector<PlannedPlacement> plan;
+  /// A node planned for the device that cannot run there makes create()
+  /// fail, naming the node and why. When true it runs on the CPU through the
+  /// reference interpreter instead (Placement::CpuFallback, with the reason).
+  bool allowCpuFallback = false;
 };
+
+/// The plan a program file records for its graph, validated against it (one
+/// entry per node, matching ops, known placements).
+Expected<std::vector<PlannedPlacement>> compiledPlan(const Program &program);
 
 struct ExecutorStats {
   uint64_t dispatches = 0;
   uint64_t flushes = 0;
-  uint64_t cpuFallbackNodes = 0; ///< executed in the last run
+  uint64_t cpuNodes = 0;         ///< planned CPU nodes executed in the last run
+  uint64_t cpuFallbackNodes = 0; ///< CPU-fallback nodes executed in the last run
   uint64_t bytesUploaded = 0;
   uint64_t bytesDownloaded = 0;
 };
 
 class GraphExecutor {
 public:
-  /// Plans the graph (verifying every node has a schema and valid arguments).
+  /// Binds every node to what runs it under `options.plan` (verifying every
+  /// node has a schema and valid arguments). Fails, naming each node, when a
+  /// node planned for the device cannot run on `ctx`'s device and
+  /// `options.allowCpuFallback` is false.
   static Expected<std::unique_ptr<GraphExecutor>> create(Context &ctx, const Graph &graph,
                                                          ExecutorOptions options = {});
   ~GraphExecutor();
 
   const std::vector<NodePlan> &plan() const { return plan_; }
+  /// Nodes the plan put on the CPU (Placement::Cpu).
+  std::size_t numCpuNodes() const;
+  /// Nodes planned for the device that run on the CPU by the opt-in fallback.
   std::size_t numCpuFallbackNodes() const;
 
   /// Runs the graph. `userInputs` are in graph user-input order, as for
@@ -86,9 +125,9 @@ private:
 /// Why `node` cannot run as a Vulkan kernel on a device with these
 /// properties (empty when it can). The same check GraphExecutor::create uses.
 std::string vulkanUnsupportedReason(const Node &node, const DeviceInfo &device);
-/// The plan GraphExecutor::create would give `node` on a device with these
-/// properties, without a Context (for compiling ahead of time): placement,
-/// kernel, and the CPU-fallback reason.
+/// Where `node` can run on a device with these properties, without a Context
+/// (for compiling ahead of time): its lowering's placement and kernel, or
+/// Placement::Cpu with the reason it cannot run on the device.
 NodePlan planNode(const Node &node, const DeviceInfo &device);
 /// Every op target the executor has a device or host lowering for.
 std::vector<std::string> vulkanLoweredOps();
