@@ -1,0 +1,196 @@
+// QAT as torch.export writes it (docs/rules.md, "QAT as exported"). A legalize phase family
+// (the file name says so): it runs before the fusion rules and turns torchao's fake
+// quantization, which upstream keeps a Python function and export therefore records as aten
+// math, into graft's torchao.fake_quantize_affine, so qat.pat converts it and the 4w / 8da4w
+// linear rules fuse it.
+//
+// Source (pytorch/ao 36027d82, torchao >= 0.12). QATConfig(step="prepare") swaps nn.Linear
+// for FakeQuantizedLinear (torchao/quantization/qat/linear.py): x = activation fake quantizer
+// (x); w = weight fake quantizer(weight); F.linear(x, w, bias). IntxFakeQuantizer
+// (qat/fake_quantizer.py) computes the qparams in the graph with the registered op
+// torch.ops.torchao.choose_qparams_affine (one node), then calls _fake_quantize_affine
+// (quantization/quant_primitives.py), plain Python:
+//   _quantize_affine_no_dtype_cast: input.view(shape_for_reduction), scale.view(...),
+//     zero_point.view(...), clamp(_Round.apply(input * (1.0 / scale)) + zero_point, qmin,
+//     qmax), quant.view(original_shape)   [1.0 / scale is Tensor.__rdiv__:
+//     scale.reciprocal() * 1.0; _Round's forward is torch.round]
+//   _dequantize_affine_no_dtype_check: input.view(...), scale.view(...), zero_point.view(...),
+//     input.to(output_dtype, copy=True) - zero_point.to(output_dtype), * scale,
+//     .view(original_shape).to(output_dtype)   [output_dtype = the input's dtype]
+//
+// Before (weight [N, K], groups of G along K; qparams from the weight, get_group_qparams_
+// symmetric in quantization/utils.py; torch.export keeps every view, even an identity one):
+//   %s, %zp = torchao.choose_qparams_affine(%w, "SYMMETRIC", [1, G], i8, -8, 7, eps, f32, i32)
+//   %s2     = aten.view(%s, [N, -1]);  %zp2 = aten.view(%zp, [N, -1])
+//   %xv     = aten.view(%w, [N, K/G, G]); %sv = aten.view(%s2, [N, K/G, 1]); %zv = ...
+//   %q      = aten.clamp(aten.add.Tensor(aten.round(aten.mul.Tensor(%xv,
+//               aten.mul.Tensor(aten.reciprocal(%sv), 1.0))), %zv), -8, 7)
+//   %qv     = aten.view(aten.view(%q, [N, K]), [N, K/G, G])
+//   %wfq    = aten.view(aten.mul.Tensor(aten.sub.Tensor(aten._to_copy(%qv, dtype=f32),
+//               aten._to_copy(%zv2, dtype=f32)), %sv2), [N, K])
+// After this family (the scale and zero point folded: choose_qparams_affine of a constant):
+//   param %s'  : f32[N, K/G] = choose_qparams_affine(w, ..., output=scale)
+//   param %zp' : i32[N, K/G] = choose_qparams_affine(w, ..., output=zero_point)
+//   %wfq = torchao.fake_quantize_affine(%w, [1, G], %s', %zp', i8, -8, 7)
+// Per-token activations (IntxFakeQuantizer._per_token_forward, _fake_quantize_per_token in
+// qat/utils.py, ending fq.reshape_as(input).to(input.dtype)) become
+//   %xfq = torchao.fake_quantize_affine(%x, [1, K] or [1, 1, K], %s, %zp, i8, -128, 127)
+// on the in-graph choose_qparams_affine results.
+//
+// Exactness (tolerance 0). The rules match the very ops the interpreter's
+// fake_quantize_affine kernel (engine/src/interp/TorchaoQuantKernels.cpp) runs, in its order
+// and dtypes: reciprocal in the scale's dtype, the multiply by 1.0 (absent: x * 1.0 == x), the
+// multiply with the input (promoted: a bf16 weight with f32 scales computes in f32), round
+// half to even, the add of the zero point with torch's promotion (an i32 zero point is
+// converted to the float dtype), clamp, the cast of q to the input dtype (exact: an integer in
+// [qmin, qmax]), the zero point's cast, the subtraction, the multiply by the scale, and the
+// final cast. Every reshape is pinned by the shapes at its use (the views' size arguments are
+// free: [N, -1] and [N, K/G] say the same), so an optional view that is absent leaves the same
+// shapes and hence the same values. The quant dtype torchao passes, int32, only bounds-checks
+// qmin/qmax; the rewrite writes i8 (what qat.pat and the 8da4w rules expect), which the where
+// clause justifies: the range lies within int8.
+//
+// choose_qparams_affine of a parameter (qat_weight_qparams_fold*) is computed ahead of time by
+// the choose_qparams_affine constant transform, which runs the interpreter's own
+// choose_qparams_affine kernel: the folded scale and zero point are the bytes the graph would
+// compute, and qat.pat then quantizes the weight with them (param $ws, param $wzp).
+//
+// Not covered (they stay as aten math and run unfused): quant ranges outside int8 (uint8
+// [0, 255] activations), a fake quantizer without a zero point (ZeroPointDomain.NONE), block
+// shapes other than [1, G] on a 2-D value and per-token [1, ..., 1, K] of rank 2 or 3, and the
+// legacy int32 round trip of torchao <= 0.11 (_GenericFakeQuantize).
+
+/// Group-wise fake quantization of a 2-D value (a QAT weight [N, K], block [1, G], G < K),
+/// decomposed -> torchao.fake_quantize_affine.
+rule qat_fake_quant_decomposed_group benefit 60 tags(qat, legalize) {
+  match {
+    %xr = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($x : $dt[$N, $K],
+                                                                          [$N, $NG, $G])
+    %sr = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($s : $dt[$N, $NG],
+                                                                          [$N, $NG, 1])
+    %zr = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($zp : $zdt[$N, $NG],
+                                                                          [$N, $NG, 1])
+    %iv = aten.reciprocal(%sr)
+    %i1 = aten.mul.Tensor(%iv, 1.0)?
+    %xs = aten.mul.Tensor(%xr : _[$N, $NG, $G], %i1)
+    %rd = aten.round(%xs)
+    %ad = aten.add.Tensor(%rd, %zr)
+    %cl = aten.clamp(%ad, $qmin, $qmax)
+    %qo = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%cl, [$N, $K])
+    %qr = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%qo, [$N, $NG, $G])
+    %sd = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($s, [$N, $NG, 1])
+    %zd = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($zp, [$N, $NG, 1])
+    %qf = aten._to_copy(%qr : _[$N, $NG, $G], dtype = $dt)?
+    %zf = aten._to_copy(%zd, dtype = $dt)
+    %df = aten.sub.Tensor(%qf : $dt[$N, $NG, $G], %zf : $dt[$N, $NG, 1])
+    %ml = aten.mul.Tensor(%df, %sd)
+    %y  = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%ml : $dt[$N, $NG, $G],
+                                                                          [$N, $K])
+  }
+  where {
+    $dt in [f32, bf16, f16]
+    not is_float($zdt)
+    $G < $K
+    $K == $NG * $G
+    $qmin >= -128 and $qmax <= 127 and $qmin <= $qmax
+  }
+  rewrite {
+    %y = torchao.fake_quantize_affine($x, [1, $G], $s, $zp, i8, $qmin, $qmax)
+  }
+  example {
+    N = [4, 8]
+    K = 64
+    G = 32
+    NG = 2
+    dt = [f32, bf16]
+    zdt = [i32, i8]
+    qmin = -8
+    qmax = 7
+  }
+}
+
+/// Per-token fake quantization of a 2-D activation [M, K] (block [1, K]: each row one group),
+/// decomposed -> torchao.fake_quantize_affine. The identity views torchao's reshapes record
+/// (shape_for_reduction is the input's shape) are optional; reshape_as(input) is the root.
+rule qat_fake_quant_decomposed_per_token benefit 60 tags(qat, legalize) {
+  match {
+    %xr = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($x : $dt[$M, $K],
+                                                                          [$M, $K])?
+    %sr = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($s : $dt[$M], [$M, 1])
+    %zr = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($zp : $zdt[$M], [$M, 1])
+    %iv = aten.reciprocal(%sr)
+    %i1 = aten.mul.Tensor(%iv, 1.0)?
+    %xs = aten.mul.Tensor(%xr : _[$M, $K], %i1)
+    %rd = aten.round(%xs)
+    %ad = aten.add.Tensor(%rd, %zr)
+    %cl = aten.clamp(%ad, $qmin, $qmax)
+    %qo = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%cl, [$M, $K])?
+    %qr = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%qo, [$M, $K])?
+    %sd = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($s, [$M, 1])
+    %zd = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($zp, [$M, 1])
+    %qf = aten._to_copy(%qr : _[$M, $K], dtype = $dt)?
+    %zf = aten._to_copy(%zd, dtype = $dt)
+    %df = aten.sub.Tensor(%qf : $dt[$M, $K], %zf : $dt[$M, 1])
+    %ml = aten.mul.Tensor(%df, %sd)
+    %y0 = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%ml : $dt[$M, $K],
+                                                                          [$M, $K])?
+    %y  = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%y0 : $dt[$M, $K],
+                                                                          [$M, $K])
+  }
+  where {
+    $dt in [f32, bf16, f16]
+    not is_float($zdt)
+    $qmin >= -128 and $qmax <= 127 and $qmin <= $qmax
+  }
+  rewrite {
+    %y = torchao.fake_quantize_affine($x, [1, $K], $s, $zp, i8, $qmin, $qmax)
+  }
+  example { M = [1, 3], K = [32, 64], dt = [f32, bf16], zdt = [i32, i8], qmin = -128, qmax = 127 }
+}
+
+/// The same for a rank-3 activation [B, S, K] (block [1, 1, K]).
+rule qat_fake_quant_decomposed_per_token_3d benefit 60 tags(qat, legalize) {
+  match {
+    %xr = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($x : $dt[$B, $S, $K],
+                                                                          [$B, $S, $K])?
+    %sr = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($s : $dt[$B, $S],
+                                                                          [$B, $S, 1])
+    %zr = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($zp : $zdt[$B, $S],
+                                                                          [$B, $S, 1])
+    %iv = aten.reciprocal(%sr)
+    %i1 = aten.mul.Tensor(%iv, 1.0)?
+    %xs = aten.mul.Tensor(%xr : _[$B, $S, $K], %i1)
+    %rd = aten.round(%xs)
+    %ad = aten.add.Tensor(%rd, %zr)
+    %cl = aten.clamp(%ad, $qmin, $qmax)
+    %qo = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%cl, [$B, $S, $K])?
+    %qr = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%qo, [$B, $S, $K])?
+    %sd = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($s, [$B, $S, 1])
+    %zd = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($zp, [$B, $S, 1])
+    %qf = aten._to_copy(%qr : _[$B, $S, $K], dtype = $dt)?
+    %zf = aten._to_copy(%zd, dtype = $dt)
+    %df = aten.sub.Tensor(%qf : $dt[$B, $S, $K], %zf : $dt[$B, $S, 1])
+    %ml = aten.mul.Tensor(%df, %sd)
+    %y0 = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%ml : $dt[$B, $S, $K],
+                                                                          [$B, $S, $K])?
+    %y  = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%y0 : $dt[$B, $S, $K],
+                                                                          [$B, $S, $K])
+  }
+  where {
+    $dt in [f32, bf16, f16]
+    not is_float($zdt)
+    $qmin >= -128 and $qmax <= 127 and $qmin <= $qmax
+  }
+  rewrite {
+    %y = torchao.fake_quantize_affine($x, [1, 1, $K], $s, $zp, i8, $qmin, $qmax)
+  }
+  example {
+    B = 1
+    S = [1, 3]
+    K = [32, 64]
+    dt = [f32, bf16]
+    zdt = [i32, i8]
+    qmin = -128
+    qmax = 127
+  }
+}
