@@ -194,3 +194,97 @@ rule qat_fake_quant_decomposed_per_token_3d benefit 60 tags(qat, legalize) {
     qmax = 127
   }
 }
+
+/// The qparams of a fake-quantized parameter computed in the graph from that parameter
+/// (IntxFakeQuantizer weights: get_group_qparams_symmetric, then scale.reshape(N, -1)) ->
+/// computed once, ahead of time, by the choose_qparams_affine constant transform; qat.pat then
+/// folds the weight with them. The view is optional: choose_qparams_affine already returns
+/// [N, K / G] (keepdim false), so reshape(N, -1) changes nothing.
+rule qat_weight_qparams_fold benefit 60 tags(qat, legalize) {
+  match {
+    %s, %zp = torchao.choose_qparams_affine(param $w : $dt[$N, $K], "SYMMETRIC", [1, $G], $tdt,
+                                            $cqmin, $cqmax, $eps, $sdt, $zdt)
+    %s2     = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%s : $sdt[$N, $NG],
+                                                                              [$N, -1] | [$N, $NG])?
+    %z2     = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%zp : $zdt[$N, $NG],
+                                                                              [$N, -1] | [$N, $NG])?
+    %fq     = torchao.fake_quantize_affine(param $w, [1, $G], %s2 : _[$N, $NG], %z2 : _[$N, $NG],
+                                           $qdt, $qmin, $qmax)
+  }
+  where {
+    $eps is not none
+    $K % $G == 0
+  }
+  rewrite {
+    $sc = choose_qparams_affine($w, mapping_type = SYMMETRIC, block_size = [1, $G],
+                                target_dtype = $tdt, quant_min = $cqmin, quant_max = $cqmax,
+                                eps = $eps, scale_dtype = $sdt, zero_point_dtype = $zdt,
+                                output = scale)
+    $zc = choose_qparams_affine($w, mapping_type = SYMMETRIC, block_size = [1, $G],
+                                target_dtype = $tdt, quant_min = $cqmin, quant_max = $cqmax,
+                                eps = $eps, scale_dtype = $sdt, zero_point_dtype = $zdt,
+                                output = zero_point)
+    %fq = torchao.fake_quantize_affine($w, [1, $G], $sc, $zc, $qdt, $qmin, $qmax)
+  }
+  example {
+    N = [4, 8]
+    K = 64
+    G = 32
+    NG = 2
+    dt = [f32, bf16]
+    tdt = i8
+    cqmin = -8
+    cqmax = 7
+    eps = 0
+    sdt = [f32, bf16]
+    zdt = [i32, i8]
+    qdt = i8
+    qmin = -8
+    qmax = 7
+  }
+}
+
+/// The same for an asymmetric weight (IntxFakeQuantizeConfig(is_symmetric=False)).
+rule qat_weight_qparams_fold_asymmetric benefit 60 tags(qat, legalize) {
+  match {
+    %s, %zp = torchao.choose_qparams_affine(param $w : $dt[$N, $K], "ASYMMETRIC", [1, $G], $tdt,
+                                            $cqmin, $cqmax, $eps, $sdt, $zdt)
+    %s2     = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%s : $sdt[$N, $NG],
+                                                                              [$N, -1] | [$N, $NG])?
+    %z2     = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%zp : $zdt[$N, $NG],
+                                                                              [$N, -1] | [$N, $NG])?
+    %fq     = torchao.fake_quantize_affine(param $w, [1, $G], %s2 : _[$N, $NG], %z2 : _[$N, $NG],
+                                           $qdt, $qmin, $qmax)
+  }
+  where {
+    $eps is not none
+    $K % $G == 0
+  }
+  rewrite {
+    $sc = choose_qparams_affine($w, mapping_type = ASYMMETRIC, block_size = [1, $G],
+                                target_dtype = $tdt, quant_min = $cqmin, quant_max = $cqmax,
+                                eps = $eps, scale_dtype = $sdt, zero_point_dtype = $zdt,
+                                output = scale)
+    $zc = choose_qparams_affine($w, mapping_type = ASYMMETRIC, block_size = [1, $G],
+                                target_dtype = $tdt, quant_min = $cqmin, quant_max = $cqmax,
+                                eps = $eps, scale_dtype = $sdt, zero_point_dtype = $zdt,
+                                output = zero_point)
+    %fq = torchao.fake_quantize_affine($w, [1, $G], $sc, $zc, $qdt, $qmin, $qmax)
+  }
+  example {
+    N = [4, 8]
+    K = 64
+    G = 32
+    NG = 2
+    dt = [f32, bf16]
+    tdt = i8
+    cqmin = -8
+    cqmax = 7
+    eps = 0
+    sdt = [f32, bf16]
+    zdt = [i32, i8]
+    qdt = i8
+    qmin = -8
+    qmax = 7
+  }
+}
