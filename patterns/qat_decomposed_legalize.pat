@@ -288,3 +288,102 @@ rule qat_weight_qparams_fold_asymmetric benefit 60 tags(qat, legalize) {
     qmax = 7
   }
 }
+
+/// The same with the zero point cast after the reshape: get_group_qparams_symmetric returns
+/// the zero point in the scale precision and IntxFakeQuantizer casts it to its zero-point
+/// precision (zero_point.to(int32) by default). The folded zero point gets the same cast
+/// (the cast transform follows torch's .to()).
+rule qat_weight_qparams_fold_zp_cast benefit 61 tags(qat, legalize) {
+  match {
+    %s, %zp = torchao.choose_qparams_affine(param $w : $dt[$N, $K], "SYMMETRIC", [1, $G], $tdt,
+                                            $cqmin, $cqmax, $eps, $sdt, $zdt)
+    %s2     = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%s : $sdt[$N, $NG],
+                                                                              [$N, -1] | [$N, $NG])?
+    %z2     = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%zp : $zdt[$N, $NG],
+                                                                              [$N, -1] | [$N, $NG])?
+    %z3     = aten._to_copy(%z2, dtype = $zpp)
+    %fq     = torchao.fake_quantize_affine(param $w, [1, $G], %s2 : _[$N, $NG], %z3 : _[$N, $NG],
+                                           $qdt, $qmin, $qmax)
+  }
+  where {
+    $eps is not none
+    $K % $G == 0
+  }
+  rewrite {
+    $sc = choose_qparams_affine($w, mapping_type = SYMMETRIC, block_size = [1, $G],
+                                target_dtype = $tdt, quant_min = $cqmin, quant_max = $cqmax,
+                                eps = $eps, scale_dtype = $sdt, zero_point_dtype = $zdt,
+                                output = scale)
+    $z0 = choose_qparams_affine($w, mapping_type = SYMMETRIC, block_size = [1, $G],
+                                target_dtype = $tdt, quant_min = $cqmin, quant_max = $cqmax,
+                                eps = $eps, scale_dtype = $sdt, zero_point_dtype = $zdt,
+                                output = zero_point)
+    $zc = cast($z0, dtype = $zpp)
+    %fq = torchao.fake_quantize_affine($w, [1, $G], $sc, $zc, $qdt, $qmin, $qmax)
+  }
+  example {
+    N = [4, 8]
+    K = 64
+    G = 32
+    NG = 2
+    dt = [f32, bf16]
+    tdt = i8
+    cqmin = -8
+    cqmax = 7
+    eps = 0
+    sdt = [f32, bf16]
+    zdt = [f32, bf16]
+    zpp = [i32, i8]
+    qdt = i8
+    qmin = -8
+    qmax = 7
+  }
+}
+
+/// The same for an asymmetric weight.
+rule qat_weight_qparams_fold_zp_cast_asymmetric benefit 61 tags(qat, legalize) {
+  match {
+    %s, %zp = torchao.choose_qparams_affine(param $w : $dt[$N, $K], "ASYMMETRIC", [1, $G], $tdt,
+                                            $cqmin, $cqmax, $eps, $sdt, $zdt)
+    %s2     = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%s : $sdt[$N, $NG],
+                                                                              [$N, -1] | [$N, $NG])?
+    %z2     = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%zp : $zdt[$N, $NG],
+                                                                              [$N, -1] | [$N, $NG])?
+    %z3     = aten._to_copy(%z2, dtype = $zpp)
+    %fq     = torchao.fake_quantize_affine(param $w, [1, $G], %s2 : _[$N, $NG], %z3 : _[$N, $NG],
+                                           $qdt, $qmin, $qmax)
+  }
+  where {
+    $eps is not none
+    $K % $G == 0
+  }
+  rewrite {
+    $sc = choose_qparams_affine($w, mapping_type = ASYMMETRIC, block_size = [1, $G],
+                                target_dtype = $tdt, quant_min = $cqmin, quant_max = $cqmax,
+                                eps = $eps, scale_dtype = $sdt, zero_point_dtype = $zdt,
+                                output = scale)
+    $z0 = choose_qparams_affine($w, mapping_type = ASYMMETRIC, block_size = [1, $G],
+                                target_dtype = $tdt, quant_min = $cqmin, quant_max = $cqmax,
+                                eps = $eps, scale_dtype = $sdt, zero_point_dtype = $zdt,
+                                output = zero_point)
+    $zc = cast($z0, dtype = $zpp)
+    %fq = torchao.fake_quantize_affine($w, [1, $G], $sc, $zc, $qdt, $qmin, $qmax)
+  }
+  example {
+    N = [4, 8]
+    K = 64
+    G = 32
+    NG = 2
+    dt = [f32, bf16]
+    tdt = i8
+    cqmin = -8
+    cqmax = 7
+    eps = 0
+    sdt = [f32, bf16]
+    zdt = [f32, bf16]
+    zpp = [i32, i8]
+    qdt = i8
+    qmin = -8
+    qmax = 7
+  }
+}

@@ -71,8 +71,8 @@ int runSynth(const Args &args) {
   if (auto q = args.get("quant")) {
     auto parsed = parseSynthQuant(*q);
     if (!parsed)
-      return reportFailure({Diagnostic::error("--quant: '" + *q +
-                                              "' is not one of none, 4w, 8da4w, pt2e-8w, qat-4w")});
+      return reportFailure({Diagnostic::error(
+          "--quant: '" + *q + "' is not one of none, 4w, 8da4w, pt2e-8w, qat-4w, qat-8da4w")});
     o.quant = *parsed;
   }
   if (auto d = args.get("checkpoint-dtype")) {
@@ -96,6 +96,16 @@ int runSynth(const Args &args) {
       return reportFailure({Diagnostic::error("--act-qparams: '" + *a +
                                               "' is not one of int8 (torchao >= 0.12) or f64 "
                                               "(the earlier per-token path)")});
+  }
+  if (auto q = args.get("qat-spelling")) {
+    if (*q == "upstream")
+      o.qatSpelling = SynthQatSpelling::Upstream;
+    else if (*q == "graft")
+      o.qatSpelling = SynthQatSpelling::Graft;
+    else
+      return reportFailure({Diagnostic::error("--qat-spelling: '" + *q +
+                                              "' is not one of upstream (the aten math "
+                                              "torch.export records) or graft")});
   }
   o.tiedEmbeddings = args.has("tied-embeddings");
   o.dynamicSeq = args.has("dynamic-seq");
@@ -130,14 +140,15 @@ int runSynth(const Args &args) {
 Command makeSynthCommand() {
   Command c;
   c.name = "synth";
-  c.usage =
-      "graft synth llama --layers N --dim D --heads H --vocab V "
-      "--quant {4w,8da4w,pt2e-8w,qat-4w,none} [--act-qparams int8|f64] [--checkpoint-dtype bf16] "
-      "[--dtype bf16] "
-      "[--tied-embeddings] [--dynamic-seq | --dynamic-pos] [--rope-prefix-slice] -o OUT.pt2";
+  c.usage = "graft synth llama --layers N --dim D --heads H --vocab V "
+            "--quant {4w,8da4w,pt2e-8w,qat-4w,qat-8da4w,none} [--act-qparams int8|f64] "
+            "[--qat-spelling upstream|graft] [--checkpoint-dtype bf16] "
+            "[--dtype bf16] "
+            "[--tied-embeddings] [--dynamic-seq | --dynamic-pos] [--rope-prefix-slice] -o OUT.pt2";
   c.summary = "Write a Llama-shaped exported program with random weights.";
   c.details = "The program is what torch.export produces for ExecuTorch's llama_transformer,\n"
-              "quantized the way torchao (4w, 8da4w, qat-4w) or PT2E (pt2e-8w) leaves it:\n"
+              "quantized the way torchao (4w, 8da4w, qat-4w, qat-8da4w) or PT2E (pt2e-8w)\n"
+              "leaves it:\n"
               "placeholders p_/b_/c_ + FQN, nodes named after their ops, torchao and\n"
               "quantized_decomposed argument lists. --dynamic-seq makes the sequence\n"
               "length symbolic and reads the start position from input_pos; --dynamic-pos\n"
@@ -159,7 +170,7 @@ Command makeSynthCommand() {
       {"group-size", true, "int4 quantization group (default 32)", "G"},
       {"max-seq-len", true, "rotary table length / dynamic bound (default 128)", "N"},
       {"seq-len", true, "static sequence length (example value if dynamic; default 8)", "N"},
-      {"quant", true, "none, 4w, 8da4w, pt2e-8w or qat-4w (default 4w)", "MODE"},
+      {"quant", true, "none, 4w, 8da4w, pt2e-8w, qat-4w or qat-8da4w (default 4w)", "MODE"},
       {"checkpoint-dtype", true, "dtype the weights were quantized in: f32 (default), bf16 or f16",
        "DTYPE"},
       {"dtype", true, "compute dtype of activations and float weights: f32 (default), bf16, f16",
@@ -168,6 +179,11 @@ Command makeSynthCommand() {
        "8da4w activation qparams: int8 (default; torchao >= 0.12 IntxUnpackedToInt8Tensor: f32 "
        "scales, i8 zero points, quant ranges given) or f64 (the earlier per-token path: f64 "
        "scales, i64 zero points, quant ranges None)",
+       "KIND"},
+      {"qat-spelling", true,
+       "qat-4w/qat-8da4w fake quantization: upstream (default; the aten math torch.export "
+       "records for torchao's Python _fake_quantize_affine) or graft (one "
+       "torchao.fake_quantize_affine node)",
        "KIND"},
       {"tied-embeddings", false, "the LM head shares the embedding's storage"},
       {"dynamic-seq", false, "symbolic sequence length, dynamic position"},

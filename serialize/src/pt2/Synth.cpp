@@ -31,13 +31,15 @@ std::string_view name(SynthQuant quant) {
     return "pt2e-8w";
   case SynthQuant::QatW4:
     return "qat-4w";
+  case SynthQuant::QatW8A8W4:
+    return "qat-8da4w";
   }
   return "?";
 }
 
 std::optional<SynthQuant> parseSynthQuant(std::string_view text) {
   for (SynthQuant q : {SynthQuant::None, SynthQuant::W4, SynthQuant::W8A8W4, SynthQuant::Pt2eW8,
-                       SynthQuant::QatW4})
+                       SynthQuant::QatW4, SynthQuant::QatW8A8W4})
     if (name(q) == text)
       return q;
   return std::nullopt;
@@ -82,8 +84,8 @@ Status validate(const LlamaSynthOptions &o) {
     return bad("checkpoint dtype must be f32, bf16 or f16");
   if (o.dtype != DType::F32 && o.dtype != DType::BF16 && o.dtype != DType::F16)
     return bad("dtype must be f32, bf16 or f16");
-  bool grouped =
-      o.quant == SynthQuant::W4 || o.quant == SynthQuant::W8A8W4 || o.quant == SynthQuant::QatW4;
+  bool grouped = o.quant == SynthQuant::W4 || o.quant == SynthQuant::W8A8W4 ||
+                 o.quant == SynthQuant::QatW4 || o.quant == SynthQuant::QatW8A8W4;
   if (grouped) {
     if (o.groupSize <= 0)
       return bad("group size must be positive");
@@ -372,6 +374,7 @@ public:
     } else {
       seq = Argument(int64_t(o_.seqLen));
     }
+    seq_ = seq;
     b_.scope({{"", kTransformer}, {"tok_embeddings", "torch.nn.modules.sparse.Embedding"}},
              "h = self.tok_embeddings(tokens)");
     GRAFT_TRY(Value * h, embedding(*emb, tokens));
@@ -486,6 +489,7 @@ private:
     switch (o_.quant) {
     case SynthQuant::None:
     case SynthQuant::QatW4:
+    case SynthQuant::QatW8A8W4:
       w.w = b_.constant(InputKind::Parameter, module + ".weight", dt_, {n, k},
                         b_.random(-0.05, 0.05));
       break;
@@ -571,7 +575,6 @@ private:
   }
 
   Expected<Value *> linear(Value *x, const QWeight &wIn) {
-    const int64_t g = o_.groupSize;
     switch (o_.quant) {
     case SynthQuant::None:
       return b_.call1("aten.linear.default", {{"input", x}, {"weight", wIn.w}});
@@ -611,28 +614,9 @@ private:
       GRAFT_TRY(Value * w, dequantWeight(wIn));
       return b_.call1("aten.linear.default", {{"input", dx}, {"weight", w}});
     }
-    case SynthQuant::QatW4: {
-      Argument bs = Argument::ints({1, g});
-      GRAFT_TRY(auto qp, b_.call("torchao.choose_qparams_affine.default",
-                                 {{"input", wIn.w},
-                                  {"mapping_type", "SYMMETRIC"},
-                                  {"block_size", bs},
-                                  {"target_dtype", DType::I8},
-                                  {"quant_min", -8},
-                                  {"quant_max", 7},
-                                  {"eps", 1.1920928955078125e-07},
-                                  {"scale_dtype", dt_},
-                                  {"zero_point_dtype", DType::I8}}));
-      GRAFT_TRY(Value * w,
-                b_.call1("torchao.fake_quantize_affine.default", {{"input", wIn.w},
-                                                                  {"block_size", bs},
-                                                                  {"scale", qp[0]},
-                                                                  {"zero_point", qp[1]},
-                                                                  {"quant_dtype", DType::I8},
-                                                                  {"quant_min", -8},
-                                                                  {"quant_max", 7}}));
-      return b_.call1("aten.linear.default", {{"input", x}, {"weight", w}});
-    }
+    case SynthQuant::QatW4:
+    case SynthQuant::QatW8A8W4:
+      return qatLinear(x, wIn);
     case SynthQuant::Pt2eW8: {
       const QWeight *w = &wIn;
       std::vector<std::pair<std::string, Argument>> a = {
@@ -645,6 +629,141 @@ private:
     }
     }
     return Diagnostic::internal("unreachable");
+  }
+
+  //===-- QAT (qat-4w, qat-8da4w) -----------------------------------------===//
+  // torchao QATConfig(step="prepare") swaps nn.Linear for FakeQuantizedLinear
+  // (torchao/quantization/qat/linear.py: x = activation_fake_quantizer(x);
+  // w = weight_fake_quantizer(self.weight); F.linear(x, w, bias)). Facts from
+  // pytorch/ao 36027d82 (torchao >= 0.12), QATConfig defaults: scale dtype =
+  // the input's dtype, int32 zero points, eps = finfo(f32).eps.
+
+  /// The sizes of `v` as view() arguments (the symbolic sequence length as
+  /// its SymInt value, as torch.export records it).
+  std::vector<Argument> sizesOf(const Value *v) const {
+    std::vector<Argument> out;
+    for (const Dim &d : v->proto().shape)
+      out.push_back(d.isConstant() ? Argument(d.constant()) : seq_);
+    return out;
+  }
+
+  /// torchao's _fake_quantize_affine as torch.export records it: plain Python
+  /// (quantization/quant_primitives.py), so the graph holds its aten math.
+  /// _quantize_affine_no_dtype_cast: views to shape_for_reduction `red` /
+  /// shape_after_reduction `after`, clamp(round(x * (1.0 / scale)) + zp,
+  /// qmin, qmax) (1.0 / scale is Tensor.__rdiv__: reciprocal() * 1.0; _Round
+  /// is torch.round), view back; _dequantize_affine_no_dtype_check: views,
+  /// q.to(dtype, copy=True) - zp.to(dtype), * scale, view back (the final
+  /// .to(dtype) is a no-op here: the scale has the input's dtype).
+  Expected<Value *> decomposedFakeQuant(Value *x, Value *s, Value *zp,
+                                        const std::vector<Argument> &red,
+                                        const std::vector<Argument> &after, int64_t qmin,
+                                        int64_t qmax) {
+    const std::vector<Argument> orig = sizesOf(x);
+    const DType dt = x->proto().dtype;
+    auto view = [&](Value *v, const std::vector<Argument> &sz) {
+      return b_.call1("aten.view.default", {{"self", v}, {"size", dims(sz)}});
+    };
+    GRAFT_TRY(Value * xr, view(x, red));
+    GRAFT_TRY(Value * sr, view(s, after));
+    GRAFT_TRY(Value * zr, view(zp, after));
+    GRAFT_TRY(Value * inv, b_.call1("aten.reciprocal.default", {{"self", sr}}));
+    GRAFT_TRY(Value * inv1, b_.call1("aten.mul.Tensor", {{"self", inv}, {"other", 1.0}}));
+    GRAFT_TRY(Value * xs, b_.call1("aten.mul.Tensor", {{"self", xr}, {"other", inv1}}));
+    GRAFT_TRY(Value * rd, b_.call1("aten.round.default", {{"self", xs}}));
+    GRAFT_TRY(Value * ad, b_.call1("aten.add.Tensor", {{"self", rd}, {"other", zr}}));
+    GRAFT_TRY(Value * cl,
+              b_.call1("aten.clamp.default", {{"self", ad}, {"min", qmin}, {"max", qmax}}));
+    GRAFT_TRY(Value * q, view(cl, orig));
+    GRAFT_TRY(Value * qr, view(q, red));
+    GRAFT_TRY(Value * sd, view(s, after));
+    GRAFT_TRY(Value * zd, view(zp, after));
+    GRAFT_TRY(Value * qf, b_.call1("aten._to_copy.default", {{"self", qr}, {"dtype", dt}}));
+    GRAFT_TRY(Value * zf, b_.call1("aten._to_copy.default", {{"self", zd}, {"dtype", dt}}));
+    GRAFT_TRY(Value * df, b_.call1("aten.sub.Tensor", {{"self", qf}, {"other", zf}}));
+    GRAFT_TRY(Value * ml, b_.call1("aten.mul.Tensor", {{"self", df}, {"other", sd}}));
+    return view(ml, orig);
+  }
+
+  /// IntxFakeQuantizer._per_channel_or_group_forward (qat/fake_quantizer.py)
+  /// on an [N, K] weight: get_group_qparams_symmetric (quantization/utils.py)
+  /// = choose_qparams_affine(w, SYMMETRIC, [1, G], int8, -8, 7, eps,
+  /// scale_dtype = zero_point_dtype = the scale precision), reshape(N, -1)
+  /// of both, zero_point.to(int32), then _fake_quantize_per_channel_group.
+  Expected<Value *> qatWeight(Value *w) {
+    const int64_t g = o_.groupSize;
+    const int64_t n = *w->proto().shape[0].value(), k = *w->proto().shape[1].value();
+    std::vector<std::pair<std::string, Argument>> choose = {{"input", w},
+                                                            {"mapping_type", "SYMMETRIC"},
+                                                            {"block_size", Argument::ints({1, g})},
+                                                            {"target_dtype", DType::I8},
+                                                            {"quant_min", -8},
+                                                            {"quant_max", 7},
+                                                            {"eps", kQatEps},
+                                                            {"scale_dtype", dt_}};
+    if (o_.qatSpelling == SynthQatSpelling::Graft) {
+      choose.emplace_back("zero_point_dtype", DType::I8);
+      GRAFT_TRY(auto qp, b_.call("torchao.choose_qparams_affine.default", choose));
+      return b_.call1("torchao.fake_quantize_affine.default",
+                      {{"input", w},
+                       {"block_size", Argument::ints({1, g})},
+                       {"scale", qp[0]},
+                       {"zero_point", qp[1]},
+                       {"quant_dtype", DType::I8},
+                       {"quant_min", -8},
+                       {"quant_max", 7}});
+    }
+    choose.emplace_back("zero_point_dtype", dt_);
+    GRAFT_TRY(auto qp, b_.call("torchao.choose_qparams_affine.default", choose));
+    std::vector<Argument> rows = {Argument(n), Argument(int64_t(-1))};
+    GRAFT_TRY(Value * s, b_.call1("aten.view.default", {{"self", qp[0]}, {"size", dims(rows)}}));
+    GRAFT_TRY(Value * z0, b_.call1("aten.view.default", {{"self", qp[1]}, {"size", dims(rows)}}));
+    GRAFT_TRY(Value * zp, b_.call1("aten._to_copy.default", {{"self", z0}, {"dtype", DType::I32}}));
+    return decomposedFakeQuant(w, s, zp, {Argument(n), Argument(k / g), Argument(g)},
+                               {Argument(n), Argument(k / g), Argument(int64_t(1))}, -8, 7);
+  }
+
+  /// IntxFakeQuantizer._per_token_forward: choose_qparams_affine(x,
+  /// ASYMMETRIC, [1, ..., 1, K], int8, -128, 127, eps, scale dtype, int32)
+  /// (keepdim false: one scale per token, shaped like x without its last
+  /// dim), then _fake_quantize_per_token (qat/utils.py), which ends
+  /// fq.reshape_as(input).to(input.dtype) (the .to is a no-op).
+  Expected<Value *> qatActivation(Value *x) {
+    const std::vector<Argument> orig = sizesOf(x);
+    std::vector<int64_t> block(orig.size(), 1);
+    block.back() = *x->proto().shape.back().value();
+    const bool graft = o_.qatSpelling == SynthQatSpelling::Graft;
+    GRAFT_TRY(auto qp, b_.call("torchao.choose_qparams_affine.default",
+                               {{"input", x},
+                                {"mapping_type", "ASYMMETRIC"},
+                                {"block_size", Argument::ints(block)},
+                                {"target_dtype", DType::I8},
+                                {"quant_min", -128},
+                                {"quant_max", 127},
+                                {"eps", kQatEps},
+                                {"scale_dtype", dt_},
+                                {"zero_point_dtype", graft ? DType::I8 : DType::I32}}));
+    if (graft)
+      return b_.call1("torchao.fake_quantize_affine.default",
+                      {{"input", x},
+                       {"block_size", Argument::ints(block)},
+                       {"scale", qp[0]},
+                       {"zero_point", qp[1]},
+                       {"quant_dtype", DType::I8},
+                       {"quant_min", -128},
+                       {"quant_max", 127}});
+    std::vector<Argument> after = orig;
+    after.back() = Argument(int64_t(1));
+    GRAFT_TRY(Value * fq, decomposedFakeQuant(x, qp[0], qp[1], orig, after, -128, 127));
+    return b_.call1("aten.view.default", {{"self", fq}, {"size", dims(orig)}});
+  }
+
+  Expected<Value *> qatLinear(Value *x, const QWeight &wIn) {
+    if (o_.quant == SynthQuant::QatW8A8W4) {
+      GRAFT_TRY(x, qatActivation(x));
+    }
+    GRAFT_TRY(Value * w, qatWeight(wIn.w));
+    return b_.call1("aten.linear.default", {{"input", x}, {"weight", w}});
   }
 
   /// RMSNorm as llama_transformer writes it (float math for low precision).
@@ -697,6 +816,9 @@ private:
   DType dt_;   ///< compute dtype
   DType ckpt_; ///< dtype the weights were quantized in
   int hd_ = 0, kv_ = 0, hidden_ = 0;
+  Argument seq_; ///< the sequence length: an int, or the SymInt of a dynamic one
+  /// torch.finfo(torch.float32).eps, the eps QAT passes to choose_qparams_affine.
+  static constexpr double kQatEps = 1.1920928955078125e-07;
   int pt2eIndex_ = 0;
   std::vector<PendingConst> pending_;
   std::vector<std::unique_ptr<QWeight>> weights_;

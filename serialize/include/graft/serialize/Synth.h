@@ -17,8 +17,13 @@
 //                    (choose_qparams_affine, quantize_affine, dequantize_affine)
 //           pt2e-8w  PT2E weight-only int8 per-channel (quantized_decomposed
 //                    dequantize_per_channel on _frozen_param constants)
-//           qat-4w   QAT-prepared: float weights through choose_qparams_affine
-//                    + fake_quantize_affine (int4 per group)
+//           qat-4w   QAT-prepared (torchao QATConfig(step="prepare")): float
+//                    weights fake-quantized int4 per group, qparams computed
+//                    in the graph by choose_qparams_affine; the fake
+//                    quantization is the aten math torchao's Python
+//                    _fake_quantize_affine exports as (--qat-spelling graft:
+//                    graft's one-node torchao.fake_quantize_affine)
+//           qat-8da4w  the same plus per-token int8 fake-quantized activations
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -34,9 +39,22 @@
 
 namespace graft {
 
-enum class SynthQuant { None, W4, W8A8W4, Pt2eW8, QatW4 };
-std::string_view name(SynthQuant quant); ///< "none", "4w", "8da4w", "pt2e-8w", "qat-4w"
+enum class SynthQuant { None, W4, W8A8W4, Pt2eW8, QatW4, QatW8A8W4 };
+/// "none", "4w", "8da4w", "pt2e-8w", "qat-4w", "qat-8da4w"
+std::string_view name(SynthQuant quant);
 std::optional<SynthQuant> parseSynthQuant(std::string_view text);
+
+/// How a QAT-prepared model's fake quantization is written.
+enum class SynthQatSpelling {
+  /// What torch.export records (pytorch/ao 36027d82, torchao >= 0.12):
+  /// IntxFakeQuantizer's qparams from torchao.choose_qparams_affine, then
+  /// _fake_quantize_affine's aten math (quant_primitives.py
+  /// _quantize_affine_no_dtype_cast / _dequantize_affine_no_dtype_check):
+  /// view, reciprocal, mul, round, add, clamp, view, _to_copy, sub, mul, view.
+  Upstream,
+  /// graft's own op: one torchao.fake_quantize_affine node per fake quantizer.
+  Graft,
+};
 
 struct LlamaSynthOptions {
   int layers = 2;
@@ -60,6 +78,8 @@ struct LlamaSynthOptions {
   /// The compute dtype: activations, float parameters and buffers.
   DType dtype = DType::F32; ///< f32, bf16 or f16
   bool tiedEmbeddings = false;
+  /// How qat-4w / qat-8da4w write the fake quantization.
+  SynthQatSpelling qatSpelling = SynthQatSpelling::Upstream;
   bool dynamicSeq = false;
   uint64_t seed = 1;
 };
