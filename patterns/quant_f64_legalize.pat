@@ -2,32 +2,36 @@
 // legalize family (the file name says so): it runs before the fusion rules.
 //
 // torchao's per-token activation quantization used to ask choose_qparams_affine for float64
-// scales and int64 zero points (the Int8DynActInt4Weight path before IntxUnpackedToInt8Tensor;
-// pytorch/ao's test_quant_primitives / ExecuTorch's XNNPACK 8da4w tests expected
-// `choose_qparams_affine.default(x, 'ASYMMETRIC', [1, K], torch.int8, None, None, None,
-// torch.float64, torch.int64)`), and such exports are still around. A Vulkan device has no
-// float64 (the partitioner refuses it), so the scale is recomputed in float32 and widened:
+// scales and int64 zero points, with the quant ranges left None (pytorch/ao's test expectation
+// for the 8da4w export: `choose_qparams_affine.default(input_1, 'ASYMMETRIC', [1, 512],
+// torch.int8, None, None, None, torch.float64, torch.int64)`), and such exports are still
+// around. A Vulkan device has no float64 (the partitioner refuses it), and ET-VK's 8da4w kernel
+// takes float32 scales. Three steps:
 //
-// Before:
+// 1. choose_qparams_affine computes in float32 and widens (exact):
 //   %s : f64[1, S], %zp : i64[1, S] = torchao.choose_qparams_affine(%x : f32[1, S, K],
 //                                       "ASYMMETRIC", [1, 1, K], i8, none, none, none, f64, i64)
-// After:
-//   %s32 : f32[1, S], %zp : i64[1, S] = torchao.choose_qparams_affine(%x, "ASYMMETRIC",
-//                                       [1, 1, K], i8, none, none, none, f32, i64)
-//   %s   : f64[1, S]                  = aten._to_copy(%s32, dtype = f64)
+//   ->
+//   %s32 : f32[1, S], %zp = torchao.choose_qparams_affine(%x, ..., none, f32, i64)
+//   %s   : f64[1, S]      = aten._to_copy(%s32, dtype = f64)
+//   torchao computes min/max, the scale, its eps clamp and the zero point in the input's
+//   dtype and converts only at the end (quant_primitives.py `_choose_qparams_affine`:
+//   `return scale.to(dtype=scale_dtype), zero_point.to(dtype=zero_point_dtype)`), so the f64
+//   scale of an input of at most 32 bits is an f32 value widened exactly.
 //
-// Exact (tolerance 0): torchao computes min/max, the scale, its eps clamp and the zero point
-// in the input's dtype and converts only at the end (quant_primitives.py
-// `_choose_qparams_affine`: `return scale.to(dtype=scale_dtype), zero_point.to(...)`), so the
-// float64 scale of an input of at most 32 bits is a float32 value widened exactly; the zero
-// point does not depend on scale_dtype. The consumers still see the f64 scale: quantize_affine
-// then computes x * (1 / s) in f64, as torch's type promotion does. The 8da4w fusion
-// (linear_8da4w.pat) reads the f32 scale through the cast, which dies with the quantize /
-// dequantize pair it replaces.
+// 2. dequantize_affine reads the f32 scale (exact):
+//   dequantize_affine(%q, bs, %s, %zp, i8, ...) -> dequantize_affine(%q, bs, %s32, %zp, i8, ...)
+//   (q - zp) is an integer of at most 9 bits, so (q - zp) * s is exact in f64 and rounds to
+//   the same f32 as the f32 product rounded once.
 //
-// Only the per-token activation blocks are written out ([1, K] for [M, K], [1, 1, K] for
-// [B, S, K]; verify-rules needs literal block sizes), with the mapping type torchao used for
-// activations, ASYMMETRIC.
+// 3. quantize_affine reads the f32 scale (NOT exact at ties; tolerance one quantization step):
+//   quantize_affine(%x, bs, %s, %zp, i8, ...) -> quantize_affine(%x, bs, %s32, %zp, i8, ...)
+//   torch promotes x * (1 / s) to f64 with an f64 scale; with the f32 scale it is rounded
+//   to f32 twice (1 / s, then the product). The two agree unless x / s lies within an f32
+//   rounding of a half-integer, where round-half-to-even can pick the neighbouring integer:
+//   a quantized value then differs by exactly one step (its dequantized value by one scale).
+//   This is what ET-VK's kernel computes (float32 on the device); the 8da4w fusion then fuses
+//   the f32 chain as usual.
 
 /// choose_qparams_affine of a rank-2 activation with f64 scales -> f32 scales widened to f64.
 rule choose_qparams_affine_f64_scale benefit 40 tags(quant, legalize) {
@@ -78,4 +82,65 @@ rule choose_qparams_affine_f64_scale_3d benefit 40 tags(quant, legalize) {
     qmax = 127
     zdt = [i64, i32]
   }
+}
+
+/// dequantize_affine whose scale is an f32 scale widened to f64 -> the f32 scale (exact).
+rule dequantize_affine_f64_scale benefit 40 tags(quant, legalize) {
+  match {
+    shared %sd = aten._to_copy($s : f32[$M], dtype = f64)
+    %dq        = torchao.dequantize_affine($q : $qdt[$M, $K], [1, $K], %sd, $zp, $qdt, $qmin, $qmax,
+                                           output_dtype = $odt)
+  }
+  rewrite {
+    %dq = torchao.dequantize_affine($q, [1, $K], $s, $zp, $qdt, $qmin, $qmax, output_dtype = $odt)
+  }
+  example { M = [1, 3], K = [8, 32], qdt = i8, qmin = -128, qmax = 127, odt = [f32, bf16] }
+}
+
+/// The same for a rank-3 input [B, S, K] (block [1, 1, K]).
+rule dequantize_affine_f64_scale_3d benefit 40 tags(quant, legalize) {
+  match {
+    shared %sd = aten._to_copy($s : f32[$B, $M], dtype = f64)
+    %dq        = torchao.dequantize_affine($q : $qdt[$B, $M, $K], [1, 1, $K], %sd, $zp, $qdt, $qmin,
+                                           $qmax, output_dtype = $odt)
+  }
+  rewrite {
+    %dq = torchao.dequantize_affine($q, [1, 1, $K], $s, $zp, $qdt, $qmin, $qmax,
+                                    output_dtype = $odt)
+  }
+  example { B = [1, 2], M = [1, 3], K = [8, 32], qdt = i8, qmin = -128, qmax = 127, odt = f32 }
+}
+
+/// quantize_affine whose scale is an f32 scale widened to f64 -> the f32 scale (a tie may
+/// round to the neighbouring integer: tolerance one step).
+rule quantize_affine_f64_scale benefit 40 tags(quant, legalize, ties) {
+  match {
+    shared %sd = aten._to_copy($s : f32[$M], dtype = f64)
+    %q         = torchao.quantize_affine($x : $xdt[$M, $K], [1, $K], %sd, $zp, $qdt, $qmin, $qmax)
+  }
+  where {
+    is_float($xdt) and bits($xdt) <= 32
+  }
+  rewrite {
+    %q = torchao.quantize_affine($x, [1, $K], $s, $zp, $qdt, $qmin, $qmax)
+  }
+  example { M = [1, 3], K = [8, 32], xdt = [f32, bf16], qdt = i8, qmin = -128, qmax = 127 }
+  tolerance(atol = 1)
+}
+
+/// The same for a rank-3 input [B, S, K] (block [1, 1, K]).
+rule quantize_affine_f64_scale_3d benefit 40 tags(quant, legalize, ties) {
+  match {
+    shared %sd = aten._to_copy($s : f32[$B, $M], dtype = f64)
+    %q         = torchao.quantize_affine($x : $xdt[$B, $M, $K], [1, 1, $K], %sd, $zp, $qdt, $qmin,
+                                         $qmax)
+  }
+  where {
+    is_float($xdt) and bits($xdt) <= 32
+  }
+  rewrite {
+    %q = torchao.quantize_affine($x, [1, 1, $K], $s, $zp, $qdt, $qmin, $qmax)
+  }
+  example { B = [1, 2], M = [1, 3], K = [8, 32], xdt = f32, qdt = i8, qmin = -128, qmax = 127 }
+  tolerance(atol = 1)
 }

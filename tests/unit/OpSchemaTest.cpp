@@ -498,3 +498,40 @@ TEST(BuiltinOps, EveryOpIsDocumented) {
     EXPECT_NE(doc->find("`" + op->qualifiedName() + "`"), std::string::npos)
         << op->qualifiedName() << " is missing from docs/ops.md";
 }
+
+TEST(OpRegistry, NoneMeansDeclaresTheQuantRangeOfADTypeArgument) {
+  const OpSchema *q = OpRegistry::builtin().lookup("torchao.quantize_affine.default");
+  ASSERT_NE(q, nullptr);
+  const SchemaArg &qmin = q->args[static_cast<std::size_t>(q->argIndex("quant_min"))];
+  const SchemaArg &qmax = q->args[static_cast<std::size_t>(q->argIndex("quant_max"))];
+  EXPECT_EQ(qmin.noneRangeOf, q->argIndex("output_dtype"));
+  EXPECT_FALSE(qmin.noneRangeMax);
+  EXPECT_EQ(qmax.noneRangeOf, q->argIndex("output_dtype"));
+  EXPECT_TRUE(qmax.noneRangeMax);
+  // The legacy signature (zero_point_domain) carries it too.
+  ASSERT_FALSE(q->legacySchemas.empty());
+  const OpSchema &old = q->legacySchemas[0];
+  EXPECT_EQ(old.args[static_cast<std::size_t>(old.argIndex("quant_min"))].noneRangeOf,
+            old.argIndex("output_dtype"));
+  // dequantize_affine's range is its input dtype's.
+  const OpSchema *dq = OpRegistry::builtin().lookup("torchao.dequantize_affine.default");
+  ASSERT_NE(dq, nullptr);
+  EXPECT_EQ(dq->args[static_cast<std::size_t>(dq->argIndex("quant_min"))].noneRangeOf,
+            dq->argIndex("input_dtype"));
+
+  const std::string op = "- schema: \"a::q(Tensor x, ScalarType dt, Scalar? lo=None, int n=0) "
+                         "-> Tensor\"\n";
+  std::string e = loadError(op + "  none_means: {hi: qmin(dt)}\n");
+  EXPECT_NE(e.find("ops.yaml:2:16"), std::string::npos) << e;
+  EXPECT_NE(e.find("'none_means' names 'hi'"), std::string::npos) << e;
+  e = loadError(op + "  none_means: {lo: qmid(dt)}\n");
+  EXPECT_NE(e.find("must be qmin(<dtype argument>) or qmax(<dtype argument>)"),
+            std::string::npos)
+      << e;
+  e = loadError(op + "  none_means: {lo: qmin(x)}\n");
+  EXPECT_NE(e.find("needs a ScalarType argument, 'x'"), std::string::npos) << e;
+  e = loadError(op + "  none_means: {n: qmin(dt)}\n");
+  EXPECT_NE(e.find("'n' must be an optional scalar"), std::string::npos) << e;
+  e = loadError(op + "  none_means: [lo]\n");
+  EXPECT_NE(e.find("'none_means' must map argument names"), std::string::npos) << e;
+}

@@ -270,6 +270,26 @@ TEST(QuantNumerics, QuantizeAffineGroupwise) {
   EXPECT_EQ(values(t.run1(q)), (std::vector<double>{3, -3, 6, 7, 1, -3, 0, 2}));
 }
 
+TEST(QuantNumerics, QuantizeAffineF64ScaleComputesInF64) {
+  // torch promotes x * (1 / s) to f64 when the scale is f64 (the earlier
+  // torchao per-token path). x / s = -126.5 exactly: in f64 1/7 * -885.5 is
+  // -126.5 and rounds half to even to -126; with the same scale as f32,
+  // 1/7 rounds up to 0.14285715f and -885.5 * that = -126.50000763f -> -127.
+  // This is the one-step tie difference quant_f64_legalize.pat's
+  // quantize_affine_f64_scale states (tolerance 1).
+  auto quantize = [](DType scaleDType) {
+    TestGraph t;
+    Value *x = t.input("x", f32({1, 2}, {-885.5, 14.0}));
+    Value *s = t.constant("s", Tensor::fromDoubles(scaleDType, {1}, {7.0}));
+    Value *z = t.constant("z", Tensor::fromInts(DType::I64, {1}, {0}));
+    Value *q = t.op("torchao.quantize_affine.default", {x, Argument::ints({1, 2}), s, z, DType::I8},
+                    {}, DType::I8, {1, 2});
+    return values(t.run1(q));
+  };
+  EXPECT_EQ(quantize(DType::F64), (std::vector<double>{-126, 2}));
+  EXPECT_EQ(quantize(DType::F32), (std::vector<double>{-127, 2}));
+}
+
 //===----------------------------------------------------------------------===//
 // Per-token
 //===----------------------------------------------------------------------===//
