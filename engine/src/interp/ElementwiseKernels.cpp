@@ -1,16 +1,69 @@
 //===- ElementwiseKernels.cpp - aten arithmetic and activation kernels ----===//
 //
-// add/sub/mul/div (all overloads and rounding modes), neg, pow, rsqrt, sqrt
-// and the activations. All of them go through TorchOps' binary()/unary(),
-// which implement torch's type promotion, broadcasting and opmath rounding
-// (f16/bf16 compute in f32 and round once; f32 in f32; f64 in f64).
+// add/sub/mul/div (all overloads and rounding modes), maximum/minimum, neg,
+// abs, pow, rsqrt, sqrt, exp, reciprocal, clamp, where and the activations.
+// All of them go through TorchOps' binary()/unary()/clamp()/where(), which
+// implement torch's type promotion, broadcasting and opmath rounding
+// (f16/bf16 compute in f32 and round once; f32 in f32; f64 in f64). The
+// argument checks torch makes before computing (a bool abs, a clamp bound
+// the result dtype cannot hold, a non-bool where condition) are errors here
+// too.
 //
 //===----------------------------------------------------------------------===//
 #include "Kernels.h"
 
+#include <cfloat>
+#include <cmath>
+#include <limits>
+
 namespace graft::interp {
 
 namespace {
+
+/// Whether c10's checked Scalar::to<T>() rejects `n` for dtype `d`
+/// (c10/util/TypeCast.h `overflows`): floating types take any value in
+/// [lowest, max] plus infinities and NaN; signed integers their range;
+/// unsigned ones also negative values down to -max (they wrap); bool 0/1
+/// (and -1, which wraps).
+bool boundOverflows(const Number &n, DType d) {
+  if (isFloatingPoint(d)) {
+    double v = n.toDouble();
+    if (std::isinf(v) || std::isnan(v))
+      return false;
+    double lim = 0;
+    switch (d) {
+    case DType::F16:
+      lim = 65504.0;
+      break;
+    case DType::BF16:
+      lim = 3.3895313892515355e38;
+      break;
+    case DType::F32:
+      lim = FLT_MAX;
+      break;
+    default:
+      return false; // f64, and the f8 types graft does not compute in
+    }
+    return v < -lim || v > lim;
+  }
+  if (n.kind == Number::Kind::Float)
+    return false; // a float bound makes an integer clamp floating
+  int64_t v = n.i;
+  switch (d) {
+  case DType::Bool:
+    return v < -1 || v > 1;
+  case DType::U8:
+    return v < -255 || v > 255;
+  case DType::I8:
+    return v < INT8_MIN || v > INT8_MAX;
+  case DType::I16:
+    return v < INT16_MIN || v > INT16_MAX;
+  case DType::I32:
+    return v < INT32_MIN || v > INT32_MAX;
+  default:
+    return false;
+  }
+}
 
 Kernel binaryKernel(BinaryOp op, const char *self, const char *other, bool hasAlpha) {
   return [=](const KernelArgs &a) -> Results {
@@ -80,7 +133,14 @@ void registerElementwiseKernels(KernelRegistry &r) {
   r.add("aten.pow.Tensor_Tensor", binaryKernel(BinaryOp::Pow, "self", "exponent", false));
   r.add("aten.pow.Scalar", binaryKernel(BinaryOp::Pow, "self", "exponent", false));
   r.add("aten.neg.default", unaryKernel(UnaryOp::Neg));
-  r.add("aten.abs.default", unaryKernel(UnaryOp::Abs));
+  r.add("aten.abs.default", [](const KernelArgs &a) -> Results {
+    const Tensor &x = a.tensor("self");
+    if (!x.defined())
+      return a.error("argument 'self' is not a tensor");
+    if (x.dtype() == DType::Bool) // AT_DISPATCH_ALL_TYPES... has no bool case
+      return a.error("\"abs_cpu\" not implemented for 'Bool'");
+    return one(unary(UnaryOp::Abs, x));
+  });
   r.add("aten.round.default", unaryKernel(UnaryOp::Round));
   r.add("aten.rsqrt.default", unaryKernel(UnaryOp::Rsqrt));
   r.add("aten.sqrt.default", unaryKernel(UnaryOp::Sqrt));
@@ -99,10 +159,41 @@ void registerElementwiseKernels(KernelRegistry &r) {
     return a.error("gelu: approximate must be 'none' or 'tanh', got '" + approx + "'");
   });
   r.add("aten.clamp.default", [](const KernelArgs &a) -> Results {
-    return one(clamp(a.tensor("self"), optionalNumberArg(a, "min"), optionalNumberArg(a, "max")));
+    const Tensor &x = a.tensor("self");
+    if (!x.defined())
+      return a.error("argument 'self' is not a tensor");
+    auto lo = optionalNumberArg(a, "min");
+    auto hi = optionalNumberArg(a, "max");
+    if (!lo && !hi)
+      return a.error("torch.clamp: At least one of 'min' or 'max' must not be None");
+    // The result dtype (clamp's meta function), then the bounds' checked
+    // conversion to it (clamp_scalar_kernel_impl's min_.to<scalar_t>()).
+    DType d = x.dtype();
+    if (!isFloatingPoint(d)) {
+      std::vector<Operand> ops{x};
+      for (const auto &b : {lo, hi})
+        if (b)
+          ops.emplace_back(*b);
+      d = resultType(ops);
+    }
+    for (const auto &[b, which] : {std::pair{lo, "min"}, std::pair{hi, "max"}})
+      if (b && boundOverflows(*b, d))
+        return a.error(
+            std::string("clamp: ") + which + " value " +
+            (b->kind == Number::Kind::Float ? std::to_string(b->f) : std::to_string(b->i)) +
+            " cannot be converted to type " + std::string(name(d)) + " without overflow");
+    return one(clamp(x, lo, hi));
   });
   r.add("aten.where.self", [](const KernelArgs &a) -> Results {
-    GRAFT_TRY(Tensor t, where(a.tensor("condition"), operand(a, "self"), operand(a, "other")));
+    const Tensor &c = a.tensor("condition");
+    if (!c.defined())
+      return a.error("argument 'condition' is not a tensor");
+    // where_self_out: uint8 is converted with a deprecation warning.
+    if (c.dtype() != DType::Bool && c.dtype() != DType::U8)
+      return a.error("where expected condition to be a boolean tensor, but got a tensor with "
+                     "dtype " +
+                     std::string(name(c.dtype())));
+    GRAFT_TRY(Tensor t, where(c, operand(a, "self"), operand(a, "other")));
     return one(std::move(t));
   });
 }

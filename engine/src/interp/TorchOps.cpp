@@ -592,6 +592,14 @@ Tensor clamp(const Tensor &x, std::optional<Number> min, std::optional<Number> m
   }
   Tensor out = Tensor::empty(d, x.sizes());
   int64_t n = x.numel();
+  if (isFloatingPoint(d) && min && max &&
+      (std::isnan(min->toDouble()) || std::isnan(max->toDouble()))) {
+    // TensorCompare.cpp clamp_out: with both bounds given, a NaN bound fills
+    // the result with NaN (a single NaN bound is ignored by std::max/min).
+    for (int64_t i = 0; i < n; ++i)
+      out.setDouble(i, std::numeric_limits<double>::quiet_NaN());
+    return out;
+  }
   if (isFloatingPoint(d)) {
     // clamp_scalar_kernel_impl converts the bounds to scalar_t.
     double lo = min ? castValue(min->toDouble(), d) : -std::numeric_limits<double>::infinity();

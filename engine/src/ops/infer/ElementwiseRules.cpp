@@ -75,6 +75,41 @@ Results divRule(const InferContext &ctx) {
   return one(tensorResult(dt, sd.first, firstTensor(ctx, {"self", "other"})));
 }
 
+// maximum / minimum: binary promotion; torch has no complex kernel
+// ("maximum not implemented for complex tensors").
+Results minMaxRule(const InferContext &ctx) {
+  GRAFT_TRY(auto sd, broadcastOperands(ctx, {"self", "other"}));
+  if (isComplex(sd.second))
+    return ctx.error("not implemented for complex tensors");
+  return one(tensorResult(sd.second, sd.first, firstTensor(ctx, {"self", "other"})));
+}
+
+// where.self(condition, self, other): condition is bool (uint8 is accepted
+// with a deprecation warning, as torch does); the three shapes broadcast and
+// the dtype is result_type(self, other).
+Results whereRule(const InferContext &ctx) {
+  const TensorProto &c = ctx.tensor("condition");
+  if (c.dtype != DType::Bool && c.dtype != DType::U8)
+    return ctx.error("where expected condition to be a boolean tensor, but got a tensor with "
+                     "dtype " +
+                     std::string(name(c.dtype)));
+  GRAFT_TRY(auto sd, broadcastOperands(ctx, {"self", "other"}));
+  auto shape = broadcastShapes(c.shape, sd.first);
+  if (!shape)
+    return ctx.error("condition " + shapeStr(c.shape) + " and operands " + shapeStr(sd.first) +
+                     " cannot be broadcast together");
+  return one(tensorResult(sd.second, *shape, firstTensor(ctx, {"self", "other"})));
+}
+
+// abs: the input's dtype. torch has no bool kernel ("abs_cpu" not
+// implemented for 'Bool'), and complex abs (a real result) is not modelled.
+Results absRule(const InferContext &ctx) {
+  const TensorProto &t = ctx.tensor("self");
+  if (t.dtype == DType::Bool || isComplex(t.dtype))
+    return ctx.error("abs is not implemented for " + std::string(name(t.dtype)) + " tensors");
+  return one(tensorResult(t.dtype, t.shape, &t));
+}
+
 Results powRule(const InferContext &ctx) {
   GRAFT_TRY(auto sd, broadcastOperands(ctx, {"self", "exponent"}));
   return one(tensorResult(sd.second, sd.first, firstTensor(ctx, {"self", "exponent"})));
@@ -97,6 +132,8 @@ Results unaryFloat(const InferContext &ctx) {
 // clamped by float bounds becomes the default float dtype.
 Results clampRule(const InferContext &ctx) {
   const TensorProto &t = ctx.tensor("self");
+  if (ctx.arg("min").isNone() && ctx.arg("max").isNone())
+    return ctx.error("torch.clamp: At least one of 'min' or 'max' must not be None");
   GRAFT_TRY(auto sd, broadcastOperands(ctx, {"self", "min", "max"}));
   return one(tensorResult(sd.second, t.shape, &t));
 }
@@ -221,6 +258,9 @@ void registerElementwiseRules(InferenceRules &rules) {
   rules.add("binary", binaryRule);
   rules.add("div", divRule);
   rules.add("pow", powRule);
+  rules.add("min_max", minMaxRule);
+  rules.add("where", whereRule);
+  rules.add("abs", absRule);
   rules.add("same_as_input", sameAsInput);
   rules.add("unary_float", unaryFloat);
   rules.add("float_only", floatOnly);
