@@ -17,8 +17,8 @@
 #include "graft/Compiler.h"
 
 #include "graft/interp/Interpreter.h"
-#include "graft/serialize/Pt2.h"
 #include "graft/serialize/ProgramFile.h"
+#include "graft/serialize/Pt2.h"
 #include "graft/serialize/Synth.h"
 #include "graft/vulkan/GraphExecutor.h"
 
@@ -95,8 +95,7 @@ std::map<std::string, int> opCounts(const Graph &g) {
 
 /// Max abs difference of `program` run by `run` against the interpreter on
 /// `reference`, on the same random inputs (the dynamic sequence length 5).
-template <typename Run>
-double maxAbsError(const Graph &program, const Graph &reference, Run run) {
+template <typename Run> double maxAbsError(const Graph &program, const Graph &reference, Run run) {
   auto inputs = makeRandomInputs(reference, 7, {{"s0", 5}});
   EXPECT_TRUE(inputs.ok()) << (inputs.ok() ? "" : render(inputs.diags()));
   if (!inputs.ok())
