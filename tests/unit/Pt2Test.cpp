@@ -5,6 +5,7 @@
 // --quant mode, and every kind of bad input the issue lists.
 #include "graft/serialize/Pt2.h"
 #include "graft/ir/Verifier.h"
+#include "graft/ops/ShapeInference.h"
 #include "graft/serialize/Load.h"
 #include "graft/serialize/Synth.h"
 #include "graft/serialize/TextIR.h"
@@ -319,6 +320,61 @@ INSTANTIATE_TEST_SUITE_P(
                       FixtureCase{"tinynet_torch2_9", Pt2Layout::RawWeights, 14},
                       FixtureCase{"intx_subclass_torch2_10", Pt2Layout::RawWeights, 15}),
     [](const auto &info) { return std::string(info.param.file); });
+
+// ExecuTorch's Llama with a dynamic position, as torch.export writes
+// Rope.get_freqs (examples/models/llama/rope.py): input_pos[-1].item() ->
+// sym_constrain_range_for_size -> narrow(0, u0, 8), i.e. slice_copy(freqs,
+// 0, u0, add) with `add` = u0 + 8 in sym_int_values and range_constraints
+// keyed by u0. The fixture is `graft synth llama --dynamic-pos` (see
+// generate_fixtures.py); its JSON follows serialize.py (srepr expressions).
+TEST(Pt2Read, DynamicPositionNarrow) {
+  const std::string path = (kGolden / "llama_dynamic_pos_torch2_10.pt2").string();
+  Pt2Program p = readOk(path);
+  ASSERT_TRUE(p.graph);
+  const Graph &g = *p.graph;
+  EXPECT_TRUE(verify(g).empty()) << diagText(verify(g));
+  // u0 is renamed after its defining value; add's Dim is u0 + 8.
+  const SymbolRange *u0 = g.symbols().find("_local_scalar_dense");
+  ASSERT_NE(u0, nullptr);
+  EXPECT_EQ(*u0, (SymbolRange{0, 56}));
+  const Value *add = g.findValue("add");
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(dimOfSymInt(*add), Dim::symbol("_local_scalar_dense") + Dim(8));
+  EXPECT_EQ(g.findValue("slice_copy")->proto().str(), "f32[8, 8]");
+
+  // The archive spells what upstream's serializer does.
+  nlohmann::json j;
+  editModelJson(path, tmp("dynpos_probe.pt2"), [&](auto &m) { j = m; });
+  const auto &sym = j["graph_module"]["graph"]["sym_int_values"];
+  EXPECT_EQ(sym["add"]["as_expr"]["expr_str"], "Add(Symbol('u0', integer=True), Integer(8))");
+  EXPECT_EQ(sym["_local_scalar_dense"]["as_expr"]["expr_str"], "Symbol('u0', integer=True)");
+  EXPECT_FALSE(sym["add"]["as_expr"].contains("hint")); // unbacked: no hint
+  EXPECT_TRUE(j["range_constraints"].contains("u0"));
+  bool addNode = false;
+  for (const auto &n : j["graph_module"]["graph"]["nodes"])
+    addNode = addNode || n["target"] == "_operator.add";
+  EXPECT_TRUE(addNode);
+
+  // Older torch wrote sympy's str() instead of srepr(): the same graph.
+  std::string str = tmp("dynpos_str.pt2");
+  editModelJson(path, str, [](auto &m) {
+    auto &v = m["graph_module"]["graph"]["sym_int_values"];
+    v["add"]["as_expr"]["expr_str"] = "u0 + 8";
+    v["_local_scalar_dense"]["as_expr"]["expr_str"] = "u0";
+  });
+  Pt2Program q = readOk(str);
+  ASSERT_TRUE(q.graph);
+  EXPECT_EQ(text(*q.graph, tmp("dp_q.bin")), text(g, tmp("dp_g.bin")));
+
+  // Written back, it reads the same (the add's expression included).
+  std::string again = tmp("dynpos_again.pt2");
+  Pt2WriteOptions wo;
+  wo.provenance = &p.provenance;
+  ASSERT_TRUE(writePt2(g, again, wo).ok());
+  Pt2Program r = readOk(again);
+  ASSERT_TRUE(r.graph);
+  EXPECT_EQ(text(*r.graph, tmp("dp_r.bin")), text(g, tmp("dp_g.bin")));
+}
 
 TEST(Pt2Read, MappingFollowsTheExportSchema) {
   Pt2Program p = readOk((kGolden / "tinynet_torch2_9.pt2").string());
@@ -732,7 +788,9 @@ TEST(Pt2Write, FollowsTheSchemaAndTheArchiveLayout) {
         "is_single_tensor_return", "custom_obj_values", "sym_float_values"})
     EXPECT_TRUE(g.contains(k)) << k;
   for (const auto &n : g["nodes"]) {
-    EXPECT_EQ(std::string(n["target"]).rfind("torch.ops.", 0), 0u);
+    std::string target = n["target"];
+    // Python sym ops (the narrow end u0 + s0) are spelled like torch.fx's builtins.
+    EXPECT_TRUE(target.rfind("torch.ops.", 0) == 0 || target.rfind("_operator.", 0) == 0) << target;
     for (const auto &a : n["inputs"]) {
       EXPECT_TRUE(a["kind"] == 1 || a["kind"] == 2);
       EXPECT_EQ(a["arg"].size(), 1u); // single-key unions
@@ -922,9 +980,14 @@ TEST(Pt2Synth, NamesAndShapesFollowTorchExport) {
        {"param %p_layers_0_attention_wq_parametrizations_weight_original0 : i8[64, 64]",
         "buffer %b_freqs_cos : f32[128, 8] fqn=\"freqs_cos\" persistent=false",
         "input %tokens : i64[1, s0]", "%sym_size_int : symint = aten.sym_size.int(%tokens, 1)",
-        "%_local_scalar_dense : symint = aten._local_scalar_dense.default(%input_pos)",
-        "aten.sym_constrain_range_for_size.default(%_local_scalar_dense, min=0, max=127)",
-        "= aten.slice_copy.Tensor(%b_freqs_cos, 0, 0, %sym_size_int)",
+        // Rope.get_freqs: narrow(0, input_pos[-1].item(), seqlen).
+        "%select_copy : i64[] = aten.select_copy.int(%input_pos, 0, -1)",
+        "%_local_scalar_dense : symint = aten._local_scalar_dense.default(%select_copy)",
+        "aten.sym_constrain_range_for_size.default(%_local_scalar_dense)",
+        "%add : symint = operator.add(%_local_scalar_dense, %sym_size_int)",
+        "%le_1 : symbool = operator.le(%add, 128)",
+        "%slice_copy : f32[s0, 8] = aten.slice_copy.Tensor(%b_freqs_cos, 0, "
+        "%_local_scalar_dense, %add)",
         "%getitem : f32[1, s0], %getitem_1 : i8[1, s0] = "
         "torchao.choose_qparams_affine.default(%mul_1, "
         "\"ASYMMETRIC\", [1, 1, 64], i8, -128, 127, none, none, i8)",

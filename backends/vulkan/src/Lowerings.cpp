@@ -1167,6 +1167,13 @@ std::map<std::string, Lowering, std::less<>> buildLowerings() {
   m["aten.sym_constrain_range_for_size.default"] = hostLowering("host", false, false);
   m["aten.sym_constrain_range.default"] = hostLowering("host", false, false);
   m["aten._assert_scalar.default"] = hostLowering("host", false, false);
+  // Python sym arithmetic on host scalars (engine/ops/sym.yaml), run by the
+  // reference kernels: the narrow end u0 + seqlen stays in the program.
+  for (const char *t :
+       {"operator.add", "operator.sub", "operator.mul", "operator.floordiv", "operator.mod",
+        "operator.neg", "torch.sym_max", "torch.sym_min", "operator.eq", "operator.ne",
+        "operator.lt", "operator.le", "operator.gt", "operator.ge"})
+    m[t] = hostLowering("host", false, false);
   m["aten._local_scalar_dense.default"] = scalarReadLowering(false);
   m["et_vk.select_as_symint.default"] = scalarReadLowering(true);
   m["et_vk.linear_q4gsw.default"] = q4Lowering("linear_q4gsw", false);

@@ -4,8 +4,9 @@
 //    the executor's kernel checks (vulkanUnsupportedReason) and the target's
 //    buffer limit.
 // 2. Co-location groups (an assertion, the scalar read it constrains, the
-//    select feeding the read, the nodes using the scalar) move to the CPU
-//    together when any member must.
+//    select feeding the read, the sym arithmetic between them and on the
+//    scalar, the nodes using the scalar) move to the CPU together when any
+//    member must.
 // 3. Supported nodes are merged along graph edges, in topological order,
 //    whenever the merged set stays convex; convexity is checked with a BFS on
 //    a Boost filtered_graph: merging P and Q is rejected when a node outside
@@ -326,6 +327,11 @@ bool isAssertion(const std::string &t) {
          t == "aten.sym_constrain_range.default" || t == "aten._assert_scalar.default";
 }
 
+/// Python sym arithmetic and comparisons (engine/ops/sym.yaml): host steps.
+bool isSymOp(const std::string &t) {
+  return t.rfind("operator.", 0) == 0 || t.rfind("torch.sym_", 0) == 0;
+}
+
 bool isScalarRead(const std::string &t) {
   return t == "aten._local_scalar_dense.default" || t == "et_vk.select_as_symint.default";
 }
@@ -483,18 +489,37 @@ Expected<PartitionReport> partitionGraph(const Graph &graph, const TargetProfile
               inGroup[*q] = 1;
             }
           });
-          // ... and so do the nodes that use the scalar (slice_copy, views).
-          for (Value *out : pn->outputs())
-            for (Node *user : out->users()) {
+          // ... and so do the nodes that use the scalar (slice_copy, views),
+          // directly or through host-side sym arithmetic (the end u0 + 8 of
+          // a narrow), which joins the group as well.
+          std::vector<const Value *> fwd(pn->outputs().begin(), pn->outputs().end());
+          std::set<const Value *> fwdSeen;
+          while (!fwd.empty()) {
+            const Value *s = fwd.back();
+            fwd.pop_back();
+            if (!fwdSeen.insert(s).second)
+              continue;
+            for (Node *user : s->users()) {
               std::size_t u = index.at(user);
-              if (!isAssertion(user->target()) && !user->outputs().empty() &&
-                  std::any_of(user->outputs().begin(), user->outputs().end(),
-                              [](Value *o) { return o->isTensor(); })) {
-                groups.unite(i, u);
-                inGroup[u] = 1;
-              }
+              if (isAssertion(user->target()) || user->outputs().empty())
+                continue;
+              bool tensorOut = std::any_of(user->outputs().begin(), user->outputs().end(),
+                                           [](Value *o) { return o->isTensor(); });
+              if (!tensorOut && !isSymOp(user->target()))
+                continue;
+              groups.unite(i, u);
+              inGroup[u] = 1;
+              if (!tensorOut)
+                fwd.insert(fwd.end(), user->outputs().begin(), user->outputs().end());
             }
+          }
         } else if (!pn->outputs().empty()) {
+          // A sym op between the assertion and the scalar (operator.le in
+          // _assert_scalar(le(u0 + s0, 64))) is a host step of the group.
+          if (isSymOp(pn->target())) {
+            groups.unite(i, *p);
+            inGroup[*p] = 1;
+          }
           pn->forEachOperand([&](Value *w) { work.push_back(w); });
         }
       }

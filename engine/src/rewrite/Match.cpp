@@ -492,8 +492,13 @@ bool Matcher::matchArg(const Goal &g, int depth) {
         lit = meant;
     if (!literalMatches(*lit, arg)) {
       fail(p.site, depth, [&] {
+        // Say when the node's value is a None read by its meaning.
+        std::string has = formatArgument(arg);
+        if (g.node && g.layout && g.param >= 0 && !arg.isNone() &&
+            layoutArg(*g.node, *g.layout, g.param)->isNone())
+          has = "none (meaning " + has + ")";
         return argLabel(g) + ": expected " + formatArgument(p.src->literal) + ", node %" +
-               (g.node ? g.node->name() : std::string("?")) + " has " + formatArgument(arg);
+               (g.node ? g.node->name() : std::string("?")) + " has " + has;
       });
       return false;
     }

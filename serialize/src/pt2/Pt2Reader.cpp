@@ -888,7 +888,9 @@ private:
       std::string where =
           "node '" + (results.empty() ? target : results[0].name) + "' (" + target + ")";
 
-      const OpSchema *schema = registry_.lookup(target);
+      // Python sym ops have no overload in the file (`_operator.add`); the
+      // registry declares them as operator.add.default.
+      const OpSchema *schema = registry_.lookup(canonicalTarget(target));
       GRAFT_TRY(JsonRef inputs, n.field("inputs"));
       GRAFT_TRY(auto inList, inputs.array());
       std::vector<Argument> args;

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace graft {
 
@@ -161,7 +162,8 @@ public:
   Expected<std::vector<Value *>> call(const std::string &target,
                                       const std::vector<std::pair<std::string, Argument>> &named,
                                       const std::string &base = {}) {
-    const OpSchema *s = reg_.lookup(target);
+    // Python sym ops keep their IR spelling (operator.add) as the target.
+    const OpSchema *s = reg_.lookup(canonicalTarget(target));
     if (!s)
       return Diagnostic::internal("synth: unknown op " + target);
     std::vector<std::optional<Argument>> full(s->args.size());
@@ -198,7 +200,9 @@ public:
     for (std::size_t i = 0; i < s->returns.size(); ++i) {
       Graph::ResultSpec r;
       const SchemaType &t = s->returns[i].type;
-      r.kind = t.base == SchemaType::Base::Tensor ? ValueKind::Tensor : ValueKind::SymInt;
+      r.kind = t.base == SchemaType::Base::Tensor ? ValueKind::Tensor
+               : s->inferRule == "sym_compare"    ? ValueKind::SymBool
+                                                  : ValueKind::SymInt;
       r.name = fresh(s->returns.size() > 1 ? "getitem" : b);
       results.push_back(std::move(r));
     }
@@ -353,8 +357,9 @@ public:
     } else {
       tokens = g_.addInput(InputKind::UserInput, "tokens", TensorProto(DType::I64, {1, o_.seqLen}));
     }
+    bool dynamicPos = o_.dynamicSeq || o_.dynamicPos;
     Value *inputPos = nullptr;
-    if (o_.dynamicSeq)
+    if (dynamicPos)
       inputPos = g_.addInput(InputKind::UserInput, "input_pos", TensorProto(DType::I64, {1}));
 
     b_.scope({{"", kTransformer}}, "h = self.tok_embeddings(tokens)");
@@ -362,15 +367,6 @@ public:
       GRAFT_TRY(Value * s,
                 b_.call1("aten.sym_size.int", {{"self", tokens}, {"dim", 1}}, "sym_size_int"));
       seq = Argument(s);
-      // The start position is data: item() gives an unbacked symbol that the
-      // model constrains like torch._check_is_size / torch._check would.
-      b_.scope({{"", kTransformer}}, "input_pos_item = input_pos[-1].item()");
-      GRAFT_TRY(Value * pos, b_.call1("aten._local_scalar_dense.default", {{"self", inputPos}}));
-      g_.symbols().declare(pos->name(), SymbolRange{0, o_.maxSeqLen - 1});
-      GRAFT_TRY(auto none,
-                b_.call("aten.sym_constrain_range_for_size.default",
-                        {{"size", pos}, {"min", int64_t(0)}, {"max", int64_t(o_.maxSeqLen - 1)}}));
-      (void)none;
     } else {
       seq = Argument(int64_t(o_.seqLen));
     }
@@ -378,11 +374,28 @@ public:
     b_.scope({{"", kTransformer}, {"tok_embeddings", "torch.nn.modules.sparse.Embedding"}},
              "h = self.tok_embeddings(tokens)");
     GRAFT_TRY(Value * h, embedding(*emb, tokens));
-    b_.scope({{"", kTransformer}}, "freqs_cos = self.freqs_cos[:seqlen]");
-    GRAFT_TRY(Value * cos, b_.call1("aten.slice_copy.Tensor",
-                                    {{"self", cosT}, {"dim", 0}, {"start", 0}, {"end", seq}}));
-    GRAFT_TRY(Value * sin, b_.call1("aten.slice_copy.Tensor",
-                                    {{"self", sinT}, {"dim", 0}, {"start", 0}, {"end", seq}}));
+    Value *cos = nullptr, *sin = nullptr;
+    if (dynamicPos && !o_.ropePrefixSlice) {
+      GRAFT_TRY(std::tie(cos, sin), ropeTablesAtPosition(inputPos, seq, cosT, sinT));
+    } else {
+      if (dynamicPos) {
+        // graft's earlier spelling: the position is read and constrained, and
+        // the tables are cut from 0 (right for a prefill from position 0).
+        b_.scope({{"", kTransformer}}, "input_pos_item = input_pos[-1].item()");
+        GRAFT_TRY(Value * pos, b_.call1("aten._local_scalar_dense.default", {{"self", inputPos}}));
+        g_.symbols().declare(pos->name(), SymbolRange{0, o_.maxSeqLen - 1});
+        GRAFT_TRY(
+            auto none,
+            b_.call("aten.sym_constrain_range_for_size.default",
+                    {{"size", pos}, {"min", int64_t(0)}, {"max", int64_t(o_.maxSeqLen - 1)}}));
+        (void)none;
+      }
+      b_.scope({{"", kTransformer}}, "freqs_cos = self.freqs_cos[:seqlen]");
+      GRAFT_TRY(cos, b_.call1("aten.slice_copy.Tensor",
+                              {{"self", cosT}, {"dim", 0}, {"start", 0}, {"end", seq}}));
+      GRAFT_TRY(sin, b_.call1("aten.slice_copy.Tensor",
+                              {{"self", sinT}, {"dim", 0}, {"start", 0}, {"end", seq}}));
+    }
     (void)grouped;
 
     for (int l = 0; l < o_.layers; ++l) {
@@ -783,6 +796,55 @@ private:
       GRAFT_TRY(n, b_.call1("aten._to_copy.default", {{"self", n}, {"dtype", dt_}}));
     }
     return b_.call1("aten.mul.Tensor", {{"self", n}, {"other", weight}});
+  }
+
+  /// The rotary tables at the dynamic position, spelled as torch.export
+  /// writes ExecuTorch's Rope.get_freqs with use_kv_cache and
+  /// enable_dynamic_shape (examples/models/llama/rope.py):
+  ///   input_pos_item = input_pos[-1].item()      select_copy, _local_scalar_dense
+  ///   torch._check_is_size(input_pos_item)        sym_constrain_range_for_size
+  ///   torch._check(input_pos_item < max_seq_len)  u0's range, an _assert_scalar
+  ///   freqs_cos.narrow(0, input_pos_item, seqlen) slice_copy(t, 0, u0, u0 + seqlen)
+  /// narrow also checks u0 <= max_seq_len - seqlen: with a static seqlen that
+  /// narrows u0's range (so `add` is u0 + 8 and the range [0, M - 8]); with a
+  /// symbolic one it stays a relation between two symbols, which export keeps
+  /// as a runtime assertion on the end (u0 + s0 <= M).
+  Expected<std::pair<Value *, Value *>> ropeTablesAtPosition(Value *inputPos, const Argument &seq,
+                                                             Value *cosT, Value *sinT) {
+    int64_t M = o_.maxSeqLen;
+    std::vector<std::pair<std::string, std::string>> top = {{"", kTransformer}};
+    b_.scope(top, "input_pos_item = input_pos[-1].item()");
+    GRAFT_TRY(Value * last, b_.call1("aten.select_copy.int",
+                                     {{"self", inputPos}, {"dim", 0}, {"index", int64_t(-1)}}));
+    GRAFT_TRY(Value * pos, b_.call1("aten._local_scalar_dense.default", {{"self", last}}));
+    int64_t hi = seq.isInt() ? M - seq.integer() : M - 1;
+    g_.symbols().declare(pos->name(), SymbolRange{0, hi});
+    b_.scope(top, "torch._check_is_size(input_pos_item)");
+    GRAFT_TRY(auto none, b_.call("aten.sym_constrain_range_for_size.default", {{"size", pos}}));
+    (void)none;
+    // The file names the first unbacked symbol u0 (Pt2Writer).
+    auto check = [&](Value *lhs, int64_t bound, const std::string &expr) -> Status {
+      GRAFT_TRY(Value * le, b_.call1("operator.le", {{"a", lhs}, {"b", bound}}, "le"));
+      GRAFT_TRY(auto r, b_.call("aten._assert_scalar.default",
+                                {{"self", le},
+                                 {"assert_msg", "Runtime assertion failed for expression " + expr +
+                                                    " <= " + std::to_string(bound) + " on node '" +
+                                                    le->name() + "'"}}));
+      (void)r;
+      return okStatus();
+    };
+    b_.scope(top, "torch._check(input_pos_item < self.params.max_seq_len)");
+    GRAFT_CHECK_OK(check(pos, hi, "u0"));
+    b_.scope(top, "freqs_cos = self.freqs_cos.narrow(0, input_pos_item, seq_len)");
+    GRAFT_TRY(Value * end, b_.call1("operator.add", {{"a", pos}, {"b", seq}}, "add"));
+    if (!seq.isInt())
+      GRAFT_CHECK_OK(check(end, M, "u0 + s0"));
+    GRAFT_TRY(Value * cos, b_.call1("aten.slice_copy.Tensor",
+                                    {{"self", cosT}, {"dim", 0}, {"start", pos}, {"end", end}}));
+    b_.scope(top, "freqs_sin = self.freqs_sin.narrow(0, input_pos_item, seq_len)");
+    GRAFT_TRY(Value * sin, b_.call1("aten.slice_copy.Tensor",
+                                    {{"self", sinT}, {"dim", 0}, {"start", pos}, {"end", end}}));
+    return std::pair{cos, sin};
   }
 
   /// apply_rotary_emb on [1, S, heads, hd]: pairs (even, odd) rotated by (cos, sin).

@@ -80,7 +80,16 @@ struct LlamaSynthOptions {
   bool tiedEmbeddings = false;
   /// How qat-4w / qat-8da4w write the fake quantization.
   SynthQatSpelling qatSpelling = SynthQatSpelling::Upstream;
+  /// A symbolic sequence length s0 in [1, maxSeqLen], read at a dynamic
+  /// position `input_pos` (implies dynamicPos).
   bool dynamicSeq = false;
+  /// A dynamic position with the static seqLen: the rotary tables are cut as
+  /// ExecuTorch's Rope.get_freqs does, narrow(0, input_pos[-1].item(),
+  /// seqlen), i.e. slice_copy(t, 0, u0, u0 + seqLen).
+  bool dynamicPos = false;
+  /// graft's earlier spelling of a dynamic position: the tables are cut
+  /// [:seqlen] from 0 and the position is only read and constrained.
+  bool ropePrefixSlice = false;
   uint64_t seed = 1;
 };
 
