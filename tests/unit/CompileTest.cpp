@@ -119,6 +119,39 @@ TEST_F(CompileTest, ShippedRulesAreEmbedded) {
   EXPECT_GE(rules->files().size(), files.size());
 }
 
+// The golden fixture spelled as torch.export writes ExecuTorch's Llama with a
+// dynamic position (tests/golden/pt2/llama_dynamic_pos_torch2_10.pt2):
+// _local_scalar_dense -> sym_constrain_range_for_size -> operator.add
+// (u0 + 8) -> slice_copy. The sym steps are host steps of the one partition,
+// and the program matches the interpreter at several positions.
+TEST_F(CompileTest, DynamicPositionNarrowIsOnePartition) {
+  std::string model =
+      (fs::path(GRAFT_TEST_DATA_DIR) / "golden" / "pt2" / "llama_dynamic_pos_torch2_10.pt2")
+          .string();
+  CompileOptions opts;
+  opts.output = path("dynpos.vkprog");
+  auto r = compile(model, opts);
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  EXPECT_EQ(r->summary.partitions, 1u) << r->summary.text();
+  EXPECT_EQ(r->summary.cpuNodes, 0u) << r->summary.text();
+  auto back = readProgram(opts.output);
+  ASSERT_TRUE(back.ok()) << render(back.diags());
+  bool hostAdd = false;
+  for (const ProgramNodePlan &p : back->plan) {
+    EXPECT_NE(p.placement, "cpu") << p.node << ": " << p.reason;
+    hostAdd = hostAdd || (p.node == "add" && p.placement == "host");
+  }
+  EXPECT_TRUE(hostAdd) << "operator.add is not a host step";
+
+  GRAFT_REQUIRE_VULKAN();
+  auto original = load(model);
+  ASSERT_TRUE(original.ok());
+  for (int64_t pos : {0, 5, 56})
+    EXPECT_LT(deviceVsReference(*back->graph, *original->graph, {{"_local_scalar_dense", pos}}),
+              1e-4)
+        << "position " << pos;
+}
+
 TEST_F(CompileTest, ApiFusesPartitionsAndRoundTrips4w) {
   std::string model = synth(SynthQuant::W4, /*dynamicSeq=*/true, "m4w.pt2");
   CompileOptions opts;

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 using namespace graft;
 
 namespace {
@@ -128,6 +130,89 @@ TEST(Interpreter, ConstrainRangeViolation) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(firstError(r), "node #1 (aten.sym_constrain_range_for_size.default): Invalid value "
                            "range for 500 between [0, 100].");
+}
+
+// The Python sym ops torch.export writes on SymInts, with Python semantics:
+// floor division toward -inf, the remainder with the divisor's sign, float
+// promotion, comparisons as SymBools; errors name the node.
+TEST(Interpreter, PythonSymOps) {
+  auto eval = [](const std::string &target, std::vector<Argument> args, ValueKind kind,
+                 std::vector<RuntimeValue> in = {}) -> Expected<std::vector<RuntimeValue>> {
+    TestGraph t;
+    std::vector<Argument> bound;
+    for (Argument &a : args)
+      bound.push_back(std::move(a));
+    // A SymInt user input stands for the first operand when `in` is given.
+    if (!in.empty()) {
+      Value *s = t.g.addScalarInput(ValueKind::SymInt, "s");
+      t.inputs = in;
+      bound[0] = Argument(s);
+    }
+    Node *n = t.g.createNode(target, std::move(bound), {}, {{"r", kind, TensorProto()}});
+    return t.run({n->output()});
+  };
+  auto i64 = [&](const std::string &target, int64_t a, int64_t b) -> int64_t {
+    auto r = eval(target, {a, b}, ValueKind::SymInt, {RuntimeValue(a)});
+    EXPECT_TRUE(r.ok()) << target << ": " << (r.ok() ? "" : render(r.diags()));
+    return r.ok() ? std::get<int64_t>((*r)[0]) : 0;
+  };
+  EXPECT_EQ(i64("operator.add", 40, 8), 48);
+  EXPECT_EQ(i64("operator.sub", 3, 8), -5);
+  EXPECT_EQ(i64("operator.mul", -6, 7), -42);
+  EXPECT_EQ(i64("operator.floordiv", 7, 2), 3);
+  EXPECT_EQ(i64("operator.floordiv", -7, 2), -4);
+  EXPECT_EQ(i64("operator.floordiv", 7, -2), -4);
+  EXPECT_EQ(i64("operator.mod", -7, 2), 1);
+  EXPECT_EQ(i64("operator.mod", 7, -2), -1);
+  EXPECT_EQ(i64("torch.sym_max", 3, 9), 9);
+  EXPECT_EQ(i64("torch.sym_min", 3, 9), 3);
+
+  auto neg = eval("operator.neg", {int64_t(5)}, ValueKind::SymInt, {RuntimeValue(int64_t(5))});
+  ASSERT_TRUE(neg.ok()) << render(neg.diags());
+  EXPECT_EQ(std::get<int64_t>((*neg)[0]), -5);
+  auto f = eval("operator.floordiv", {int64_t(7), 2.0}, ValueKind::SymFloat,
+                {RuntimeValue(int64_t(-7))});
+  ASSERT_TRUE(f.ok()) << render(f.diags());
+  EXPECT_EQ(std::get<double>((*f)[0]), -4.0);
+  auto fm =
+      eval("operator.mod", {int64_t(7), -2.5}, ValueKind::SymFloat, {RuntimeValue(int64_t(7))});
+  ASSERT_TRUE(fm.ok()) << render(fm.diags());
+  EXPECT_EQ(std::get<double>((*fm)[0]), -0.5);
+  for (auto [target, want] : {std::pair{"operator.le", true},
+                              {"operator.lt", false},
+                              {"operator.ge", true},
+                              {"operator.gt", false},
+                              {"operator.eq", true},
+                              {"operator.ne", false}}) {
+    auto c =
+        eval(target, {int64_t(64), int64_t(64)}, ValueKind::SymBool, {RuntimeValue(int64_t(64))});
+    ASSERT_TRUE(c.ok()) << target << ": " << render(c.diags());
+    EXPECT_EQ(std::get<bool>((*c)[0]), want) << target;
+  }
+
+  auto zero =
+      eval("operator.mod", {int64_t(3), int64_t(0)}, ValueKind::SymInt, {RuntimeValue(int64_t(3))});
+  EXPECT_EQ(firstError(zero), "node %r (operator.mod.default): integer division or modulo by zero");
+  auto big = eval("operator.mul", {int64_t(0), int64_t(4)}, ValueKind::SymInt,
+                  {RuntimeValue(std::numeric_limits<int64_t>::max())});
+  EXPECT_NE(firstError(big).find("does not fit in int64"), std::string::npos) << firstError(big);
+}
+
+// The narrow ExecuTorch's Llama does on its rotary tables, as exported:
+// item() -> sym_constrain_range_for_size -> add -> slice [u0 : u0 + 2].
+TEST(Interpreter, NarrowAtADynamicPosition) {
+  TestGraph t;
+  Value *table = t.constant("freqs", Tensor::fromDoubles(DType::F32, {6, 1}, {0, 1, 2, 3, 4, 5}));
+  Value *posT = t.input("input_pos", Tensor::fromInts(DType::I64, {1}, {3}));
+  Node *item = t.g.createNode("aten._local_scalar_dense.default", {posT}, {},
+                              {{"u0", ValueKind::SymInt, TensorProto()}});
+  t.g.symbols().declare("u0", SymbolRange{0, 4});
+  t.g.createNode("aten.sym_constrain_range_for_size.default", {item->output()}, {}, {});
+  Node *add = t.g.createNode("operator.add", {item->output(), int64_t(2)}, {},
+                             {{"add", ValueKind::SymInt, TensorProto()}});
+  Value *y = t.op("aten.slice_copy.Tensor", {table, int64_t(0), item->output(), add->output()}, {},
+                  DType::F32, {2, 1});
+  EXPECT_EQ(values(t.run1(y)), (std::vector<double>{3, 4}));
 }
 
 TEST(Interpreter, ResultShapeMismatchNamesNodeAndPrototype) {

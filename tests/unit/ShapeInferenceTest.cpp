@@ -438,6 +438,76 @@ TEST_F(Infer, SymbolicScalarsAndAssertions) {
   EXPECT_EQ((*sel)[0].kind, ValueKind::SymInt);
 }
 
+// Python sym ops as torch.export writes them (`operator.add`, ...): their
+// results' kinds, their Dims (dimOfSymInt), and a narrow's slice
+// [u0 : u0 + seqlen] bounded by the symbol ranges or by a runtime assertion.
+TEST_F(Infer, SymArithmeticAndNarrowSlices) {
+  auto sym = [&](const std::string &target, std::vector<Argument> args,
+                 ValueKind kind = ValueKind::SymInt) {
+    Node *n = g.createNode(target, std::move(args), {}, {{g.uniqueName("v"), kind, TensorProto()}});
+    n->setSchema(OpRegistry::builtin().lookup(canonicalTarget(target)));
+    EXPECT_NE(n->schema(), nullptr) << target;
+    auto r = inferResults(*n, g.symbols());
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : render(r.diags()));
+    if (r.ok() && r->size() == 1) {
+      EXPECT_EQ((*r)[0].kind, kind) << target;
+    }
+    return n->output();
+  };
+  // The unbacked position, named after its defining value (docs/pt2.md).
+  Value *pos = sym("aten._local_scalar_dense.default", {in("input_pos", DType::I64, {1})});
+  std::string u = pos->name();
+  declare(u, 0, 56);
+  Value *end = sym("operator.add", {pos, int64_t(8)});
+  EXPECT_EQ(dimOfSymInt(*end), S(u.c_str()) + Dim(8));
+  EXPECT_EQ(dimOfSymInt(*sym("operator.sub", {end, pos})), Dim(8));
+  EXPECT_EQ(dimOfSymInt(*sym("operator.mul", {pos, int64_t(3)})), S(u.c_str()) * 3);
+  EXPECT_EQ(dimOfSymInt(*sym("operator.neg", {pos})), S(u.c_str()) * -1);
+  EXPECT_EQ(dimOfSymInt(*sym("operator.floordiv", {int64_t(-7), int64_t(2)})), Dim(-4));
+  EXPECT_EQ(dimOfSymInt(*sym("operator.mod", {int64_t(-7), int64_t(2)})), Dim(1));
+  EXPECT_EQ(dimOfSymInt(*sym("operator.floordiv", {pos, int64_t(2)})).str(), u + "//2");
+  EXPECT_EQ(dimOfSymInt(*sym("operator.mod", {pos, int64_t(4)})).str(), u + "%4");
+  EXPECT_EQ(dimOfSymInt(*sym("torch.sym_max", {pos, int64_t(1)})).str(), "Max(" + u + ", 1)");
+  EXPECT_EQ(dimOfSymInt(*sym("torch.sym_min", {int64_t(3), int64_t(5)})), Dim(3));
+  sym("operator.add", {pos, 0.5}, ValueKind::SymFloat);
+  sym("operator.le", {end, int64_t(64)}, ValueKind::SymBool);
+
+  // freqs.narrow(0, u0, 8) with u0 in [0, 56]: slice [u0 : u0 + 8] of 64 rows.
+  Value *freqs = in("freqs", DType::F32, {64, 16});
+  EXPECT_PROTO(one("aten.slice_copy.Tensor", {freqs, int64_t(0), pos, end}), "f32[8, 16]");
+  // Past the table's end the range cannot place the end: an error, not a guess.
+  Value *pos2 = sym("aten._local_scalar_dense.default", {in("p2", DType::I64, {1})});
+  declare(pos2->name(), 0, 63);
+  Value *end2 = sym("operator.add", {pos2, int64_t(8)});
+  EXPECT_ERR(err("aten.slice_copy.Tensor", {freqs, int64_t(0), pos2, end2}),
+             "cannot determine where slice end");
+  // A symbolic length: u0 + s0 <= 64 is a relation between two symbols, which
+  // export keeps as a runtime assertion; with it the slice has s0 rows.
+  declare("s0", 1, 64);
+  Value *tokens = in("tokens", DType::I64, {1, S("s0")});
+  Value *seq = sym("aten.sym_size.int", {tokens, int64_t(1)});
+  Value *end3 = sym("operator.add", {pos2, seq});
+  EXPECT_ERR(err("aten.slice_copy.Tensor", {freqs, int64_t(0), pos2, end3}),
+             "cannot determine where slice end");
+  Value *le = sym("operator.le", {end3, int64_t(64)}, ValueKind::SymBool);
+  g.createNode("aten._assert_scalar.default", {le, std::string("u0 + s0 <= 64")}, {}, {})
+      ->setSchema(OpRegistry::builtin().lookup("aten._assert_scalar.default"));
+  EXPECT_PROTO(one("aten.slice_copy.Tensor", {freqs, int64_t(0), pos2, end3}), "f32[s0, 16]");
+  // An unasserted comparison proves nothing.
+  Value *pos4 = sym("aten._local_scalar_dense.default", {in("p4", DType::I64, {1})});
+  declare(pos4->name(), 0, 63);
+  Value *end4 = sym("operator.add", {pos4, seq});
+  sym("operator.le", {end4, int64_t(64)}, ValueKind::SymBool);
+  EXPECT_ERR(err("aten.slice_copy.Tensor", {freqs, int64_t(0), pos4, end4}),
+             "cannot determine where slice end");
+  // A tensor operand is refused with a diagnostic.
+  Node *bad = g.createNode("operator.add", {freqs, int64_t(1)}, {},
+                           {{g.uniqueName("v"), ValueKind::SymInt, TensorProto()}});
+  bad->setSchema(OpRegistry::builtin().lookup("operator.add.default"));
+  auto r = inferResults(*bad, g.symbols());
+  EXPECT_FALSE(r.ok());
+}
+
 TEST_F(Infer, FailuresAreDiagnostics) {
   Value *x = in("x", DType::F32, {2});
   Node *n =

@@ -42,12 +42,12 @@ std::optional<int64_t> pyFloorDiv(int64_t a, int64_t b) {
 /// The Dim of a Python sym-op result (operator.add, ..., torch.sym_max),
 /// from its operands' Dims; nullopt when `target` is no such op or an
 /// operand is not an int. Non-linear results are opaque dims spelled the way
-/// the text IR and SymExpr.cpp spell them (`(a)//(b)`, `(a)%(b)`, `Max(a, b)`).
+/// the text IR and SymExpr.cpp spell them (`u0//2`, `u0%4`, `Max(u0, 1)`).
 std::optional<Dim> symArithDim(const Node &p, const std::string &target) {
-  static const char *const kOps[] = {
-      "operator.add.default",      "operator.sub.default", "operator.mul.default",
-      "operator.floordiv.default", "operator.mod.default", "operator.neg.default",
-      "torch.sym_max.default",     "torch.sym_min.default"};
+  static const char *const kOps[] = {"operator.add.default",  "operator.sub.default",
+                                     "operator.mul.default",  "operator.floordiv.default",
+                                     "operator.mod.default",  "operator.neg.default",
+                                     "torch.sym_max.default", "torch.sym_min.default"};
   bool known = false;
   for (const char *op : kOps)
     known = known || target == op;
@@ -97,8 +97,8 @@ std::optional<Dim> symArithDim(const Node &p, const std::string &target) {
     return Dim::opaque(parenthesized(*a) + "%" + parenthesized(*b));
   if (*a == *b)
     return *a;
-  return Dim::opaque(std::string(target == "torch.sym_max.default" ? "Max(" : "Min(") +
-                     a->str() + ", " + b->str() + ")");
+  return Dim::opaque(std::string(target == "torch.sym_max.default" ? "Max(" : "Min(") + a->str() +
+                     ", " + b->str() + ")");
 }
 
 } // namespace
