@@ -152,6 +152,170 @@ TEST(VulkanKernels, Unary) {
     }
 }
 
+//===-- The elementwise ops ops.yaml claims -------------------------------===//
+// exp, abs, reciprocal, maximum, minimum, clamp and where, on random inputs
+// over several shapes (broadcasting, promotion, f16) and on hand-picked edge
+// values (NaN, infinities, signed zeros, ties, min > max, NaN bounds).
+
+/// Runs `gir` on the device (every node on the device, no fallback) and on
+/// the interpreter with `inputs`; outputs within `tol`, NaN / inf matching,
+/// and with a zero tolerance the sign of every zero matching too.
+void checkWithInputs(const std::string &gir, const std::vector<RuntimeValue> &inputs,
+                     Tolerance tol) {
+  SCOPED_TRACE(gir);
+  auto g = parseGraph(gir, "test.gir");
+  ASSERT_TRUE(g.ok()) << render(g.diags());
+  auto ref = Interpreter().run(**g, inputs);
+  ASSERT_TRUE(ref.ok()) << render(ref.diags());
+  auto exec = vk::GraphExecutor::create(*context(), **g);
+  ASSERT_TRUE(exec.ok()) << render(exec.diags());
+  auto out = (*exec)->run(inputs);
+  ASSERT_TRUE(out.ok()) << render(out.diags());
+  ASSERT_EQ(out->size(), ref->size());
+  for (std::size_t i = 0; i < out->size(); ++i) {
+    const Tensor &a = std::get<Tensor>((*out)[i]);
+    const Tensor &e = std::get<Tensor>((*ref)[i]);
+    EXPECT_EQ(allClose(a, e, tol), "") << "output " << i;
+    if (tol.abs == 0 && tol.rel == 0 && a.sizes() == e.sizes())
+      for (int64_t k = 0; k < a.numel(); ++k)
+        if (e.getDouble(k) == 0) {
+          EXPECT_EQ(std::signbit(a.getDouble(k)), std::signbit(e.getDouble(k)))
+              << "output " << i << " element " << k << ": sign of zero";
+        }
+  }
+}
+
+const std::vector<std::vector<int64_t>> kElementwiseShapes = {{1}, {63}, {3, 65}, {2, 3, 129}};
+
+TEST(VulkanKernels, ExpAbsReciprocal) {
+  GRAFT_REQUIRE_VULKAN();
+  const bool f16 = context()->info().storageBuffer16BitAccess;
+  const std::vector<UnaryCase> cases = {
+      {"abs", kExact}, {"exp", kTranscendental}, {"reciprocal", kUlps}};
+  for (const UnaryCase &c : cases)
+    for (const char *dt : {"f32", "f16"}) {
+      if (std::string(dt) == "f16" && !f16)
+        continue;
+      // f16: one rounding of the f32 result, so an f16 ulp at most.
+      Tolerance tol = std::string(dt) == "f16" ? kHalfUlp : c.tol;
+      for (const std::vector<int64_t> &shape : kElementwiseShapes) {
+        std::ostringstream g;
+        g << "graph @t {\n  input %a : " << dt << shapeStr(shape) << "\n  %o : " << dt
+          << shapeStr(shape) << " = aten." << c.op << ".default(%a)\n  output %o\n}\n";
+        SCOPED_TRACE(g.str());
+        checkGraph(g.str(), c.op == "abs" ? kExact : tol, 13);
+      }
+    }
+}
+
+TEST(VulkanKernels, MaximumMinimumClampWhere) {
+  GRAFT_REQUIRE_VULKAN();
+  const bool f16 = context()->info().storageBuffer16BitAccess;
+  for (const char *dt : {"f32", "f16"}) {
+    if (std::string(dt) == "f16" && !f16)
+      continue;
+    for (const char *op : {"maximum", "minimum"})
+      for (const BinaryCase &c : kBinaryShapes) {
+        std::ostringstream g;
+        g << "graph @t {\n  input %a : " << dt << shapeStr(c.a) << "\n  input %b : " << dt
+          << shapeStr(c.b) << "\n  %o : " << dt << broadcastShape(c.a, c.b) << " = aten." << op
+          << ".default(%a, %b)\n  output %o\n}\n";
+        SCOPED_TRACE(g.str());
+        checkGraph(g.str(), kExact, 7);
+      }
+    for (const char *bounds : {"min=-0.5, max=0.25", "min=0.7, max=-0.2", "min=0.1", "max=-0.3"})
+      for (const std::vector<int64_t> &shape : kElementwiseShapes) {
+        std::ostringstream g;
+        g << "graph @t {\n  input %a : " << dt << shapeStr(shape) << "\n  %o : " << dt
+          << shapeStr(shape) << " = aten.clamp.default(%a, " << bounds << ")\n  output %o\n}\n";
+        SCOPED_TRACE(g.str());
+        checkGraph(g.str(), kExact, 9);
+      }
+  }
+  // where: three-way broadcasting, promotion of the branches (i32 other
+  // with f32 self -> f32), a Python-number branch, integer results.
+  const std::string where = R"(graph @t {
+  input %c : bool[2, 5, 67]
+  input %x : f32[2, 5, 67]
+  input %s : f32[5, 1]
+  input %i : i32[67]
+  input %j : i32[2, 1, 1]
+  %w : f32[2, 5, 67] = aten.where.self(%c, %s, %i)
+  %v : f32[2, 5, 67] = aten.where.self(%c, %x, 0.5)
+  %k : i32[2, 5, 67] = aten.where.self(%c, %i, %j)
+  output %w
+  output %v
+  output %k
+})";
+  auto g = parseGraph(where, "where.gir");
+  ASSERT_TRUE(g.ok()) << render(g.diags());
+  auto inputs = makeRandomInputs(**g, 5);
+  ASSERT_TRUE(inputs.ok()) << render(inputs.diags());
+  std::vector<int64_t> pattern;
+  for (int64_t k = 0; k < 2 * 5 * 67; ++k)
+    pattern.push_back((k * 7 + k / 67) % 3 == 0);
+  (*inputs)[0] = Tensor::fromInts(DType::Bool, {2, 5, 67}, pattern);
+  checkWithInputs(where, *inputs, kExact);
+}
+
+TEST(VulkanKernels, ElementwiseEdgeValues) {
+  GRAFT_REQUIRE_VULKAN();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> xs = {-2, 0.5, 3, nan, -inf, inf, -0.0, 0.0, 1, -1, 65504, 1e-3};
+  std::vector<double> ys = {2, nan, 3, 1, 0, -inf, 0.0, -0.0, 1, -2, -65504, 1e-3};
+  const int64_t n = static_cast<int64_t>(xs.size());
+  const bool f16 = context()->info().storageBuffer16BitAccess;
+  for (DType dt : {DType::F32, DType::F16}) {
+    if (dt == DType::F16 && !f16)
+      continue;
+    std::string d(name(dt));
+    Tensor x = Tensor::fromDoubles(dt, {n}, xs);
+    Tensor y = Tensor::fromDoubles(dt, {n}, ys);
+    Tensor c = Tensor::fromInts(DType::Bool, {n}, {1, 0, 1, 1, 0, 1, 0, 1, 0, 1, 0, 1});
+    std::string sig = d + "[" + std::to_string(n) + "]";
+    // NaN in either operand, ties (3 vs 3), signed zeros (-0 vs 0: the
+    // reference's std::max keeps the first), infinities.
+    checkWithInputs("graph @t {\n  input %x : " + sig + "\n  input %y : " + sig +
+                        "\n  %a : " + sig + " = aten.maximum.default(%x, %y)\n  %b : " + sig +
+                        " = aten.minimum.default(%x, %y)\n  %c : " + sig +
+                        " = aten.abs.default(%x)\n  %r : " + sig +
+                        " = aten.reciprocal.default(%x)\n  output %a\n  output %b\n  output "
+                        "%c\n  output %r\n}\n",
+                    {x, y}, kExact);
+    checkWithInputs("graph @t {\n  input %x : " + sig + "\n  %e : " + sig +
+                        " = aten.exp.default(%x)\n  output %e\n}\n",
+                    {x}, dt == DType::F16 ? kHalfUlp : kTranscendental);
+    // clamp: both bounds, min > max, one bound at a signed zero, a lone NaN
+    // bound (ignored), two bounds with a NaN (all NaN), infinite bounds.
+    for (const char *bounds : {"min=-1.0, max=1.0", "min=2.0, max=1.0", "min=0.0", "max=-0.0",
+                               "min=nan", "min=-1.0, max=nan", "min=-inf, max=inf", "max=0.1"}) {
+      checkWithInputs("graph @t {\n  input %x : " + sig + "\n  %o : " + sig +
+                          " = aten.clamp.default(%x, " + bounds + ")\n  output %o\n}\n",
+                      {x}, kExact);
+    }
+    // where selects NaN, infinities and signed zeros unchanged.
+    checkWithInputs("graph @t {\n  input %c : bool[" + std::to_string(n) +
+                        "]\n  input %x : " + sig + "\n  input %y : " + sig + "\n  %o : " + sig +
+                        " = aten.where.self(%c, %x, %y)\n  output %o\n}\n",
+                    {c, x, y}, kExact);
+  }
+  // A clamp bound the dtype cannot hold is the interpreter's error on the device too.
+  auto g = parseGraph(R"(graph @t {
+  input %x : f32[4]
+  %o : f32[4] = aten.clamp.default(%x, max=1e+39)
+  output %o
+})",
+                      "t.gir");
+  ASSERT_TRUE(g.ok()) << render(g.diags());
+  auto exec = vk::GraphExecutor::create(*context(), **g);
+  ASSERT_TRUE(exec.ok()) << render(exec.diags());
+  auto out = (*exec)->run({Tensor::fromDoubles(DType::F32, {4}, {1, 2, 3, 4})});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.diags()[0].message.find("without overflow"), std::string::npos)
+      << out.diags()[0].message;
+}
+
 //===-- Reductions, softmax, rms_norm -----------------------------------===//
 
 TEST(VulkanKernels, MeanSumAmaxLastDims) {

@@ -71,9 +71,11 @@ void main() {
 #elif defined(OP_div)
   precise float r = a / b;
 #elif defined(OP_maximum)
-  float r = (isnan(a) || isnan(b)) ? a + b : max(a, b);
+  // NaN if either is NaN (a + b is); otherwise std::max(a, b) = (a < b ? b :
+  // a) spelled out, since GLSL's max leaves the sign of equal zeros open.
+  float r = (isnan(a) || isnan(b)) ? a + b : (a < b ? b : a);
 #elif defined(OP_minimum)
-  float r = (isnan(a) || isnan(b)) ? a + b : min(a, b);
+  float r = (isnan(a) || isnan(b)) ? a + b : (b < a ? b : a);
 #elif defined(OP_pow)
   precise float r;
   if (b == 2.0)

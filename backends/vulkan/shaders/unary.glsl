@@ -3,7 +3,8 @@
 // rsqrt = 1/sqrt(x), sigmoid = 1/(1+exp(-x)), silu = x/(1+exp(-x)),
 // gelu = x*0.5*(1+erf(x*M_SQRT1_2)), gelu tanh = 0.5*x*(1+tanh(...)).
 // exp/tanh are the driver's (GLSL leaves their precision to the device);
-// erf is computed here (GLSL has none) to ~1e-7 absolute.
+// erf is computed here (GLSL has none) to ~1e-7 absolute. clamp takes its
+// bounds from the push constants.
 #include "common.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
@@ -11,6 +12,10 @@ layout(set = 0, binding = 1) readonly buffer In { DTYPE t_in[]; };
 
 layout(push_constant) uniform PushConstants {
   int numel;
+  // clamp's bounds, already converted to the output dtype by the host: -inf /
+  // +inf for a missing bound, both NaN when torch fills the result with NaN.
+  float lo;
+  float hi;
 } pc;
 
 // erf: a Maclaurin series below 1 (12 terms, Horner in x^2), and
@@ -73,6 +78,15 @@ void main() {
   float r = exp(x);
 #elif defined(OP_reciprocal)
   precise float r = 1.0 / x;
+#elif defined(OP_clamp)
+  // std::min(std::max(x, lo), hi) spelled as its comparisons: GLSL's
+  // min/max leave NaN operands and the sign of equal zeros to the driver,
+  // std::max(a, b) is (a < b ? b : a) and std::min(a, b) is (b < a ? b : a),
+  // so a NaN x stays x and max(-0.0, 0.0) is -0.0 as in the reference.
+  float r = x < pc.lo ? pc.lo : x;
+  r = pc.hi < r ? pc.hi : r;
+  if (isnan(pc.lo))
+    r = pc.lo;
 #else
 #error "unsupported op"
 #endif

@@ -310,16 +310,82 @@ Expected<DeviceTensor> binaryScalar(Context &ctx, BinaryKind op, const DeviceTen
   return binaryImpl(ctx, op, a, nullptr, scalar, alpha);
 }
 
-Expected<DeviceTensor> unary(Context &ctx, UnaryKind op, const DeviceTensor &a) {
+namespace {
+/// unary.glsl's push constants (lo/hi are clamp's bounds).
+struct UnaryPush {
+  int32_t numel;
+  float lo, hi;
+};
+
+Expected<DeviceTensor> unaryImpl(Context &ctx, const char *op, const DeviceTensor &a, float lo,
+                                 float hi) {
   if (!isFloatDevice(a.dtype))
-    return kernelError(name(op), "unsupported dtype " + std::string(name(a.dtype)));
+    return kernelError(op, "unsupported dtype " + std::string(name(a.dtype)));
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, a.dtype, a.sizes));
-  struct {
-    int32_t numel;
-  } pc{i32(a.numel())};
-  std::string variant = std::string("unary_") + name(op) + "_" + shaderDType(a.dtype);
+  UnaryPush pc{i32(a.numel()), lo, hi};
+  std::string variant = std::string("unary_") + op + "_" + shaderDType(a.dtype);
   GRAFT_CHECK_OK(ctx.dispatch1D(variant, {out.buffer.get(), a.buffer.get()}, &pc, sizeof(pc),
                                 static_cast<uint64_t>(a.numel())));
+  return out;
+}
+} // namespace
+
+Expected<DeviceTensor> unary(Context &ctx, UnaryKind op, const DeviceTensor &a) {
+  return unaryImpl(ctx, name(op), a, 0.0f, 0.0f);
+}
+
+Expected<DeviceTensor> clampScalar(Context &ctx, const DeviceTensor &a, float lo, float hi) {
+  return unaryImpl(ctx, "clamp", a, lo, hi);
+}
+
+Expected<DeviceTensor> where(Context &ctx, const DeviceTensor &cond, const DeviceTensor &a,
+                             const DeviceTensor &b) {
+  constexpr std::size_t kWhereMaxRank = 6;
+  if (a.dtype != b.dtype)
+    return kernelError("where", "operands must have one dtype, got " + std::string(name(a.dtype)) +
+                                    " and " + std::string(name(b.dtype)));
+  if (cond.dtype != DType::Bool && cond.dtype != DType::U8)
+    return kernelError("where",
+                       "condition must be bool or u8, got " + std::string(name(cond.dtype)));
+  if (!deviceElem(a.dtype))
+    return kernelError("where", "unsupported dtype " + std::string(name(a.dtype)));
+  std::size_t r = std::max({cond.sizes.size(), a.sizes.size(), b.sizes.size()});
+  std::vector<int64_t> outSizes(r, 1);
+  for (const DeviceTensor *t : {&cond, &a, &b})
+    for (std::size_t i = 0; i < t->sizes.size(); ++i) {
+      int64_t s = t->sizes[i];
+      int64_t &o = outSizes[r - t->sizes.size() + i];
+      if (s != o && s != 1 && o != 1)
+        return kernelError("where", "shapes " + sizesStr(cond.sizes) + ", " + sizesStr(a.sizes) +
+                                        " and " + sizesStr(b.sizes) + " do not broadcast");
+      if (s != 1)
+        o = s;
+    }
+  if (r > kWhereMaxRank)
+    return kernelError("where", "rank " + std::to_string(r) + " exceeds 6");
+  GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, a.dtype, outSizes));
+  struct {
+    int32_t rank, numel;
+    int32_t sizes[kWhereMaxRank], cStrides[kWhereMaxRank], aStrides[kWhereMaxRank],
+        bStrides[kWhereMaxRank];
+  } pc{};
+  pc.rank = i32(static_cast<int64_t>(r));
+  pc.numel = i32(out.numel());
+  std::vector<int64_t> sc = broadcastStrides(cond.sizes, outSizes);
+  std::vector<int64_t> sa = broadcastStrides(a.sizes, outSizes);
+  std::vector<int64_t> sb = broadcastStrides(b.sizes, outSizes);
+  for (std::size_t i = 0; i < r; ++i) {
+    pc.sizes[i] = i32(outSizes[i]);
+    pc.cStrides[i] = i32(sc[i]);
+    pc.aStrides[i] = i32(sa[i]);
+    pc.bStrides[i] = i32(sb[i]);
+  }
+  if (out.numel() == 0)
+    return out;
+  GRAFT_CHECK_OK(
+      ctx.dispatch1D("where_" + shaderDType(a.dtype),
+                     {out.buffer.get(), cond.buffer.get(), a.buffer.get(), b.buffer.get()}, &pc,
+                     sizeof(pc), static_cast<uint64_t>(out.numel())));
   return out;
 }
 

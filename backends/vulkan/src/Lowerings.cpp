@@ -153,6 +153,103 @@ Lowering unaryLowering(UnaryKind op) {
   return l;
 }
 
+/// torch.clamp(self, min, max) with Scalar bounds on f32/f16: the bounds are
+/// converted to the result dtype on the host (clamp_scalar_kernel_impl's
+/// checked min_.to<scalar_t>()), then unary_clamp compares.
+Lowering clampLowering() {
+  Lowering l;
+  l.kernel = "unary_clamp";
+  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+    const TensorProto *x = protoOf(b, "self");
+    if (!x || !isFloatDT(x->dtype) || x->dtype != node.output()->proto().dtype)
+      return "needs an f32/f16 input of the result's dtype";
+    for (const char *bound : {"min", "max"}) {
+      const Argument *a = b.find(bound);
+      if (a && !a->isNone() && !a->number() && !(a->isValue() && !a->value()->isTensor()))
+        return std::string("bound '") + bound + "' is not a number";
+    }
+    return {};
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    DType out = a.outDType();
+    std::optional<double> lo, hi;
+    for (const char *bound : {"min", "max"}) {
+      if (a.isNone(bound))
+        continue;
+      auto v = a.number(bound);
+      if (!v)
+        return a.error(std::string("clamp bound '") + bound + "' is not a number");
+      // c10's checked conversion: a finite bound outside the dtype's range is
+      // an error (infinities and NaN convert).
+      double lim = out == DType::F16 ? 65504.0 : double(std::numeric_limits<float>::max());
+      if (std::isfinite(*v) && (*v < -lim || *v > lim))
+        return a.error(std::string("clamp: ") + bound + " value " + std::to_string(*v) +
+                       " cannot be converted to type " + std::string(name(out)) +
+                       " without overflow");
+      (std::string_view(bound) == "min" ? lo : hi) = *v;
+    }
+    if (!lo && !hi)
+      return a.error("torch.clamp: At least one of 'min' or 'max' must not be None");
+    const float inf = std::numeric_limits<float>::infinity();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    float flo = -inf, fhi = inf;
+    if (lo && hi && (std::isnan(*lo) || std::isnan(*hi))) {
+      flo = fhi = nan; // clamp_out fills the result with NaN
+    } else {
+      // A lone NaN bound is ignored (std::max(x, NaN) is x): keep +-inf.
+      if (lo && !std::isnan(*lo))
+        flo = roundToDType(static_cast<float>(*lo), out);
+      if (hi && !std::isnan(*hi))
+        fhi = roundToDType(static_cast<float>(*hi), out);
+    }
+    GRAFT_TRY(DeviceTensor x, a.tensor("self"));
+    GRAFT_TRY(DeviceTensor r, clampScalar(a.ctx(), x, flo, fhi));
+    return one(std::move(r));
+  };
+  return l;
+}
+
+/// torch.where(condition, self, other): self and other are converted to the
+/// result dtype first (a Python number becomes a 0-dim tensor of it), then
+/// where.glsl selects with three-way broadcasting.
+Lowering whereLowering() {
+  Lowering l;
+  l.kernel = "where";
+  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+    std::string r = rankReason(node, 6);
+    if (!r.empty())
+      return r;
+    const TensorProto *c = protoOf(b, "condition");
+    if (!c || (c->dtype != DType::Bool && c->dtype != DType::U8))
+      return "condition must be a bool or u8 tensor";
+    return {};
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    DType out = a.outDType();
+    GRAFT_TRY(DeviceTensor cond, a.tensor("condition"));
+    auto operand = [&](const char *which) -> Expected<DeviceTensor> {
+      const Argument &arg = a.arg(which);
+      if (arg.isValue() && arg.value()->isTensor()) {
+        GRAFT_TRY(DeviceTensor t, a.tensor(which));
+        return asDType(a.ctx(), t, out);
+      }
+      auto v = a.number(which);
+      if (!v)
+        return a.error(std::string("argument '") + which + "' is not a tensor or number");
+      // Converted to the result dtype as TensorIterator converts a wrapped
+      // number (f16 rounds to nearest even when the host tensor is built).
+      Tensor t = Tensor::empty(out, {});
+      t.setDouble(0, *v);
+      return uploadTensor(a.ctx(), t);
+    };
+    GRAFT_TRY(DeviceTensor self, operand("self"));
+    GRAFT_TRY(DeviceTensor other, operand("other"));
+    GRAFT_TRY(DeviceTensor r, where(a.ctx(), cond, self, other));
+    return one(std::move(r));
+  };
+  return l;
+}
+
 //===-- Reductions -------------------------------------------------------===//
 
 /// How many trailing dims `dims` reduces, when they are exactly the
@@ -1115,6 +1212,8 @@ std::map<std::string, Lowering, std::less<>> buildLowerings() {
   m["aten.sqrt.default"] = unaryLowering(UnaryKind::Sqrt);
   m["aten.exp.default"] = unaryLowering(UnaryKind::Exp);
   m["aten.reciprocal.default"] = unaryLowering(UnaryKind::Reciprocal);
+  m["aten.clamp.default"] = clampLowering();
+  m["aten.where.self"] = whereLowering();
   m["aten.sum.dim_IntList"] = reduceLowering(ReduceKind::Sum, "reduce_sum");
   m["aten.mean.dim"] = reduceLowering(ReduceKind::Mean, "reduce_mean");
   m["aten.amax.default"] = reduceLowering(ReduceKind::Amax, "reduce_amax");

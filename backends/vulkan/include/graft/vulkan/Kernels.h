@@ -89,6 +89,15 @@ Expected<DeviceTensor> binary(Context &ctx, BinaryKind op, const DeviceTensor &a
 Expected<DeviceTensor> binaryScalar(Context &ctx, BinaryKind op, const DeviceTensor &a,
                                     double scalar, double alpha = 1.0);
 Expected<DeviceTensor> unary(Context &ctx, UnaryKind op, const DeviceTensor &a);
+/// torch.clamp of an f32/f16 tensor with bounds already converted to its
+/// dtype: -inf / +inf stand for a missing bound, and lo = hi = NaN gives the
+/// all-NaN result torch's clamp_out fills in when either of two bounds is NaN.
+Expected<DeviceTensor> clampScalar(Context &ctx, const DeviceTensor &a, float lo, float hi);
+/// torch.where(cond, a, b) with broadcasting: cond is bool or u8 (int32 on
+/// the device); a and b have one dtype, the result's (the executor converts
+/// first). At most 6 dims.
+Expected<DeviceTensor> where(Context &ctx, const DeviceTensor &cond, const DeviceTensor &a,
+                             const DeviceTensor &b);
 
 //===-- Reductions and normalisations ---------------------------------===//
 
