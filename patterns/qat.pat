@@ -7,11 +7,7 @@
 // fake_quantize_affine = _quantize_affine_no_dtype_cast followed by
 // _dequantize_affine_no_dtype_check in the input's dtype; "convert" swaps in
 // quantized tensors, which export as dequantize_affine of the int data.
-// This family performs that convert on the graph. A model exported as
-// upstream writes it has no fake_quantize_affine node (torchao keeps it a
-// Python function, so export records its aten math):
-// qat_decomposed_legalize.pat rewrites that math to fake_quantize_affine in
-// the legalize phase, before these rules run.
+// This family performs that convert on the graph.
 //
 // Before (8da4w QAT: fake-quantized per-token activation, fake-quantized
 // int4 group-wise weight with frozen qparams):
