@@ -20,8 +20,9 @@
 //
 // Before (weight [N, K], groups of G along K; qparams from the weight, get_group_qparams_
 // symmetric in quantization/utils.py; torch.export keeps every view, even an identity one):
-//   %s, %zp = torchao.choose_qparams_affine(%w, "SYMMETRIC", [1, G], i8, -8, 7, eps, f32, i32)
-//   %s2     = aten.view(%s, [N, -1]);  %zp2 = aten.view(%zp, [N, -1])
+//   %s, %zp = torchao.choose_qparams_affine(%w, "SYMMETRIC", [1, G], i8, -8, 7, eps, f32, f32)
+//   %s2     = aten.view(%s, [N, -1])
+//   %zp2    = aten._to_copy(aten.view(%zp, [N, -1]), dtype=i32)   [zero_point.to(int32)]
 //   %xv     = aten.view(%w, [N, K/G, G]); %sv = aten.view(%s2, [N, K/G, 1]); %zv = ...
 //   %q      = aten.clamp(aten.add.Tensor(aten.round(aten.mul.Tensor(%xv,
 //               aten.mul.Tensor(aten.reciprocal(%sv), 1.0))), %zv), -8, 7)
@@ -40,12 +41,13 @@
 // Exactness (tolerance 0). The rules match the very ops the interpreter's
 // fake_quantize_affine kernel (engine/src/interp/TorchaoQuantKernels.cpp) runs, in its order
 // and dtypes: reciprocal in the scale's dtype, the multiply by 1.0 (absent: x * 1.0 == x), the
-// multiply with the input (promoted: a bf16 weight with f32 scales computes in f32), round
-// half to even, the add of the zero point with torch's promotion (an i32 zero point is
-// converted to the float dtype), clamp, the cast of q to the input dtype (exact: an integer in
-// [qmin, qmax]), the zero point's cast, the subtraction, the multiply by the scale, and the
-// final cast. Every reshape is pinned by the shapes at its use (the views' size arguments are
-// free: [N, -1] and [N, K/G] say the same), so an optional view that is absent leaves the same
+// multiply with the input, round half to even, the add of the zero point with torch's
+// promotion (an i32 zero point is converted to the float dtype), clamp, the cast of q to the
+// input dtype (exact: an integer in [qmin, qmax]), the zero point's cast, the subtraction and
+// the multiply by the scale. The scale has the input's dtype (QATConfig's default), so no final
+// cast follows. Every view is pinned by its size list (shape_for_reduction,
+// shape_after_reduction, the original shape; a SymInt size binds the symbolic dim it stands
+// for), and only views that are identities are optional, so an absent one leaves the same
 // shapes and hence the same values. The quant dtype torchao passes, int32, only bounds-checks
 // qmin/qmax; the rewrite writes i8 (what qat.pat and the 8da4w rules expect), which the where
 // clause justifies: the range lies within int8.
@@ -55,10 +57,16 @@
 // choose_qparams_affine kernel: the folded scale and zero point are the bytes the graph would
 // compute, and qat.pat then quantizes the weight with them (param $ws, param $wzp).
 //
-// Not covered (they stay as aten math and run unfused): quant ranges outside int8 (uint8
-// [0, 255] activations), a fake quantizer without a zero point (ZeroPointDomain.NONE), block
-// shapes other than [1, G] on a 2-D value and per-token [1, ..., 1, K] of rank 2 or 3, and the
-// legacy int32 round trip of torchao <= 0.11 (_GenericFakeQuantize).
+// The family must run before the fusion rules (graft compile's legalize phase): in one pass
+// over every rule the driver may legalize an 8da4w linear's weight first, and the 4w
+// weight-only rule then fuses that linear with its activation still in aten math.
+//
+// Not covered (they stay as aten math and run unfused): a scale dtype other than the input's
+// (then a final .to(input dtype) casts), float zero points (legacy zero_point_precision f32;
+// qat.pat needs integer ones), quant ranges outside int8 (uint8 [0, 255] activations), a fake
+// quantizer without a zero point (ZeroPointDomain.NONE), block shapes other than [1, G] on a
+// 2-D value and per-token [1, ..., 1, K] of rank 2 or 3, and the legacy int32 round trip of
+// torchao <= 0.11 (_GenericFakeQuantize).
 
 /// Group-wise fake quantization of a 2-D value (a QAT weight [N, K], block [1, G], G < K),
 /// decomposed -> torchao.fake_quantize_affine.
