@@ -981,13 +981,12 @@ TEST(Pt2Synth, NamesAndShapesFollowTorchExport) {
         "buffer %b_freqs_cos : f32[128, 8] fqn=\"freqs_cos\" persistent=false",
         "input %tokens : i64[1, s0]", "%sym_size_int : symint = aten.sym_size.int(%tokens, 1)",
         // Rope.get_freqs: narrow(0, input_pos[-1].item(), seqlen).
-        "%select_copy : i64[] = aten.select_copy.int(%input_pos, 0, -1)",
-        "%_local_scalar_dense : symint = aten._local_scalar_dense.default(%select_copy)",
+        "%select : i64[] = aten.select.int(%input_pos, 0, -1)",
+        "%_local_scalar_dense : symint = aten._local_scalar_dense.default(%select)",
         "aten.sym_constrain_range_for_size.default(%_local_scalar_dense)",
         "%add : symint = operator.add(%_local_scalar_dense, %sym_size_int)",
         "%le_1 : symbool = operator.le(%add, 128)",
-        "%slice_copy : f32[s0, 8] = aten.slice_copy.Tensor(%b_freqs_cos, 0, "
-        "%_local_scalar_dense, %add)",
+        "%slice_1 : f32[s0, 8] = aten.slice.Tensor(%b_freqs_cos, 0, %_local_scalar_dense, %add)",
         "%getitem : f32[1, s0], %getitem_1 : i8[1, s0] = "
         "torchao.choose_qparams_affine.default(%mul_1, "
         "\"ASYMMETRIC\", [1, 1, 64], i8, -128, 127, none, none, i8)",

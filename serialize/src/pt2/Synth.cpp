@@ -600,30 +600,45 @@ private:
       std::vector<int64_t> block(static_cast<std::size_t>(x->proto().rank()), 1);
       block.back() = *x->proto().shape.back().value();
       Argument bs = Argument::ints(block);
-      GRAFT_TRY(auto qp, b_.call("torchao.choose_qparams_affine.default",
-                                 {{"input", x},
-                                  {"mapping_type", "ASYMMETRIC"},
-                                  {"block_size", bs},
-                                  {"target_dtype", DType::I8},
-                                  {"quant_min", -128},
-                                  {"quant_max", 127},
-                                  {"zero_point_dtype", DType::I8}}));
-      GRAFT_TRY(Value * q, b_.call1("torchao.quantize_affine.default", {{"input", x},
-                                                                        {"block_size", bs},
-                                                                        {"scale", qp[0]},
-                                                                        {"zero_point", qp[1]},
-                                                                        {"output_dtype", DType::I8},
-                                                                        {"quant_min", -128},
-                                                                        {"quant_max", 127}}));
-      GRAFT_TRY(Value * dx,
-                b_.call1("torchao.dequantize_affine.default", {{"input", q},
-                                                               {"block_size", bs},
-                                                               {"scale", qp[0]},
-                                                               {"zero_point", qp[1]},
-                                                               {"input_dtype", DType::I8},
-                                                               {"quant_min", -128},
-                                                               {"quant_max", 127},
-                                                               {"output_dtype", dt_}}));
+      // The quant range is given (current torchao) or left None, which the
+      // dispatcher records by leaving it out (the F64 spelling).
+      const bool f64 = o_.actQParams == SynthActQParams::F64;
+      auto range = [&](std::vector<std::pair<std::string, Argument>> a) {
+        if (!f64) {
+          a.emplace_back("quant_min", -128);
+          a.emplace_back("quant_max", 127);
+        }
+        return a;
+      };
+      std::vector<std::pair<std::string, Argument>> choose = range({{"input", x},
+                                                                    {"mapping_type", "ASYMMETRIC"},
+                                                                    {"block_size", bs},
+                                                                    {"target_dtype", DType::I8}});
+      if (f64) {
+        // choose_qparams_affine(x, ..., int8, None, None, None, float64, int64):
+        // the Nones before scale_dtype are positional, so they are written.
+        choose.emplace_back("quant_min", Argument());
+        choose.emplace_back("quant_max", Argument());
+        choose.emplace_back("eps", Argument());
+        choose.emplace_back("scale_dtype", DType::F64);
+        choose.emplace_back("zero_point_dtype", DType::I64);
+      } else {
+        choose.emplace_back("zero_point_dtype", DType::I8);
+      }
+      GRAFT_TRY(auto qp, b_.call("torchao.choose_qparams_affine.default", choose));
+      GRAFT_TRY(Value * q,
+                b_.call1("torchao.quantize_affine.default", range({{"input", x},
+                                                                   {"block_size", bs},
+                                                                   {"scale", qp[0]},
+                                                                   {"zero_point", qp[1]},
+                                                                   {"output_dtype", DType::I8}})));
+      std::vector<std::pair<std::string, Argument>> dqArgs = range({{"input", q},
+                                                                    {"block_size", bs},
+                                                                    {"scale", qp[0]},
+                                                                    {"zero_point", qp[1]},
+                                                                    {"input_dtype", DType::I8}});
+      dqArgs.emplace_back("output_dtype", dt_);
+      GRAFT_TRY(Value * dx, b_.call1("torchao.dequantize_affine.default", dqArgs));
       GRAFT_TRY(Value * w, dequantWeight(wIn));
       return b_.call1("aten.linear.default", {{"input", dx}, {"weight", w}});
     }
@@ -801,10 +816,14 @@ private:
   /// The rotary tables at the dynamic position, spelled as torch.export
   /// writes ExecuTorch's Rope.get_freqs with use_kv_cache and
   /// enable_dynamic_shape (examples/models/llama/rope.py):
-  ///   input_pos_item = input_pos[-1].item()      select_copy, _local_scalar_dense
+  ///   input_pos_item = input_pos[-1].item()      select, _local_scalar_dense
   ///   torch._check_is_size(input_pos_item)        sym_constrain_range_for_size
   ///   torch._check(input_pos_item < max_seq_len)  u0's range, an _assert_scalar
-  ///   freqs_cos.narrow(0, input_pos_item, seqlen) slice_copy(t, 0, u0, u0 + seqlen)
+  ///   freqs_cos.narrow(0, input_pos_item, seqlen) slice(t, 0, u0, u0 + seqlen)
+  /// torch.export records the ATen view ops (select.int, slice.Tensor: narrow
+  /// is slice_symint(start, start + length), ATen TensorShape.cpp); their
+  /// *_copy forms are ExecuTorch's edge dialect, which graft reads as well
+  /// (tests/golden/pt2/llama_dynamic_pos_torch2_10.pt2).
   /// narrow also checks u0 <= max_seq_len - seqlen: with a static seqlen that
   /// narrows u0's range (so `add` is u0 + 8 and the range [0, M - 8]); with a
   /// symbolic one it stays a relation between two symbols, which export keeps
@@ -814,7 +833,7 @@ private:
     int64_t M = o_.maxSeqLen;
     std::vector<std::pair<std::string, std::string>> top = {{"", kTransformer}};
     b_.scope(top, "input_pos_item = input_pos[-1].item()");
-    GRAFT_TRY(Value * last, b_.call1("aten.select_copy.int",
+    GRAFT_TRY(Value * last, b_.call1("aten.select.int",
                                      {{"self", inputPos}, {"dim", 0}, {"index", int64_t(-1)}}));
     GRAFT_TRY(Value * pos, b_.call1("aten._local_scalar_dense.default", {{"self", last}}));
     int64_t hi = seq.isInt() ? M - seq.integer() : M - 1;
@@ -839,10 +858,10 @@ private:
     GRAFT_TRY(Value * end, b_.call1("operator.add", {{"a", pos}, {"b", seq}}, "add"));
     if (!seq.isInt())
       GRAFT_CHECK_OK(check(end, M, "u0 + s0"));
-    GRAFT_TRY(Value * cos, b_.call1("aten.slice_copy.Tensor",
+    GRAFT_TRY(Value * cos, b_.call1("aten.slice.Tensor",
                                     {{"self", cosT}, {"dim", 0}, {"start", pos}, {"end", end}}));
     b_.scope(top, "freqs_sin = self.freqs_sin.narrow(0, input_pos_item, seq_len)");
-    GRAFT_TRY(Value * sin, b_.call1("aten.slice_copy.Tensor",
+    GRAFT_TRY(Value * sin, b_.call1("aten.slice.Tensor",
                                     {{"self", sinT}, {"dim", 0}, {"start", pos}, {"end", end}}));
     return std::pair{cos, sin};
   }
