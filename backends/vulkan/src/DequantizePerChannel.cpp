@@ -56,10 +56,9 @@ Expected<DeviceTensor> dequantizePerChannel(Context &ctx, const DeviceTensor &q,
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, outDType, q.sizes));
   if (q.numel() == 0)
     return out;
-  DequantPerChannelPush pc{static_cast<int32_t>(q.numel()),
-                           static_cast<int32_t>(std::max<int64_t>(inner, 1)),
-                           static_cast<int32_t>(std::max<int64_t>(channels, 1)),
-                           zeroPoints ? 1 : 0};
+  DequantPerChannelPush pc{
+      static_cast<int32_t>(q.numel()), static_cast<int32_t>(std::max<int64_t>(inner, 1)),
+      static_cast<int32_t>(std::max<int64_t>(channels, 1)), zeroPoints ? 1 : 0};
   std::string variant =
       "dequantize_per_channel_" + shaderDType(outDType) + "_" + shaderDType(scales.dtype);
   GRAFT_CHECK_OK(ctx.dispatch1D(variant,

@@ -598,7 +598,7 @@ Expected<PackedQ4Weight> prepackQ4(Context &ctx, const Tensor &packed, bool lowN
 namespace {
 
 struct Q4Push {
-  int32_t M, N, K, groupSize, scaleStride, hasBias;
+  int32_t M, N, K, groupSize, scaleStride, hasBias, sumsStride;
 };
 
 constexpr int64_t kTileM = 4;
@@ -607,7 +607,7 @@ Expected<DeviceTensor> q4Linear(Context &ctx, const char *kernel, const DeviceTe
                                 const PackedQ4Weight &w, const DeviceTensor &scales,
                                 int64_t groupSize, int64_t scaleStride, const DeviceTensor *bias,
                                 const DeviceTensor *xq, const DeviceTensor *inScales,
-                                const DeviceTensor *inZeros) {
+                                const DeviceTensor *inZeros, const DeviceTensor *sums) {
   if (!isFloatDevice(x.dtype) || !isFloatDevice(scales.dtype))
     return kernelError(kernel, "input and scales must be f32 or f16, got " +
                                    std::string(name(x.dtype)) + " and " +
@@ -620,7 +620,13 @@ Expected<DeviceTensor> q4Linear(Context &ctx, const char *kernel, const DeviceTe
   std::vector<int64_t> outSizes(x.sizes.begin(), x.sizes.end() - 1);
   outSizes.push_back(w.N);
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, x.dtype, outSizes));
-  Q4Push pc{i32(M), i32(w.N), i32(K), i32(groupSize), i32(scaleStride), bias ? 1 : 0};
+  Q4Push pc{i32(M),
+            i32(w.N),
+            i32(K),
+            i32(groupSize),
+            i32(scaleStride),
+            bias ? 1 : 0,
+            sums ? i32(sums->sizes.back()) : 0};
   std::vector<Buffer *> bindings = {out.buffer.get(), (xq ? xq : &x)->buffer.get(), w.words.get(),
                                     scales.buffer.get(), (bias ? bias : &x)->buffer.get()};
   std::string variant = xq ? "linear_dq8ca_q4gsw_" : "linear_q4gsw_";
@@ -628,6 +634,7 @@ Expected<DeviceTensor> q4Linear(Context &ctx, const char *kernel, const DeviceTe
   if (xq) {
     bindings.push_back(inScales->buffer.get());
     bindings.push_back(inZeros->buffer.get());
+    bindings.push_back(sums->buffer.get());
   }
   uint64_t invocations = uint64_t((M + kTileM - 1) / kTileM) * uint64_t(w.N);
   GRAFT_CHECK_OK(ctx.dispatch1D(variant, bindings, &pc, sizeof(pc), invocations));
@@ -667,7 +674,7 @@ Expected<DeviceTensor> linearQ4gsw(Context &ctx, const DeviceTensor &x, const Pa
                                            "], got " + sizesStr(scales.sizes));
   GRAFT_CHECK_OK(checkGroups("linear_q4gsw", x.sizes.back(), groupSize, scales.sizes[0]));
   return q4Linear(ctx, "linear_q4gsw", x, w, scales, groupSize, scales.sizes[1], bias, nullptr,
-                  nullptr, nullptr);
+                  nullptr, nullptr, nullptr);
 }
 
 Expected<DeviceTensor> linearQcs4w(Context &ctx, const DeviceTensor &x, const PackedQ4Weight &w,
@@ -682,14 +689,15 @@ Expected<DeviceTensor> linearQcs4w(Context &ctx, const DeviceTensor &x, const Pa
                        "scales have fewer than " + std::to_string(w.N) + " entries");
   // One group spanning K; scales[0 * stride + n].
   return q4Linear(ctx, "linear_qcs4w", x, w, scales, std::max<int64_t>(w.K, 1), 0, nullptr, nullptr,
-                  nullptr, nullptr);
+                  nullptr, nullptr, nullptr);
 }
 
 Expected<DeviceTensor> linearDq8caQ4gsw(Context &ctx, const DeviceTensor &x,
                                         const DeviceTensor &inputScales,
                                         const DeviceTensor &inputZeroPoints,
-                                        const PackedQ4Weight &w, const DeviceTensor &scales,
-                                        int64_t groupSize, const DeviceTensor *bias) {
+                                        const PackedQ4Weight &w, const DeviceTensor &weightSums,
+                                        const DeviceTensor &scales, int64_t groupSize,
+                                        const DeviceTensor *bias) {
   GRAFT_CHECK_OK(checkQ4Input("linear_dq8ca_q4gsw", x, w));
   if (scales.sizes.size() != 2 || scales.sizes[1] < w.N)
     return kernelError("linear_dq8ca_q4gsw",
@@ -705,6 +713,11 @@ Expected<DeviceTensor> linearDq8caQ4gsw(Context &ctx, const DeviceTensor &x,
                            sizesStr(inputZeroPoints.sizes));
   if (deviceElem(inputZeroPoints.dtype) != DeviceElem::I32)
     return kernelError("linear_dq8ca_q4gsw", "input_zp must be an integer tensor");
+  if (weightSums.sizes.size() != 2 || weightSums.sizes[0] != scales.sizes[0] ||
+      weightSums.sizes[1] < w.N || deviceElem(weightSums.dtype) != DeviceElem::I32)
+    return kernelError("linear_dq8ca_q4gsw",
+                       "weight_sums must be integer [" + std::to_string(scales.sizes[0]) +
+                           ", >= " + std::to_string(w.N) + "], got " + sizesStr(weightSums.sizes));
   DeviceTensor s32 = inputScales;
   if (s32.dtype != DType::F32) {
     GRAFT_TRY(s32, cast(ctx, inputScales, DType::F32));
@@ -713,7 +726,7 @@ Expected<DeviceTensor> linearDq8caQ4gsw(Context &ctx, const DeviceTensor &x,
   GRAFT_TRY(DeviceTensor xq, quantizeAffine(ctx, x, std::max<int64_t>(K, 1), s32, &inputZeroPoints,
                                             -128, 127, DType::I8));
   return q4Linear(ctx, "linear_dq8ca_q4gsw", x, w, scales, groupSize, scales.sizes[1], bias, &xq,
-                  &s32, &inputZeroPoints);
+                  &s32, &inputZeroPoints, &weightSums);
 }
 
 Expected<PackedQ8Weight> prepackQ8(Context &ctx, const Tensor &weight) {

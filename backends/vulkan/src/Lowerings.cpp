@@ -471,8 +471,9 @@ Lowering q4Lowering(const char *kernel, bool dq8ca) {
     if (dq8ca) {
       GRAFT_TRY(DeviceTensor is, a.tensor("input_scales"));
       GRAFT_TRY(DeviceTensor iz, a.tensor("input_zp"));
+      GRAFT_TRY(DeviceTensor sums, a.tensor("weight_sums"));
       GRAFT_TRY(DeviceTensor r,
-                linearDq8caQ4gsw(a.ctx(), x, is, iz, w, scales, gs, bias ? &*bias : nullptr));
+                linearDq8caQ4gsw(a.ctx(), x, is, iz, w, sums, scales, gs, bias ? &*bias : nullptr));
       return one(std::move(r));
     }
     GRAFT_TRY(DeviceTensor r, linearQ4gsw(a.ctx(), x, w, scales, gs, bias ? &*bias : nullptr));

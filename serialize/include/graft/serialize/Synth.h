@@ -56,6 +56,19 @@ enum class SynthQatSpelling {
   Graft,
 };
 
+/// The spellings of torchao's per-token int8 activation quantization (8da4w).
+enum class SynthActQParams {
+  /// IntxUnpackedToInt8Tensor, torchao >= 0.12
+  /// (`_apply_int8_act_asym_per_token_quant_dequant`): choose_qparams_affine(x,
+  /// "ASYMMETRIC", [1, ..., K], int8, -128, 127, zero_point_dtype=int8), f32
+  /// scales, quant ranges given to quantize/dequantize_affine.
+  Int8,
+  /// The earlier per-token path: choose_qparams_affine(x, "ASYMMETRIC",
+  /// [1, ..., K], int8, None, None, None, float64, int64), f64 scales, i64
+  /// zero points, quantize/dequantize_affine with quant_min/quant_max None.
+  F64,
+};
+
 struct LlamaSynthOptions {
   int layers = 2;
   int dim = 64;
@@ -78,6 +91,8 @@ struct LlamaSynthOptions {
   /// The compute dtype: activations, float parameters and buffers.
   DType dtype = DType::F32; ///< f32, bf16 or f16
   bool tiedEmbeddings = false;
+  /// How 8da4w quantizes its activations per token (which torchao wrote the graph).
+  SynthActQParams actQParams = SynthActQParams::Int8;
   /// How qat-4w / qat-8da4w write the fake quantization.
   SynthQatSpelling qatSpelling = SynthQatSpelling::Upstream;
   /// A symbolic sequence length s0 in [1, maxSeqLen], read at a dynamic
