@@ -53,7 +53,9 @@
 // 1.0 = 0.063 over the example domain. Tolerance: atol 0.07, rtol 1e-5. torchao's f64 chain is
 // legalized to f32 before this family runs (quant_f64_legalize.pat states that step's bound).
 // A float zero point (SYMMETRIC choose_qparams without zero_point_dtype) is not fused: the
-// kernel takes integer zero points.
+// kernel takes integer zero points. Nor is a torchao chain with f64 scales: the legalize
+// phase makes it f32 first (quant_f64_legalize.pat), and in a single pass over all rules
+// the where clause waits for that, instead of handing the kernel a scale it would round.
 
 /// torchao 8da4w linear: choose_qparams_affine / quantize_affine / dequantize_affine with
 /// block [1, ..., K] on the activation, dequantize_affine [1, G] on the weight.
@@ -73,6 +75,7 @@ rule torchao_linear_dq8ca_q4gsw benefit 30 tags(linear, int4, dynamic_act) backe
     $K % $G == 0
     $K % 4 == 0
     not is_float(dtype(%zp))
+    bits(dtype(%s)) <= 32
     $NG == $K / $G
     $sdt == $odt or bits($sdt) < bits($odt)
     $wzp is none or all_zero($wzp)
@@ -117,6 +120,7 @@ rule torchao_linear_dq8ca_q4gsw_3d benefit 30 tags(linear, int4, dynamic_act) ba
     $K % $G == 0
     $K % 4 == 0
     not is_float(dtype(%zp))
+    bits(dtype(%s)) <= 32
     $NG == $K / $G
     $sdt == $odt or bits($sdt) < bits($odt)
     $wzp is none or all_zero($wzp)
@@ -161,6 +165,7 @@ rule torchao_linear_dq8ca_q4gsw_bias benefit 30 tags(linear, int4, dynamic_act) 
     $K % $G == 0
     $K % 4 == 0
     not is_float(dtype(%zp))
+    bits(dtype(%s)) <= 32
     $NG == $K / $G
     $sdt == $odt or bits($sdt) < bits($odt)
     $wzp is none or all_zero($wzp)
@@ -206,6 +211,7 @@ rule torchao_linear_dq8ca_q4gsw_bias_3d benefit 30 tags(linear, int4, dynamic_ac
     $K % $G == 0
     $K % 4 == 0
     not is_float(dtype(%zp))
+    bits(dtype(%s)) <= 32
     $NG == $K / $G
     $sdt == $odt or bits($sdt) < bits($odt)
     $wzp is none or all_zero($wzp)
