@@ -1,4 +1,4 @@
-//===- ElementwiseOpsTest.cpp - exp, abs, reciprocal, maximum, minimum, clamp, where ===//
+//===- ElementwiseOpsTest.cpp - exp, abs, reciprocal, max/min, clamp, where, sub/div.Scalar ===//
 //
 // The elementwise ops backends/vulkan/support/ops.yaml claims (plus clamp
 // and where), as declared in engine/ops/aten.yaml: each result prototype
@@ -344,6 +344,146 @@ TEST(ElementwiseOps, WhereBroadcastsThreeWaysAndPromotes) {
   Value *a = bad.input("a", f32({2}, {1, 2}));
   EXPECT_FALSE(bad.infer("aten.where.self", {c, a, a}).has_value());
   EXPECT_NE(bad.error.find("boolean"), std::string::npos) << bad.error;
+}
+
+//===-- sub.Scalar / div.Scalar -------------------------------------------===//
+
+/// infer() succeeds, run() fails with a message containing `needle`.
+void expectRunError(OneOp &t, const std::string &target, std::vector<Argument> args,
+                    std::vector<std::pair<std::string, Argument>> kwargs,
+                    const std::string &needle) {
+  ASSERT_TRUE(t.infer(target, std::move(args), std::move(kwargs)).has_value()) << t.error;
+  auto r = t.run();
+  ASSERT_FALSE(r.ok()) << target << " ran";
+  EXPECT_NE(r.diags()[0].message.find(needle), std::string::npos) << r.diags()[0].message;
+}
+
+TEST(ElementwiseOps, SubScalarAlphaAndPromotion) {
+  {
+    // self - alpha * other in f32: {1.5, -2, 0, inf} - 2 * 0.5.
+    OneOp t;
+    Value *x = t.input("x", f32({4}, {1.5, -2, 0, kInf}));
+    expectValues(t.eval("aten.sub.Scalar", {x, 0.5}, {{"alpha", int64_t(2)}}), DType::F32, {4},
+                 {0.5, -3, -1, kInf});
+  }
+  {
+    // An i32 tensor minus a Python float is f32 (the float's category wins).
+    OneOp t;
+    Value *x = t.input("x", Tensor::fromInts(DType::I32, {3}, {10, -3, 7}));
+    expectValues(t.eval("aten.sub.Scalar", {x, 0.5}), DType::F32, {3}, {9.5, -3.5, 6.5});
+  }
+  {
+    // An int scalar keeps i32; alpha multiplies in the integer domain:
+    // {10, -3} - 3 * 5 = {-5, -18}.
+    OneOp t;
+    Value *x = t.input("x", Tensor::fromInts(DType::I32, {2}, {10, -3}));
+    expectValues(t.eval("aten.sub.Scalar", {x, int64_t(5), int64_t(3)}), DType::I32, {2},
+                 {-5, -18});
+  }
+  {
+    // i8 - 300 stays i8 (same category, the tensor wins). The scalar is
+    // converted to i8 first (300 -> 44) and the difference wraps:
+    // -128 - 44 = -172 -> 84, 0 - 44 = -44, 127 - 44 = 83.
+    OneOp t;
+    Value *x = t.input("x", Tensor::fromInts(DType::I8, {3}, {-128, 0, 127}));
+    expectValues(t.eval("aten.sub.Scalar", {x, int64_t(300)}), DType::I8, {3}, {84, -44, 83});
+  }
+  {
+    // Integer arithmetic wraps at the result width: INT32_MIN - 1.
+    OneOp t;
+    Value *x = t.input("x", Tensor::fromInts(DType::I32, {1}, {INT32_MIN}));
+    expectValues(t.eval("aten.sub.Scalar", {x, int64_t(1)}), DType::I32, {1}, {INT32_MAX});
+  }
+  {
+    // f16: the scalar is converted to f16 (0.1 -> 0.0999755859375), the
+    // difference computed in f32 and rounded once to f16:
+    // 2048 - 2 * 0.0999755859375 = 2047.800048828125 -> 2048 (spacing 1
+    // below 2048); 1 - 0.199951171875 = 0.800048828125, exactly halfway
+    // between 1638 and 1639 units of 2^-11 -> even: 0.7998046875.
+    OneOp t;
+    Value *x = t.input("x", Tensor::fromDoubles(DType::F16, {2}, {2048, 1}));
+    expectValues(t.eval("aten.sub.Scalar", {x, 0.1}, {{"alpha", int64_t(2)}}), DType::F16, {2},
+                 {2048, 0.7998046875});
+  }
+  // torch's sub_check and alpha_check, before anything is computed.
+  {
+    OneOp t;
+    Value *b = t.input("b", Tensor::fromInts(DType::Bool, {2}, {0, 1}));
+    expectRunError(t, "aten.sub.Scalar", {b, true}, {}, "with two bool tensors is not supported");
+  }
+  {
+    OneOp t;
+    Value *b = t.input("b", Tensor::fromInts(DType::Bool, {2}, {0, 1}));
+    expectRunError(t, "aten.sub.Scalar", {b, int64_t(1)}, {},
+                   "with a bool tensor is not supported");
+  }
+  {
+    OneOp t;
+    Value *x = t.input("x", f32({2}, {1, 2}));
+    expectRunError(t, "aten.sub.Scalar", {x, true}, {}, "with a bool tensor is not supported");
+  }
+  {
+    OneOp t;
+    Value *x = t.input("x", Tensor::fromInts(DType::I32, {2}, {1, 2}));
+    expectRunError(t, "aten.sub.Scalar", {x, int64_t(1)}, {{"alpha", 0.5}},
+                   "alpha must not be a floating point number");
+  }
+  {
+    OneOp t;
+    Value *x = t.input("x", f32({2}, {1, 2}));
+    expectRunError(t, "aten.sub.Scalar", {x, int64_t(1)}, {{"alpha", true}},
+                   "Boolean alpha only supported for Boolean results");
+  }
+}
+
+TEST(ElementwiseOps, DivScalarTrueDivisionAndZero) {
+  {
+    OneOp t;
+    Value *x = t.input("x", f32({4}, {1, -3, 0, kInf}));
+    expectValues(t.eval("aten.div.Scalar", {x, int64_t(2)}), DType::F32, {4}, {0.5, -1.5, 0, kInf});
+  }
+  {
+    // IEEE division by zero: ±inf, and NaN for 0/0; the sign of a zero
+    // divisor counts.
+    OneOp t;
+    Value *x = t.input("x", f32({4}, {1, -1, 0, -0.0}));
+    expectValues(t.eval("aten.div.Scalar", {x, 0.0}), DType::F32, {4}, {kInf, -kInf, kNaN, kNaN});
+    OneOp n;
+    Value *y = n.input("y", f32({2}, {1, -1}));
+    expectValues(n.eval("aten.div.Scalar", {y, -0.0}), DType::F32, {2}, {-kInf, kInf});
+  }
+  {
+    // Integers divide truly into the default float dtype, also by an int
+    // zero: {1, -1, 0} / 0 = {inf, -inf, nan}.
+    OneOp t;
+    Value *x = t.input("x", Tensor::fromInts(DType::I32, {3}, {1, -1, 0}));
+    expectValues(t.eval("aten.div.Scalar", {x, int64_t(0)}), DType::F32, {3}, {kInf, -kInf, kNaN});
+    OneOp u;
+    Value *y = u.input("y", Tensor::fromInts(DType::I64, {3}, {7, -7, 0}));
+    expectValues(u.eval("aten.div.Scalar", {y, int64_t(2)}), DType::F32, {3}, {3.5, -3.5, 0});
+  }
+  {
+    // i8 / 300 is not an i8 division (300 would wrap): f32 -120 / 300 is
+    // the f32 nearest -0.4 (IEEE division rounds correctly).
+    OneOp t;
+    Value *x = t.input("x", Tensor::fromInts(DType::I8, {2}, {-120, 75}));
+    expectValues(t.eval("aten.div.Scalar", {x, int64_t(300)}), DType::F32, {2},
+                 {static_cast<double>(-0.4f), 0.25});
+  }
+  {
+    // bool / 2 is f32.
+    OneOp t;
+    Value *x = t.input("x", Tensor::fromInts(DType::Bool, {2}, {1, 0}));
+    expectValues(t.eval("aten.div.Scalar", {x, int64_t(2)}), DType::F32, {2}, {0.5, 0});
+  }
+  {
+    // f16 divides by the scalar's f32 value, not its f16 rounding:
+    // 1 / 0.3f = 3.3333332... -> f16 3.333984375 (by the f16 0.30004883 it
+    // would be 3.33203125).
+    OneOp t;
+    Value *x = t.input("x", Tensor::fromDoubles(DType::F16, {1}, {1}));
+    expectValues(t.eval("aten.div.Scalar", {x, 0.3}), DType::F16, {1}, {3.333984375});
+  }
 }
 
 } // namespace

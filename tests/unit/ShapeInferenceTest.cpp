@@ -730,3 +730,45 @@ TEST_F(Infer, EtVkOps) {
                                                     in("s2", DType::F32, {S("s0"), 16})}),
              "head_dim mismatch");
 }
+
+// The ops backends/vulkan/support/ops.yaml claims beyond the core set: the
+// Scalar overloads of sub/div (Python-number promotion), the copying and
+// aliasing spellings of the views, Tensor.to(dtype), sym_numel (whose value
+// stands for the product of the dims) and sym_constrain_range.
+TEST_F(Infer, VulkanClaimedScalarCopyAndSymOps) {
+  Value *i = in("i", DType::I32, {2, 3});
+  Value *h = in("h", DType::F16, {2, 3});
+  EXPECT_PROTO(one("aten.sub.Scalar", {i, int64_t(300)}), "i32[2, 3]");
+  EXPECT_PROTO(one("aten.sub.Scalar", {i, 0.5}), "f32[2, 3]");
+  EXPECT_PROTO(one("aten.sub.Scalar", {h, 2.0}, {{"alpha", int64_t(3)}}), "f16[2, 3]");
+  EXPECT_PROTO(one("aten.div.Scalar", {i, int64_t(2)}), "f32[2, 3]");
+  EXPECT_PROTO(one("aten.div.Scalar", {h, int64_t(2)}), "f16[2, 3]");
+  EXPECT_PROTO(one("aten.div.Scalar", {in("b", DType::Bool, {4}), true}), "f32[4]");
+
+  Value *q = in("q", DType::F32, {1, S("s0"), 1});
+  declare("s0", 2, 64);
+  EXPECT_PROTO(one("aten.squeeze_copy.default", {q}), "f32[s0]");
+  EXPECT_PROTO(one("aten.squeeze_copy.dim", {q, int64_t(-1)}), "f32[1, s0]");
+  EXPECT_PROTO(one("aten.squeeze_copy.dim", {q, int64_t(1)}), "f32[1, s0, 1]");
+  EXPECT_ERR(err("aten.squeeze_copy.dim", {q, int64_t(3)}), "out of range");
+  EXPECT_PROTO(one("aten.alias.default", {q}), "f32[1, s0, 1]");
+  EXPECT_PROTO(one("aten._reshape_copy.default", {q, ints({-1, 1})}), "f32[s0, 1]");
+  EXPECT_PROTO(one("aten.to.dtype", {q, DType::I8}), "i8[1, s0, 1]");
+  EXPECT_PROTO(one("aten.to.dtype", {i, DType::I32, false, true}), "i32[2, 3]");
+
+  Value *x = in("x", DType::F32, {2, S("s0"), 3});
+  Node *n = node("aten.sym_numel.default", {x}, {}, ValueKind::SymInt);
+  auto r = inferResults(*n, g.symbols());
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].kind, ValueKind::SymInt);
+  EXPECT_EQ(dimOfSymInt(*n->output()).str(), "6*s0");
+  EXPECT_PROTO(one("aten.view.default", {x, list({n->output()})}), "f32[6*s0]");
+  Node *n0 = node("aten.sym_numel.default", {in("z", DType::F32, {})}, {}, ValueKind::SymInt);
+  EXPECT_EQ(dimOfSymInt(*n0->output()), Dim(1));
+
+  auto c = run("aten.sym_constrain_range.default", {n->output()},
+               {{"min", int64_t(12)}, {"max", int64_t(384)}});
+  ASSERT_TRUE(c.ok()) << render(c.diags());
+  EXPECT_TRUE(c->empty());
+}

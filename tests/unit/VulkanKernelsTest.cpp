@@ -454,6 +454,78 @@ TEST(VulkanKernels, CastsAndCopies) {
   checkGraph(g, kExact, 31);
 }
 
+TEST(VulkanKernels, SubDivScalar) {
+  GRAFT_REQUIRE_VULKAN();
+  // Python-number sub/div: alpha, an i32 tensor kept i32 by an int scalar
+  // (sub) and promoted to f32 (true division), and division by zero
+  // (±inf, and NaN for the zeros the random i32 input contains).
+  checkGraph(R"(graph @t {
+  input %a : f32[3, 70]
+  input %i : i32[3, 70]
+  %s : f32[3, 70] = aten.sub.Scalar(%a, 0.25, alpha=3)
+  %si : i32[3, 70] = aten.sub.Scalar(%i, 5, 2)
+  %sf : f32[3, 70] = aten.sub.Scalar(%i, 0.5)
+  %d : f32[3, 70] = aten.div.Scalar(%s, 0.3)
+  %di : f32[3, 70] = aten.div.Scalar(%i, 7)
+  %dz : f32[3, 70] = aten.div.Scalar(%a, 0.0)
+  %dn : f32[3, 70] = aten.div.Scalar(%i, 0)
+  output %s
+  output %si
+  output %sf
+  output %d
+  output %di
+  output %dz
+  output %dn
+})",
+             kUlps, 11);
+}
+
+TEST(VulkanKernels, SubDivScalarF16) {
+  GRAFT_REQUIRE_VULKAN();
+  if (!context()->info().storageBuffer16BitAccess)
+    GTEST_SKIP() << "device lacks 16-bit storage";
+  // sub rounds the scalar to f16 first (as add does); div keeps it in f32.
+  checkGraph(R"(graph @t {
+  input %a : f16[4, 33]
+  %x : f16[4, 33] = aten.sub.Scalar(%a, 0.1, alpha=2)
+  %y : f16[4, 33] = aten.div.Scalar(%x, 0.3)
+  output %y
+})",
+             kHalfUlp, 13);
+}
+
+TEST(VulkanKernels, AliasSqueezeReshapeCopyToDtypeSymNumel) {
+  GRAFT_REQUIRE_VULKAN();
+  // The copying/aliasing spellings of the view ops, Tensor.to(dtype), and the
+  // host-side sym_numel whose value an assertion checks: all on the device
+  // (checkGraph allows no CPU fallback), bit-exact.
+  checkGraph(R"(graph @t {
+  input %a : f32[3, 1, 67]
+  input %i : i64[1, 5, 1]
+  %al : f32[3, 1, 67] = aten.alias.default(%a)
+  %q : f32[3, 67] = aten.squeeze_copy.default(%al)
+  %qd : f32[3, 67] = aten.squeeze_copy.dim(%a, -2)
+  %qk : f32[3, 1, 67] = aten.squeeze_copy.dim(%a, 0)
+  %qs : f32[3, 67] = aten.squeeze_copy.dims(%a, [0, 1])
+  %qi : i64[5] = aten.squeeze_copy.default(%i)
+  %r : f32[67, 3] = aten._reshape_copy.default(%q, [67, -1])
+  %m : f32[67, 3] = aten.mul.Scalar(%r, 100.0)
+  %ti : i32[67, 3] = aten.to.dtype(%m, i32)
+  %tf : f32[5] = aten.to.dtype(%qi, f32)
+  %ts : f32[3, 67] = aten.to.dtype(%qd, f32, false, true)
+  %n : symint = aten.sym_numel.default(%r)
+  aten.sym_constrain_range.default(%n, min=201, max=201)
+  output %al
+  output %qk
+  output %qs
+  output %ti
+  output %tf
+  output %ts
+  output %n
+})",
+             kExact, 17);
+}
+
 //===-- Quantized linears -------------------------------------------------===//
 
 struct LinearCase {
@@ -515,8 +587,8 @@ TEST(VulkanKernels, LinearDq8caQ4gsw) {
     // kernel must consume the ones it is given, as the reference does.
     std::ostringstream g;
     g << "graph @t {\n"
-      << q4Params(c, 50) << "  param %sums : i32[" << c.K / c.groupSize << ", "
-      << (c.N + 7) / 8 * 8 << "] fqn=\"sums\" = random(seed=52, min=-200, max=200)\n"
+      << q4Params(c, 50) << "  param %sums : i32[" << c.K / c.groupSize << ", " << (c.N + 7) / 8 * 8
+      << "] fqn=\"sums\" = random(seed=52, min=-200, max=200)\n"
       << "  input %x : f32[1, " << c.M << ", " << c.K << "]\n"
       << "  %xs : f32[1, " << c.M << "], %xz : i8[1, " << c.M
       << "] = torchao.choose_qparams_affine.default(%x, \"ASYMMETRIC\", [1, 1, " << c.K

@@ -82,6 +82,18 @@ Lowering binaryLowering(BinaryKind op, bool scalarOther, const char *otherName =
                  deviceElem(out) == DeviceElem::I32 && out != DType::Bool;
     if (!isFloatDT(out) && !intOk)
       return "result dtype " + std::string(name(out)) + " is not supported by binary_" + name(op);
+    // Arguments torch rejects (sub_check, alpha_check): the reference
+    // interpreter reports the error, the device must not compute a value.
+    if (op == BinaryKind::Sub) {
+      const TensorProto *s = protoOf(b, "self"), *o = protoOf(b, otherName);
+      const Argument *oa = b.find(otherName);
+      if ((s && s->dtype == DType::Bool) || (o && o->dtype == DType::Bool) || (oa && oa->isBool()))
+        return "sub of a bool operand is an error in torch";
+    }
+    if (const Argument *al = b.find("alpha");
+        al && (al->isBool() || (al->isFloat() && !isFloatDT(out))))
+      return "alpha " + std::string(al->isBool() ? "bool" : "float") + " on a " +
+             std::string(name(out)) + " result is an error in torch";
     if (op == BinaryKind::Pow) {
       const Argument *e = b.find(otherName);
       auto x = e ? e->number() : std::nullopt;

@@ -65,17 +65,42 @@ bool boundOverflows(const Number &n, DType d) {
   }
 }
 
+DType operandDType(const Operand &o) {
+  return o.isTensor ? o.tensor.dtype() : o.number.wrappedDType();
+}
+
 Kernel binaryKernel(BinaryOp op, const char *self, const char *other, bool hasAlpha) {
   return [=](const KernelArgs &a) -> Results {
-    double alpha = 1.0;
-    if (hasAlpha)
-      if (auto al = a.optionalNumber("alpha"))
-        alpha = *al;
     Operand lhs = operand(a, self), rhs = operand(a, other);
     if (lhs.isTensor && !lhs.tensor.defined())
       return a.error(std::string("argument '") + self + "' is not a tensor or number");
     if (rhs.isTensor && !rhs.tensor.defined())
       return a.error(std::string("argument '") + other + "' is not a tensor or number");
+    // torch's sub_check (BinaryOps.h): any bool operand, a wrapped Python
+    // bool included, is rejected before promotion.
+    if (op == BinaryOp::Sub) {
+      bool lb = operandDType(lhs) == DType::Bool, rb = operandDType(rhs) == DType::Bool;
+      if (lb && rb)
+        return a.error("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                       "Use the `^` or `logical_xor()` operator instead.");
+      if (lb || rb)
+        return a.error("Subtraction, the `-` operator, with a bool tensor is not supported. If "
+                       "you are trying to invert a mask, use the `~` or `logical_not()` operator "
+                       "instead.");
+    }
+    double alpha = 1.0;
+    if (hasAlpha)
+      if (auto al = optionalNumberArg(a, "alpha")) {
+        // torch's alpha_check on the common dtype: the integer kernels would
+        // otherwise truncate a float alpha silently.
+        DType common = resultType({lhs, rhs});
+        if (al->kind == Number::Kind::Bool && common != DType::Bool)
+          return a.error("Boolean alpha only supported for Boolean results.");
+        if (al->kind == Number::Kind::Float && !isFloatingPoint(common) && !isComplex(common))
+          return a.error(
+              "For integral input tensors, argument alpha must not be a floating point number.");
+        alpha = al->toDouble();
+      }
     GRAFT_TRY(Tensor r, binary(op, lhs, rhs, alpha));
     return one(std::move(r));
   };

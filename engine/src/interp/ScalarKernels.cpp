@@ -1,6 +1,6 @@
 //===- ScalarKernels.cpp - symbolic-size ops and runtime assertions -------===//
 //
-// sym_size.int, _local_scalar_dense, and the ephemeral assertion ops
+// sym_size.int, sym_numel, _local_scalar_dense, and the ephemeral assertion ops
 // torch.export leaves in graphs (sym_constrain_range[_for_size],
 // _assert_scalar). A failed assertion is a user-facing error naming the node
 // and carrying the assertion's message, as PyTorch raises it at run time.
@@ -182,7 +182,10 @@ void registerScalarKernels(KernelRegistry &r) {
     return std::vector<RuntimeValue>{x.rank() == 0 ? int64_t(1) : x.size(d)};
   });
   r.add("aten.sym_numel.default", [](const KernelArgs &a) -> Results {
-    return std::vector<RuntimeValue>{a.tensor("self").numel()};
+    const Tensor &x = a.tensor("self");
+    if (!x.defined())
+      return a.error("argument 'self' is not a tensor");
+    return std::vector<RuntimeValue>{x.numel()};
   });
   r.add("aten._local_scalar_dense.default", [](const KernelArgs &a) -> Results {
     const Tensor &x = a.tensor("self");

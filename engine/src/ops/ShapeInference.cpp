@@ -115,6 +115,11 @@ Dim dimOfSymInt(const Value &value) {
       if (d >= 0)
         return t.shape[static_cast<std::size_t>(d)];
     }
+    // sym_numel is the product of the dims (an opaque dim when two of them
+    // are symbolic, as for any non-linear product).
+    if (target == "aten.sym_numel.default" && p->args().size() == 1 && p->args()[0].isValue() &&
+        p->args()[0].value()->isTensor())
+      return p->args()[0].value()->proto().numel();
     // Arithmetic on SymInts is the expression over its operands' Dims (the
     // end u0 + 8 of a narrow), recursively; chains are a few nodes long.
     if (auto d = symArithDim(*p, target))

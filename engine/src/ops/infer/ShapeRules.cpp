@@ -409,6 +409,14 @@ Results symSizeRule(const InferContext &ctx) {
   return one(std::move(r));
 }
 
+// sym_numel: a SymInt; dimOfSymInt follows it to the product of self's dims.
+// (Binding has already checked that self is a tensor.)
+Results symNumelRule(const InferContext &) {
+  InferredResult r;
+  r.kind = ValueKind::SymInt;
+  return one(std::move(r));
+}
+
 // _local_scalar_dense (Tensor.item()): the symbolic scalar kind follows the dtype.
 Results localScalarRule(const InferContext &ctx) {
   const TensorProto &t = ctx.tensor("self");
@@ -453,6 +461,7 @@ void registerShapeRules(InferenceRules &rules) {
   rules.add("select", selectRule);
   rules.add("cat", catRule);
   rules.add("sym_size", symSizeRule);
+  rules.add("sym_numel", symNumelRule);
   rules.add("local_scalar_dense", localScalarRule);
   rules.add("select_as_symint", selectAsSymIntRule);
   rules.add("no_results", noResults);
