@@ -22,6 +22,8 @@
 // most half a bf16 ulp (rtol 2^-8). A float zero point (tinygemm-style) would round twice
 // and is left alone.
 
+phase legalize
+
 /// dequantize_affine(..., output_dtype=bf16) cast to f32 -> one dequantize_affine to f32.
 rule dequantize_bf16_to_f32 benefit 10 tags(dtype, legalize) {
   match {

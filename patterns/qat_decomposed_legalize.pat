@@ -1,5 +1,5 @@
 // QAT as torch.export writes it (docs/rules.md, "QAT as exported"). A legalize phase family
-// (the file name says so): it runs before the fusion rules and turns torchao's fake
+// (`phase legalize` below): it runs before the fusion rules and turns torchao's fake
 // quantization, which upstream keeps a Python function and export therefore records as aten
 // math, into graft's torchao.fake_quantize_affine, so qat.pat converts it and the 4w / 8da4w
 // linear rules fuse it.
@@ -67,6 +67,8 @@
 // quantizer without a zero point (ZeroPointDomain.NONE), block shapes other than [1, G] on a
 // 2-D value and per-token [1, ..., 1, K] of rank 2 or 3, and the legacy int32 round trip of
 // torchao <= 0.11 (_GenericFakeQuantize).
+
+phase legalize
 
 /// Group-wise fake quantization of a 2-D value (a QAT weight [N, K], block [1, G], G < K),
 /// decomposed -> torchao.fake_quantize_affine.

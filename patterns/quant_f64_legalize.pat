@@ -1,5 +1,5 @@
 // float64 activation scales made float32 (docs/rules.md, "float64 activation scales"). A
-// legalize family (the file name says so): it runs before the fusion rules.
+// legalize family (`phase legalize` below): it runs before the fusion rules.
 //
 // torchao's per-token activation quantization used to ask choose_qparams_affine for float64
 // scales and int64 zero points, with the quant ranges left None (pytorch/ao's test expectation
@@ -32,6 +32,8 @@
 //   a quantized value then differs by exactly one step (its dequantized value by one scale).
 //   This is what ET-VK's kernel computes (float32 on the device); the 8da4w fusion then fuses
 //   the f32 chain as usual.
+
+phase legalize
 
 /// choose_qparams_affine of a rank-2 activation with f64 scales -> f32 scales widened to f64.
 rule choose_qparams_affine_f64_scale benefit 40 tags(quant, legalize) {

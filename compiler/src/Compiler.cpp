@@ -41,10 +41,6 @@ bool endsWith(const std::string &s, const std::string &suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool isLegalizationFile(const std::string &file) {
-  return fs::path(file).filename().string().find("legaliz") != std::string::npos;
-}
-
 /// A private directory removed on destruction: the shipped rules are written
 /// there so their `import`s resolve exactly as in the source tree.
 class TempDir {
@@ -216,8 +212,18 @@ Expected<RuleSet> RuleSet::shipped(SourceManager *sources) {
   return set;
 }
 
-void RuleSet::take(std::vector<rewrite::Rule> rules, const std::vector<std::size_t> &ruleFile,
-                   const std::vector<std::string> &files) {
+Expected<const rewrite::CompiledRules *> RuleSet::compiled(rewrite::RulePhase phase) const {
+  auto &slot = compiled_[phase == rewrite::RulePhase::Legalize ? 0 : 1];
+  if (!slot) {
+    GRAFT_TRY(auto c, rewrite::CompiledRules::compile(rules(phase)));
+    slot = std::make_shared<const rewrite::CompiledRules>(std::move(c));
+  }
+  return slot.get();
+}
+
+void RuleSet::take(std::vector<rewrite::Rule> rules, const std::vector<std::string> &files) {
+  compiled_[0].reset();
+  compiled_[1].reset();
   for (std::size_t i = 0; i < rules.size(); ++i) {
     rewrite::Rule &r = rules[i];
     // A file imported by several loaded files contributes its rules once.
@@ -226,8 +232,7 @@ void RuleSet::take(std::vector<rewrite::Rule> rules, const std::vector<std::size
     if (std::find(seen_.begin(), seen_.end(), id) != seen_.end())
       continue;
     seen_.push_back(id);
-    const std::string &file = i < ruleFile.size() ? files[ruleFile[i]] : std::string();
-    (isLegalizationFile(file) ? legalize_ : fuse_).push_back(std::move(r));
+    (r.phase == rewrite::RulePhase::Legalize ? legalize_ : fuse_).push_back(std::move(r));
   }
   for (const std::string &f : files)
     if (std::find(files_.begin(), files_.end(), f) == files_.end())
@@ -252,14 +257,14 @@ Status RuleSet::addPath(const std::string &path, SourceManager *sources) {
   }
   GRAFT_TRY(dsl::RuleSet set, dsl::parsePatFile(path, sources));
   warnings.insert(warnings.end(), set.warnings.begin(), set.warnings.end());
-  take(std::move(set.rules), set.ruleFile, set.files);
+  take(std::move(set.rules), set.files);
   return okStatus();
 }
 
 Status RuleSet::addText(std::string_view text, const std::string &name, SourceManager *sources) {
   GRAFT_TRY(dsl::RuleSet set, dsl::parsePat(text, name, sources));
   warnings.insert(warnings.end(), set.warnings.begin(), set.warnings.end());
-  take(std::move(set.rules), set.ruleFile, set.files);
+  take(std::move(set.rules), set.files);
   return okStatus();
 }
 
@@ -269,18 +274,19 @@ Status RuleSet::addText(std::string_view text, const std::string &name, SourceMa
 
 namespace {
 
-Expected<rewrite::RewriteResult> runPass(Graph &graph, const std::vector<rewrite::Rule> &rules,
-                                         rewrite::FqnRegistry &fqns,
+/// One phase of the rule set to its fixpoint (nothing to do without rules).
+Expected<rewrite::RewriteResult> runPass(Graph &graph, const RuleSet &rules,
+                                         rewrite::RulePhase phase, rewrite::FqnRegistry &fqns,
                                          const rewrite::RewriteOptions &options) {
-  if (rules.empty()) {
+  if (rules.rules(phase).empty()) {
     rewrite::RewriteResult r;
     r.converged = true;
     r.stopReason = "fixpoint";
     r.nodesBefore = r.nodesAfter = graph.numNodes();
     return r;
   }
-  GRAFT_TRY(auto compiled, rewrite::CompiledRules::compile(rules));
-  return rewrite::applyRules(graph, compiled, fqns, options);
+  GRAFT_TRY(const rewrite::CompiledRules *compiled, rules.compiled(phase));
+  return rewrite::applyRules(graph, *compiled, fqns, options);
 }
 
 void countFired(const rewrite::RewriteResult &r, std::map<std::string, uint64_t> &out) {
@@ -295,11 +301,48 @@ Expected<FuseResult> fuse(Graph &graph, const RuleSet &rules, rewrite::FqnRegist
                           const rewrite::RewriteOptions &options) {
   FuseResult out;
   out.nodesBefore = graph.numNodes();
-  GRAFT_TRY(out.legalize, runPass(graph, rules.legalizeRules(), fqns, options));
-  GRAFT_TRY(out.fuse, runPass(graph, rules.fuseRules(), fqns, options));
+  auto t0 = std::chrono::steady_clock::now();
+  GRAFT_TRY(out.legalize, runPass(graph, rules, rewrite::RulePhase::Legalize, fqns, options));
+  out.legalizeSeconds = secondsSince(t0);
+  t0 = std::chrono::steady_clock::now();
+  GRAFT_TRY(out.fuse, runPass(graph, rules, rewrite::RulePhase::Fuse, fqns, options));
+  out.fuseSeconds = secondsSince(t0);
   countFired(out.legalize, out.rulesFired);
   countFired(out.fuse, out.rulesFired);
   out.nodesAfter = graph.numNodes();
+  return out;
+}
+
+Expected<std::vector<rewrite::ExplainEntry>> explainPhases(Graph &graph, const RuleSet &rules,
+                                                           const rewrite::ExplainOptions &options) {
+  std::vector<rewrite::ExplainEntry> out;
+  rewrite::FqnRegistry fqns;
+  for (rewrite::RulePhase phase : rewrite::kRulePhases) {
+    if (rules.rules(phase).empty())
+      continue;
+    GRAFT_TRY(const rewrite::CompiledRules *compiled, rules.compiled(phase));
+    std::vector<rewrite::ExplainEntry> entries = rewrite::explain(graph, *compiled, options);
+    out.insert(out.end(), std::make_move_iterator(entries.begin()),
+               std::make_move_iterator(entries.end()));
+    if (phase != rewrite::kRulePhases[std::size(rewrite::kRulePhases) - 1]) {
+      GRAFT_TRY(auto r, rewrite::applyRules(graph, *compiled, fqns, {}));
+      (void)r;
+    }
+  }
+  return out;
+}
+
+std::string formatFuseResult(const FuseResult &result, const RuleSet &rules) {
+  std::string out;
+  for (rewrite::RulePhase phase : rewrite::kRulePhases) {
+    if (rules.rules(phase).empty())
+      continue;
+    auto compiled = rules.compiled(phase);
+    if (!compiled)
+      continue; // fuse() compiled them already; nothing ran otherwise
+    out += std::string("phase ") + rewrite::name(phase) + ":\n";
+    out += rewrite::formatResult(result.pass(phase), **compiled);
+  }
   return out;
 }
 
@@ -556,7 +599,8 @@ Expected<CompileResult> compile(const std::string &modelPath, const CompileOptio
   // (see writeProgram): fusing reads no weight data.
   ropts.deferConstantData = true;
   GRAFT_CHECK_OK(phase("legalize", [&]() -> Status {
-    GRAFT_TRY(result.fuse.legalize, runPass(graph, rules.legalizeRules(), result.fqns, ropts));
+    GRAFT_TRY(result.fuse.legalize,
+              runPass(graph, rules, rewrite::RulePhase::Legalize, result.fqns, ropts));
     countFired(result.fuse.legalize, result.fuse.rulesFired);
     return okStatus();
   }));
@@ -565,15 +609,16 @@ Expected<CompileResult> compile(const std::string &modelPath, const CompileOptio
     if (options.coverage) {
       // The coverage report needs a snapshot of the graph before the pass and
       // the compiled rules, so this pass is run here rather than by runPass.
-      GRAFT_TRY(auto compiled, rewrite::CompiledRules::compile(rules.fuseRules()));
-      rewrite::CoverageSnapshot before = rewrite::snapshotForCoverage(graph, compiled);
+      GRAFT_TRY(const rewrite::CompiledRules *compiled, rules.compiled(rewrite::RulePhase::Fuse));
+      rewrite::CoverageSnapshot before = rewrite::snapshotForCoverage(graph, *compiled);
       rewrite::RewriteOptions withLog = ropts;
       withLog.recordLog = true;
-      GRAFT_TRY(result.fuse.fuse, rewrite::applyRules(graph, compiled, result.fqns, withLog));
-      result.coverage = rewrite::emptyCoverage(compiled);
-      rewrite::addCoverage(*result.coverage, modelPath, before, graph, result.fuse.fuse, compiled);
+      GRAFT_TRY(result.fuse.fuse, rewrite::applyRules(graph, *compiled, result.fqns, withLog));
+      result.coverage = rewrite::emptyCoverage(*compiled);
+      rewrite::addCoverage(*result.coverage, modelPath, before, graph, result.fuse.fuse, *compiled);
     } else {
-      GRAFT_TRY(result.fuse.fuse, runPass(graph, rules.fuseRules(), result.fqns, ropts));
+      GRAFT_TRY(result.fuse.fuse,
+                runPass(graph, rules, rewrite::RulePhase::Fuse, result.fqns, ropts));
     }
     countFired(result.fuse.fuse, result.fuse.rulesFired);
     result.fuse.nodesAfter = graph.numNodes();

@@ -99,7 +99,11 @@ public:
         diags_.push_back(std::move(d));
       }
     }
+    std::size_t firstRule = set_.rules.size();
+    rewrite::RulePhase phase = filePhase(file);
     analyzeFile(file, ctx_, set_.rules, diags_);
+    for (std::size_t i = firstRule; i < set_.rules.size(); ++i)
+      set_.rules[i].phase = phase;
     set_.ruleFile.resize(set_.rules.size(), fileIndex);
     stack_.pop_back();
     stackNames_.pop_back();
@@ -109,6 +113,45 @@ public:
   std::vector<Diagnostic> &diags() { return diags_; }
 
 private:
+  /// The file's `phase NAME` (Fuse without one): at most one, before any rule.
+  rewrite::RulePhase filePhase(const ParsedFile &file) {
+    rewrite::RulePhase phase = rewrite::RulePhase::Fuse;
+    const Syn *declared = nullptr;
+    const Syn *firstRule = nullptr;
+    for (const Syn &item : file.root.kids) {
+      if (item.kind == SK::Rule && !firstRule)
+        firstRule = &item;
+      if (item.kind != SK::Phase)
+        continue;
+      const Syn &nameSyn = item.kids.front();
+      SourceRange at = rangeOf(file, nameSyn);
+      if (declared) {
+        Diagnostic d = Diagnostic::error(rangeOf(file, item), "a file declares one phase");
+        d.note(rangeOf(file, *declared), "the phase is declared here");
+        diags_.push_back(std::move(d));
+        continue;
+      }
+      declared = &item;
+      if (firstRule) {
+        Diagnostic d = Diagnostic::error(
+            rangeOf(file, item), "'phase' must come before the file's rules (it applies to all)");
+        d.note(rangeOf(file, firstRule->kids.front()), "first rule here");
+        diags_.push_back(std::move(d));
+      }
+      bool known = false;
+      for (rewrite::RulePhase p : rewrite::kRulePhases)
+        if (nameSyn.text == rewrite::name(p)) {
+          phase = p;
+          known = true;
+        }
+      if (!known)
+        diags_.push_back(Diagnostic::error(at, "unknown phase '" + nameSyn.text +
+                                                   "' (the phases, in the order they run: "
+                                                   "legalize, fuse)"));
+    }
+    return phase;
+  }
+
   void import(const ParsedFile &file, const Syn &item) {
     const Syn &lit = item.kids.front();
     SourceRange at = rangeOf(file, lit);

@@ -244,6 +244,8 @@ public:
       bool forceBlank = prev && (prev->kind == SK::Rule || item.kind == SK::Rule);
       if (item.kind == SK::Import)
         leaf(item, 0, "import " + item.kids.front().text, forceBlank);
+      else if (item.kind == SK::Phase)
+        leaf(item, 0, "phase " + item.kids.front().text, forceBlank);
       else
         rule(item, forceBlank);
       prev = &item;

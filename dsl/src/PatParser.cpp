@@ -389,8 +389,13 @@ GRAFT_EXPECT(ExpectImportPath, "expected a quoted path after 'import'", LStr);
 struct Import
     : peg::seq<GRAFT_KW("import"), Hs, peg::must<ExpectImportPath>, peg::opt<Hs, peg::one<';'>>>,
       Tag<SK::Import> {};
-struct TopLevel : peg::sor<Import, Rule> {};
-GRAFT_EXPECT(ExpectTopLevel, "expected 'rule' or 'import'", TopLevel);
+struct PhaseName : Identifier, Tag<SK::PhaseName> {};
+GRAFT_EXPECT(ExpectPhaseName, "expected a phase name after 'phase' (legalize or fuse)", PhaseName);
+struct Phase
+    : peg::seq<GRAFT_KW("phase"), Hs, peg::must<ExpectPhaseName>, peg::opt<Hs, peg::one<';'>>>,
+      Tag<SK::Phase> {};
+struct TopLevel : peg::sor<Import, Phase, Rule> {};
+GRAFT_EXPECT(ExpectTopLevel, "expected 'rule', 'import' or 'phase'", TopLevel);
 struct File : peg::seq<Nl, peg::star<peg::not_at<peg::eof>, peg::must<ExpectTopLevel>, Nl>> {};
 
 //===----------------------------------------------------------------------===//

@@ -24,9 +24,11 @@ namespace graft::dsl {
 
 /// Node kinds. Comments give the syntax and the children.
 enum class SK : uint8_t {
-  File,   ///< (Import | Rule)*
+  File,   ///< (Import | Phase | Rule)*
   Import, ///< `import "path"`: LStr
-  Rule,   ///< `rule NAME attrs { sections }`: RuleName, (Benefit|Tags|Backend)*, sections*
+  Phase,  ///< `phase NAME`: PhaseName (the file's rules run in that phase)
+  PhaseName,
+  Rule, ///< `rule NAME attrs { sections }`: RuleName, (Benefit|Tags|Backend)*, sections*
   RuleName,
   Benefit, ///< `benefit N`: LInt (possibly ENeg)
   Tags,    ///< `tags(a, b)`: TagName+

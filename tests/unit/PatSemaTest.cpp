@@ -29,6 +29,7 @@ using rewrite::DimPattern;
 using rewrite::Expr;
 using rewrite::RewriteStmt;
 using rewrite::Rule;
+using rewrite::RulePhase;
 
 fs::path patDir(const std::string &sub) {
   return fs::path(GRAFT_TEST_DATA_DIR) / "golden" / "pat" / sub;
@@ -661,6 +662,52 @@ TEST(PatCli, FmtPrintsChecksAndRewritesInPlace) {
   r = graft("fmt " + messy + " " + broken);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("several FILEs need --check or -i"), std::string::npos);
+}
+
+
+TEST(PatPhases, EachFileDeclaresItsPhaseAndImportsKeepTheirs) {
+  TempDir dir;
+  dir.write("legal.pat", "// canonical spellings\nphase legalize\n\n" + relu("l1") + relu("l2"));
+  std::string main = dir.write("main.pat", "import \"legal.pat\"\n" + relu("f"));
+  auto set = parsePatFile(main);
+  ASSERT_TRUE(set.ok()) << render(set.diags());
+  ASSERT_EQ(set->rules.size(), 3u);
+  EXPECT_EQ(set->rules[0].phase, RulePhase::Legalize);
+  EXPECT_EQ(set->rules[1].phase, RulePhase::Legalize);
+  EXPECT_EQ(set->rules[2].phase, RulePhase::Fuse); // undeclared: fuse
+  // `phase fuse;` is the default spelled out.
+  auto fuse = parsePat("phase fuse;\n" + relu("g"), "f.pat");
+  ASSERT_TRUE(fuse.ok()) << render(fuse.diags());
+  EXPECT_EQ(fuse->rules[0].phase, RulePhase::Fuse);
+}
+
+TEST(PatPhases, ErrorsNameThePhaseDeclaration) {
+  auto unknown = parsePat("phase lower\n" + relu("a"), "p.pat");
+  ASSERT_FALSE(unknown.ok());
+  std::string e = render(unknown.diags());
+  EXPECT_NE(e.find("p.pat:1:7: error: unknown phase 'lower' (the phases, in the order they run: "
+                   "legalize, fuse)"),
+            std::string::npos)
+      << e;
+
+  auto late = parsePat(relu("a") + "phase legalize\n", "p.pat");
+  ASSERT_FALSE(late.ok());
+  e = render(late.diags());
+  EXPECT_NE(e.find("p.pat:5:1: error: 'phase' must come before the file's rules"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("note: first rule here"), std::string::npos) << e;
+
+  auto twice = parsePat("phase legalize\nphase fuse\n" + relu("a"), "p.pat");
+  ASSERT_FALSE(twice.ok());
+  e = render(twice.diags());
+  EXPECT_NE(e.find("p.pat:2:1: error: a file declares one phase"), std::string::npos) << e;
+
+  auto missing = parsePat("phase\n" + relu("a"), "p.pat");
+  ASSERT_FALSE(missing.ok());
+  e = render(missing.diags());
+  EXPECT_NE(e.find("expected a phase name after 'phase' (legalize or fuse)"), std::string::npos)
+      << e;
 }
 
 } // namespace

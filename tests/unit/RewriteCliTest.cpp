@@ -143,7 +143,7 @@ TEST(RewriteCli, VerifyRulesPassesGoodRulesAndCatchesAPlantedBug) {
 }
 
 TEST(RewriteCli, BadInvocationsAreUserErrors) {
-  EXPECT_EQ(graft("fuse " + kExamples + "tiny_embedding.gir").code, 1);
+  EXPECT_EQ(graft("fuse").code, 1);
   EXPECT_EQ(graft("fuse --rules x.pat").code, 1);
   RunResult missing = graft("fuse " + kExamples + "tiny_embedding.gir --rules /nonexistent.pat");
   EXPECT_EQ(missing.code, 1);
@@ -151,6 +151,40 @@ TEST(RewriteCli, BadInvocationsAreUserErrors) {
   EXPECT_EQ(graft("verify-rules " + kGolden + "embedding_q4gsw/rules.pat --instances x").code, 1);
   for (const char *cmd : {"fuse", "explain", "verify-rules"})
     EXPECT_EQ(graft(std::string(cmd) + " --help").code, 0) << cmd;
+}
+
+// Without --rules, fuse and explain use the shipped library, phase by phase
+// as graft compile does; --json reports each phase with its timing.
+TEST(RewriteCli, FuseDefaultsToTheShippedRulesPhaseByPhase) {
+  RunResult fuse =
+      graft("fuse " + kExamples + "tiny_embedding.gir --json -o " + temp("default_rules.gir"));
+  ASSERT_EQ(fuse.code, 0) << fuse.err;
+  auto j = nlohmann::json::parse(fuse.out);
+  EXPECT_TRUE(j["converged"].get<bool>());
+  ASSERT_EQ(j["phases"].size(), 2u) << fuse.out;
+  EXPECT_EQ(j["phases"][0]["phase"], "legalize");
+  EXPECT_EQ(j["phases"][1]["phase"], "fuse");
+  EXPECT_GT(j["phases"][0]["rules"].get<int>(), 0);
+  double total = 0;
+  for (const auto &p : j["phases"]) {
+    EXPECT_GE(p["seconds"].get<double>(), 0.0);
+    total += p["seconds"].get<double>();
+  }
+  EXPECT_NEAR(j["seconds"].get<double>(), total, 1e-9);
+  bool embedding = false;
+  for (const auto &f : j["fired"])
+    embedding = embedding || (f["rule"] == "torchao_embedding_q4gsw" && f["phase"] == "fuse");
+  EXPECT_TRUE(embedding) << fuse.out;
+  RunResult text = graft("fuse " + kExamples + "tiny_embedding.gir -o " + temp("text_rules.gir"));
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("phase legalize:\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("phase fuse:\nfired torchao_embedding_q4gsw"), std::string::npos)
+      << text.out;
+  RunResult explain = graft("explain " + kExamples +
+                            "tiny_embedding.gir --rule "
+                            "torchao_embedding_q4gsw");
+  ASSERT_EQ(explain.code, 0) << explain.err;
+  EXPECT_NE(explain.out.find("matches at"), std::string::npos) << explain.out;
 }
 
 TEST(RewriteCli, RuleDirectoriesExpandToTheirPatFiles) {

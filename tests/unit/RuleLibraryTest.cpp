@@ -16,6 +16,8 @@
 //===----------------------------------------------------------------------===//
 #include "RuleLibrary.h"
 
+#include "graft/Compiler.h"
+
 #include "graft/interp/Interpreter.h"
 #include "graft/ir/Verifier.h"
 #include "graft/rewrite/Rewriter.h"
@@ -50,22 +52,25 @@ TEST_P(RuleLibraryGolden, FusesToTheExpectedGraph) {
   const fs::path dir = GetParam();
   const std::string repoPrefix = test::patternsDir().parent_path().string() + "/";
   SourceManager sources;
-  std::string error;
-  auto rules = test::loadRuleLibrary(sources, error);
-  ASSERT_TRUE(error.empty()) << error;
-  ASSERT_FALSE(rules.empty()) << "no rules in " << test::patternsDir();
-  auto compiled = rewrite::CompiledRules::compile(std::move(rules));
-  ASSERT_TRUE(compiled.ok()) << render(compiled.diags(), &sources);
+  // The library as graft fuse / graft compile load it: phase by phase.
+  RuleSet rules;
+  Status loaded = rules.addPath(test::patternsDir().string(), &sources);
+  ASSERT_TRUE(loaded.ok()) << render(loaded.diags(), &sources);
+  ASSERT_GT(rules.size(), 0u) << "no rules in " << test::patternsDir();
   auto graph = parseGraphFile((dir / "input.gir").string(), &sources);
   ASSERT_TRUE(graph.ok()) << render(graph.diags(), &sources);
   auto before = parseGraphFile((dir / "input.gir").string());
   ASSERT_TRUE(before.ok());
   const bool update = std::getenv("GRAFT_UPDATE_GOLDEN") != nullptr;
 
-  // explain runs on the unfused input, over every rule.
+  // explain runs over every rule, each phase's on the graph that phase sees.
   if (fs::exists(dir / "explain.txt")) {
+    auto explained = parseGraphFile((dir / "input.gir").string());
+    ASSERT_TRUE(explained.ok());
+    auto entries = explainPhases(**explained, rules);
+    ASSERT_TRUE(entries.ok()) << render(entries.diags(), &sources);
     std::string text;
-    for (const rewrite::ExplainEntry &e : rewrite::explain(**before, *compiled, {}))
+    for (const rewrite::ExplainEntry &e : *entries)
       text += rewrite::format(e) + "\n";
     text = stripPrefix(text, repoPrefix);
     if (update) {
@@ -77,16 +82,16 @@ TEST_P(RuleLibraryGolden, FusesToTheExpectedGraph) {
   rewrite::FqnRegistry fqns;
   rewrite::RewriteOptions options;
   options.verifyEach = true;
-  auto result = rewrite::applyRules(**graph, *compiled, fqns, options);
+  auto result = fuse(**graph, rules, fqns, options);
   ASSERT_TRUE(result.ok()) << render(result.diags(), &sources);
-  EXPECT_TRUE(result->converged);
+  EXPECT_TRUE(result->converged());
   EXPECT_TRUE(verify(**graph).empty()) << render(verify(**graph));
 
   PrintOptions po;
   po.maxInlineElements = 4096;
   auto text = printGraph(**graph, po);
   ASSERT_TRUE(text.ok()) << render(text.diags());
-  std::string report = rewrite::formatResult(*result, *compiled);
+  std::string report = formatFuseResult(*result, rules);
   if (fqns.size())
     report += "constants made:\n" + fqns.str();
   report = stripPrefix(report, repoPrefix);
@@ -117,12 +122,17 @@ TEST_P(RuleLibraryGolden, FusesToTheExpectedGraph) {
 
   // The tolerance is the largest of the rules that fired (exact when none did).
   double atol = 0, rtol = 0;
-  for (const rewrite::RuleStats &s : result->stats) {
-    if (!s.applied)
+  for (rewrite::RulePhase phase : rewrite::kRulePhases) {
+    if (rules.rules(phase).empty())
       continue;
-    for (std::size_t i : compiled->find(s.rule)) {
-      atol = std::max(atol, compiled->rule(i).atol);
-      rtol = std::max(rtol, compiled->rule(i).rtol);
+    const rewrite::CompiledRules &compiled = **rules.compiled(phase);
+    for (const rewrite::RuleStats &s : result->pass(phase).stats) {
+      if (!s.applied)
+        continue;
+      for (std::size_t i : compiled.find(s.rule)) {
+        atol = std::max(atol, compiled.rule(i).atol);
+        rtol = std::max(rtol, compiled.rule(i).rtol);
+      }
     }
   }
   if (test::allConstantsHaveData(**before)) {

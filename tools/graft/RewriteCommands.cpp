@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "Cli.h"
 
+#include "graft/Compiler.h"
 #include "graft/dsl/Pat.h"
 #include "graft/rewrite/Rewriter.h"
 #include "graft/rewrite/VerifyRules.h"
@@ -61,6 +62,41 @@ std::optional<uint64_t> parseCount(const Args &args, const std::string &flag, ui
   return std::nullopt;
 }
 
+/// The rules a command runs: the --rules files, or the shipped library
+/// without any; one graft::RuleSet, as `graft compile` loads them.
+std::optional<RuleSet> loadRuleSet(const std::vector<std::string> &values, const char *cmd,
+                                   SourceManager &sources, int &status) {
+  auto files = ruleFiles(values, cmd, status);
+  if (!files)
+    return std::nullopt;
+  RuleSet rules;
+  if (files->empty()) {
+    auto shipped = RuleSet::shipped(&sources);
+    if (!shipped) {
+      status = reportFailure(shipped.diags(), &sources);
+      return std::nullopt;
+    }
+    rules = std::move(*shipped);
+  }
+  for (const std::string &f : *files) {
+    Status s = rules.addPath(f, &sources);
+    if (!s) {
+      status = reportFailure(s.diags(), &sources);
+      return std::nullopt;
+    }
+  }
+  for (const Diagnostic &w : rules.warnings)
+    std::cerr << render(w, &sources);
+  for (rewrite::RulePhase phase : rewrite::kRulePhases) {
+    auto compiled = rules.compiled(phase);
+    if (!compiled) {
+      status = reportFailure(compiled.diags(), &sources);
+      return std::nullopt;
+    }
+  }
+  return rules;
+}
+
 std::string locText(const SourceRange &r) {
   if (!r.begin.valid())
     return "";
@@ -89,13 +125,15 @@ nlohmann::ordered_json statsJson(const rewrite::RuleStats &s) {
 Command makeFuseCommand() {
   Command c;
   c.name = "fuse";
-  c.usage = "graft fuse IN --rules FILES [-o OUT] [--json] [--verify-each] [--rule NAME]... "
+  c.usage = "graft fuse IN [--rules FILES] [-o OUT] [--json] [--verify-each] [--rule NAME]... "
             "[--max-iterations N] [--max-rewrites N] [--top-down] [--data-file BIN] "
             "[--provenance FILE]";
   c.summary = "Apply .pat fusion rules to a graph and print what fired.";
   c.details =
-      "Runs the rules to a fixpoint (highest benefit first at each node, users before\n"
-      "producers) and writes the rewritten graph to OUT (text IR, or a .pt2 archive when OUT\n"
+      "Runs the rules phase by phase (`phase legalize` files first, then the fusions),\n"
+      "each to a fixpoint (highest benefit first at each node, users before producers),\n"
+      "exactly as `graft compile` does; without --rules, the shipped library. Writes the\n"
+      "rewritten graph to OUT (text IR, or a .pt2 archive when OUT\n"
       "ends in .pt2; stdout without -o). Prints each rewrite, per-rule statistics (tried,\n"
       "matched, applied, refused, and the deepest failing check of unmatched candidates)\n"
       "and whether the run converged; --json prints the same as one object, with the FQN\n"
@@ -103,30 +141,25 @@ Command makeFuseCommand() {
       "written to --data-file (default: OUT with extension .bin) when too large to inline.\n"
       "--verify-each re-verifies the graph after every rewrite. Exit status 1 if the graph\n"
       "or rules are invalid, or --verify-each finds a broken graph.";
-  c.flags = {
-      {"rules", true, "rule files or directories (*.pat), repeatable or comma-separated", "FILES"},
-      {"o", true, "write the rewritten graph to OUT", "OUT"},
-      {"json", false, "print the report as JSON"},
-      {"verify-each", false, "verify the graph after every rewrite"},
-      {"rule", true, "only run rules with this name (repeatable)", "NAME"},
-      {"max-iterations", true, "sweeps of the graph (default 10)", "N"},
-      {"max-rewrites", true, "stop after N rewrites (default: automatic)", "N"},
-      {"top-down", false, "visit producers before users"},
-      {"data-file", true, "sidecar file for large new constants", "BIN"},
-      {"provenance", true, "also write the provenance JSON to FILE", "FILE"}};
+  c.flags = {{"rules", true,
+              "rule files or directories (*.pat), repeatable or comma-separated (default: the "
+              "shipped rules)",
+              "FILES"},
+             {"o", true, "write the rewritten graph to OUT", "OUT"},
+             {"json", false, "print the report as JSON"},
+             {"verify-each", false, "verify the graph after every rewrite"},
+             {"rule", true, "only run rules with this name (repeatable)", "NAME"},
+             {"max-iterations", true, "sweeps of the graph (default 10)", "N"},
+             {"max-rewrites", true, "stop after N rewrites (default: automatic)", "N"},
+             {"top-down", false, "visit producers before users"},
+             {"data-file", true, "sidecar file for large new constants", "BIN"},
+             {"provenance", true, "also write the provenance JSON to FILE", "FILE"}};
   c.run = [](const Args &args) {
     if (args.positional.size() != 1) {
       std::cerr << "graft fuse: error: expected exactly one input graph\n";
       return int(kUserError);
     }
     int status = kOk;
-    auto files = ruleFiles(args.all("rules"), "fuse", status);
-    if (!files)
-      return status;
-    if (files->empty()) {
-      std::cerr << "graft fuse: error: --rules FILES is required\n";
-      return int(kUserError);
-    }
     rewrite::RewriteOptions options;
     auto iters = parseCount(args, "max-iterations", 10, "fuse", status);
     auto limit = parseCount(args, "max-rewrites", 0, "fuse", status);
@@ -138,7 +171,7 @@ Command makeFuseCommand() {
     options.topDown = args.has("top-down");
     options.onlyRules = args.all("rule");
     SourceManager sources;
-    auto rules = loadRuleFiles(*files, sources, status);
+    auto rules = loadRuleSet(args.all("rules"), "fuse", sources, status);
     if (!rules)
       return status;
     const std::string &path = args.positional[0];
@@ -152,7 +185,7 @@ Command makeFuseCommand() {
     options.deferConstantData = loaded->pt2 && outPath && outPath->size() > 4 &&
                                 outPath->compare(outPath->size() - 4, 4, ".pt2") == 0;
     rewrite::FqnRegistry fqns;
-    auto result = rewrite::applyRules(graph, *rules, fqns, options);
+    auto result = fuse(graph, *rules, fqns, options);
     if (!result)
       return reportFailure(result.diags(), &sources);
 
@@ -204,29 +237,52 @@ Command makeFuseCommand() {
     // The report: on stdout with -o, else on stderr (stdout has the graph).
     std::ostream &report = out ? std::cout : std::cerr;
     if (args.has("json")) {
+      // Totals over the phases, then each phase with its own timing.
       nlohmann::ordered_json j;
       j["graph"] = path;
-      j["converged"] = result->converged;
-      j["stop_reason"] = result->stopReason;
-      j["iterations"] = result->iterations;
-      j["rewrites"] = result->rewrites;
+      j["converged"] = result->converged();
+      j["stop_reason"] =
+          result->fuse.converged ? result->legalize.stopReason : result->fuse.stopReason;
+      j["iterations"] = result->legalize.iterations + result->fuse.iterations;
+      j["rewrites"] = result->legalize.rewrites + result->fuse.rewrites;
       j["nodes_before"] = result->nodesBefore;
       j["nodes_after"] = result->nodesAfter;
+      j["seconds"] = result->legalizeSeconds + result->fuseSeconds;
+      j["phases"] = nlohmann::ordered_json::array();
       j["fired"] = nlohmann::ordered_json::array();
-      for (const rewrite::AppliedRewrite &a : result->log)
-        j["fired"].push_back({{"rule", a.rule},
-                              {"root", a.root},
-                              {"created", a.created},
-                              {"removed", a.removed},
-                              {"constants", a.constants},
-                              {"reused", a.reused}});
       j["stats"] = nlohmann::ordered_json::array();
-      for (const rewrite::RuleStats &s : result->stats)
-        j["stats"].push_back(statsJson(s));
+      for (rewrite::RulePhase phase : rewrite::kRulePhases) {
+        const rewrite::RewriteResult &r = result->pass(phase);
+        const char *phaseName = rewrite::name(phase);
+        j["phases"].push_back(
+            {{"phase", phaseName},
+             {"rules", rules->rules(phase).size()},
+             {"converged", r.converged},
+             {"stop_reason", r.stopReason},
+             {"iterations", r.iterations},
+             {"rewrites", r.rewrites},
+             {"nodes_before", r.nodesBefore},
+             {"nodes_after", r.nodesAfter},
+             {"seconds", phase == rewrite::RulePhase::Legalize ? result->legalizeSeconds
+                                                               : result->fuseSeconds}});
+        for (const rewrite::AppliedRewrite &a : r.log)
+          j["fired"].push_back({{"rule", a.rule},
+                                {"phase", phaseName},
+                                {"root", a.root},
+                                {"created", a.created},
+                                {"removed", a.removed},
+                                {"constants", a.constants},
+                                {"reused", a.reused}});
+        for (const rewrite::RuleStats &s : r.stats) {
+          nlohmann::ordered_json sj = statsJson(s);
+          sj["phase"] = phaseName;
+          j["stats"].push_back(std::move(sj));
+        }
+      }
       j["provenance"] = nlohmann::ordered_json::parse(fqns.toJson());
       report << j.dump(2) << "\n";
     } else {
-      report << rewrite::formatResult(*result, *rules);
+      report << formatFuseResult(*result, *rules);
       if (fqns.size())
         report << "constants made:\n" << fqns.str();
     }
@@ -238,7 +294,7 @@ Command makeFuseCommand() {
 Command makeExplainCommand() {
   Command c;
   c.name = "explain";
-  c.usage = "graft explain GRAPH --rules FILES [--rule NAME] [--node NAME] [--failures-only] "
+  c.usage = "graft explain GRAPH [--rules FILES] [--rule NAME] [--node NAME] [--failures-only] "
             "[--json]";
   c.summary = "Say why each rule does or does not match at each candidate node.";
   c.details =
@@ -248,34 +304,34 @@ Command makeExplainCommand() {
       "  rule torchao_embedding_q4gsw (patterns/embedding.pat:5:45): quant_min: expected -8,\n"
       "  node %dequantize_affine_3 has -128 [root %embedding_3]\n"
       "--rule and --node restrict the candidates (--node names the root node's value; for\n"
-      "a node no rule is rooted at, each rule says which op it expects).";
-  c.flags = {
-      {"rules", true, "rule files or directories (*.pat), repeatable or comma-separated", "FILES"},
-      {"rule", true, "only this rule", "NAME"},
-      {"node", true, "only this root node (value name, with or without %)", "NAME"},
-      {"failures-only", false, "omit candidates that match"},
-      {"json", false, "print a JSON array"}};
+      "a node no rule is rooted at, each rule says which op it expects). A rule is explained\n"
+      "on the graph as its phase sees it: fusion rules after the legalize phase has run, as\n"
+      "in `graft compile`. Without --rules, the shipped rules.";
+  c.flags = {{"rules", true,
+              "rule files or directories (*.pat), repeatable or comma-separated (default: the "
+              "shipped rules)",
+              "FILES"},
+             {"rule", true, "only this rule", "NAME"},
+             {"node", true, "only this root node (value name, with or without %)", "NAME"},
+             {"failures-only", false, "omit candidates that match"},
+             {"json", false, "print a JSON array"}};
   c.run = [](const Args &args) {
     if (args.positional.size() != 1) {
       std::cerr << "graft explain: error: expected exactly one GRAPH\n";
       return int(kUserError);
     }
     int status = kOk;
-    auto files = ruleFiles(args.all("rules"), "explain", status);
-    if (!files)
-      return status;
-    if (files->empty()) {
-      std::cerr << "graft explain: error: --rules FILES is required\n";
-      return int(kUserError);
-    }
     SourceManager sources;
-    auto rules = loadRuleFiles(*files, sources, status);
+    auto rules = loadRuleSet(args.all("rules"), "explain", sources, status);
     if (!rules)
       return status;
     rewrite::ExplainOptions eo;
     if (auto r = args.get("rule")) {
       eo.rule = *r;
-      if (rules->find(*r).empty()) {
+      bool known = false;
+      for (rewrite::RulePhase phase : rewrite::kRulePhases)
+        known = known || !(*rules->compiled(phase))->find(*r).empty();
+      if (!known) {
         std::cerr << "graft explain: error: no rule named '" << *r << "'\n";
         return int(kUserError);
       }
@@ -286,10 +342,12 @@ Command makeExplainCommand() {
     auto loaded = loadGraph(args.positional[0], &sources);
     if (!loaded)
       return reportFailure(loaded.diags(), &sources);
-    auto entries = rewrite::explain(*loaded->graph, *rules, eo);
+    auto entries = explainPhases(*loaded->graph, *rules, eo);
+    if (!entries)
+      return reportFailure(entries.diags(), &sources);
     if (args.has("json")) {
       nlohmann::ordered_json j = nlohmann::ordered_json::array();
-      for (const rewrite::ExplainEntry &e : entries)
+      for (const rewrite::ExplainEntry &e : *entries)
         j.push_back({{"rule", e.rule},
                      {"variant", e.variant},
                      {"root", e.root},
@@ -301,11 +359,11 @@ Command makeExplainCommand() {
       return int(kOk);
     }
     std::size_t matched = 0;
-    for (const rewrite::ExplainEntry &e : entries) {
+    for (const rewrite::ExplainEntry &e : *entries) {
       std::cout << rewrite::format(e) << "\n";
       matched += e.matched;
     }
-    std::cout << entries.size() << " candidate(s), " << matched << " match\n";
+    std::cout << entries->size() << " candidate(s), " << matched << " match\n";
     return int(kOk);
   };
   return c;

@@ -55,9 +55,9 @@ struct Model {
 /// Reads a .pt2 or .gir (diagnostics render against `sources` when given).
 Expected<Model> load(const std::string &path, SourceManager *sources = nullptr);
 
-/// Fusion rules: the shipped library and/or user .pat files. Files whose name
-/// contains "legaliz" (dtype legalization) form a first pass that runs to a
-/// fixpoint before all other rules.
+/// Fusion rules: the shipped library and/or user .pat files. Rules of files
+/// declaring `phase legalize` form a first pass that runs to a fixpoint
+/// before all other rules (rewrite::RulePhase).
 class RuleSet {
 public:
   RuleSet() = default;
@@ -75,12 +75,18 @@ public:
   const std::vector<std::string> &files() const { return files_; }
   const std::vector<rewrite::Rule> &legalizeRules() const { return legalize_; }
   const std::vector<rewrite::Rule> &fuseRules() const { return fuse_; }
+  const std::vector<rewrite::Rule> &rules(rewrite::RulePhase phase) const {
+    return phase == rewrite::RulePhase::Legalize ? legalize_ : fuse_;
+  }
+  /// The rules of one phase compiled into matchers, compiled once (adding
+  /// rules invalidates it).
+  Expected<const rewrite::CompiledRules *> compiled(rewrite::RulePhase phase) const;
   std::vector<Diagnostic> warnings; ///< warnings of the files loaded
 
 private:
-  void take(std::vector<rewrite::Rule> rules, const std::vector<std::size_t> &ruleFile,
-            const std::vector<std::string> &files);
+  void take(std::vector<rewrite::Rule> rules, const std::vector<std::string> &files);
   std::vector<rewrite::Rule> legalize_, fuse_;
+  mutable std::shared_ptr<const rewrite::CompiledRules> compiled_[2];
   std::vector<std::string> files_;
   std::vector<std::string> seen_; ///< rule identities (file:line:col/variant) already taken
 };
@@ -91,7 +97,24 @@ struct FuseResult {
   /// Rewrites committed per rule name (both passes), rules that fired only.
   std::map<std::string, uint64_t> rulesFired;
   std::size_t nodesBefore = 0, nodesAfter = 0;
+  double legalizeSeconds = 0, fuseSeconds = 0;
+
+  const rewrite::RewriteResult &pass(rewrite::RulePhase phase) const {
+    return phase == rewrite::RulePhase::Legalize ? legalize : fuse;
+  }
+  bool converged() const { return legalize.converged && fuse.converged; }
 };
+
+/// rewrite::explain for every phase's rules, each on the graph as that phase
+/// sees it: a phase's rules are explained, then the phase runs on `graph`
+/// (which is rewritten), so fusion rules are explained after legalization,
+/// as fuse() would try them.
+Expected<std::vector<rewrite::ExplainEntry>>
+explainPhases(Graph &graph, const RuleSet &rules, const rewrite::ExplainOptions &options = {});
+
+/// What each phase of `fuse` did, as rewrite::formatResult prints a pass: a
+/// `phase NAME:` header and the pass's report per phase that has rules.
+std::string formatFuseResult(const FuseResult &result, const RuleSet &rules);
 
 /// Legalizes, then fuses, `graph` in place. Constants the rules make are
 /// recorded in `fqns` (tied weights packed once).

@@ -185,8 +185,21 @@ struct ExampleDomain {
   std::map<std::string, std::vector<DType>> dtypes;
 };
 
+/// When a rule runs. Phases run in this order, each to its fixpoint, so a
+/// fusion rule sees the graph after every legalization (docs/dsl.md, "Phases").
+/// A .pat file declares its phase with `phase NAME`; the default is Fuse.
+enum class RulePhase : uint8_t {
+  Legalize, ///< spellings to canonical form (dtype casts, f64 scales, decomposed fake-quant)
+  Fuse,     ///< the fusions into backend ops
+};
+inline constexpr RulePhase kRulePhases[] = {RulePhase::Legalize, RulePhase::Fuse};
+inline const char *name(RulePhase phase) {
+  return phase == RulePhase::Legalize ? "legalize" : "fuse";
+}
+
 struct Rule {
   std::string name;
+  RulePhase phase = RulePhase::Fuse;
   std::string doc; ///< from `///` comments
   int benefit = 1;
   std::vector<std::string> tags;

@@ -1,4 +1,5 @@
 import   "x.pat";
+phase    legalize ;
 /// Doc.
 rule   messy backend vulkan   tags( a,b )  benefit   2
 {

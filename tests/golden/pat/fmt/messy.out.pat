@@ -1,4 +1,5 @@
 import "x.pat"
+phase legalize
 
 /// Doc.
 rule messy benefit 2 tags(a, b) backend vulkan {
