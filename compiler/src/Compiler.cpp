@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -85,6 +86,15 @@ std::string humanBytes(uint64_t b) {
   }
   char buf[32];
   std::snprintf(buf, sizeof(buf), u ? "%.2f %s" : "%.0f %s", v, units[u]);
+  return buf;
+}
+
+/// A statistic: counts and byte sizes print as integers, the rest as %.6g.
+std::string jsonStat(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 9007199254740992.0)
+    return std::to_string(static_cast<int64_t>(v));
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
   return buf;
 }
 
@@ -436,9 +446,7 @@ ConstantBytes countConstantBytes(const Graph &graph) {
     if (!in.isConstant() || !in.hasData())
       continue;
     // As the program file does: a constant nothing reads costs nothing.
-    bool read = in.value->hasUses();
-    for (const GraphOutput &o : graph.outputs())
-      read = read || o.value == in.value;
+    bool read = in.value->hasUses() || in.value->isGraphOutput();
     if (!read)
       continue;
     Dim numel = in.value->proto().numel();
@@ -475,6 +483,15 @@ std::string CompileSummary::json() const {
     total += phaseSeconds[i].second;
   }
   phases += "}";
+  std::string stats = "{";
+  for (std::size_t i = 0; i < passStats.size(); ++i) {
+    stats += (i ? ", " : "") + jsonQuote(passStats[i].first) + ": {";
+    for (std::size_t k = 0; k < passStats[i].second.size(); ++k)
+      stats += (k ? ", " : "") + jsonQuote(passStats[i].second[k].first) + ": " +
+               jsonStat(passStats[i].second[k].second);
+    stats += "}";
+  }
+  stats += "}";
   uint64_t fired = 0;
   for (const auto &[rule, n] : rulesFired)
     fired += n;
@@ -491,7 +508,7 @@ std::string CompileSummary::json() const {
          ", \"constant_bytes_out\": " + std::to_string(constantBytesOut) +
          ", \"constant_bytes_min\": " + std::to_string(constantBytesMin) +
          ", \"program_bytes\": " + std::to_string(programBytes) + ", \"phase_seconds\": " + phases +
-         ", \"total_seconds\": " + jsonNumber(total) + "}";
+         ", \"total_seconds\": " + jsonNumber(total) + ", \"pass_stats\": " + stats + "}";
 }
 
 std::string CompileSummary::text() const {
@@ -540,186 +557,270 @@ std::string CompileSummary::text() const {
 // compile
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// What the passes share: the inputs, what earlier passes produced, and the
+/// statistics the running pass reports.
+struct CompileState {
+  const std::string &modelPath;
+  const CompileOptions &options;
+  CompileResult &result;
+  RuleSet rules;
+  vk::TargetProfile profile;
+  Model model;
+  rewrite::RewriteOptions ropts;
+  vk::PartitionReport report;
+  std::vector<std::pair<std::string, double>> stats; ///< of the running pass
+
+  CompileSummary &sum() { return result.summary; }
+  Graph &graph() { return *model.graph; }
+  void stat(std::string name, double value) { stats.emplace_back(std::move(name), value); }
+};
+
+/// A named unit of the pipeline: its name (the phase_seconds key), a one-line
+/// description, and what it runs.
+struct CompilePass {
+  const char *name;
+  const char *description;
+  Status (*run)(CompileState &);
+};
+
+// Rules first: a bad rule file fails before any model is read.
+Status rulesPass(CompileState &st) {
+  if (st.options.defaultRules) {
+    GRAFT_TRY(st.rules, RuleSet::shipped(st.options.sources));
+  }
+  for (const std::string &path : st.options.rules)
+    GRAFT_CHECK_OK(st.rules.addPath(path, st.options.sources));
+  for (rewrite::RulePhase phase : rewrite::kRulePhases)
+    if (!st.rules.rules(phase).empty()) {
+      GRAFT_TRY(auto compiled, st.rules.compiled(phase));
+      (void)compiled;
+    }
+  st.stat("legalize_rules", double(st.rules.legalizeRules().size()));
+  st.stat("fuse_rules", double(st.rules.fuseRules().size()));
+  return okStatus();
+}
+
+// The target too: an unknown profile is a user error before the work.
+Status targetPass(CompileState &st) {
+  GRAFT_TRY(st.profile, vk::findTarget(st.options.target, st.options.deviceIndex));
+  return okStatus();
+}
+
+Status loadPass(CompileState &st) {
+  GRAFT_TRY(st.model, load(st.modelPath, st.options.sources));
+  if (auto diags = verify(*st.model.graph); !diags.empty())
+    return Failure(std::move(diags));
+  if (st.options.embedReference) {
+    GRAFT_TRY(Model ref, load(st.modelPath, st.options.sources));
+    st.result.program.reference = std::move(ref.graph);
+  }
+  std::error_code ec;
+  st.result.program.sourceBytes = fs::file_size(st.modelPath, ec);
+  ConstantBytes in = countConstantBytes(*st.model.graph);
+  st.sum().constantBytesIn = in.distinct;
+  st.sum().constantBytesMin = in.minimum;
+  st.sum().nodesIn = st.model.graph->numNodes();
+  st.result.pt2 = std::move(st.model.pt2);
+  st.stat("nodes", double(st.sum().nodesIn));
+  st.stat("inputs", double(st.model.graph->inputs().size()));
+  // Repacked weights are computed when the program is written, one at a
+  // time (see writeProgram): fusing reads no weight data.
+  st.ropts = st.options.rewrite;
+  st.ropts.deferConstantData = true;
+  return okStatus();
+}
+
+Status legalizePass(CompileState &st) {
+  FuseResult &f = st.result.fuse;
+  GRAFT_TRY(f.legalize,
+            runPass(st.graph(), st.rules, rewrite::RulePhase::Legalize, st.result.fqns, st.ropts));
+  countFired(f.legalize, f.rulesFired);
+  st.stat("rewrites", double(f.legalize.rewrites));
+  return okStatus();
+}
+
+Status fusePass(CompileState &st) {
+  FuseResult &f = st.result.fuse;
+  Graph &graph = st.graph();
+  f.nodesBefore = st.sum().nodesIn;
+  if (st.options.coverage) {
+    // The coverage report needs a snapshot of the graph before the pass and
+    // the compiled rules, so this pass is run here rather than by runPass.
+    GRAFT_TRY(const rewrite::CompiledRules *compiled, st.rules.compiled(rewrite::RulePhase::Fuse));
+    rewrite::CoverageSnapshot before = rewrite::snapshotForCoverage(graph, *compiled);
+    rewrite::RewriteOptions withLog = st.ropts;
+    withLog.recordLog = true;
+    GRAFT_TRY(f.fuse, rewrite::applyRules(graph, *compiled, st.result.fqns, withLog));
+    st.result.coverage = rewrite::emptyCoverage(*compiled);
+    rewrite::addCoverage(*st.result.coverage, st.modelPath, before, graph, f.fuse, *compiled);
+  } else {
+    GRAFT_TRY(f.fuse, runPass(graph, st.rules, rewrite::RulePhase::Fuse, st.result.fqns, st.ropts));
+  }
+  countFired(f.fuse, f.rulesFired);
+  f.nodesAfter = graph.numNodes();
+  if (auto diags = verify(graph); !diags.empty()) {
+    std::vector<Diagnostic> out;
+    for (Diagnostic &d : diags)
+      out.push_back(Diagnostic::internal("the fused graph does not verify: " + d.message));
+    return Failure(std::move(out));
+  }
+  st.sum().rulesFired = f.rulesFired;
+  st.sum().nodesOut = graph.numNodes();
+  st.stat("rewrites", double(f.fuse.rewrites));
+  st.stat("nodes", double(graph.numNodes()));
+  return okStatus();
+}
+
+Status partitionPass(CompileState &st) {
+  GRAFT_TRY(st.report, vk::partitionGraph(st.graph(), st.profile));
+  st.stat("partitions", double(st.report.partitions.size()));
+  st.stat("cpu_nodes", double(st.report.cpuNodes.size()));
+  return okStatus();
+}
+
+/// The plan per node (device kernel, host step or CPU), the partitions'
+/// node lists, the CPU subgraphs and the constants' provenance.
+Status codegenPass(CompileState &st) {
+  Graph &graph = st.graph();
+  CompileSummary &sum = st.sum();
+  Program &prog = st.result.program;
+  std::unordered_map<const Node *, std::pair<int, bool>> inPartition;
+  for (const vk::Partition &p : st.report.partitions)
+    for (const vk::PartitionNode &pn : p.nodes)
+      inPartition[pn.node] = {p.id, pn.host};
+  std::unordered_map<const Node *, std::string> cpuReason;
+  for (const vk::CpuNode &c : st.report.cpuNodes) {
+    cpuReason[c.node] = c.reason;
+    ++sum.cpuReasons[c.reason];
+  }
+  std::unordered_map<const Node *, std::size_t> index;
+  std::vector<bool> onCpu;
+  for (const Node &n : graph.nodes()) {
+    index[&n] = onCpu.size();
+    ProgramNodePlan np;
+    np.node = n.numOutputs() ? n.output(0)->name() : std::string();
+    np.target = n.target();
+    vk::NodePlan kernelPlan = vk::planNode(n, st.profile.device);
+    auto it = inPartition.find(&n);
+    if (it != inPartition.end()) {
+      np.partition = it->second.first;
+      np.placement = it->second.second ? "host" : "device";
+      np.kernel = kernelPlan.kernel;
+    } else {
+      np.placement = "cpu";
+      np.kernel = "interpreter";
+      auto r = cpuReason.find(&n);
+      np.reason = r != cpuReason.end() ? r->second : kernelPlan.reason;
+    }
+    onCpu.push_back(np.placement == "cpu");
+    prog.plan.push_back(std::move(np));
+  }
+  for (const vk::Partition &p : st.report.partitions) {
+    ProgramSubgraph sub{p.id, {}};
+    for (const vk::PartitionNode &pn : p.nodes)
+      sub.nodes.push_back(index.at(pn.node));
+    prog.partitions.push_back(std::move(sub));
+  }
+  prog.cpuSubgraphs = cpuSubgraphs(graph, onCpu);
+  for (const rewrite::ProvenanceEntry &e : st.result.fqns.entries()) {
+    const GraphInput *in = graph.findConstant(e.fqn);
+    if (!in || !in->value->hasUses())
+      continue; // made by a rewrite that a later rewrite superseded
+    ProgramProvenance pp;
+    pp.fqn = e.fqn;
+    pp.transform = e.request.transform;
+    pp.sources.assign(e.request.sources.begin(), e.request.sources.end());
+    pp.args = e.request.args;
+    pp.rule = e.rule();
+    pp.requests = e.requests;
+    pp.origins = st.result.fqns.originsOf(e.fqn);
+    prog.provenance.push_back(std::move(pp));
+  }
+  sum.partitions = st.report.partitions.size();
+  sum.cpuNodes = st.report.cpuNodes.size();
+  sum.gpuNodes = graph.numNodes() - sum.cpuNodes;
+  // With a program to write, the writer reports what its pool stores.
+  if (st.options.output.empty())
+    sum.constantBytesOut = countConstantBytes(graph).distinct;
+  prog.graph = std::move(st.model.graph);
+  prog.target = st.profile.name;
+  prog.sourcePath = st.modelPath;
+  st.stat("planned_nodes", double(prog.plan.size()));
+  st.stat("provenance_entries", double(prog.provenance.size()));
+  return okStatus();
+}
+
+Status writePass(CompileState &st) {
+  ProgramWriteOptions w;
+  if (st.options.progress)
+    w.progress = [&](double f) { st.options.progress("write", f); };
+  w.summaryJson = [&](const ProgramStats &stats) {
+    st.sum().constantBytesOut = stats.graphBlobBytes; // what the pool really stores
+    return st.sum().json();
+  };
+  GRAFT_TRY(ProgramStats stats, writeProgram(st.result.program, st.options.output, w));
+  st.sum().programBytes = stats.fileBytes;
+  st.stat("bytes", double(stats.fileBytes));
+  return okStatus();
+}
+
+/// The pipeline: the one list compile() runs and --print-pipeline prints.
+std::vector<CompilePass> passesFor(const CompileOptions &options) {
+  std::vector<CompilePass> passes = {
+      {"rules", "load the rule set (the shipped rules and --rules files), compile it per phase",
+       rulesPass},
+      {"target", "resolve the target profile (device limits and op support)", targetPass},
+      {"load", "read the model (.pt2 or .gir), verify it, count its constants", loadPass},
+      {"legalize", "run the `phase legalize` rules to their fixpoint", legalizePass},
+      {"fuse", "run the fusion rules to their fixpoint, verify the fused graph", fusePass},
+      {"partition", "place nodes: convex Vulkan partitions, host steps, CPU nodes with reasons",
+       partitionPass},
+      {"codegen", "plan every node (kernel variant, host step or CPU) and record provenance",
+       codegenPass},
+  };
+  if (!options.output.empty())
+    passes.push_back({"write",
+                      "write the program file (repacked constants computed one at a time), "
+                      "atomically",
+                      writePass});
+  return passes;
+}
+
+} // namespace
+
+std::vector<CompilePassInfo> compilePipeline(const CompileOptions &options) {
+  std::vector<CompilePassInfo> out;
+  for (const CompilePass &p : passesFor(options))
+    out.push_back({p.name, p.description});
+  return out;
+}
+
 Expected<CompileResult> compile(const std::string &modelPath, const CompileOptions &options) {
   CompileResult result;
   CompileSummary &sum = result.summary;
   sum.model = modelPath;
   sum.output = options.output;
   sum.target = options.target;
-  auto phase = [&](const std::string &name, auto &&body) -> Status {
+  CompileState st{modelPath, options, result, {}, {}, {}, {}, {}, {}};
+  for (const CompilePass &pass : passesFor(options)) {
     if (options.progress)
-      options.progress(name, 0.0);
+      options.progress(pass.name, 0.0);
+    st.stats.clear();
     auto t0 = std::chrono::steady_clock::now();
-    Status s = body();
-    sum.phaseSeconds.emplace_back(name, secondsSince(t0));
+    Status s = pass.run(st);
+    sum.phaseSeconds.emplace_back(pass.name, secondsSince(t0));
+    if (!s)
+      return s.takeFailure();
+    sum.passStats.emplace_back(pass.name, std::move(st.stats));
     if (options.progress)
-      options.progress(name, 1.0);
-    return s;
-  };
-
-  // Rules first: a bad rule file fails before any model is read.
-  RuleSet rules;
-  GRAFT_CHECK_OK(phase("rules", [&]() -> Status {
-    if (options.defaultRules) {
-      GRAFT_TRY(rules, RuleSet::shipped(options.sources));
-    }
-    for (const std::string &path : options.rules)
-      GRAFT_CHECK_OK(rules.addPath(path, options.sources));
-    return okStatus();
-  }));
-  // The target too: an unknown profile is a user error before the work.
-  vk::TargetProfile profile;
-  GRAFT_CHECK_OK(phase("target", [&]() -> Status {
-    GRAFT_TRY(profile, vk::findTarget(options.target, options.deviceIndex));
-    return okStatus();
-  }));
-
-  Model model;
-  GRAFT_CHECK_OK(phase("load", [&]() -> Status {
-    GRAFT_TRY(model, load(modelPath, options.sources));
-    if (auto diags = verify(*model.graph); !diags.empty())
-      return Failure(std::move(diags));
-    if (options.embedReference) {
-      GRAFT_TRY(Model ref, load(modelPath, options.sources));
-      result.program.reference = std::move(ref.graph);
-    }
-    std::error_code ec;
-    result.program.sourceBytes = fs::file_size(modelPath, ec);
-    ConstantBytes in = countConstantBytes(*model.graph);
-    sum.constantBytesIn = in.distinct;
-    sum.constantBytesMin = in.minimum;
-    sum.nodesIn = model.graph->numNodes();
-    return okStatus();
-  }));
-  Graph &graph = *model.graph;
-  result.pt2 = std::move(model.pt2);
-
-  rewrite::RewriteOptions ropts = options.rewrite;
-  // Repacked weights are computed when the program is written, one at a time
-  // (see writeProgram): fusing reads no weight data.
-  ropts.deferConstantData = true;
-  GRAFT_CHECK_OK(phase("legalize", [&]() -> Status {
-    GRAFT_TRY(result.fuse.legalize,
-              runPass(graph, rules, rewrite::RulePhase::Legalize, result.fqns, ropts));
-    countFired(result.fuse.legalize, result.fuse.rulesFired);
-    return okStatus();
-  }));
-  GRAFT_CHECK_OK(phase("fuse", [&]() -> Status {
-    result.fuse.nodesBefore = sum.nodesIn;
-    if (options.coverage) {
-      // The coverage report needs a snapshot of the graph before the pass and
-      // the compiled rules, so this pass is run here rather than by runPass.
-      GRAFT_TRY(const rewrite::CompiledRules *compiled, rules.compiled(rewrite::RulePhase::Fuse));
-      rewrite::CoverageSnapshot before = rewrite::snapshotForCoverage(graph, *compiled);
-      rewrite::RewriteOptions withLog = ropts;
-      withLog.recordLog = true;
-      GRAFT_TRY(result.fuse.fuse, rewrite::applyRules(graph, *compiled, result.fqns, withLog));
-      result.coverage = rewrite::emptyCoverage(*compiled);
-      rewrite::addCoverage(*result.coverage, modelPath, before, graph, result.fuse.fuse, *compiled);
-    } else {
-      GRAFT_TRY(result.fuse.fuse,
-                runPass(graph, rules, rewrite::RulePhase::Fuse, result.fqns, ropts));
-    }
-    countFired(result.fuse.fuse, result.fuse.rulesFired);
-    result.fuse.nodesAfter = graph.numNodes();
-    if (auto diags = verify(graph); !diags.empty()) {
-      std::vector<Diagnostic> out;
-      for (Diagnostic &d : diags)
-        out.push_back(Diagnostic::internal("the fused graph does not verify: " + d.message));
-      return Failure(std::move(out));
-    }
-    return okStatus();
-  }));
-  sum.rulesFired = result.fuse.rulesFired;
-  sum.nodesOut = graph.numNodes();
-
-  vk::PartitionReport report;
-  GRAFT_CHECK_OK(phase("partition", [&]() -> Status {
-    GRAFT_TRY(report, vk::partitionGraph(graph, profile));
-    return okStatus();
-  }));
-
-  Program &prog = result.program;
-  GRAFT_CHECK_OK(phase("codegen", [&]() -> Status {
-    std::unordered_map<const Node *, std::pair<int, bool>> inPartition;
-    for (const vk::Partition &p : report.partitions)
-      for (const vk::PartitionNode &pn : p.nodes)
-        inPartition[pn.node] = {p.id, pn.host};
-    std::unordered_map<const Node *, std::string> cpuReason;
-    for (const vk::CpuNode &c : report.cpuNodes) {
-      cpuReason[c.node] = c.reason;
-      ++sum.cpuReasons[c.reason];
-    }
-    std::unordered_map<const Node *, std::size_t> index;
-    std::vector<bool> onCpu;
-    for (const Node &n : graph.nodes()) {
-      index[&n] = onCpu.size();
-      ProgramNodePlan np;
-      np.node = n.numOutputs() ? n.output(0)->name() : std::string();
-      np.target = n.target();
-      vk::NodePlan kernelPlan = vk::planNode(n, profile.device);
-      auto it = inPartition.find(&n);
-      if (it != inPartition.end()) {
-        np.partition = it->second.first;
-        np.placement = it->second.second ? "host" : "device";
-        np.kernel = kernelPlan.kernel;
-      } else {
-        np.placement = "cpu";
-        np.kernel = "interpreter";
-        auto r = cpuReason.find(&n);
-        np.reason = r != cpuReason.end() ? r->second : kernelPlan.reason;
-      }
-      onCpu.push_back(np.placement == "cpu");
-      prog.plan.push_back(std::move(np));
-    }
-    for (const vk::Partition &p : report.partitions) {
-      ProgramSubgraph s{p.id, {}};
-      for (const vk::PartitionNode &pn : p.nodes)
-        s.nodes.push_back(index.at(pn.node));
-      prog.partitions.push_back(std::move(s));
-    }
-    prog.cpuSubgraphs = cpuSubgraphs(graph, onCpu);
-    for (const rewrite::ProvenanceEntry &e : result.fqns.entries()) {
-      const GraphInput *in = graph.findConstant(e.fqn);
-      if (!in || !in->value->hasUses())
-        continue; // made by a rewrite that a later rewrite superseded
-      ProgramProvenance pp;
-      pp.fqn = e.fqn;
-      pp.transform = e.request.transform;
-      pp.sources.assign(e.request.sources.begin(), e.request.sources.end());
-      pp.args = e.request.args;
-      pp.rule = e.rule();
-      pp.requests = e.requests;
-      pp.origins = result.fqns.originsOf(e.fqn);
-      prog.provenance.push_back(std::move(pp));
-    }
-    sum.partitions = report.partitions.size();
-    sum.cpuNodes = report.cpuNodes.size();
-    sum.gpuNodes = graph.numNodes() - sum.cpuNodes;
-    // With a program to write, the writer reports what its pool stores.
-    if (options.output.empty())
-      sum.constantBytesOut = countConstantBytes(graph).distinct;
-    return okStatus();
-  }));
-
-  prog.graph = std::move(model.graph);
-  prog.target = profile.name;
-  prog.sourcePath = modelPath;
-  if (!options.output.empty()) {
-    GRAFT_CHECK_OK(phase("write", [&]() -> Status {
-      ProgramWriteOptions w;
-      if (options.progress)
-        w.progress = [&](double f) { options.progress("write", f); };
-      w.summaryJson = [&](const ProgramStats &st) {
-        sum.constantBytesOut = st.graphBlobBytes; // what the pool really stores
-        return sum.json();
-      };
-      GRAFT_TRY(ProgramStats st, writeProgram(prog, options.output, w));
-      sum.programBytes = st.fileBytes;
-      return okStatus();
-    }));
+      options.progress(pass.name, 1.0);
   }
-  prog.summaryJson = sum.json();
+  if (!result.program.graph) {
+    return Diagnostic::internal("the compile pipeline ended without a program graph");
+  }
+  result.program.summaryJson = sum.json();
   return result;
 }
 

@@ -19,8 +19,8 @@
 //   auto parts = graft::partition(*model->graph, "lavapipe");
 //
 // The shipped rule library is compiled into the library, so none of this
-// needs a source tree. Dependencies point one way: graft_compiler ->
-// graft_vulkan, graft_dsl -> graft_serialize -> graft_engine.
+// needs a source tree. graft_compiler sits on top of the other libraries
+// (docs/architecture.md, "Layering").
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -148,6 +148,8 @@ struct CompileSummary {
   uint64_t constantBytesMin = 0;
   uint64_t programBytes = 0; ///< size of the written file (0 when not written)
   std::vector<std::pair<std::string, double>> phaseSeconds; ///< in phase order
+  /// What each pass of the pipeline reported (CompilePass statistics), in order.
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, double>>>> passStats;
 
   std::string json() const; ///< one JSON object (keys in docs/cli.md)
   std::string text() const; ///< the short human summary
@@ -181,7 +183,19 @@ struct CompileResult {
   std::optional<rewrite::CoverageReport> coverage; ///< with CompileOptions::coverage
 };
 
-/// load -> legalize -> fuse -> partition -> codegen (plan) -> write.
+/// One named pass of the compile pipeline, as `graft compile --print-pipeline`
+/// lists it.
+struct CompilePassInfo {
+  std::string name;        ///< "load", "legalize", ... (the phase_seconds keys)
+  std::string description; ///< what it does, one line
+};
+
+/// The passes compile() runs for `options`, in order: rules, target, load,
+/// legalize, fuse, partition, codegen, and write when there is an output.
+std::vector<CompilePassInfo> compilePipeline(const CompileOptions &options = {});
+
+/// Runs compilePipeline(options) on the model: each pass is timed
+/// (summary.phaseSeconds) and reports its statistics (summary.passStats).
 Expected<CompileResult> compile(const std::string &modelPath, const CompileOptions &options = {});
 
 /// Byte counts of a graph's constants, from prototypes and the graph (only
