@@ -51,11 +51,6 @@ bool isTorchaoFp8(DType d) {
          d == DType::F8E5M2FNUZ;
 }
 
-bool isSubByteUint(DType d) {
-  return d == DType::U1 || d == DType::U2 || d == DType::U3 || d == DType::U4 || d == DType::U5 ||
-         d == DType::U6 || d == DType::U7;
-}
-
 bool isTorchaoQuantDType(DType d) {
   switch (d) {
   case DType::U8:
@@ -64,7 +59,7 @@ bool isTorchaoQuantDType(DType d) {
   case DType::I32:
     return true;
   default:
-    return isSubByteUint(d) || (isSignedIntegral(d) && bitWidth(d) < 8);
+    return isSubByteUnsigned(d) || (isSignedIntegral(d) && bitWidth(d) < 8);
   }
 }
 
@@ -210,7 +205,7 @@ Results quantizeAffine(const KernelArgs &a) {
   const Tensor *zp = a.optionalTensor("zero_point");
   GRAFT_TRY(Tensor q, quantizeNoCast(x, a.intList("block_size"), scale, zp, r, domain));
   // Sub-byte uint outputs are stored as uint8 (torchao's uintx workaround).
-  DType castTo = isSubByteUint(outDType) ? DType::U8 : outDType;
+  DType castTo = isSubByteUnsigned(outDType) ? DType::U8 : outDType;
   return one(q.to(castTo));
 }
 
@@ -220,7 +215,7 @@ Results dequantizeAffine(const KernelArgs &a) {
   if (!x.defined() || !scale.defined())
     return a.error("expects tensors 'input' and 'scale'");
   DType inDType = a.dtype("input_dtype");
-  if (!isSubByteUint(inDType) && x.dtype() != inDType)
+  if (!isSubByteUnsigned(inDType) && x.dtype() != inDType)
     return a.error("Expected: " + std::string(torchName(inDType)) +
                    ", got: " + std::string(torchName(x.dtype())));
   DType out = a.optionalDType("output_dtype").value_or(DType::F32);
@@ -465,7 +460,7 @@ Expected<Tensor> torchaoQuantizeAffine(const Tensor &input, const std::vector<in
             checkedQuantRange(outputDType, Number::fromInt(quantMin), Number::fromInt(quantMax)));
   QRange r{range.first, range.second, qnum(range.first), qnum(range.second)};
   GRAFT_TRY(Tensor q, quantizeNoCast(input, blockSize, scale, zeroPoint, r, "INT"));
-  return q.to(isSubByteUint(outputDType) ? DType::U8 : outputDType);
+  return q.to(isSubByteUnsigned(outputDType) ? DType::U8 : outputDType);
 }
 
 void registerTorchaoQuantKernels(KernelRegistry &r) {

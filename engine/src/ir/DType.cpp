@@ -139,14 +139,8 @@ bool isSignedIntegral(DType d) {
   }
 }
 
-bool isIntegral(DType d, bool includeBool) {
-  if (d == DType::Bool)
-    return includeBool;
+bool isSubByteUnsigned(DType d) {
   switch (d) {
-  case DType::U8:
-  case DType::U16:
-  case DType::U32:
-  case DType::U64:
   case DType::U1:
   case DType::U2:
   case DType::U3:
@@ -156,7 +150,21 @@ bool isIntegral(DType d, bool includeBool) {
   case DType::U7:
     return true;
   default:
-    return isSignedIntegral(d);
+    return false;
+  }
+}
+
+bool isIntegral(DType d, bool includeBool) {
+  if (d == DType::Bool)
+    return includeBool;
+  switch (d) {
+  case DType::U8:
+  case DType::U16:
+  case DType::U32:
+  case DType::U64:
+    return true;
+  default:
+    return isSubByteUnsigned(d) || isSignedIntegral(d);
   }
 }
 

@@ -71,10 +71,7 @@ Expected<TransformPlan> planQuantize(const std::string &name,
                                          interp::Number::fromInt(a.integer("quant_max")));
   if (!range.ok())
     return Diagnostic::error(name + ": " + range.diags()[0].message);
-  DType stored = dt;
-  if (dt == DType::U1 || dt == DType::U2 || dt == DType::U3 || dt == DType::U4 || dt == DType::U5 ||
-      dt == DType::U6 || dt == DType::U7)
-    stored = DType::U8; // torchao stores sub-byte uints as uint8
+  DType stored = isSubByteUnsigned(dt) ? DType::U8 : dt; // torchao stores u1..u7 as uint8
   Shape shape;
   for (int64_t s : sizes)
     shape.push_back(Dim(s));

@@ -75,6 +75,9 @@ bool isFloat8(DType dtype);
 bool isComplex(DType dtype);
 bool isIntegral(DType dtype, bool includeBool = false); ///< plain and sub-byte ints
 bool isSignedIntegral(DType dtype);
+/// u1..u7, torch's sub-byte unsigned dtypes: torchao's quantize_affine returns
+/// them as uint8 (one value per byte), so they name a range, not a storage type.
+bool isSubByteUnsigned(DType dtype);
 /// Types the reference interpreter can compute on directly.
 bool isComputable(DType dtype);
 

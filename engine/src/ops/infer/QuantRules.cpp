@@ -23,11 +23,6 @@ std::string dtName(DType d) {
   return std::string(name(d));
 }
 
-bool isSubByteUint(DType d) {
-  return d == DType::U1 || d == DType::U2 || d == DType::U3 || d == DType::U4 || d == DType::U5 ||
-         d == DType::U6 || d == DType::U7;
-}
-
 bool isFloatIO(DType d) {
   return d == DType::F32 || d == DType::F16 || d == DType::BF16;
 }
@@ -62,7 +57,7 @@ Results quantizeAffine(const InferContext &ctx) {
   if (!dt)
     return ctx.error("output_dtype must be a dtype");
   // torchao stores sub-byte unsigned results in uint8.
-  DType out = isSubByteUint(*dt) ? DType::U8 : *dt;
+  DType out = isSubByteUnsigned(*dt) ? DType::U8 : *dt;
   if (!integerBounds(*dt))
     return ctx.error("output_dtype " + dtName(*dt) + " is not an integer quantization dtype");
   return one(tensorResult(out, x.shape, &x));
@@ -75,7 +70,7 @@ Results dequantizeAffine(const InferContext &ctx) {
   auto in = ctx.dtype("input_dtype");
   if (!in)
     return ctx.error("input_dtype must be a dtype");
-  if (!x.quant && !isSubByteUint(*in) && x.dtype != *in)
+  if (!x.quant && !isSubByteUnsigned(*in) && x.dtype != *in)
     return ctx.error("input is " + dtName(x.dtype) + " but input_dtype says " + dtName(*in));
   DType out = ctx.dtype("output_dtype").value_or(DType::F32);
   if (!isFloatIO(out))
