@@ -1,7 +1,11 @@
 //===- Cli.cpp - Argument parsing and diagnostics output ------------------===//
 #include "Cli.h"
 
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 namespace graft::cli {
@@ -90,6 +94,77 @@ std::string helpText(const Command &cmd) {
   }
   os << "  --help                  show this help\n";
   return os.str();
+}
+
+std::optional<int64_t> parseInt(const std::string &s) {
+  if (s.empty())
+    return std::nullopt;
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (!end || *end || errno == ERANGE)
+    return std::nullopt;
+  return v;
+}
+
+Expected<int> deviceFlag(const Args &args) {
+  auto d = args.get("device");
+  if (!d)
+    return -1;
+  auto v = parseInt(*d);
+  if (!v || *v < 0 || *v > std::numeric_limits<int>::max())
+    return Diagnostic::error("--device expects a non-negative integer, got '" + *d + "'");
+  return static_cast<int>(*v);
+}
+
+Expected<std::optional<double>> atolFlag(const Args &args) {
+  auto s = args.get("atol");
+  if (!s)
+    return std::optional<double>();
+  char *end = nullptr;
+  double v = std::strtod(s->c_str(), &end);
+  // !(v >= 0) also rejects NaN.
+  if (s->empty() || !end || *end || !(v >= 0))
+    return Diagnostic::error("--atol expects a non-negative number, got '" + *s + "'");
+  return std::optional<double>(v);
+}
+
+Expected<uint64_t> seedFlag(const Args &args) {
+  auto s = args.get("seed");
+  if (!s)
+    return uint64_t(0);
+  // strtoull would wrap "-1" around to 2^64 - 1: only digits are a seed.
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s->c_str(), &end, 10);
+  if (s->empty() || !std::isdigit(static_cast<unsigned char>((*s)[0])) || !end || *end ||
+      errno == ERANGE)
+    return Diagnostic::error("--seed expects a non-negative integer, got '" + *s + "'");
+  return uint64_t(v);
+}
+
+Expected<std::map<std::string, int64_t>> symFlags(const Args &args) {
+  std::map<std::string, int64_t> symbols;
+  for (const std::string &spec : args.all("sym")) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Diagnostic::error("--sym " + spec + ": expected NAME=INT");
+    auto v = parseInt(spec.substr(eq + 1));
+    if (!v)
+      return Diagnostic::error("--sym " + spec + ": '" + spec.substr(eq + 1) +
+                               "' is not an integer");
+    symbols[spec.substr(0, eq)] = *v;
+  }
+  return symbols;
+}
+
+Expected<RunFlags> runFlags(const Args &args) {
+  RunFlags f;
+  GRAFT_TRY(f.seed, seedFlag(args));
+  GRAFT_TRY(f.symbols, symFlags(args));
+  GRAFT_TRY(f.deviceIndex, deviceFlag(args));
+  GRAFT_TRY(f.atol, atolFlag(args));
+  return f;
 }
 
 int reportFailure(const std::vector<Diagnostic> &diags, const SourceManager *sources) {

@@ -50,6 +50,31 @@ struct Command {
 std::optional<Args> parseArgs(const Command &cmd, const std::vector<std::string> &argv);
 std::string helpText(const Command &cmd);
 
+// Readers of the option values several commands take (run, run-vk, compile,
+// a program's run). Each command reads a flag through the same function, so
+// the flag accepts the same spellings and its errors read alike everywhere.
+
+/// A whole decimal number spelling all of `s` (strtoll), else nullopt.
+std::optional<int64_t> parseInt(const std::string &s);
+/// --device N: the Vulkan device index, or -1 (pick automatically) when absent.
+Expected<int> deviceFlag(const Args &args);
+/// --atol X: a non-negative tolerance, or nullopt when absent.
+Expected<std::optional<double>> atolFlag(const Args &args);
+/// --seed N: a non-negative integer, 0 when absent.
+Expected<uint64_t> seedFlag(const Args &args);
+/// Every --sym NAME=INT (repeatable; a later one for the same name wins).
+Expected<std::map<std::string, int64_t>> symFlags(const Args &args);
+
+/// The options of the commands that run a graph or a program, read at once.
+/// A command that declares fewer of these flags just gets the defaults.
+struct RunFlags {
+  uint64_t seed = 0;
+  std::map<std::string, int64_t> symbols;
+  int deviceIndex = -1;
+  std::optional<double> atol;
+};
+Expected<RunFlags> runFlags(const Args &args);
+
 /// Prints diagnostics (rendered with source lines when available) to stderr
 /// and returns the exit code they call for (1 user, 2 internal).
 int reportFailure(const std::vector<Diagnostic> &diags, const SourceManager *sources = nullptr);

@@ -93,16 +93,6 @@ nlohmann::json valueJson(const RuntimeValue &v) {
   return j;
 }
 
-std::optional<int64_t> parseInt(const std::string &s) {
-  if (s.empty())
-    return std::nullopt;
-  char *end = nullptr;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (!end || *end)
-    return std::nullopt;
-  return v;
-}
-
 } // namespace
 
 Command makeCompileCommand() {
@@ -149,14 +139,10 @@ Command makeCompileCommand() {
     opts.rules = splitList(args.all("rules"));
     if (auto t = args.get("target"))
       opts.target = *t;
-    if (auto d = args.get("device")) {
-      auto v = parseInt(*d);
-      if (!v || *v < 0) {
-        std::cerr << "graft compile: error: --device expects a non-negative integer\n";
-        return int(kUserError);
-      }
-      opts.deviceIndex = static_cast<int>(*v);
-    }
+    auto device = deviceFlag(args);
+    if (!device)
+      return reportFailure(device.diags());
+    opts.deviceIndex = *device;
     opts.embedReference = args.has("embed-reference");
     std::optional<CoverageFormat> reportFormat;
     if (auto r = args.get("report")) {
@@ -213,45 +199,13 @@ Command makeCompileCommand() {
 
 int runProgramFile(const Args &args) {
   const std::string &path = args.positional[0];
-  uint64_t seed = 0;
-  if (auto s = args.get("seed")) {
-    auto v = parseInt(*s);
-    if (!v || *v < 0) {
-      std::cerr << "graft run: error: --seed expects a non-negative integer, got '" << *s << "'\n";
-      return int(kUserError);
-    }
-    seed = static_cast<uint64_t>(*v);
-  }
-  int deviceIndex = -1;
-  if (auto d = args.get("device")) {
-    auto v = parseInt(*d);
-    if (!v || *v < 0) {
-      std::cerr << "graft run: error: --device expects a non-negative integer, got '" << *d
-                << "'\n";
-      return int(kUserError);
-    }
-    deviceIndex = static_cast<int>(*v);
-  }
-  std::optional<double> atol;
-  if (auto s = args.get("atol")) {
-    char *end = nullptr;
-    double v = std::strtod(s->c_str(), &end);
-    if (s->empty() || !end || *end || !(v >= 0)) {
-      std::cerr << "graft run: error: --atol expects a non-negative number\n";
-      return int(kUserError);
-    }
-    atol = v;
-  }
-  std::map<std::string, int64_t> symbols;
-  for (const std::string &spec : args.all("sym")) {
-    auto eq = spec.find('=');
-    auto v = eq == std::string::npos ? std::nullopt : parseInt(spec.substr(eq + 1));
-    if (!v || eq == 0) {
-      std::cerr << "graft run: error: --sym " << spec << ": expected NAME=INT\n";
-      return int(kUserError);
-    }
-    symbols[spec.substr(0, eq)] = *v;
-  }
+  auto flags = runFlags(args);
+  if (!flags)
+    return reportFailure(flags.diags());
+  const uint64_t seed = flags->seed;
+  const int deviceIndex = flags->deviceIndex;
+  const std::optional<double> atol = flags->atol;
+  std::map<std::string, int64_t> symbols = flags->symbols;
 
   auto program = readProgram(path);
   if (!program)

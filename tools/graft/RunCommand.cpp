@@ -22,21 +22,6 @@ Diagnostic inputError(const std::string &spec, const std::string &why) {
   return Diagnostic::error("--inputs " + spec + ": " + why);
 }
 
-Expected<std::pair<std::string, int64_t>> parseSymSpec(const std::string &spec) {
-  auto eq = spec.find('=');
-  if (eq == std::string::npos || eq == 0)
-    return Diagnostic::error("--sym " + spec + ": expected NAME=INT");
-  try {
-    std::size_t used = 0;
-    int64_t v = std::stoll(spec.substr(eq + 1), &used);
-    if (used != spec.size() - eq - 1)
-      throw std::invalid_argument("trailing");
-    return std::make_pair(spec.substr(0, eq), v);
-  } catch (const std::exception &) {
-    return Diagnostic::error("--sym " + spec + ": '" + spec.substr(eq + 1) + "' is not an integer");
-  }
-}
-
 /// Sizes of an input prototype given known symbol values; a single unknown
 /// symbolic dim is solved from `numel` when provided.
 Expected<std::vector<int64_t>> resolveSizes(const Graph &graph, const TensorProto &proto,
@@ -278,23 +263,11 @@ Command makeRunCommand() {
                   << " applies to program files (.vkprog); use `graft run-vk` for a graph\n";
         return int(kUserError);
       }
-    uint64_t seed = 0;
-    if (auto s = args.get("seed")) {
-      char *end = nullptr;
-      seed = std::strtoull(s->c_str(), &end, 10);
-      if (s->empty() || !end || *end) {
-        std::cerr << "graft run: error: --seed expects a non-negative integer, got '" << *s
-                  << "'\n";
-        return int(kUserError);
-      }
-    }
-    std::map<std::string, int64_t> symbols;
-    for (const std::string &spec : args.all("sym")) {
-      auto sv = parseSymSpec(spec);
-      if (!sv)
-        return reportFailure(sv.diags());
-      symbols[sv->first] = sv->second;
-    }
+    auto flags = runFlags(args);
+    if (!flags)
+      return reportFailure(flags.diags());
+    const uint64_t seed = flags->seed;
+    std::map<std::string, int64_t> symbols = flags->symbols;
     SourceManager sources;
     auto loaded = loadGraph(args.positional[0], &sources);
     if (!loaded)

@@ -61,12 +61,11 @@ int runSynth(const Args &args) {
       return reportFailure(v.diags());
     *i.dst = *v;
   }
-  if (auto s = args.get("seed")) {
-    try {
-      o.seed = std::stoull(*s);
-    } catch (const std::exception &) {
-      return reportFailure({Diagnostic::error("--seed: '" + *s + "' is not an integer")});
-    }
+  if (args.get("seed")) {
+    auto seed = seedFlag(args);
+    if (!seed)
+      return reportFailure(seed.diags());
+    o.seed = *seed;
   }
   if (auto q = args.get("quant")) {
     auto parsed = parseSynthQuant(*q);

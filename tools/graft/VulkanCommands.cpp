@@ -15,6 +15,7 @@
 #include "graft/interp/Interpreter.h"
 #include "graft/ir/Verifier.h"
 #include "graft/serialize/Load.h"
+#include "graft/support/HumanBytes.h"
 #include "graft/vulkan/GraphExecutor.h"
 #include "graft/vulkan/Partitioner.h"
 
@@ -27,29 +28,6 @@
 
 namespace graft::cli {
 namespace {
-
-std::optional<int64_t> parseInt(const std::string &s) {
-  if (s.empty())
-    return std::nullopt;
-  char *end = nullptr;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (!end || *end)
-    return std::nullopt;
-  return v;
-}
-
-std::string humanBytes(uint64_t b) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), u ? "%.1f %s" : "%.0f %s", v, units[u]);
-  return buf;
-}
 
 nlohmann::json deviceJson(const vk::DeviceInfo &d) {
   nlohmann::json j;
@@ -74,17 +52,6 @@ nlohmann::json deviceJson(const vk::DeviceInfo &d) {
   j["shader_float16"] = d.shaderFloat16;
   j["shader_int64"] = d.shaderInt64;
   return j;
-}
-
-/// --device N, or -1 (automatic).
-Expected<int> deviceFlag(const Args &args) {
-  auto d = args.get("device");
-  if (!d)
-    return -1;
-  auto v = parseInt(*d);
-  if (!v || *v < 0)
-    return Diagnostic::error("--device expects a non-negative integer, got '" + *d + "'");
-  return static_cast<int>(*v);
 }
 
 nlohmann::json valueJson(const RuntimeValue &v, bool all) {
@@ -186,16 +153,11 @@ Command makeRunVkCommand() {
       std::cerr << "graft run-vk: error: expected exactly one FILE\n";
       return int(kUserError);
     }
-    uint64_t seed = 0;
-    if (auto s = args.get("seed")) {
-      auto v = parseInt(*s);
-      if (!v || *v < 0) {
-        std::cerr << "graft run-vk: error: --seed expects a non-negative integer, got '" << *s
-                  << "'\n";
-        return int(kUserError);
-      }
-      seed = static_cast<uint64_t>(*v);
-    }
+    auto flags = runFlags(args);
+    if (!flags)
+      return reportFailure(flags.diags());
+    const uint64_t seed = flags->seed;
+    const std::optional<double> atol = flags->atol;
     int repeat = 1;
     if (auto s = args.get("repeat")) {
       auto v = parseInt(*s);
@@ -205,29 +167,6 @@ Command makeRunVkCommand() {
       }
       repeat = static_cast<int>(*v);
     }
-    std::optional<double> atol;
-    if (auto s = args.get("atol")) {
-      char *end = nullptr;
-      double v = std::strtod(s->c_str(), &end);
-      if (s->empty() || !end || *end || !(v >= 0)) {
-        std::cerr << "graft run-vk: error: --atol expects a non-negative number\n";
-        return int(kUserError);
-      }
-      atol = v;
-    }
-    std::map<std::string, int64_t> symbols;
-    for (const std::string &spec : args.all("sym")) {
-      auto eq = spec.find('=');
-      auto v = eq == std::string::npos ? std::nullopt : parseInt(spec.substr(eq + 1));
-      if (!v || eq == 0) {
-        std::cerr << "graft run-vk: error: --sym " << spec << ": expected NAME=INT\n";
-        return int(kUserError);
-      }
-      symbols[spec.substr(0, eq)] = *v;
-    }
-    auto deviceIndex = deviceFlag(args);
-    if (!deviceIndex)
-      return reportFailure(deviceIndex.diags());
 
     SourceManager sources;
     auto loaded = loadGraph(args.positional[0], &sources);
@@ -239,12 +178,12 @@ Command makeRunVkCommand() {
       if (!diags.empty())
         return reportFailure(diags, &sources);
     }
-    auto inputs = makeRandomInputs(g, seed, symbols);
+    auto inputs = makeRandomInputs(g, seed, flags->symbols);
     if (!inputs)
       return reportFailure(inputs.diags());
 
     vk::ContextOptions copts;
-    copts.deviceIndex = *deviceIndex;
+    copts.deviceIndex = flags->deviceIndex;
     auto ctx = vk::Context::create(copts);
     if (!ctx)
       return reportFailure(ctx.diags());
