@@ -12,26 +12,16 @@
 //
 //===----------------------------------------------------------------------===//
 #include "PatSyntax.h"
-
-#include <tao/pegtl.hpp>
-#include <tao/pegtl/contrib/parse_tree.hpp>
-#include <tao/pegtl/must_if.hpp>
+#include "support/PegtlSupport.h"
 
 #include <algorithm>
 
 namespace graft::dsl {
 namespace {
 
-namespace peg = tao::pegtl;
-
-template <SK Kind> struct Tag { static constexpr SK kKind = Kind; };
-
-/// A rule used only at a commit point: failing it is a syntax error with
-/// `Message` (see Control below).
-#define GRAFT_EXPECT(Name, Message, ...)                                                           \
-  struct Name : peg::seq<__VA_ARGS__> {                                                            \
-    static constexpr const char *kExpected = Message;                                              \
-  }
+// Error scaffolding, parse-tree plumbing and the lexical rules shared with the
+// text IR parser (GRAFT_EXPECT, Tag, Identifier, Digits, QuotedString, ...).
+using namespace grammar;
 
 //===----------------------------------------------------------------------===//
 // Lexical structure
@@ -44,20 +34,12 @@ struct LineComment : peg::seq<peg::two<'/'>, peg::star<peg::not_one<'\n', '\r'>>
 struct Hs : peg::star<peg::sor<peg::blank, LineComment>> {};
 struct Nl : peg::star<peg::sor<peg::space, LineComment>> {};
 
-struct IdentFirst : peg::ranges<'a', 'z', 'A', 'Z', '_'> {};
-struct IdentOther : peg::ranges<'a', 'z', 'A', 'Z', '0', '9', '_'> {};
-struct Identifier : peg::seq<IdentFirst, peg::star<IdentOther>> {};
 template <typename Str> struct Kw : peg::seq<Str, peg::not_at<IdentOther>> {};
 #define GRAFT_KW(text) Kw<TAO_PEGTL_STRING(text)>
 struct Underscore : peg::seq<peg::one<'_'>, peg::not_at<IdentOther>> {};
 struct Ellipsis : peg::string<'.', '.', '.'> {};
 
-struct Digits : peg::plus<peg::digit> {};
-struct Exponent : peg::seq<peg::one<'e', 'E'>, peg::opt<peg::one<'+', '-'>>, Digits> {};
-struct FloatBody
-    : peg::sor<
-          peg::seq<Digits, peg::sor<peg::seq<peg::one<'.'>, Digits, peg::opt<Exponent>>, Exponent>>,
-          GRAFT_KW("inf"), GRAFT_KW("nan")> {};
+struct FloatBody : DecimalFloat<GRAFT_KW("inf"), GRAFT_KW("nan")> {};
 // Unsigned literals (expressions have a unary minus) and signed ones
 // (argument patterns and example values have none).
 struct LFloat : peg::seq<FloatBody, peg::not_at<IdentOther>>, Tag<SK::LFloat> {};
@@ -67,14 +49,7 @@ struct SignedFloat : peg::seq<peg::opt<peg::one<'-'>>, FloatBody, peg::not_at<Id
 struct SignedInt : peg::seq<peg::opt<peg::one<'-'>>, Digits, peg::not_at<IdentOther>>,
                    Tag<SK::LInt> {};
 
-GRAFT_EXPECT(EscapeSeq, "unknown escape sequence (expected \\\" \\\\ \\n \\t \\r or \\xHH)",
-             peg::sor<peg::one<'"', '\\', 'n', 't', 'r'>,
-                      peg::seq<peg::one<'x'>, peg::xdigit, peg::xdigit>>);
-struct Escape : peg::seq<peg::one<'\\'>, peg::must<EscapeSeq>> {};
-struct StringChar : peg::sor<Escape, peg::not_one<'"', '\\', '\n', '\r'>> {};
-GRAFT_EXPECT(StringEnd, "unterminated string (missing closing '\"' on this line)", peg::one<'"'>);
-struct LStr : peg::seq<peg::one<'"'>, peg::star<StringChar>, peg::must<StringEnd>>,
-              Tag<SK::LStr> {};
+struct LStr : QuotedString, Tag<SK::LStr> {};
 
 GRAFT_EXPECT(ExpectCaptureName,
              "expected a capture name after '$' (a letter or '_', then letters, "
@@ -402,47 +377,9 @@ struct File : peg::seq<Nl, peg::star<peg::not_at<peg::eof>, peg::must<ExpectTopL
 // Parse tree plumbing
 //===----------------------------------------------------------------------===//
 
-struct Ast : peg::parse_tree::basic_node<Ast> {
-  SK kind = SK::File;
-  template <typename Rule, typename ParseInput, typename... States>
-  void start(const ParseInput &in, States &&...st) {
-    peg::parse_tree::basic_node<Ast>::template start<Rule>(in, st...);
-    kind = Rule::kKind;
-  }
-};
+struct Ast : KindNode<Ast, SK, SK::File> {};
 
-template <typename Rule> struct Selector : std::bool_constant < requires { Rule::kKind; } > {};
-
-template <typename Rule> constexpr const char *expectedMessage() {
-  if constexpr (requires { Rule::kExpected; })
-    return Rule::kExpected;
-  else
-    return nullptr;
-}
-struct Errors {
-  template <typename Rule> static constexpr const char *message = expectedMessage<Rule>();
-};
-template <typename Rule> struct Control : peg::must_if<Errors>::control<Rule> {};
-
-/// Bounds recursion (nested lists, parentheses, unary operators, calls) so
-/// hostile input cannot overflow the stack; the tree walks after parsing are
-/// bounded by the same depth.
-constexpr std::size_t kMaxNesting = 64;
-struct NestingLimit : peg::maybe_nothing {
-  template <typename Rule, peg::apply_mode A, peg::rewind_mode M,
-            template <typename...> class Action, template <typename...> class Ctrl,
-            typename ParseInput, typename... States>
-  static bool match(ParseInput &in, States &&...st) {
-    struct Depth {
-      std::size_t &d;
-      explicit Depth(std::size_t &depth) : d(depth) { ++d; }
-      ~Depth() { --d; }
-    } depth(in.private_depth);
-    if (in.private_depth > kMaxNesting)
-      throw peg::parse_error("nesting deeper than " + std::to_string(kMaxNesting) + " levels", in);
-    return peg::match<Rule, A, M, Action, Ctrl>(in, st...);
-  }
-};
+// The rules that recurse, bounded by NestingLimit.
 template <typename Rule> struct Guard : peg::nothing<Rule> {};
 template <> struct Guard<PList> : NestingLimit {};
 template <> struct Guard<PGroup> : NestingLimit {};
@@ -531,20 +468,7 @@ std::vector<Comment> scanComments(std::string_view text) {
 } // namespace
 
 Expected<ParsedFile> parseSyntax(std::string_view text, const std::string &name) {
-  peg::memory_input<> in(text.data(), text.size(), name);
-  std::unique_ptr<Ast> root;
-  try {
-    root = peg::parse_tree::parse<File, Ast, Selector, Guard, Control>(in);
-  } catch (const peg::parse_error &e) {
-    // PEGTL reports syntax errors by exception; they never leave this function.
-    SourceRange r;
-    r.begin.file = name;
-    if (!e.positions().empty()) {
-      r.begin.line = static_cast<uint32_t>(e.positions().front().line);
-      r.begin.column = static_cast<uint32_t>(e.positions().front().column);
-    }
-    return Diagnostic::error(r, std::string(e.message()));
-  }
+  GRAFT_TRY(std::unique_ptr<Ast> root, (parseTree<File, Ast, Guard>(text, name)));
   ParsedFile file;
   file.name = name;
   file.text = std::string(text);

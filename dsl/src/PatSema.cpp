@@ -12,13 +12,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "PatSema.h"
+#include "support/LiteralText.h"
 
 #include "graft/ops/OpRegistry.h"
 #include "graft/rewrite/Builtins.h"
 #include "graft/rewrite/ConstantTransforms.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -83,59 +83,10 @@ std::string bareName(const std::string &text) {
   return text.substr(1, i - 1);
 }
 
-std::optional<int64_t> parseInt(std::string_view s) {
-  int64_t v = 0;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size())
-    return std::nullopt;
-  return v;
-}
-
-std::optional<double> parseFloat(std::string_view s) {
-  bool neg = !s.empty() && s[0] == '-';
-  std::string_view body = neg ? s.substr(1) : s;
-  if (body == "inf")
-    return neg ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-  if (body == "nan")
-    return std::numeric_limits<double>::quiet_NaN();
-  double v = 0;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size())
-    return std::nullopt;
-  return v;
-}
-
-std::string unescape(std::string_view lit) {
-  std::string out;
-  for (std::size_t i = 1; i + 1 < lit.size(); ++i) {
-    char c = lit[i];
-    if (c != '\\') {
-      out += c;
-      continue;
-    }
-    char e = lit[++i];
-    switch (e) {
-    case 'n':
-      out += '\n';
-      break;
-    case 't':
-      out += '\t';
-      break;
-    case 'r':
-      out += '\r';
-      break;
-    case 'x': {
-      auto hex = [](char h) { return h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10; };
-      out += static_cast<char>(hex(lit[i + 1]) * 16 + hex(lit[i + 2]));
-      i += 2;
-      break;
-    }
-    default:
-      out += e;
-    }
-  }
-  return out;
-}
+// Literal decoding shared with the text IR parser.
+using grammar::parseDouble;
+using grammar::parseInt64;
+using grammar::unescape;
 
 /// The expression type a schema parameter of type `t` binds a capture to.
 ExprType typeOfSchema(const SchemaType &t) {
@@ -404,7 +355,7 @@ void RuleSema::header(const Syn &r) {
         continue;
       }
       benefit = &k;
-      auto v = parseInt(k.kids.front().text);
+      auto v = parseInt64(k.kids.front().text);
       if (!v || *v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max())
         error(k.kids.front(), "benefit " + k.kids.front().text + " is out of range");
       else
@@ -754,7 +705,7 @@ void RuleSema::checkPatArg(const Syn &p, const SchemaType &t, const std::string 
           t.base == B::Any || numberForTensor) ||
         t.isList)
       mismatch("an int");
-    else if (!parseInt(p.text))
+    else if (!parseInt64(p.text))
       errs.push_back(Diagnostic::error(loc(p), "integer " + p.text + " is out of range"));
     return;
   case SK::LFloat:
@@ -820,7 +771,7 @@ std::optional<Argument> RuleSema::literalFor(const Syn &p, const SchemaType *t) 
   using B = SchemaType::Base;
   switch (p.kind) {
   case SK::LInt: {
-    auto v = parseInt(p.text);
+    auto v = parseInt64(p.text);
     if (!v)
       return std::nullopt;
     if (t && !t->isList && t->base == B::Float)
@@ -828,7 +779,7 @@ std::optional<Argument> RuleSema::literalFor(const Syn &p, const SchemaType *t) 
     return Argument(*v);
   }
   case SK::LFloat: {
-    auto v = parseFloat(p.text);
+    auto v = parseDouble(p.text);
     if (!v)
       return std::nullopt;
     return Argument(*v);
@@ -925,7 +876,7 @@ std::optional<TypePattern> RuleSema::lowerType(const Syn &tp, BindCtx bctx) {
       out.leadingEllipsis = true;
       continue;
     case SK::DInt: {
-      auto v = parseInt(k.text);
+      auto v = parseInt64(k.text);
       if (!v) {
         error(k, "dimension " + k.text + " is out of range");
         return std::nullopt;
@@ -1645,7 +1596,7 @@ RuleSema::Typed RuleSema::callExpr(const Syn &n, ExprCtx c) {
 RuleSema::Typed RuleSema::lowerExpr(const Syn &n, ExprCtx c, bool allowSymbol) {
   switch (n.kind) {
   case SK::LInt: {
-    auto v = parseInt(n.text);
+    auto v = parseInt64(n.text);
     if (!v) {
       error(n, "integer " + n.text + " is out of range");
       return bad();
@@ -1653,7 +1604,7 @@ RuleSema::Typed RuleSema::lowerExpr(const Syn &n, ExprCtx c, bool allowSymbol) {
     return {literalExpr(n, Argument(*v)), ExprType::Int};
   }
   case SK::LFloat:
-    return {literalExpr(n, Argument(*parseFloat(n.text))), ExprType::Float};
+    return {literalExpr(n, Argument(*parseDouble(n.text))), ExprType::Float};
   case SK::LStr:
     return {literalExpr(n, Argument(unescape(n.text))), ExprType::String};
   case SK::LIdent: {
@@ -2291,7 +2242,7 @@ void RuleSema::exampleSection(const Syn &sec) {
     bool ok = true;
     auto item = [&](const Syn &x) {
       if (x.kind == SK::LInt) {
-        auto n = parseInt(x.text);
+        auto n = parseInt64(x.text);
         if (!n) {
           error(x, "integer " + x.text + " is out of range");
           ok = false;
@@ -2306,8 +2257,8 @@ void RuleSema::exampleSection(const Syn &sec) {
       }
     };
     if (v.kind == SK::ExRange) {
-      auto lo = parseInt(v.kids[0].text), hi = parseInt(v.kids[1].text);
-      auto step = v.kids.size() > 2 ? parseInt(v.kids[2].text) : std::optional<int64_t>(1);
+      auto lo = parseInt64(v.kids[0].text), hi = parseInt64(v.kids[1].text);
+      auto step = v.kids.size() > 2 ? parseInt64(v.kids[2].text) : std::optional<int64_t>(1);
       if (!lo || !hi || !step || *step <= 0 || *hi < *lo) {
         error(v, "a range is lo..hi [step s] with lo <= hi and s > 0");
         continue;
@@ -2364,7 +2315,7 @@ void RuleSema::toleranceSection(const Syn &sec) {
       continue;
     }
     seen.emplace(key, loc(kw.kids[0]));
-    auto v = parseFloat(kw.kids[1].text);
+    auto v = parseDouble(kw.kids[1].text);
     if (!v || !std::isfinite(*v) || *v < 0) {
       error(kw.kids[1], key + " must be a finite number >= 0");
       continue;

@@ -15,13 +15,9 @@
 #include "graft/serialize/TextIR.h"
 #include "graft/support/FileIO.h"
 #include "graft/support/FloatBits.h"
-
-#include <tao/pegtl.hpp>
-#include <tao/pegtl/contrib/parse_tree.hpp>
-#include <tao/pegtl/must_if.hpp>
+#include "support/PegtlSupport.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -32,7 +28,10 @@
 namespace graft {
 namespace {
 
-namespace peg = tao::pegtl;
+// Error scaffolding, parse-tree plumbing, the lexical rules shared with the
+// .pat parser (GRAFT_EXPECT, Tag, Identifier, Digits, QuotedString, ...) and
+// literal decoding (parseInteger, parseDouble, unescape).
+using namespace grammar;
 
 //===----------------------------------------------------------------------===//
 // Grammar
@@ -90,25 +89,12 @@ enum class K : uint8_t {
   MutateKind,
 };
 
-template <K Kind> struct Tag { static constexpr K kKind = Kind; };
-
-/// A rule used only at a commit point: failing it is a syntax error with
-/// `Message`. (must_if raises for any rule with a message, so these wrap the
-/// real rules and appear nowhere else.)
-#define GRAFT_EXPECT(Name, Message, ...)                                                           \
-  struct Name : peg::seq<__VA_ARGS__> {                                                            \
-    static constexpr const char *kExpected = Message;                                              \
-  }
-
 // `//` is a comment everywhere except inside dimension expressions, where it
 // is floor division; those use DimWs, which never eats a comment.
 struct LineComment : peg::seq<peg::two<'/'>, peg::until<peg::eolf>> {};
 struct Ws : peg::star<peg::sor<peg::space, LineComment>> {};
 struct DimWs : peg::star<peg::space> {};
 
-struct IdentFirst : peg::ranges<'a', 'z', 'A', 'Z', '_'> {};
-struct IdentOther : peg::ranges<'a', 'z', 'A', 'Z', '0', '9', '_'> {};
-struct Identifier : peg::seq<IdentFirst, peg::star<IdentOther>> {};
 // A keyword must not run into an identifier or an op name ("input.x.y(...)"
 // is a call of op "input.x.y", not an input declaration).
 struct KwEnd : peg::not_at<peg::sor<IdentOther, peg::one<'.'>>> {};
@@ -116,29 +102,15 @@ template <typename Str> struct Kw : peg::seq<Str, KwEnd> {};
 #define GRAFT_KW(text) Kw<TAO_PEGTL_STRING(text)>
 
 // Literals.
-struct Digits : peg::plus<peg::digit> {};
-struct Exponent : peg::seq<peg::one<'e', 'E'>, peg::opt<peg::one<'+', '-'>>, Digits> {};
-struct FloatLit
-    : peg::seq<
-          peg::opt<peg::one<'-'>>,
-          peg::sor<peg::seq<Digits, peg::sor<peg::seq<peg::one<'.'>, Digits, peg::opt<Exponent>>,
-                                             Exponent>>,
-                   GRAFT_KW("inf"), GRAFT_KW("nan")>,
-          peg::not_at<IdentOther>>,
-      Tag<K::FloatLit> {};
+struct FloatLit : peg::seq<peg::opt<peg::one<'-'>>, DecimalFloat<GRAFT_KW("inf"), GRAFT_KW("nan")>,
+                           peg::not_at<IdentOther>>,
+                  Tag<K::FloatLit> {};
 struct IntLit
     : peg::seq<peg::opt<peg::one<'-'>>, Digits, peg::not_at<peg::sor<IdentOther, peg::one<'.'>>>>,
       Tag<K::IntLit> {};
 struct Number : peg::sor<FloatLit, IntLit> {};
 
-GRAFT_EXPECT(EscapeSeq, "unknown escape sequence (expected \\\" \\\\ \\n \\t \\r or \\xHH)",
-             peg::sor<peg::one<'"', '\\', 'n', 't', 'r'>,
-                      peg::seq<peg::one<'x'>, peg::xdigit, peg::xdigit>>);
-struct Escape : peg::seq<peg::one<'\\'>, peg::must<EscapeSeq>> {};
-struct StringChar : peg::sor<Escape, peg::not_one<'"', '\\', '\n', '\r'>> {};
-GRAFT_EXPECT(StringEnd, "unterminated string (missing closing '\"' on this line)", peg::one<'"'>);
-struct StringLit : peg::seq<peg::one<'"'>, peg::star<StringChar>, peg::must<StringEnd>>,
-                   Tag<K::String> {};
+struct StringLit : QuotedString, Tag<K::String> {};
 
 GRAFT_EXPECT(ValueNameChars, "expected a value name after '%' (letters, digits and '_')",
              peg::plus<IdentOther>);
@@ -341,47 +313,11 @@ struct File : peg::seq<Ws, peg::must<ExpectGraphKw>, Ws, peg::must<ExpectGraphAt
 // Parse tree plumbing: node kinds, error messages, nesting limit
 //===----------------------------------------------------------------------===//
 
-struct Ast : peg::parse_tree::basic_node<Ast> {
-  K kind = K::Root;
-  template <typename Rule, typename ParseInput, typename... States>
-  void start(const ParseInput &in, States &&...st) {
-    peg::parse_tree::basic_node<Ast>::template start<Rule>(in, st...);
-    kind = Rule::kKind;
-  }
+struct Ast : KindNode<Ast, K, K::Root> {
   std::string_view text() const { return string_view(); }
 };
 
-template <typename Rule> struct Selector : std::bool_constant < requires { Rule::kKind; } > {};
-
-template <typename Rule> constexpr const char *expectedMessage() {
-  if constexpr (requires { Rule::kExpected; })
-    return Rule::kExpected;
-  else
-    return nullptr;
-}
-struct Errors {
-  template <typename Rule> static constexpr const char *message = expectedMessage<Rule>();
-};
-template <typename Rule> struct Control : peg::must_if<Errors>::control<Rule> {};
-
-/// Bounds the recursion of nested lists / parenthesized dims so hostile
-/// input cannot overflow the stack (the Builder's walk is bounded by it too).
-constexpr std::size_t kMaxNesting = 64;
-struct NestingLimit : peg::maybe_nothing {
-  template <typename Rule, peg::apply_mode A, peg::rewind_mode M,
-            template <typename...> class Action, template <typename...> class Ctrl,
-            typename ParseInput, typename... States>
-  static bool match(ParseInput &in, States &&...st) {
-    struct Depth {
-      std::size_t &d;
-      explicit Depth(std::size_t &depth) : d(depth) { ++d; }
-      ~Depth() { --d; }
-    } depth(in.private_depth);
-    if (in.private_depth > kMaxNesting)
-      throw peg::parse_error("nesting deeper than " + std::to_string(kMaxNesting) + " levels", in);
-    return peg::match<Rule, A, M, Action, Ctrl>(in, st...);
-  }
-};
+// The rules that recurse, bounded by NestingLimit.
 template <typename Rule> struct Guard : peg::nothing<Rule> {};
 template <> struct Guard<ListLit> : NestingLimit {};
 template <> struct Guard<DimParen> : NestingLimit {};
@@ -391,75 +327,6 @@ template <> struct Guard<DimCall> : NestingLimit {};
 //===----------------------------------------------------------------------===//
 // Literal helpers
 //===----------------------------------------------------------------------===//
-
-using Int128 = __int128;
-
-/// An integer literal's value; nullopt when its magnitude exceeds 2^64.
-std::optional<Int128> parseInteger(std::string_view s) {
-  bool neg = !s.empty() && s[0] == '-';
-  if (neg)
-    s.remove_prefix(1);
-  Int128 v = 0;
-  const Int128 limit = Int128(1) << 64;
-  for (char c : s) {
-    v = v * 10 + (c - '0');
-    if (v > limit)
-      return std::nullopt;
-  }
-  return neg ? -v : v;
-}
-
-bool fitsInt64(Int128 v) {
-  return v >= std::numeric_limits<int64_t>::min() && v <= std::numeric_limits<int64_t>::max();
-}
-
-std::optional<double> parseDouble(std::string_view s) {
-  bool neg = !s.empty() && s[0] == '-';
-  std::string_view body = neg ? s.substr(1) : s;
-  if (body == "inf")
-    return neg ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-  if (body == "nan")
-    return std::numeric_limits<double>::quiet_NaN();
-  double v = 0;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size())
-    return std::nullopt;
-  return v;
-}
-
-/// Decodes a StringLit's text (quotes included); the grammar guarantees the
-/// escapes are well formed.
-std::string unescape(std::string_view lit) {
-  std::string out;
-  for (std::size_t i = 1; i + 1 < lit.size(); ++i) {
-    char c = lit[i];
-    if (c != '\\') {
-      out += c;
-      continue;
-    }
-    char e = lit[++i];
-    switch (e) {
-    case 'n':
-      out += '\n';
-      break;
-    case 't':
-      out += '\t';
-      break;
-    case 'r':
-      out += '\r';
-      break;
-    case 'x': {
-      auto hex = [](char h) { return h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10; };
-      out += static_cast<char>(hex(lit[i + 1]) * 16 + hex(lit[i + 2]));
-      i += 2;
-      break;
-    }
-    default:
-      out += e; // '"' or '\\'
-    }
-  }
-  return out;
-}
 
 const std::set<std::string, std::less<>> &deviceTypes() {
   static const std::set<std::string, std::less<>> kTypes = {"cpu", "cuda",   "meta",
@@ -1480,20 +1347,7 @@ Expected<std::unique_ptr<Graph>> parseGraph(std::string_view text, const std::st
                                             const ParseOptions &options, SourceManager *sources) {
   if (sources)
     sources->add(name, std::string(text));
-  peg::memory_input<> in(text.data(), text.size(), name);
-  std::unique_ptr<Ast> root;
-  try {
-    root = peg::parse_tree::parse<File, Ast, Selector, Guard, Control>(in);
-  } catch (const peg::parse_error &e) {
-    // PEGTL reports syntax errors by exception; they never leave this function.
-    SourceRange r;
-    r.begin.file = name;
-    if (!e.positions().empty()) {
-      r.begin.line = static_cast<uint32_t>(e.positions().front().line);
-      r.begin.column = static_cast<uint32_t>(e.positions().front().column);
-    }
-    return Diagnostic::error(r, std::string(e.message()));
-  }
+  GRAFT_TRY(std::unique_ptr<Ast> root, (parseTree<File, Ast, Guard>(text, name)));
   if (!root)
     return Diagnostic::error(SourceRange{SourceLoc{name, 1, 1}, 1}, "expected 'graph'");
   Builder builder(name, options);
