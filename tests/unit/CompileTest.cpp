@@ -430,6 +430,24 @@ TEST_F(CompileTest, CliJsonAndRunCheck) {
   EXPECT_EQ(rj["check"]["reference"], model);
   EXPECT_TRUE(rj["check"]["ok"].get<bool>());
   EXPECT_EQ(rj["cpu_fallback_nodes"], 0);
+  // --json shows the first 16 elements of each output; --all-values every one.
+  std::string allRun = runCli("run " + prog + " --json --all-values", status);
+  ASSERT_EQ(status, 0) << allRun;
+  nlohmann::json aj = nlohmann::json::parse(allRun);
+  ASSERT_EQ(aj["outputs"].size(), rj["outputs"].size());
+  for (std::size_t i = 0; i < aj["outputs"].size(); ++i) {
+    const nlohmann::json &all = aj["outputs"][i], &some = rj["outputs"][i];
+    std::size_t numel = 1;
+    for (const auto &d : all["shape"])
+      numel *= d.get<std::size_t>();
+    ASSERT_GT(numel, 16u);
+    EXPECT_EQ(all["values"].size(), numel);
+    EXPECT_FALSE(all["truncated"].get<bool>());
+    EXPECT_EQ(some["values"].size(), 16u);
+    EXPECT_TRUE(some["truncated"].get<bool>());
+    for (std::size_t k = 0; k < 16; ++k)
+      EXPECT_EQ(all["values"][k], some["values"][k]);
+  }
   // Without the source model and no embedded reference: a clear error...
   fs::rename(model, path("moved.pt2"));
   std::string noRef = runCli("run " + prog + " --check", status);

@@ -75,22 +75,35 @@ private:
   int pct_ = -1;
 };
 
-nlohmann::json valueJson(const RuntimeValue &v) {
+/// A value for `run PROGRAM --json`: the first 16 elements, or every one
+/// with `all` (--all-values).
+nlohmann::json valueJson(const RuntimeValue &v, bool all) {
   nlohmann::json j;
   if (const Tensor *t = std::get_if<Tensor>(&v)) {
     j["dtype"] = std::string(name(t->dtype()));
     j["shape"] = t->sizes();
+    const int64_t n = all ? t->numel() : std::min<int64_t>(t->numel(), 16);
     nlohmann::json vals = nlohmann::json::array();
-    for (int64_t i = 0, n = std::min<int64_t>(t->numel(), 16); i < n; ++i) {
+    for (int64_t i = 0; i < n; ++i) {
       double d = t->getDouble(i);
       vals.push_back(std::isfinite(d) ? nlohmann::json(d) : nlohmann::json(std::to_string(d)));
     }
     j["values"] = vals;
-    j["truncated"] = t->numel() > 16;
+    j["truncated"] = n < t->numel();
   } else {
     j["value"] = str(v);
   }
   return j;
+}
+
+std::optional<int64_t> parseInt(const std::string &s) {
+  if (s.empty())
+    return std::nullopt;
+  char *end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (!end || *end)
+    return std::nullopt;
+  return v;
 }
 
 } // namespace
@@ -139,10 +152,14 @@ Command makeCompileCommand() {
     opts.rules = splitList(args.all("rules"));
     if (auto t = args.get("target"))
       opts.target = *t;
-    auto device = deviceFlag(args);
-    if (!device)
-      return reportFailure(device.diags());
-    opts.deviceIndex = *device;
+    if (auto d = args.get("device")) {
+      auto v = parseInt(*d);
+      if (!v || *v < 0) {
+        std::cerr << "graft compile: error: --device expects a non-negative integer\n";
+        return int(kUserError);
+      }
+      opts.deviceIndex = static_cast<int>(*v);
+    }
     opts.embedReference = args.has("embed-reference");
     std::optional<CoverageFormat> reportFormat;
     if (auto r = args.get("report")) {
@@ -199,13 +216,45 @@ Command makeCompileCommand() {
 
 int runProgramFile(const Args &args) {
   const std::string &path = args.positional[0];
-  auto flags = runFlags(args);
-  if (!flags)
-    return reportFailure(flags.diags());
-  const uint64_t seed = flags->seed;
-  const int deviceIndex = flags->deviceIndex;
-  const std::optional<double> atol = flags->atol;
-  std::map<std::string, int64_t> symbols = flags->symbols;
+  uint64_t seed = 0;
+  if (auto s = args.get("seed")) {
+    auto v = parseInt(*s);
+    if (!v || *v < 0) {
+      std::cerr << "graft run: error: --seed expects a non-negative integer, got '" << *s << "'\n";
+      return int(kUserError);
+    }
+    seed = static_cast<uint64_t>(*v);
+  }
+  int deviceIndex = -1;
+  if (auto d = args.get("device")) {
+    auto v = parseInt(*d);
+    if (!v || *v < 0) {
+      std::cerr << "graft run: error: --device expects a non-negative integer, got '" << *d
+                << "'\n";
+      return int(kUserError);
+    }
+    deviceIndex = static_cast<int>(*v);
+  }
+  std::optional<double> atol;
+  if (auto s = args.get("atol")) {
+    char *end = nullptr;
+    double v = std::strtod(s->c_str(), &end);
+    if (s->empty() || !end || *end || !(v >= 0)) {
+      std::cerr << "graft run: error: --atol expects a non-negative number\n";
+      return int(kUserError);
+    }
+    atol = v;
+  }
+  std::map<std::string, int64_t> symbols;
+  for (const std::string &spec : args.all("sym")) {
+    auto eq = spec.find('=');
+    auto v = eq == std::string::npos ? std::nullopt : parseInt(spec.substr(eq + 1));
+    if (!v || eq == 0) {
+      std::cerr << "graft run: error: --sym " << spec << ": expected NAME=INT\n";
+      return int(kUserError);
+    }
+    symbols[spec.substr(0, eq)] = *v;
+  }
 
   auto program = readProgram(path);
   if (!program)
@@ -280,6 +329,7 @@ int runProgramFile(const Args &args) {
   bool failed = cmp && (!cmp->firstProblem.empty() || cmp->mismatchedNonFinite > 0 ||
                         (atol && cmp->maxAbsError > *atol));
   const vk::ExecutorStats &stats = (*exec)->stats();
+  const bool all = args.has("all-values");
   if (args.has("json")) {
     nlohmann::json j;
     j["program"] = path;
@@ -292,7 +342,7 @@ int runProgramFile(const Args &args) {
     j["dispatches"] = stats.dispatches;
     nlohmann::json outs = nlohmann::json::array();
     for (std::size_t i = 0; i < outputs->size(); ++i) {
-      nlohmann::json oj = valueJson((*outputs)[i]);
+      nlohmann::json oj = valueJson((*outputs)[i], all);
       oj["name"] = g.outputs()[i].value->name();
       outs.push_back(oj);
     }
@@ -317,7 +367,6 @@ int runProgramFile(const Args &args) {
     if (p.placement == vk::Placement::CpuFallback)
       std::cout << "  cpu-fallback  %" << (p.node->numOutputs() ? p.node->name() : std::string("-"))
                 << " (" << p.node->target() << "): " << p.reason << "\n";
-  bool all = args.has("all-values");
   for (std::size_t i = 0; i < outputs->size(); ++i)
     std::cout << "output %" << g.outputs()[i].value->name() << " = "
               << str((*outputs)[i], all ? INT64_MAX : 16) << "\n";

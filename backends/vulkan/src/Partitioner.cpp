@@ -8,9 +8,10 @@
 //    scalar, the nodes using the scalar) move to the CPU together when any
 //    member must.
 // 3. Supported nodes are merged along graph edges, in topological order,
-//    whenever the merged set stays convex; convexity is checked with a BFS on
-//    a Boost filtered_graph: merging P and Q is rejected when a node outside
-//    P u Q is reachable from P u Q and has an edge back into it. A second
+//    whenever the merged set stays convex: merging P and Q is rejected when a
+//    node outside P u Q is reachable from P u Q and has an edge back into it.
+//    The search starts only from the partitions' boundary nodes (class
+//    Partitions), so partitioning stays linear in the graph's size. A second
 //    pass merges partitions without a connecting edge under the same test.
 //
 //===----------------------------------------------------------------------===//
@@ -22,9 +23,6 @@
 #include "graft/vulkan/GraphExecutor.h"
 #include "graft/vulkan/Kernels.h"
 
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/breadth_first_search.hpp>
-#include <boost/graph/filtered_graph.hpp>
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
@@ -35,6 +33,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 namespace graft {
 extern const EmbeddedFile kVulkanSupportFiles[];
@@ -361,8 +360,13 @@ std::string supportReason(const Node &node, const TargetProfile &target) {
 
 namespace {
 
-using NodeGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS>;
-using Vertex = boost::graph_traits<NodeGraph>::vertex_descriptor;
+/// The node DAG in compressed adjacency form. Graph order is topological, so
+/// every edge goes from a lower to a higher index, and each node's successors
+/// are listed in increasing order (edges are added by consumer).
+struct NodeDag {
+  std::vector<std::size_t> succStart, succ; ///< out-edges of v: succ[succStart[v]..succStart[v+1])
+  std::vector<std::size_t> predStart, pred; ///< in-edges of v, in increasing order
+};
 
 struct UnionFind {
   std::vector<std::size_t> parent;
@@ -375,52 +379,111 @@ struct UnionFind {
   void unite(std::size_t a, std::size_t b) { parent[find(a)] = find(b); }
 };
 
-/// Vertices outside the candidate set and not beyond `limit` (nothing after
-/// the set's last node in topological order can reach back into it).
-struct OutsidePredicate {
-  const std::vector<char> *member = nullptr;
-  std::size_t limit = 0;
-  bool operator()(Vertex v) const { return !(*member)[v] && v <= limit; }
-};
-
-struct DiscoverRecorder : boost::default_bfs_visitor {
-  std::vector<Vertex> *found = nullptr;
-  template <class G> void discover_vertex(Vertex v, const G &) const { found->push_back(v); }
-};
-
-/// Whether the union of the given members is convex in `g`.
-bool isConvex(const NodeGraph &g, const std::vector<char> &member, std::size_t lastMember) {
-  OutsidePredicate pred{&member, lastMember};
-  boost::filtered_graph<NodeGraph, boost::keep_all, OutsidePredicate> outside(g, boost::keep_all(),
-                                                                              pred);
-  std::vector<Vertex> starts;
-  for (std::size_t v = 0; v <= lastMember; ++v) {
-    if (!member[v])
-      continue;
-    for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
-      Vertex t = boost::target(*e, g);
-      if (pred(t))
-        starts.push_back(t);
+/// Device partitions as they grow by merging. Each is convex. Besides its
+/// extent (first and last member), a partition keeps its *exits*: the members
+/// with an edge to a node outside the partition. Only exits can start a path
+/// that leaves a union of partitions, so a convexity test costs the size of
+/// the boundary and of the region it searches, not of the partitions; that
+/// keeps greedy merging linear in practice instead of quadratic (a model's
+/// single partition grows to every node).
+class Partitions {
+public:
+  explicit Partitions(const NodeDag &g)
+      : g_(g), part_(g.succStart.size() - 1), first_(part_.parent.size()),
+        last_(part_.parent.size()), exits_(part_.parent.size()), cursor_(part_.parent.size()),
+        seen_(part_.parent.size(), 0) {
+    for (std::size_t v = 0; v < first_.size(); ++v) {
+      first_[v] = last_[v] = v;
+      cursor_[v] = g.succStart[v];
+      if (g.succStart[v] != g.succStart[v + 1])
+        exits_[v] = {v};
     }
   }
-  if (starts.empty())
+
+  std::size_t find(std::size_t v) { return part_.find(v); }
+  std::size_t first(std::size_t root) const { return first_[root]; }
+
+  /// Whether the union of partitions `a` and `b` (roots) is convex: no node
+  /// outside it is reachable from it and has an edge back into it. Nothing
+  /// after the union's last node can reach back (edges go forward), so the
+  /// search stays at or below it.
+  bool convexUnion(std::size_t a, std::size_t b) {
+    const std::size_t last = std::max(last_[a], last_[b]);
+    auto inside = [&](std::size_t t) {
+      std::size_t r = part_.find(t);
+      return r == a || r == b;
+    };
+    if (++stamp_ == 0) { // wrapped: old marks could look current
+      std::fill(seen_.begin(), seen_.end(), 0);
+      stamp_ = 1;
+    }
+    std::vector<std::size_t> &work = work_;
+    work.clear();
+    for (std::size_t root : {a, b})
+      for (std::size_t x : exits_[root])
+        for (std::size_t e = cursor_[x]; e < g_.succStart[x + 1]; ++e) {
+          std::size_t t = g_.succ[e];
+          if (t > last)
+            break;
+          if (seen_[t] != stamp_ && !inside(t)) {
+            seen_[t] = stamp_;
+            work.push_back(t);
+          }
+        }
+    while (!work.empty()) {
+      std::size_t x = work.back();
+      work.pop_back();
+      for (std::size_t e = g_.succStart[x]; e < g_.succStart[x + 1]; ++e) {
+        std::size_t t = g_.succ[e];
+        if (t > last)
+          break;
+        if (seen_[t] == stamp_)
+          continue;
+        if (inside(t))
+          return false;
+        seen_[t] = stamp_;
+        work.push_back(t);
+      }
+    }
     return true;
-  std::vector<Vertex> found;
-  DiscoverRecorder rec;
-  rec.found = &found;
-  std::vector<boost::default_color_type> colors(boost::num_vertices(g), boost::white_color);
-  auto colorMap =
-      boost::make_iterator_property_map(colors.begin(), boost::get(boost::vertex_index, g));
-  boost::queue<Vertex> queue;
-  for (Vertex s : starts)
-    if (colors[s] == boost::white_color)
-      boost::breadth_first_visit(outside, s, queue, rec, colorMap);
-  for (Vertex x : found)
-    for (auto [e, end] = boost::out_edges(x, g); e != end; ++e)
-      if (member[boost::target(*e, g)])
-        return false;
-  return true;
-}
+  }
+
+  /// Merges partitions `a` and `b` (roots); returns the new root.
+  std::size_t merge(std::size_t a, std::size_t b) {
+    part_.unite(a, b);
+    std::size_t root = part_.find(a);
+    std::size_t other = root == a ? b : a;
+    first_[root] = std::min(first_[root], first_[other]);
+    last_[root] = std::max(last_[root], last_[other]);
+    // Keep the members that still have an edge leaving the merged partition;
+    // a node's cursor skips its successors already inside (partitions only
+    // grow, so a skipped successor stays inside), which makes the scans
+    // amortized linear in the edges.
+    std::vector<std::size_t> exits;
+    exits.reserve(exits_[root].size() + exits_[other].size());
+    for (std::size_t from : {root, other})
+      for (std::size_t x : exits_[from]) {
+        std::size_t &c = cursor_[x];
+        while (c < g_.succStart[x + 1] && part_.find(g_.succ[c]) == root)
+          ++c;
+        if (c < g_.succStart[x + 1])
+          exits.push_back(x);
+      }
+    exits_[root] = std::move(exits);
+    exits_[other] = {};
+    return root;
+  }
+
+private:
+  const NodeDag &g_;
+  UnionFind part_;
+  std::vector<std::size_t> first_, last_;
+  std::vector<std::vector<std::size_t>> exits_;
+  std::vector<std::size_t> cursor_; ///< first successor edge not known to be inside
+  std::vector<unsigned> seen_;      ///< search marks, valid when equal to stamp_
+  unsigned stamp_ = 0;
+  std::vector<std::size_t> work_;
+};
 
 } // namespace
 
@@ -438,7 +501,8 @@ Expected<PartitionReport> partitionGraph(const Graph &graph, const TargetProfile
   PartitionReport report;
   report.target = target.name;
   std::vector<const Node *> nodes;
-  std::map<const Node *, std::size_t> index;
+  std::unordered_map<const Node *, std::size_t> index;
+  index.reserve(graph.numNodes());
   for (const Node &n : graph.nodes()) {
     index[&n] = nodes.size();
     nodes.push_back(&n);
@@ -544,55 +608,46 @@ Expected<PartitionReport> partitionGraph(const Graph &graph, const TargetProfile
   }
 
   // The node DAG.
-  NodeGraph g(N);
+  NodeDag g;
+  g.predStart.assign(N + 1, 0);
+  std::vector<std::size_t> preds;
   for (std::size_t i = 0; i < N; ++i) {
-    std::set<std::size_t> preds;
+    preds.clear();
     nodes[i]->forEachOperand([&](Value *v) {
       if (auto p = producerOf(v))
-        preds.insert(*p);
+        preds.push_back(*p);
     });
-    for (std::size_t p : preds)
-      boost::add_edge(p, i, g);
+    std::sort(preds.begin(), preds.end());
+    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+    g.pred.insert(g.pred.end(), preds.begin(), preds.end());
+    g.predStart[i + 1] = g.pred.size();
+  }
+  g.succStart.assign(N + 1, 0);
+  for (std::size_t p : g.pred)
+    ++g.succStart[p + 1];
+  for (std::size_t i = 0; i < N; ++i)
+    g.succStart[i + 1] += g.succStart[i];
+  g.succ.resize(g.pred.size());
+  {
+    // Filling by consumer in order lists each node's successors ascending.
+    std::vector<std::size_t> fill(g.succStart.begin(), g.succStart.end() - 1);
+    for (std::size_t i = 0; i < N; ++i)
+      for (std::size_t e = g.predStart[i]; e < g.predStart[i + 1]; ++e)
+        g.succ[fill[g.pred[e]]++] = i;
   }
 
   // Greedy convex merging along edges, in topological (graph) order.
-  UnionFind part(N);
-  std::vector<std::vector<std::size_t>> partMembers(N);
-  for (std::size_t i = 0; i < N; ++i)
-    partMembers[i] = {i};
-  std::vector<char> member(N, 0);
+  Partitions part(g);
   for (std::size_t v = 0; v < N; ++v) {
     if (!reason[v].empty())
       continue;
-    for (auto [e, end] = boost::in_edges(v, g); e != end; ++e) {
-      std::size_t u = boost::source(*e, g);
+    for (std::size_t e = g.predStart[v]; e < g.predStart[v + 1]; ++e) {
+      std::size_t u = g.pred[e];
       if (!reason[u].empty())
         continue;
       std::size_t a = part.find(u), b = part.find(v);
-      if (a == b)
-        continue;
-      std::size_t last = 0;
-      for (std::size_t m : partMembers[a]) {
-        member[m] = 1;
-        last = std::max(last, m);
-      }
-      for (std::size_t m : partMembers[b]) {
-        member[m] = 1;
-        last = std::max(last, m);
-      }
-      bool ok = isConvex(g, member, last);
-      for (std::size_t m : partMembers[a])
-        member[m] = 0;
-      for (std::size_t m : partMembers[b])
-        member[m] = 0;
-      if (!ok)
-        continue;
-      part.unite(a, b);
-      std::size_t root = part.find(a);
-      std::size_t other = root == a ? b : a;
-      partMembers[root].insert(partMembers[root].end(), partMembers[other].begin(),
-                               partMembers[other].end());
-      partMembers[other].clear();
+      if (a != b && part.convexUnion(a, b))
+        part.merge(a, b);
     }
   }
 
@@ -603,37 +658,15 @@ Expected<PartitionReport> partitionGraph(const Graph &graph, const TargetProfile
   for (std::size_t i = 0; i < N; ++i)
     if (reason[i].empty() && part.find(i) == i)
       roots.push_back(i);
-  std::sort(roots.begin(), roots.end(), [&](std::size_t a, std::size_t b) {
-    return *std::min_element(partMembers[a].begin(), partMembers[a].end()) <
-           *std::min_element(partMembers[b].begin(), partMembers[b].end());
-  });
+  std::sort(roots.begin(), roots.end(),
+            [&](std::size_t a, std::size_t b) { return part.first(a) < part.first(b); });
   std::vector<std::size_t> merged;
   for (std::size_t r : roots) {
     bool done = false;
     for (std::size_t &m : merged) {
-      std::size_t last = 0;
-      for (std::size_t x : partMembers[m]) {
-        member[x] = 1;
-        last = std::max(last, x);
-      }
-      for (std::size_t x : partMembers[r]) {
-        member[x] = 1;
-        last = std::max(last, x);
-      }
-      bool ok = isConvex(g, member, last);
-      for (std::size_t x : partMembers[m])
-        member[x] = 0;
-      for (std::size_t x : partMembers[r])
-        member[x] = 0;
-      if (!ok)
+      if (!part.convexUnion(m, r))
         continue;
-      part.unite(r, m);
-      std::size_t root = part.find(m);
-      std::size_t other = root == m ? r : m;
-      partMembers[root].insert(partMembers[root].end(), partMembers[other].begin(),
-                               partMembers[other].end());
-      partMembers[other].clear();
-      m = root;
+      m = part.merge(r, m);
       done = true;
       break;
     }

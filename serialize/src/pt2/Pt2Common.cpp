@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "pt2/Pt2Internal.h"
 
+#include "graft/serialize/Json.h"
 #include "graft/serialize/TextIR.h"
 
 #include <cmath>
@@ -169,8 +170,57 @@ std::string typeName(const OJson &j) {
 }
 } // namespace
 
+/// How a reference was reached from its parent. The root holds the record
+/// name and the path it was given.
+struct JsonRef::Step {
+  enum class Kind { Root, Field, Index, Member, Union };
+  Kind kind = Kind::Root;
+  std::shared_ptr<const Step> parent;
+  std::string_view key;  ///< Field, Member, Union: the key, in the document
+  std::size_t index = 0; ///< Index
+  std::string record, rootPath; ///< Root
+};
+
+JsonRef::JsonRef(const OJson &j, std::string record, std::string path) : j_(&j) {
+  auto root = std::make_shared<Step>();
+  root->record = std::move(record);
+  root->rootPath = std::move(path);
+  step_ = std::move(root);
+}
+
+std::string JsonRef::path() const {
+  std::vector<const Step *> steps;
+  for (const Step *s = step_.get(); s; s = s->parent.get())
+    steps.push_back(s);
+  std::string p = steps.back()->rootPath;
+  for (auto it = steps.rbegin() + 1; it != steps.rend(); ++it) {
+    const Step &s = **it;
+    switch (s.kind) {
+    case Step::Kind::Field:
+      p = p.empty() ? std::string(s.key) : p + "." + std::string(s.key);
+      break;
+    case Step::Kind::Index:
+      p += "[" + std::to_string(s.index) + "]";
+      break;
+    case Step::Kind::Member:
+      p += "[" + OJson(std::string(s.key)).dump() + "]";
+      break;
+    case Step::Kind::Union:
+      p += "." + std::string(s.key);
+      break;
+    case Step::Kind::Root:
+      break;
+    }
+  }
+  return p;
+}
+
 Diagnostic JsonRef::error(const std::string &what) const {
-  return Diagnostic::error(record_ + ": " + (path_.empty() ? "<root>" : path_) + ": " + what);
+  const Step *root = step_.get();
+  while (root->parent)
+    root = root->parent.get();
+  std::string p = path();
+  return Diagnostic::error(root->record + ": " + (p.empty() ? "<root>" : p) + ": " + what);
 }
 
 Expected<JsonRef> JsonRef::field(const std::string &name) const {
@@ -179,7 +229,8 @@ Expected<JsonRef> JsonRef::field(const std::string &name) const {
   auto it = j_->find(name);
   if (it == j_->end())
     return error("missing required field '" + name + "'");
-  return JsonRef(*it, record_, path_.empty() ? name : path_ + "." + name);
+  return JsonRef(*it, std::make_shared<const Step>(
+                          Step{Step::Kind::Field, step_, it.key(), 0, {}, {}}));
 }
 
 Expected<std::optional<JsonRef>> JsonRef::optField(const std::string &name) const {
@@ -188,7 +239,8 @@ Expected<std::optional<JsonRef>> JsonRef::optField(const std::string &name) cons
   auto it = j_->find(name);
   if (it == j_->end() || it->is_null())
     return std::optional<JsonRef>();
-  return std::optional<JsonRef>(JsonRef(*it, record_, path_.empty() ? name : path_ + "." + name));
+  return std::optional<JsonRef>(JsonRef(
+      *it, std::make_shared<const Step>(Step{Step::Kind::Field, step_, it.key(), 0, {}, {}})));
 }
 
 Expected<std::vector<JsonRef>> JsonRef::array() const {
@@ -197,7 +249,8 @@ Expected<std::vector<JsonRef>> JsonRef::array() const {
   std::vector<JsonRef> out;
   out.reserve(j_->size());
   for (std::size_t i = 0; i < j_->size(); ++i)
-    out.emplace_back((*j_)[i], record_, path_ + "[" + std::to_string(i) + "]");
+    out.push_back(JsonRef((*j_)[i], std::make_shared<const Step>(
+                                         Step{Step::Kind::Index, step_, {}, i, {}, {}})));
   return out;
 }
 
@@ -205,9 +258,11 @@ Expected<std::vector<std::pair<std::string, JsonRef>>> JsonRef::members() const 
   if (!j_->is_object())
     return error("expected an object, got " + typeName(*j_));
   std::vector<std::pair<std::string, JsonRef>> out;
+  out.reserve(j_->size());
   for (auto it = j_->begin(); it != j_->end(); ++it)
     out.emplace_back(it.key(),
-                     JsonRef(it.value(), record_, path_ + "[" + OJson(it.key()).dump() + "]"));
+                     JsonRef(it.value(), std::make_shared<const Step>(Step{
+                                             Step::Kind::Member, step_, it.key(), 0, {}, {}})));
   return out;
 }
 
@@ -217,7 +272,9 @@ Expected<std::pair<std::string, JsonRef>> JsonRef::unionMember() const {
   if (j_->size() != 1)
     return error("a union must have exactly one key, this one has " + std::to_string(j_->size()));
   auto it = j_->begin();
-  return std::make_pair(it.key(), JsonRef(it.value(), record_, path_ + "." + it.key()));
+  return std::make_pair(it.key(), JsonRef(it.value(), std::make_shared<const Step>(Step{
+                                                          Step::Kind::Union, step_, it.key(), 0,
+                                                          {}, {}})));
 }
 
 Expected<std::string> JsonRef::str() const {
@@ -391,11 +448,13 @@ std::string dumpPythonJson(const OJson &j) {
 }
 
 Expected<OJson> parseJson(const std::string &text, const std::string &record) {
-  try {
-    return OJson::parse(text);
-  } catch (const nlohmann::json::parse_error &e) {
-    return Diagnostic::error(record + ": not valid JSON: " + e.what());
+  auto doc = parseOrderedJson(text);
+  if (!doc.ok()) {
+    Diagnostic d = doc.diags().front();
+    d.message = record + ": not valid JSON: " + d.message;
+    return d;
   }
+  return std::move(*doc);
 }
 
 } // namespace pt2

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -70,14 +71,17 @@ inline constexpr const char *kArchiveVersion = "archive_version";
 /// Key of a node in Pt2Extras::nodes.
 std::string nodeKey(const Node &node, std::map<std::string, int> &zeroOutputCounts);
 
-/// A position in a JSON document, for error messages.
+/// A position in a JSON document, for error messages. The path
+/// ("graph_module.graph.nodes[3].inputs[0].arg") is only spelled out for an
+/// error: a reference keeps the step that reached it (a key or an index,
+/// viewing the document, which outlives its references) and shares its
+/// parent's steps, so walking a model.json of 10^5 fields builds no strings.
 class JsonRef {
 public:
-  JsonRef(const OJson &j, std::string record, std::string path)
-      : j_(&j), record_(std::move(record)), path_(std::move(path)) {}
+  JsonRef(const OJson &j, std::string record, std::string path);
 
   const OJson &json() const { return *j_; }
-  const std::string &path() const { return path_; }
+  std::string path() const;
   Diagnostic error(const std::string &what) const;
 
   /// Required field of an object.
@@ -97,9 +101,11 @@ public:
   bool isNull() const { return j_->is_null(); }
 
 private:
+  struct Step;
+  JsonRef(const OJson &j, std::shared_ptr<const Step> step) : j_(&j), step_(std::move(step)) {}
+
   const OJson *j_;
-  std::string record_;
-  std::string path_;
+  std::shared_ptr<const Step> step_;
 };
 
 /// Python json.dumps(obj) with default separators and ensure_ascii.

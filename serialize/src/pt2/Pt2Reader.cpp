@@ -1466,11 +1466,11 @@ private:
     return pt2::loadTorchSave(nested, what);
   }
 
+  /// The first constant input named `fqn`, through the graph's FQN index (a
+  /// scan per weight would make loading quadratic in the number of weights).
   GraphInput *findInput(const std::string &fqn) {
-    for (GraphInput &in : graph_.inputs())
-      if (in.isConstant() && in.fqn == fqn)
-        return &in;
-    return nullptr;
+    const GraphInput *in = graph_.findConstant(fqn);
+    return in ? graph_.inputFor(in->value) : nullptr;
   }
 
   void noteOffset(const std::string &fqn, const Tensor &t, uint64_t storageStart) {

@@ -274,14 +274,15 @@ Status ZipReader::parse() {
       return error("record '" + ent.name + "' is encrypted");
     entries_.push_back(std::move(ent));
   }
+  byName_.reserve(entries_.size());
+  for (std::size_t i = 0; i < entries_.size(); ++i)
+    byName_.emplace(entries_[i].name, i); // a repeated name: the first wins
   return okStatus();
 }
 
 const ZipEntry *ZipReader::find(std::string_view name) const {
-  for (const ZipEntry &e : entries_)
-    if (e.name == name)
-      return &e;
-  return nullptr;
+  auto it = byName_.find(name);
+  return it == byName_.end() ? nullptr : &entries_[it->second];
 }
 
 Expected<std::string> ZipReader::read(const ZipEntry &entry, bool verifyCrc) const {

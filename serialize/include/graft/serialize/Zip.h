@@ -29,6 +29,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace graft {
@@ -94,6 +95,9 @@ private:
   uint64_t base_ = 0;
   uint64_t length_ = 0;
   std::vector<ZipEntry> entries_;
+  /// Entry name -> its first index in entries_ (names view entries_, which
+  /// does not change after parse()): a weight-heavy archive has thousands.
+  std::unordered_map<std::string_view, std::size_t> byName_;
 };
 
 /// Writes a PyTorchStreamWriter-style archive (see the file comment).

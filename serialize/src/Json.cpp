@@ -1,0 +1,446 @@
+//===- Json.cpp - Linear-time JSON parsing into nlohmann::ordered_json ----===//
+//
+// An iterative recursive-descent parser (no recursion: nesting depth is
+// bounded only by memory, as with nlohmann's parser). Open containers keep
+// their members on two scratch stacks (values, and keys for objects); closing
+// one moves its members into a container reserved to their exact count. The
+// grammar, string validation (escapes, surrogate pairs, UTF-8 byte ranges)
+// and number typing follow nlohmann's lexer, so both accept the same texts
+// and build equal documents; tests/unit/JsonTest.cpp checks that on a corpus.
+// On an error the text is handed to nlohmann for its message (nlohmann's
+// parse throws it; a number too large for a double is an error as well).
+//
+//===----------------------------------------------------------------------===//
+#include "graft/serialize/Json.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace graft {
+
+namespace {
+
+using OJson = nlohmann::ordered_json;
+
+class Parser {
+public:
+  explicit Parser(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+
+  /// The document, or false on any syntax error.
+  bool parse(OJson &out) {
+    // A UTF-8 byte order mark is skipped, as nlohmann's lexer does.
+    if (end_ - p_ >= 3 && static_cast<unsigned char>(p_[0]) == 0xEF &&
+        static_cast<unsigned char>(p_[1]) == 0xBB && static_cast<unsigned char>(p_[2]) == 0xBF)
+      p_ += 3;
+    struct Frame {
+      bool object;
+      std::size_t values; ///< first member in values_
+      std::size_t keys;   ///< first key in keys_ (objects)
+    };
+    std::vector<Frame> frames;
+    for (;;) {
+      bool closed = false; // the innermost container's closing bracket was just read
+      // A value is expected here: a scalar, or the start of a container.
+      skipSpace();
+      if (p_ == end_)
+        return false;
+      char c = *p_;
+      if (c == '{' || c == '[') {
+        ++p_;
+        frames.push_back(Frame{c == '{', values_.size(), keys_.size()});
+        skipSpace();
+        if (p_ != end_ && *p_ == (c == '{' ? '}' : ']')) {
+          ++p_; // an empty container: closed below
+          closed = true;
+        } else {
+          if (c == '{' && !key())
+            return false;
+          continue;
+        }
+      } else {
+        values_.emplace_back();
+        if (!scalar(values_.back()))
+          return false;
+      }
+      // After a value: close containers, or move on to the next member.
+      for (;;) {
+        if (frames.empty()) {
+          skipSpace();
+          if (p_ != end_ || values_.size() != 1)
+            return false;
+          out = std::move(values_.back());
+          return true;
+        }
+        Frame &f = frames.back();
+        if (!closed) {
+          skipSpace();
+          if (p_ == end_)
+            return false;
+          if (*p_ == ',') {
+            ++p_;
+            if (f.object) {
+              skipSpace();
+              if (!key())
+                return false;
+            }
+            break; // the next member's value
+          }
+          if (*p_ != (f.object ? '}' : ']'))
+            return false;
+          ++p_;
+        }
+        closed = false; // the parent has a complete member
+        OJson done = f.object ? closeObject(f.values, f.keys) : closeArray(f.values);
+        frames.pop_back();
+        values_.push_back(std::move(done));
+      }
+    }
+  }
+
+private:
+  void skipSpace() {
+    while (p_ != end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r'))
+      ++p_;
+  }
+
+  /// `"key" :` of an object member (leading space already skipped).
+  bool key() {
+    if (p_ == end_ || *p_ != '"')
+      return false;
+    keys_.emplace_back();
+    if (!string(keys_.back()))
+      return false;
+    skipSpace();
+    if (p_ == end_ || *p_ != ':')
+      return false;
+    ++p_;
+    return true;
+  }
+
+  OJson closeArray(std::size_t first) {
+    OJson out = OJson::array();
+    auto &a = out.get_ref<OJson::array_t &>();
+    a.reserve(values_.size() - first);
+    for (std::size_t i = first; i < values_.size(); ++i)
+      a.push_back(std::move(values_[i]));
+    values_.resize(first);
+    return out;
+  }
+
+  OJson closeObject(std::size_t firstValue, std::size_t firstKey) {
+    const std::size_t n = keys_.size() - firstKey;
+    // A repeated key keeps its first position and takes the last value (what
+    // nlohmann's operator[] insertion does); its later occurrences are dropped.
+    std::vector<char> dropped;
+    auto drop = [&](std::size_t firstAt, std::size_t later) {
+      if (dropped.empty())
+        dropped.assign(n, 0);
+      values_[firstValue + firstAt] = std::move(values_[firstValue + later]);
+      dropped[later] = 1;
+    };
+    if (n <= 16) {
+      for (std::size_t i = 1; i < n; ++i)
+        for (std::size_t j = 0; j < i; ++j)
+          if ((dropped.empty() || !dropped[j]) && keys_[firstKey + j] == keys_[firstKey + i]) {
+            drop(j, i);
+            break;
+          }
+    } else {
+      std::unordered_map<std::string_view, std::size_t> seen;
+      seen.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        auto [it, fresh] = seen.emplace(keys_[firstKey + i], i);
+        if (!fresh)
+          drop(it->second, i);
+      }
+    }
+    OJson out = OJson::object();
+    // ordered_map is a vector of (key, value) pairs; appending to it directly
+    // skips the per-insertion duplicate scan, done above once for all.
+    auto &members =
+        static_cast<std::vector<std::pair<const std::string, OJson>> &>(out.get_ref<OJson::object_t &>());
+    members.reserve(n);
+    for (std::size_t i = 0; i < n; ++i)
+      if (dropped.empty() || !dropped[i])
+        members.emplace_back(std::move(keys_[firstKey + i]), std::move(values_[firstValue + i]));
+    keys_.resize(firstKey);
+    values_.resize(firstValue);
+    return out;
+  }
+
+  bool literal(std::string_view word) {
+    if (static_cast<std::size_t>(end_ - p_) < word.size() ||
+        std::string_view(p_, word.size()) != word)
+      return false;
+    p_ += word.size();
+    return true;
+  }
+
+  bool scalar(OJson &out) {
+    switch (*p_) {
+    case '"': {
+      std::string s;
+      if (!string(s))
+        return false;
+      out = std::move(s);
+      return true;
+    }
+    case 't':
+      out = true;
+      return literal("true");
+    case 'f':
+      out = false;
+      return literal("false");
+    case 'n':
+      out = nullptr;
+      return literal("null");
+    default:
+      return number(out);
+    }
+  }
+
+  static int hexDigit(char c) {
+    if (c >= '0' && c <= '9')
+      return c - '0';
+    if (c >= 'a' && c <= 'f')
+      return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+      return c - 'A' + 10;
+    return -1;
+  }
+
+  /// Four hex digits after "\u"; -1 when malformed.
+  long hex4() {
+    if (end_ - p_ < 4)
+      return -1;
+    long v = 0;
+    for (int i = 0; i < 4; ++i) {
+      int d = hexDigit(p_[i]);
+      if (d < 0)
+        return -1;
+      v = v * 16 + d;
+    }
+    p_ += 4;
+    return v;
+  }
+
+  static void appendUtf8(std::string &s, long cp) {
+    if (cp < 0x80) {
+      s += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      s += static_cast<char>(0xC0 | (cp >> 6));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      s += static_cast<char>(0xE0 | (cp >> 12));
+      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      s += static_cast<char>(0xF0 | (cp >> 18));
+      s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+
+  /// Length of the well-formed UTF-8 sequence at p_ whose first byte is
+  /// non-ASCII, or 0 (the byte ranges of RFC 3629, as nlohmann checks them).
+  std::size_t utf8Length() const {
+    auto at = [&](std::size_t i) -> int {
+      return p_ + i < end_ ? static_cast<unsigned char>(p_[i]) : -1;
+    };
+    auto in = [&](std::size_t i, int lo, int hi) {
+      int b = at(i);
+      return b >= lo && b <= hi;
+    };
+    int b = at(0);
+    if (b >= 0xC2 && b <= 0xDF)
+      return in(1, 0x80, 0xBF) ? 2 : 0;
+    if (b == 0xE0)
+      return in(1, 0xA0, 0xBF) && in(2, 0x80, 0xBF) ? 3 : 0;
+    if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF)
+      return in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) ? 3 : 0;
+    if (b == 0xED)
+      return in(1, 0x80, 0x9F) && in(2, 0x80, 0xBF) ? 3 : 0;
+    if (b == 0xF0)
+      return in(1, 0x90, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
+    if (b >= 0xF1 && b <= 0xF3)
+      return in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
+    if (b == 0xF4)
+      return in(1, 0x80, 0x8F) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
+    return 0;
+  }
+
+  /// A string at p_ (on its opening quote).
+  bool string(std::string &out) {
+    ++p_;
+    const char *run = p_; // start of the bytes not yet appended
+    for (;;) {
+      if (p_ == end_)
+        return false;
+      unsigned char c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        out.append(run, p_);
+        ++p_;
+        return true;
+      }
+      if (c < 0x20)
+        return false;
+      if (c < 0x80 && c != '\\') {
+        ++p_;
+        continue;
+      }
+      if (c >= 0x80) {
+        std::size_t n = utf8Length();
+        if (!n)
+          return false;
+        p_ += n;
+        continue;
+      }
+      // An escape.
+      out.append(run, p_);
+      if (++p_ == end_)
+        return false;
+      char e = *p_++;
+      switch (e) {
+      case '"':
+      case '\\':
+      case '/':
+        out += e;
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'u': {
+        long cp = hex4();
+        if (cp < 0 || (cp >= 0xDC00 && cp <= 0xDFFF))
+          return false;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          // A high surrogate must be followed by "\u" and a low one.
+          if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u')
+            return false;
+          p_ += 2;
+          long lo = hex4();
+          if (lo < 0xDC00 || lo > 0xDFFF)
+            return false;
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        }
+        appendUtf8(out, cp);
+        break;
+      }
+      default:
+        return false;
+      }
+      run = p_;
+    }
+  }
+
+  /// A number at p_, typed as nlohmann types it: an integer without a sign
+  /// is unsigned, with one signed, and either is a float when it overflows.
+  bool number(OJson &out) {
+    const char *start = p_;
+    bool negative = false;
+    if (p_ != end_ && *p_ == '-') {
+      negative = true;
+      ++p_;
+    }
+    auto digit = [&] { return p_ != end_ && *p_ >= '0' && *p_ <= '9'; };
+    if (!digit())
+      return false;
+    if (*p_ == '0') {
+      ++p_;
+    } else {
+      while (digit())
+        ++p_;
+    }
+    bool integer = true;
+    if (p_ != end_ && *p_ == '.') {
+      integer = false;
+      ++p_;
+      if (!digit())
+        return false;
+      while (digit())
+        ++p_;
+    }
+    if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
+      integer = false;
+      ++p_;
+      if (p_ != end_ && (*p_ == '+' || *p_ == '-'))
+        ++p_;
+      if (!digit())
+        return false;
+      while (digit())
+        ++p_;
+    }
+    if (integer) {
+      if (negative) {
+        int64_t v = 0;
+        auto r = std::from_chars(start, p_, v);
+        if (r.ec == std::errc() && r.ptr == p_) {
+          out = v;
+          return true;
+        }
+      } else {
+        uint64_t v = 0;
+        auto r = std::from_chars(start, p_, v);
+        if (r.ec == std::errc() && r.ptr == p_) {
+          out = v;
+          return true;
+        }
+      }
+    }
+    double d = 0;
+    auto r = std::from_chars(start, p_, d);
+    if (r.ec == std::errc::result_out_of_range) {
+      // Underflow (or overflow): from_chars leaves `d` unset where strtod,
+      // nlohmann's conversion, returns the rounded value or infinity.
+      std::string token(start, p_);
+      d = std::strtod(token.c_str(), nullptr);
+    } else if (r.ec != std::errc() || r.ptr != p_) {
+      return false;
+    }
+    if (!std::isfinite(d))
+      return false; // nlohmann: "number overflow parsing '1e400'"
+    out = d;
+    return true;
+  }
+
+  const char *p_;
+  const char *end_;
+  std::vector<OJson> values_;
+  std::vector<std::string> keys_;
+};
+
+} // namespace
+
+Expected<nlohmann::ordered_json> parseOrderedJson(std::string_view text) {
+  OJson doc;
+  if (Parser(text).parse(doc))
+    return doc;
+  // Invalid: nlohmann words the error (where and what), as it always has.
+  try {
+    OJson accepted = OJson::parse(text.begin(), text.end());
+    (void)accepted;
+  } catch (const nlohmann::json::exception &e) {
+    // parse_error, or out_of_range for a number too large for a double.
+    return Diagnostic::error(e.what());
+  }
+  return Diagnostic::internal("JSON text rejected by graft's parser but accepted by nlohmann's");
+}
+
+} // namespace graft
