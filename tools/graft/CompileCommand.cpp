@@ -96,16 +96,6 @@ nlohmann::json valueJson(const RuntimeValue &v, bool all) {
   return j;
 }
 
-std::optional<int64_t> parseInt(const std::string &s) {
-  if (s.empty())
-    return std::nullopt;
-  char *end = nullptr;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (!end || *end)
-    return std::nullopt;
-  return v;
-}
-
 } // namespace
 
 Command makeCompileCommand() {
@@ -113,7 +103,7 @@ Command makeCompileCommand() {
   c.name = "compile";
   c.usage = "graft compile MODEL.{pt2,gir} -o OUT.vkprog [--rules DIR|FILE]... "
             "[--no-default-rules] [--target PROFILE] [--report FILE.{json,md,html,xml}] [--json] "
-            "[--fused-pt2 OUT.pt2] [--embed-reference] [--quiet]";
+            "[--fused-pt2 OUT.pt2] [--embed-reference] [--quiet] [--print-pipeline]";
   c.summary = "Compile a model to a Vulkan program file (load, legalize, fuse, partition, write).";
   c.details =
       "Runs the whole pipeline: reads the model, applies the shipped rule library (compiled\n"
@@ -125,7 +115,8 @@ Command makeCompileCommand() {
       "summary; --json prints it as one object. --report writes a rule-coverage report of\n"
       "the fusion pass (format by extension). --fused-pt2 also writes the fused graph as a\n"
       ".pt2. --embed-reference stores the original graph too, so `graft run --check` needs\n"
-      "no source model. Progress is shown on a terminal unless --quiet.";
+      "no source model. Progress is shown on a terminal unless --quiet. --print-pipeline\n"
+      "lists the passes these options run, in order, and exits (MODEL and -o optional).";
   c.flags = {{"o", true, "the program file to write", "OUT.vkprog"},
              {"rules", true, "rule file or directory, repeatable or comma-separated", "DIR|FILE"},
              {"no-default-rules", false, "leave out the shipped rule library"},
@@ -135,8 +126,23 @@ Command makeCompileCommand() {
              {"json", false, "print the summary as one JSON object"},
              {"fused-pt2", true, "also write the fused graph as a .pt2", "OUT.pt2"},
              {"embed-reference", false, "store the original graph for `graft run --check`"},
-             {"quiet", false, "no progress and no summary (errors only)"}};
+             {"quiet", false, "no progress and no summary (errors only)"},
+             {"print-pipeline", false, "list the passes (name and what each does) and exit"}};
   c.run = [](const Args &args) {
+    if (args.has("print-pipeline")) {
+      CompileOptions opts;
+      if (auto out = args.get("o"))
+        opts.output = *out;
+      else if (args.positional.empty())
+        opts.output = "OUT.vkprog"; // show the whole pipeline
+      std::size_t i = 0;
+      for (const CompilePassInfo &p : compilePipeline(opts)) {
+        char line[64];
+        std::snprintf(line, sizeof(line), "%2zu. %-10s ", ++i, p.name.c_str());
+        std::cout << line << p.description << "\n";
+      }
+      return int(kOk);
+    }
     if (args.positional.size() != 1) {
       std::cerr << "graft compile: error: expected exactly one MODEL\n";
       return int(kUserError);
@@ -152,14 +158,10 @@ Command makeCompileCommand() {
     opts.rules = splitList(args.all("rules"));
     if (auto t = args.get("target"))
       opts.target = *t;
-    if (auto d = args.get("device")) {
-      auto v = parseInt(*d);
-      if (!v || *v < 0) {
-        std::cerr << "graft compile: error: --device expects a non-negative integer\n";
-        return int(kUserError);
-      }
-      opts.deviceIndex = static_cast<int>(*v);
-    }
+    auto device = deviceFlag(args);
+    if (!device)
+      return reportFailure(device.diags());
+    opts.deviceIndex = *device;
     opts.embedReference = args.has("embed-reference");
     std::optional<CoverageFormat> reportFormat;
     if (auto r = args.get("report")) {
@@ -216,45 +218,13 @@ Command makeCompileCommand() {
 
 int runProgramFile(const Args &args) {
   const std::string &path = args.positional[0];
-  uint64_t seed = 0;
-  if (auto s = args.get("seed")) {
-    auto v = parseInt(*s);
-    if (!v || *v < 0) {
-      std::cerr << "graft run: error: --seed expects a non-negative integer, got '" << *s << "'\n";
-      return int(kUserError);
-    }
-    seed = static_cast<uint64_t>(*v);
-  }
-  int deviceIndex = -1;
-  if (auto d = args.get("device")) {
-    auto v = parseInt(*d);
-    if (!v || *v < 0) {
-      std::cerr << "graft run: error: --device expects a non-negative integer, got '" << *d
-                << "'\n";
-      return int(kUserError);
-    }
-    deviceIndex = static_cast<int>(*v);
-  }
-  std::optional<double> atol;
-  if (auto s = args.get("atol")) {
-    char *end = nullptr;
-    double v = std::strtod(s->c_str(), &end);
-    if (s->empty() || !end || *end || !(v >= 0)) {
-      std::cerr << "graft run: error: --atol expects a non-negative number\n";
-      return int(kUserError);
-    }
-    atol = v;
-  }
-  std::map<std::string, int64_t> symbols;
-  for (const std::string &spec : args.all("sym")) {
-    auto eq = spec.find('=');
-    auto v = eq == std::string::npos ? std::nullopt : parseInt(spec.substr(eq + 1));
-    if (!v || eq == 0) {
-      std::cerr << "graft run: error: --sym " << spec << ": expected NAME=INT\n";
-      return int(kUserError);
-    }
-    symbols[spec.substr(0, eq)] = *v;
-  }
+  auto flags = runFlags(args);
+  if (!flags)
+    return reportFailure(flags.diags());
+  const uint64_t seed = flags->seed;
+  const int deviceIndex = flags->deviceIndex;
+  const std::optional<double> atol = flags->atol;
+  std::map<std::string, int64_t> symbols = flags->symbols;
 
   auto program = readProgram(path);
   if (!program)
