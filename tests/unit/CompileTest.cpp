@@ -380,6 +380,32 @@ TEST_F(CompileTest, NoDefaultRulesKeepsTheGraph) {
   EXPECT_EQ(r->summary.programBytes, 0u); // no output requested
 }
 
+// compile() is the list of passes --print-pipeline shows, in that order.
+TEST_F(CompileTest, PrintPipelineListsThePasses) {
+  int status = 0;
+  std::string out = runCli("compile --print-pipeline", status);
+  ASSERT_EQ(status, 0) << out;
+  std::vector<std::string> names;
+  CompileOptions withOutput;
+  withOutput.output = "x.vkprog";
+  for (const CompilePassInfo &p : compilePipeline(withOutput)) {
+    names.push_back(p.name);
+    EXPECT_NE(out.find(p.name + " "), std::string::npos) << out;
+    EXPECT_FALSE(p.description.empty()) << p.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"rules", "target", "load", "legalize", "fuse",
+                                             "partition", "codegen", "write"}));
+  // Without an output there is nothing to write.
+  EXPECT_EQ(compilePipeline().size(), names.size() - 1);
+  std::string model = synth(SynthQuant::W4, false, "p.pt2");
+  CompileOptions opts;
+  auto r = compile(model, opts);
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  ASSERT_EQ(r->summary.phaseSeconds.size(), names.size() - 1);
+  for (std::size_t i = 0; i + 1 < names.size(); ++i)
+    EXPECT_EQ(r->summary.phaseSeconds[i].first, names[i]);
+}
+
 TEST_F(CompileTest, CliJsonAndRunCheck) {
   std::string model = synth(SynthQuant::W4, false, "m.pt2");
   std::string prog = path("m.vkprog");
@@ -400,6 +426,17 @@ TEST_F(CompileTest, CliJsonAndRunCheck) {
   EXPECT_TRUE(j["cpu_reasons"].is_object());
   EXPECT_TRUE(j["phase_seconds"].contains("fuse"));
   EXPECT_EQ(j["cpu_nodes"], 0);
+  // Every pass of the pipeline is timed and reports its statistics.
+  CompileOptions written;
+  written.output = prog;
+  for (const CompilePassInfo &p : compilePipeline(written)) {
+    EXPECT_TRUE(j["phase_seconds"].contains(p.name)) << p.name;
+    EXPECT_TRUE(j["pass_stats"].contains(p.name)) << p.name;
+  }
+  EXPECT_EQ(j["pass_stats"]["partition"]["partitions"], j["partitions"]);
+  EXPECT_EQ(j["pass_stats"]["partition"]["cpu_nodes"], 0);
+  EXPECT_EQ(j["pass_stats"]["fuse"]["nodes"], j["nodes_out"]);
+  EXPECT_EQ(j["pass_stats"]["load"]["nodes"], j["nodes_in"]);
   if (!RuleSet::shippedFiles().empty()) {
     EXPECT_LT(j["nodes_out"].get<int>(), j["nodes_in"].get<int>());
     EXPECT_FALSE(j["rules_fired"].empty());

@@ -103,7 +103,7 @@ Command makeCompileCommand() {
   c.name = "compile";
   c.usage = "graft compile MODEL.{pt2,gir} -o OUT.vkprog [--rules DIR|FILE]... "
             "[--no-default-rules] [--target PROFILE] [--report FILE.{json,md,html,xml}] [--json] "
-            "[--fused-pt2 OUT.pt2] [--embed-reference] [--quiet]";
+            "[--fused-pt2 OUT.pt2] [--embed-reference] [--quiet] [--print-pipeline]";
   c.summary = "Compile a model to a Vulkan program file (load, legalize, fuse, partition, write).";
   c.details =
       "Runs the whole pipeline: reads the model, applies the shipped rule library (compiled\n"
@@ -115,7 +115,8 @@ Command makeCompileCommand() {
       "summary; --json prints it as one object. --report writes a rule-coverage report of\n"
       "the fusion pass (format by extension). --fused-pt2 also writes the fused graph as a\n"
       ".pt2. --embed-reference stores the original graph too, so `graft run --check` needs\n"
-      "no source model. Progress is shown on a terminal unless --quiet.";
+      "no source model. Progress is shown on a terminal unless --quiet. --print-pipeline\n"
+      "lists the passes these options run, in order, and exits (MODEL and -o optional).";
   c.flags = {{"o", true, "the program file to write", "OUT.vkprog"},
              {"rules", true, "rule file or directory, repeatable or comma-separated", "DIR|FILE"},
              {"no-default-rules", false, "leave out the shipped rule library"},
@@ -125,8 +126,23 @@ Command makeCompileCommand() {
              {"json", false, "print the summary as one JSON object"},
              {"fused-pt2", true, "also write the fused graph as a .pt2", "OUT.pt2"},
              {"embed-reference", false, "store the original graph for `graft run --check`"},
-             {"quiet", false, "no progress and no summary (errors only)"}};
+             {"quiet", false, "no progress and no summary (errors only)"},
+             {"print-pipeline", false, "list the passes (name and what each does) and exit"}};
   c.run = [](const Args &args) {
+    if (args.has("print-pipeline")) {
+      CompileOptions opts;
+      if (auto out = args.get("o"))
+        opts.output = *out;
+      else if (args.positional.empty())
+        opts.output = "OUT.vkprog"; // show the whole pipeline
+      std::size_t i = 0;
+      for (const CompilePassInfo &p : compilePipeline(opts)) {
+        char line[64];
+        std::snprintf(line, sizeof(line), "%2zu. %-10s ", ++i, p.name.c_str());
+        std::cout << line << p.description << "\n";
+      }
+      return int(kOk);
+    }
     if (args.positional.size() != 1) {
       std::cerr << "graft compile: error: expected exactly one MODEL\n";
       return int(kUserError);
