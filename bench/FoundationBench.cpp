@@ -1,11 +1,11 @@
 //===- FoundationBench.cpp - IR, text IR, verifier and interpreter speed --===//
 //
-// Sizes follow the Llama-shaped int4 graphs the rewrite engine is judged on
-// (~74 nodes per layer): 32 layers ~2.4k nodes, 512 layers ~38k nodes.
+// Graphs are graft synth's int4 Llama (bench/BenchLlama.h), the ones the
+// rewrite engine is judged on, at 32 and 512 layers.
 // Results are recorded in docs/benchmarks.md.
 //
 //===----------------------------------------------------------------------===//
-#include "LlamaGir.h"
+#include "BenchLlama.h"
 
 #include "graft/interp/Interpreter.h"
 #include "graft/ir/Verifier.h"
@@ -19,6 +19,10 @@ using namespace graft;
 
 namespace {
 
+std::unique_ptr<Graph> synthLayers(benchmark::State &state) {
+  return bench::synthOrDie(bench::benchLlama(static_cast<int>(state.range(0))));
+}
+
 std::unique_ptr<Graph> parseOrDie(const std::string &text) {
   auto g = parseGraph(text, "bench.gir");
   if (!g) {
@@ -29,9 +33,12 @@ std::unique_ptr<Graph> parseOrDie(const std::string &text) {
 }
 
 void BM_ParseTextIR(benchmark::State &state) {
-  bench::LlamaShape shape;
-  shape.layers = static_cast<int>(state.range(0));
-  std::string text = bench::llamaGir(shape);
+  auto printed = printGraph(*synthLayers(state));
+  if (!printed) {
+    state.SkipWithError(render(printed.diags()).c_str());
+    return;
+  }
+  const std::string &text = *printed;
   std::size_t nodes = 0;
   for (auto _ : state) {
     auto g = parseOrDie(text);
@@ -46,9 +53,7 @@ void BM_ParseTextIR(benchmark::State &state) {
 BENCHMARK(BM_ParseTextIR)->Arg(32)->Arg(512)->Unit(benchmark::kMillisecond);
 
 void BM_PrintTextIR(benchmark::State &state) {
-  bench::LlamaShape shape;
-  shape.layers = static_cast<int>(state.range(0));
-  auto g = parseOrDie(bench::llamaGir(shape));
+  auto g = synthLayers(state);
   for (auto _ : state) {
     auto text = printGraph(*g);
     benchmark::DoNotOptimize(text);
@@ -59,9 +64,7 @@ void BM_PrintTextIR(benchmark::State &state) {
 BENCHMARK(BM_PrintTextIR)->Arg(32)->Arg(512)->Unit(benchmark::kMillisecond);
 
 void BM_Verify(benchmark::State &state) {
-  bench::LlamaShape shape;
-  shape.layers = static_cast<int>(state.range(0));
-  auto g = parseOrDie(bench::llamaGir(shape));
+  auto g = synthLayers(state);
   for (auto _ : state) {
     auto diags = verify(*g);
     if (!diags.empty()) {
@@ -76,11 +79,11 @@ BENCHMARK(BM_Verify)->Arg(32)->Arg(512)->Unit(benchmark::kMillisecond);
 
 /// End-to-end reference execution of a small Llama (2 layers, dim 64, seq 8).
 void BM_InterpretLlama(benchmark::State &state) {
-  bench::LlamaShape shape;
-  shape.layers = 2;
-  shape.withData = true;
-  auto g = parseOrDie(bench::llamaGir(shape));
-  auto inputs = makeRandomInputs(*g, 0, {{"s0", 8}});
+  LlamaSynthOptions shape = bench::benchLlama(2, /*withData=*/true);
+  shape.dynamicSeq = false; // seq 8: no position input to choose
+  shape.seqLen = 8;
+  auto g = bench::synthOrDie(shape);
+  auto inputs = makeRandomInputs(*g, 0);
   if (!inputs) {
     state.SkipWithError(render(inputs.diags()).c_str());
     return;

@@ -5,17 +5,16 @@
 // at 32 layers and <= 30 ms at 512 layers, linear up to 1M nodes (< 1 s),
 // with memory per node reported. Rules are the .pat text below, parsed by the
 // DSL front end and compiled once (BM_CompileRules times that separately).
-// Graphs are data-free (built through the Graph API, bench/LlamaGraph.h), so
+// Graphs are graft synth's int4 Llama (bench/BenchLlama.h), data-free, so
 // the numbers measure matching and rewriting, not weight repacking;
 // BM_FuseLlamaWithData adds the constant transforms on real (small) weights.
 // Results are recorded in docs/benchmarks.md.
 //
 //===----------------------------------------------------------------------===//
-#include "LlamaGraph.h"
+#include "BenchLlama.h"
 
 #include "graft/dsl/Pat.h"
 #include "graft/rewrite/Rewriter.h"
-#include "graft/serialize/TextIR.h"
 #include "graft/support/LargeAlloc.h"
 
 #include <benchmark/benchmark.h>
@@ -184,8 +183,7 @@ BENCHMARK(BM_CompileRules)->Unit(benchmark::kMicrosecond);
 /// Fuses a data-free Llama of state.range(0) layers; every iteration fuses a
 /// freshly built graph (building is not timed).
 void BM_FuseLlama(benchmark::State &state) {
-  bench::LlamaShape shape;
-  shape.layers = static_cast<int>(state.range(0));
+  const LlamaSynthOptions shape = bench::benchLlama(static_cast<int>(state.range(0)));
   const rewrite::CompiledRules &r = rules();
   rewrite::RewriteOptions options;
   options.recordLog = false;
@@ -195,7 +193,7 @@ void BM_FuseLlama(benchmark::State &state) {
   for (auto _ : state) {
     state.PauseTiming();
     std::size_t heap0 = heapInUse();
-    auto g = bench::llamaGraph(shape);
+    auto g = bench::synthOrDie(shape);
     std::size_t heap1 = heapInUse();
     nodes = g->numNodes();
     inputs = g->inputs().size();
@@ -253,8 +251,8 @@ void BM_FuseLlama(benchmark::State &state) {
                                                  benchmark::Counter::kIsIterationInvariantRate |
                                                      benchmark::Counter::kInvert);
 }
-// 32 and 512 layers are issue 3's sizes (~2.2k and ~34k nodes), 8192 issue
-// 7's; 15000 layers is ~1M nodes (67 per layer), where fusing must stay linear.
+// 32 and 512 layers are issue 3's sizes (~2.3k and ~36k nodes), 8192 issue
+// 7's; 15000 layers is ~1M nodes (70 per layer), where fusing must stay linear.
 BENCHMARK(BM_FuseLlama)
     ->Arg(32)
     ->Arg(512)
@@ -267,34 +265,28 @@ BENCHMARK(BM_FuseLlama)
 /// The same with weight data (dim 64): the constant transforms pack and
 /// transpose every weight, and the values_in predicates read them.
 void BM_FuseLlamaWithData(benchmark::State &state) {
-  bench::LlamaShape shape;
-  shape.layers = static_cast<int>(state.range(0));
-  shape.withData = true;
-  std::string text = bench::llamaGir(shape);
+  const LlamaSynthOptions shape =
+      bench::benchLlama(static_cast<int>(state.range(0)), /*withData=*/true);
   const rewrite::CompiledRules &r = rules();
   rewrite::RewriteOptions options;
   options.recordLog = false;
   for (auto _ : state) {
     state.PauseTiming();
-    auto g = parseGraph(text, "bench.gir");
-    if (!g) {
-      state.SkipWithError(render(g.diags()).c_str());
-      break;
-    }
+    auto g = bench::synthOrDie(shape);
     // Materialize the random weights outside the timed region.
-    for (const GraphInput &in : (*g)->inputs())
+    for (const GraphInput &in : g->inputs())
       if (in.hasData())
         benchmark::DoNotOptimize(in.data());
     rewrite::FqnRegistry fqns;
     settleMallocHeap();
     state.ResumeTiming();
-    auto result = rewrite::applyRules(**g, r, fqns, options);
+    auto result = rewrite::applyRules(*g, r, fqns, options);
     state.PauseTiming();
     if (!result) {
       state.SkipWithError(render(result.diags()).c_str());
       break;
     }
-    g->reset();
+    g.reset();
     state.ResumeTiming();
   }
 }
@@ -302,9 +294,7 @@ BENCHMARK(BM_FuseLlamaWithData)->Arg(32)->Unit(benchmark::kMillisecond);
 
 /// explain over every candidate of the graph (nothing rewritten).
 void BM_ExplainLlama(benchmark::State &state) {
-  bench::LlamaShape shape;
-  shape.layers = static_cast<int>(state.range(0));
-  auto g = bench::llamaGraph(shape);
+  auto g = bench::synthOrDie(bench::benchLlama(static_cast<int>(state.range(0))));
   for (auto _ : state) {
     auto entries = rewrite::explain(*g, rules());
     benchmark::DoNotOptimize(entries);

@@ -1000,6 +1000,33 @@ TEST(Pt2Synth, NamesAndShapesFollowTorchExport) {
   EXPECT_FALSE(synthesizeLlama(bad).ok());
 }
 
+TEST(Pt2Synth, DataFreeGraphsForBenchmarks) {
+  // The benchmarks' graphs (bench/BenchLlama.h): no initializers, no
+  // metadata, and weight zero points None so rules need no data to fuse.
+  LlamaSynthOptions o;
+  o.layers = 2;
+  o.dynamicSeq = true;
+  o.weightZeroPoints = false;
+  o.dataFree = true;
+  o.metadata = false;
+  auto g = synthesizeLlama(o);
+  ASSERT_TRUE(g.ok()) << render(g.diags());
+  EXPECT_TRUE(verify(**g).empty());
+  for (const GraphInput &in : (*g)->inputs()) {
+    EXPECT_FALSE(in.hasData()) << in.value->name();
+    EXPECT_EQ(in.fqn.str().find("original2"), std::string::npos) << in.fqn.str();
+  }
+  std::size_t dequantizes = 0;
+  for (const Node &n : (*g)->nodes()) {
+    EXPECT_TRUE(n.metadata().empty()) << n.name();
+    if (n.target() == "torchao.dequantize_affine.default") {
+      ++dequantizes;
+      EXPECT_TRUE(n.args()[3].isNone()) << n.name();
+    }
+  }
+  EXPECT_EQ(dequantizes, 1u + 7u * 2u + 1u); // embedding, 7 per layer, output
+}
+
 //===----------------------------------------------------------------------===//
 // Bad input: each names what is wrong; the CLI exits 1 and writes nothing.
 //===----------------------------------------------------------------------===//

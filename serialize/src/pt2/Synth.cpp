@@ -144,7 +144,8 @@ public:
         g_.addInput(kind, prefix + n, TensorProto(dt, Shape(sizes.begin(), sizes.end())), fqn);
     GraphInput &in = g_.inputs().back();
     in.persistent = persistent;
-    in.init = std::move(init);
+    if (!o_.dataFree)
+      in.init = std::move(init);
     return v;
   }
 
@@ -233,6 +234,8 @@ public:
 
 private:
   void addMetadata(Node &n, const std::string &target) {
+    if (!o_.metadata)
+      return;
     auto &m = n.metadata();
     if (!line_.empty())
       m.emplace_back("stack_trace",
@@ -531,8 +534,9 @@ private:
                         b_.random(-8, 7));
       w.scale = b_.constant(InputKind::Parameter, base + "original1", dt_, {n, k / g},
                             b_.random(0.001, 0.01));
-      w.zp =
-          b_.constant(InputKind::Parameter, base + "original2", DType::I8, {n, k / g}, FullInit{0});
+      if (o_.weightZeroPoints)
+        w.zp = b_.constant(InputKind::Parameter, base + "original2", DType::I8, {n, k / g},
+                           FullInit{0});
       break;
     }
     }
@@ -545,8 +549,11 @@ private:
       if (!from)
         return nullptr;
       const GraphInput *in = g_.inputFor(from);
+      // A data-free source has no initializer; constant() drops the
+      // placeholder, so the copy is data-free too.
       return b_.constant(InputKind::Parameter, fqn, in->value->proto().dtype,
-                         *concreteSizes(in->value->proto().shape), *in->init);
+                         *concreteSizes(in->value->proto().shape),
+                         in->init ? *in->init : ConstantInit(FullInit{0}));
     };
     weights_.push_back(std::make_unique<QWeight>());
     QWeight &w = *weights_.back();
@@ -561,12 +568,15 @@ private:
     return &w;
   }
 
+  /// A weight's zero point argument: None when it has none.
+  static Argument zeroPoint(const QWeight &w) { return w.zp ? Argument(w.zp) : Argument(); }
+
   Expected<Value *> dequantWeight(const QWeight &w) {
     const int64_t g = o_.groupSize;
     std::vector<std::pair<std::string, Argument>> a = {{"input", w.w},
                                                        {"block_size", Argument::ints({1, g})},
                                                        {"scale", w.scale},
-                                                       {"zero_point", w.zp},
+                                                       {"zero_point", zeroPoint(w)},
                                                        {"input_dtype", DType::I8},
                                                        {"quant_min", -8},
                                                        {"quant_max", 7},

@@ -105,6 +105,20 @@ struct LlamaSynthOptions {
   /// graft's earlier spelling of a dynamic position: the tables are cut
   /// [:seqlen] from 0 and the position is only read and constrained.
   bool ropePrefixSlice = false;
+  /// 4w / 8da4w: whether the weights carry zero points. false writes
+  /// dequantize_affine(..., zero_point=None), torchao's symmetric spelling
+  /// (ZeroPointDomain.NONE), which a rule can see is zero without reading
+  /// data (`$zp is none`): what data-free graphs need to fuse.
+  bool weightZeroPoints = true;
+  /// Constants without initializers (data-free prototypes): graphs for timing
+  /// matching and rewriting at 10^6 nodes, where generating and repacking
+  /// weights would be the cost measured. Such a graph cannot be run or
+  /// written as a .pt2.
+  bool dataFree = false;
+  /// The metadata torch.export records on every node (stack_trace,
+  /// nn_module_stack, source_fn_stack, torch_fn); false leaves it out, as a
+  /// hand-written text IR graph would.
+  bool metadata = true;
   uint64_t seed = 1;
 };
 
