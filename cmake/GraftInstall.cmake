@@ -3,13 +3,15 @@
 #   find_package(graft REQUIRED)
 #   target_link_libraries(app PRIVATE graft::graft)
 #
-# graft::graft is everything (engine, serialize, dsl, vulkan and, when built,
-# the compiler facade); graft::engine etc. are the individual libraries. The
+# graft::graft is everything (support, ir, interp, rewrite, serialize, dsl,
+# vulkan and, when built, the compiler facade); graft::ir etc. are the
+# individual libraries (docs/architecture.md, "Layering"). The
 # libraries are static, so their private dependencies (yaml-cpp, PEGTL, zlib,
 # Vulkan, glslang, ...) are found again by graftConfig.cmake.
 include(CMakePackageConfigHelpers)
 
-set(GRAFT_INSTALL_LIBS graft_engine graft_serialize graft_dsl graft_vulkan graft_glslang)
+set(GRAFT_INSTALL_LIBS graft_support graft_ir graft_interp graft_rewrite graft_serialize graft_dsl
+                       graft_vulkan graft_glslang)
 if(TARGET graft_compiler)
   list(APPEND GRAFT_INSTALL_LIBS graft_compiler)
 endif()

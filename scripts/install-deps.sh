@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libvulkan-dev mesa-vulkan-drivers glslang-dev libboost-graph-dev zlib1g-dev
   graphviz  # dot: pictures in HTML coverage reports (tested when present)
+  python3   # scripts/check-layering.py: the Layering.* tests
   "$@"
 )
 

@@ -12,6 +12,7 @@
 #include "TorchOps.h"
 
 #include "graft/interp/Interpreter.h"
+#include "graft/interp/TorchaoQuant.h"
 
 #include <initializer_list>
 #include <optional>
@@ -73,19 +74,5 @@ Expected<ReductionParams> reductionParams(const std::vector<int64_t> &blockSize,
 /// torchao _get_and_check_qmin_qmax: defaults from the dtype, bounds checked.
 Expected<std::pair<int64_t, int64_t>> checkedQuantRange(DType dtype, std::optional<Number> qmin,
                                                         std::optional<Number> qmax);
-
-/// torchao dequantize_affine (current signature, INT domain) on runtime
-/// tensors, for kernels whose upstream reference calls it.
-Expected<Tensor> torchaoDequantizeAffine(const Tensor &input, const std::vector<int64_t> &blockSize,
-                                         const Tensor &scale, const Tensor *zeroPoint,
-                                         DType inputDType, int64_t quantMin, int64_t quantMax,
-                                         DType outputDType);
-
-/// torchao quantize_affine (current signature, INT domain) on runtime
-/// tensors: what the quantize_affine constant transform computes, so a
-/// weight folded ahead of time is bit-identical to the op run in the graph.
-Expected<Tensor> torchaoQuantizeAffine(const Tensor &input, const std::vector<int64_t> &blockSize,
-                                       const Tensor &scale, const Tensor *zeroPoint,
-                                       DType outputDType, int64_t quantMin, int64_t quantMax);
 
 } // namespace graft::interp

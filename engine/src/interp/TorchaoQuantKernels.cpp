@@ -443,12 +443,16 @@ Expected<std::pair<int64_t, int64_t>> checkedQuantRange(DType dtype, std::option
   return std::make_pair(mn, mx);
 }
 
+Expected<std::pair<int64_t, int64_t>> torchaoQuantRange(DType dtype, int64_t quantMin,
+                                                        int64_t quantMax) {
+  return checkedQuantRange(dtype, Number::fromInt(quantMin), Number::fromInt(quantMax));
+}
+
 Expected<Tensor> torchaoDequantizeAffine(const Tensor &input, const std::vector<int64_t> &blockSize,
                                          const Tensor &scale, const Tensor *zeroPoint,
                                          DType inputDType, int64_t quantMin, int64_t quantMax,
                                          DType outputDType) {
-  GRAFT_TRY(auto range,
-            checkedQuantRange(inputDType, Number::fromInt(quantMin), Number::fromInt(quantMax)));
+  GRAFT_TRY(auto range, torchaoQuantRange(inputDType, quantMin, quantMax));
   QRange r{range.first, range.second, qnum(range.first), qnum(range.second)};
   return dequantizeNoCheck(input, blockSize, scale, zeroPoint, r, "INT", false, outputDType);
 }
@@ -456,8 +460,7 @@ Expected<Tensor> torchaoDequantizeAffine(const Tensor &input, const std::vector<
 Expected<Tensor> torchaoQuantizeAffine(const Tensor &input, const std::vector<int64_t> &blockSize,
                                        const Tensor &scale, const Tensor *zeroPoint,
                                        DType outputDType, int64_t quantMin, int64_t quantMax) {
-  GRAFT_TRY(auto range,
-            checkedQuantRange(outputDType, Number::fromInt(quantMin), Number::fromInt(quantMax)));
+  GRAFT_TRY(auto range, torchaoQuantRange(outputDType, quantMin, quantMax));
   QRange r{range.first, range.second, qnum(range.first), qnum(range.second)};
   GRAFT_TRY(Tensor q, quantizeNoCast(input, blockSize, scale, zeroPoint, r, "INT"));
   return q.to(isSubByteUnsigned(outputDType) ? DType::U8 : outputDType);

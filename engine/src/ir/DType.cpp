@@ -1,6 +1,8 @@
 //===- DType.cpp - dtype names, sizes and promotion -----------------------===//
 #include "graft/ir/DType.h"
 
+#include "graft/support/FloatBits.h"
+
 #include <array>
 
 namespace graft {
@@ -244,6 +246,50 @@ DType promoteTypes(DType a, DType b) {
     return DType::I32;
   default:
     return DType::I64;
+  }
+}
+
+namespace {
+
+Float8Format float8FormatOf(DType dtype) {
+  switch (dtype) {
+  case DType::F8E4M3FN:
+    return Float8Format::E4M3FN;
+  case DType::F8E4M3FNUZ:
+    return Float8Format::E4M3FNUZ;
+  case DType::F8E5M2FNUZ:
+    return Float8Format::E5M2FNUZ;
+  case DType::F8E8M0FNU:
+    return Float8Format::E8M0FNU;
+  default:
+    return Float8Format::E5M2;
+  }
+}
+
+} // namespace
+
+uint8_t floatToFloat8Bits(float f, DType format) {
+  return floatToFloat8Bits(f, float8FormatOf(format));
+}
+
+float float8BitsToFloat(uint8_t bits, DType format) {
+  return float8BitsToFloat(bits, float8FormatOf(format));
+}
+
+float roundToDType(float value, DType dtype) {
+  switch (dtype) {
+  case DType::F16:
+    return halfBitsToFloat(floatToHalfBits(value));
+  case DType::BF16:
+    return bfloat16BitsToFloat(floatToBFloat16Bits(value));
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::F8E8M0FNU:
+    return float8BitsToFloat(floatToFloat8Bits(value, dtype), dtype);
+  default:
+    return value;
   }
 }
 

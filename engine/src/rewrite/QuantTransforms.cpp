@@ -25,10 +25,9 @@
 #include "QuantTransforms.h"
 
 #include "graft/interp/Interpreter.h"
+#include "graft/interp/TorchaoQuant.h"
 #include "graft/ops/OpRegistry.h"
 #include "graft/ops/ShapeInference.h"
-
-#include "interp/Kernels.h"
 
 namespace graft::rewrite::detail {
 
@@ -67,8 +66,7 @@ Expected<TransformPlan> planQuantize(const std::string &name,
   if (!isFloatingPoint(in[1]->dtype))
     return Diagnostic::error(name + ": scale must be floating point, got " + in[1]->str());
   DType dt = a.dtype("dtype");
-  auto range = interp::checkedQuantRange(dt, interp::Number::fromInt(a.integer("quant_min")),
-                                         interp::Number::fromInt(a.integer("quant_max")));
+  auto range = interp::torchaoQuantRange(dt, a.integer("quant_min"), a.integer("quant_max"));
   if (!range.ok())
     return Diagnostic::error(name + ": " + range.diags()[0].message);
   DType stored = isSubByteUnsigned(dt) ? DType::U8 : dt; // torchao stores u1..u7 as uint8

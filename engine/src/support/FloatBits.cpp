@@ -27,15 +27,13 @@ struct MiniFloat {
   bool allOnesIsNaN; ///< e4m3fn: only S.1111.111 is NaN; other all-ones-exp values are finite
 };
 
-MiniFloat paramsOf(DType format) {
+MiniFloat paramsOf(Float8Format format) {
   switch (format) {
-  case DType::F8E4M3FN:
+  case Float8Format::E4M3FN:
     return {4, 3, 7, false, false, true};
-  case DType::F8E4M3FNUZ:
+  case Float8Format::E4M3FNUZ:
     return {4, 3, 8, false, true, false};
-  case DType::F8E5M2:
-    return {5, 2, 15, true, false, false};
-  case DType::F8E5M2FNUZ:
+  case Float8Format::E5M2FNUZ:
     return {5, 2, 16, false, true, false};
   default:
     return {5, 2, 15, true, false, false};
@@ -167,8 +165,8 @@ float bfloat16BitsToFloat(uint16_t b) {
   return floatOf(uint32_t(b) << 16);
 }
 
-uint8_t floatToFloat8Bits(float f, DType format) {
-  if (format == DType::F8E8M0FNU) {
+uint8_t floatToFloat8Bits(float f, Float8Format format) {
+  if (format == Float8Format::E8M0FNU) {
     uint32_t x = bitsOf(f);
     uint32_t exponent = (x >> 23) & 0xFF;
     if (exponent == 0xFF)
@@ -183,8 +181,8 @@ uint8_t floatToFloat8Bits(float f, DType format) {
   return encodeMini(f, paramsOf(format));
 }
 
-float float8BitsToFloat(uint8_t bits, DType format) {
-  if (format == DType::F8E8M0FNU) {
+float float8BitsToFloat(uint8_t bits, Float8Format format) {
+  if (format == Float8Format::E8M0FNU) {
     if (bits == 0xFF)
       return std::numeric_limits<float>::quiet_NaN();
     if (bits == 0)
@@ -222,23 +220,6 @@ float fp4E2M1BitsToFloat(uint8_t nibble) {
   static const float kValues[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
   float v = kValues[nibble & 0x7];
   return (nibble & 0x8) ? -v : v;
-}
-
-float roundToDType(float value, DType dtype) {
-  switch (dtype) {
-  case DType::F16:
-    return halfBitsToFloat(floatToHalfBits(value));
-  case DType::BF16:
-    return bfloat16BitsToFloat(floatToBFloat16Bits(value));
-  case DType::F8E4M3FN:
-  case DType::F8E4M3FNUZ:
-  case DType::F8E5M2:
-  case DType::F8E5M2FNUZ:
-  case DType::F8E8M0FNU:
-    return float8BitsToFloat(floatToFloat8Bits(value, dtype), dtype);
-  default:
-    return value;
-  }
 }
 
 float roundHalfEven(float value) {

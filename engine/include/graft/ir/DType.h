@@ -89,4 +89,14 @@ std::optional<std::pair<int64_t, int64_t>> integerBounds(DType dtype);
 /// (torch.promote_types).
 DType promoteTypes(DType a, DType b);
 
+/// The bit conversions of graft/support/FloatBits.h for a float8 dtype
+/// (f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f8e8m0fnu; any other dtype is
+/// treated as f8e5m2).
+uint8_t floatToFloat8Bits(float f, DType format);
+float float8BitsToFloat(uint8_t bits, DType format);
+
+/// Rounds a float to the nearest value representable in `dtype` (a float
+/// dtype) and returns it as float: the value `x.to(dtype).to(float32)`.
+float roundToDType(float value, DType dtype);
+
 } // namespace graft
