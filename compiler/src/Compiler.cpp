@@ -15,6 +15,7 @@
 #include "graft/serialize/Load.h"
 #include "graft/support/EmbeddedFile.h"
 #include "graft/support/FileIO.h"
+#include "graft/support/HumanBytes.h"
 #include "graft/vulkan/GraphExecutor.h"
 
 #include <algorithm>
@@ -74,19 +75,6 @@ private:
 
 double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::string humanBytes(uint64_t b) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), u ? "%.2f %s" : "%.0f %s", v, units[u]);
-  return buf;
 }
 
 /// A statistic: counts and byte sizes print as integers, the rest as %.6g.
@@ -536,10 +524,10 @@ std::string CompileSummary::text() const {
   if (constantBytesMin)
     std::snprintf(ratio, sizeof(ratio), " (%.2fx the minimum)",
                   double(constantBytesOut) / double(constantBytesMin));
-  s += "  constants:  " + humanBytes(constantBytesIn) + " in, " + humanBytes(constantBytesOut) +
-       " out, minimum " + humanBytes(constantBytesMin) + ratio + "\n";
+  s += "  constants:  " + humanBytes(constantBytesIn, 2) + " in, " + humanBytes(constantBytesOut, 2) +
+       " out, minimum " + humanBytes(constantBytesMin, 2) + ratio + "\n";
   if (programBytes)
-    s += "  program:    " + humanBytes(programBytes) + "\n";
+    s += "  program:    " + humanBytes(programBytes, 2) + "\n";
   s += "  time:      ";
   double total = 0;
   for (const auto &[phase, t] : phaseSeconds) {
