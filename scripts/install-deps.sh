@@ -7,7 +7,7 @@ packages=(
   cmake ninja-build g++ make pkg-config
   tao-pegtl-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libvulkan-dev mesa-vulkan-drivers glslang-dev libboost-graph-dev zlib1g-dev
+  libvulkan-dev mesa-vulkan-drivers glslang-dev zlib1g-dev
   graphviz  # dot: pictures in HTML coverage reports (tested when present)
   python3   # scripts/check-layering.py: the Layering.* tests
   "$@"
