@@ -16,8 +16,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
+
+#include <unistd.h>
 
 namespace graft::vktest {
 
@@ -138,4 +142,55 @@ inline void checkGraph(const std::string &gir, Tolerance tol, uint64_t seed = 1,
   }
 }
 
+/// A whole program against the original model: the program's graph on the
+/// device, strictly as planned (a node that cannot run there fails), and the
+/// reference interpreter on `reference`, on the same random inputs (symbol
+/// values from `symbols`). Returns the max abs error; any problem fails the
+/// test and returns infinity.
+inline double deviceVsReference(const Graph &program, const Graph &reference,
+                                const std::map<std::string, int64_t> &symbols = {},
+                                uint64_t seed = 3) {
+  auto inputs = makeRandomInputs(program, seed, symbols);
+  EXPECT_TRUE(inputs.ok()) << (inputs.ok() ? "" : render(inputs.diags()));
+  if (!inputs.ok())
+    return INFINITY;
+  vk::ExecutorOptions strict;
+  strict.allowCpuFallback = false;
+  auto exec = vk::GraphExecutor::create(*context(), program, strict);
+  EXPECT_TRUE(exec.ok()) << (exec.ok() ? "" : render(exec.diags()));
+  if (!exec.ok())
+    return INFINITY;
+  auto out = (*exec)->run(*inputs);
+  EXPECT_TRUE(out.ok()) << (out.ok() ? "" : render(out.diags()));
+  auto ref = Interpreter().run(reference, *inputs);
+  EXPECT_TRUE(ref.ok()) << (ref.ok() ? "" : render(ref.diags()));
+  if (!out.ok() || !ref.ok())
+    return INFINITY;
+  vk::Comparison c = vk::compareValues(*out, *ref);
+  EXPECT_EQ(c.firstProblem, "");
+  return c.maxAbsError;
+}
+
 } // namespace graft::vktest
+
+namespace graft::testing {
+
+/// A fixture with a private scratch directory per test, removed afterwards.
+class ScratchDirTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("graft-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_suite()->name() + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string path(const std::string &name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+};
+
+} // namespace graft::testing

@@ -29,6 +29,7 @@ namespace graft {
 namespace {
 
 namespace fs = std::filesystem;
+using vktest::deviceVsReference;
 
 std::string runCli(const std::string &args, int &status) {
   std::string cmd = std::string(GRAFT_CLI_PATH) + " " + args + " 2>&1";
@@ -46,20 +47,8 @@ std::string runCli(const std::string &args, int &status) {
   return out;
 }
 
-class CompileTest : public ::testing::Test {
+class CompileTest : public graft::testing::ScratchDirTest {
 protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("graft-compiletest-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string path(const std::string &name) const { return (dir_ / name).string(); }
-
   /// A tiny 2-layer Llama with tied embeddings, written as a .pt2.
   std::string synth(SynthQuant quant, bool dynamicSeq, const std::string &name,
                     DType checkpointDType = DType::F32) {
@@ -85,29 +74,6 @@ protected:
 
   fs::path dir_;
 };
-
-/// Runs the program's graph on the device and the reference graph on the
-/// interpreter, on the same inputs; returns the max abs error.
-double deviceVsReference(const Graph &program, const Graph &reference,
-                         const std::map<std::string, int64_t> &symbols) {
-  auto inputs = makeRandomInputs(program, 3, symbols);
-  EXPECT_TRUE(inputs.ok()) << (inputs.ok() ? "" : render(inputs.diags()));
-  vk::ExecutorOptions strict;
-  strict.allowCpuFallback = false;
-  auto exec = vk::GraphExecutor::create(*vktest::context(), program, strict);
-  EXPECT_TRUE(exec.ok()) << (exec.ok() ? "" : render(exec.diags()));
-  if (!exec.ok())
-    return INFINITY;
-  auto out = (*exec)->run(*inputs);
-  EXPECT_TRUE(out.ok()) << (out.ok() ? "" : render(out.diags()));
-  auto ref = Interpreter().run(reference, *inputs);
-  EXPECT_TRUE(ref.ok()) << (ref.ok() ? "" : render(ref.diags()));
-  if (!out.ok() || !ref.ok())
-    return INFINITY;
-  vk::Comparison c = vk::compareValues(*out, *ref);
-  EXPECT_EQ(c.firstProblem, "");
-  return c.maxAbsError;
-}
 
 TEST_F(CompileTest, ShippedRulesAreEmbedded) {
   auto files = RuleSet::shippedFiles();

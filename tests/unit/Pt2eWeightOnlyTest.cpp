@@ -31,49 +31,12 @@ namespace graft {
 namespace {
 
 namespace fs = std::filesystem;
+using vktest::deviceVsReference;
 
 const std::string kFixture =
     std::string(GRAFT_TEST_DATA_DIR) + "/golden/pt2/pt2e_8w_rank3_llama.pt2";
 
-class Pt2eWeightOnly : public ::testing::Test {
-protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("graft-pt2e-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string path(const std::string &name) const { return (dir_ / name).string(); }
-  fs::path dir_;
-};
-
-/// Max abs error of the program's graph on the device (no CPU fallback)
-/// against the interpreter on the original graph, same random inputs.
-double deviceVsReference(const Graph &program, const Graph &reference) {
-  auto inputs = makeRandomInputs(program, 5, {});
-  EXPECT_TRUE(inputs.ok()) << (inputs.ok() ? "" : render(inputs.diags()));
-  if (!inputs.ok())
-    return INFINITY;
-  vk::ExecutorOptions strict;
-  strict.allowCpuFallback = false;
-  auto exec = vk::GraphExecutor::create(*vktest::context(), program, strict);
-  EXPECT_TRUE(exec.ok()) << (exec.ok() ? "" : render(exec.diags()));
-  if (!exec.ok())
-    return INFINITY;
-  auto out = (*exec)->run(*inputs);
-  EXPECT_TRUE(out.ok()) << (out.ok() ? "" : render(out.diags()));
-  auto ref = Interpreter().run(reference, *inputs);
-  EXPECT_TRUE(ref.ok()) << (ref.ok() ? "" : render(ref.diags()));
-  if (!out.ok() || !ref.ok())
-    return INFINITY;
-  vk::Comparison c = vk::compareValues(*out, *ref);
-  EXPECT_EQ(c.firstProblem, "");
-  return c.maxAbsError;
-}
+class Pt2eWeightOnly : public graft::testing::ScratchDirTest {};
 
 // The fixture is spelled as upstream writes it (the placeholders' kind, names
 // and dtypes, the dequantize's arguments), so the rules are tested on that.

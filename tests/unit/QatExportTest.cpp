@@ -44,20 +44,8 @@ bool isFakeQuantMath(const std::string &target) {
          target == "aten.clamp.default" || target == "torchao.fake_quantize_affine.default";
 }
 
-class QatExport : public ::testing::Test {
+class QatExport : public graft::testing::ScratchDirTest {
 protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("graft-qat-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string path(const std::string &name) const { return (dir_ / name).string(); }
-
   /// Writes a one-layer QAT Llama with the given options to `name`.
   std::string synth(SynthQuant quant, SynthQatSpelling spelling, const std::string &name) {
     LlamaSynthOptions o;
