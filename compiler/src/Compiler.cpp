@@ -524,8 +524,9 @@ std::string CompileSummary::text() const {
   if (constantBytesMin)
     std::snprintf(ratio, sizeof(ratio), " (%.2fx the minimum)",
                   double(constantBytesOut) / double(constantBytesMin));
-  s += "  constants:  " + humanBytes(constantBytesIn, 2) + " in, " + humanBytes(constantBytesOut, 2) +
-       " out, minimum " + humanBytes(constantBytesMin, 2) + ratio + "\n";
+  s += "  constants:  " + humanBytes(constantBytesIn, 2) + " in, " +
+       humanBytes(constantBytesOut, 2) + " out, minimum " + humanBytes(constantBytesMin, 2) +
+       ratio + "\n";
   if (programBytes)
     s += "  program:    " + humanBytes(programBytes, 2) + "\n";
   s += "  time:      ";

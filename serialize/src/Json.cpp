@@ -161,8 +161,8 @@ private:
     OJson out = OJson::object();
     // ordered_map is a vector of (key, value) pairs; appending to it directly
     // skips the per-insertion duplicate scan, done above once for all.
-    auto &members =
-        static_cast<std::vector<std::pair<const std::string, OJson>> &>(out.get_ref<OJson::object_t &>());
+    auto &members = static_cast<std::vector<std::pair<const std::string, OJson>> &>(
+        out.get_ref<OJson::object_t &>());
     members.reserve(n);
     for (std::size_t i = 0; i < n; ++i)
       if (dropped.empty() || !dropped[i])

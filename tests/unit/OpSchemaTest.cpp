@@ -525,8 +525,7 @@ TEST(OpRegistry, NoneMeansDeclaresTheQuantRangeOfADTypeArgument) {
   EXPECT_NE(e.find("ops.yaml:2:16"), std::string::npos) << e;
   EXPECT_NE(e.find("'none_means' names 'hi'"), std::string::npos) << e;
   e = loadError(op + "  none_means: {lo: qmid(dt)}\n");
-  EXPECT_NE(e.find("must be qmin(<dtype argument>) or qmax(<dtype argument>)"),
-            std::string::npos)
+  EXPECT_NE(e.find("must be qmin(<dtype argument>) or qmax(<dtype argument>)"), std::string::npos)
       << e;
   e = loadError(op + "  none_means: {lo: qmin(x)}\n");
   EXPECT_NE(e.find("needs a ScalarType argument, 'x'"), std::string::npos) << e;

@@ -664,7 +664,6 @@ TEST(PatCli, FmtPrintsChecksAndRewritesInPlace) {
   EXPECT_NE(r.err.find("several FILEs need --check or -i"), std::string::npos);
 }
 
-
 TEST(PatPhases, EachFileDeclaresItsPhaseAndImportsKeepTheirs) {
   TempDir dir;
   dir.write("legal.pat", "// canonical spellings\nphase legalize\n\n" + relu("l1") + relu("l2"));

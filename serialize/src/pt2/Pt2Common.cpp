@@ -176,8 +176,8 @@ struct JsonRef::Step {
   enum class Kind { Root, Field, Index, Member, Union };
   Kind kind = Kind::Root;
   std::shared_ptr<const Step> parent;
-  std::string_view key;  ///< Field, Member, Union: the key, in the document
-  std::size_t index = 0; ///< Index
+  std::string_view key;         ///< Field, Member, Union: the key, in the document
+  std::size_t index = 0;        ///< Index
   std::string record, rootPath; ///< Root
 };
 
@@ -229,8 +229,8 @@ Expected<JsonRef> JsonRef::field(const std::string &name) const {
   auto it = j_->find(name);
   if (it == j_->end())
     return error("missing required field '" + name + "'");
-  return JsonRef(*it, std::make_shared<const Step>(
-                          Step{Step::Kind::Field, step_, it.key(), 0, {}, {}}));
+  return JsonRef(*it,
+                 std::make_shared<const Step>(Step{Step::Kind::Field, step_, it.key(), 0, {}, {}}));
 }
 
 Expected<std::optional<JsonRef>> JsonRef::optField(const std::string &name) const {
@@ -249,8 +249,8 @@ Expected<std::vector<JsonRef>> JsonRef::array() const {
   std::vector<JsonRef> out;
   out.reserve(j_->size());
   for (std::size_t i = 0; i < j_->size(); ++i)
-    out.push_back(JsonRef((*j_)[i], std::make_shared<const Step>(
-                                         Step{Step::Kind::Index, step_, {}, i, {}, {}})));
+    out.push_back(JsonRef(
+        (*j_)[i], std::make_shared<const Step>(Step{Step::Kind::Index, step_, {}, i, {}, {}})));
   return out;
 }
 
@@ -260,9 +260,9 @@ Expected<std::vector<std::pair<std::string, JsonRef>>> JsonRef::members() const 
   std::vector<std::pair<std::string, JsonRef>> out;
   out.reserve(j_->size());
   for (auto it = j_->begin(); it != j_->end(); ++it)
-    out.emplace_back(it.key(),
-                     JsonRef(it.value(), std::make_shared<const Step>(Step{
-                                             Step::Kind::Member, step_, it.key(), 0, {}, {}})));
+    out.emplace_back(
+        it.key(), JsonRef(it.value(), std::make_shared<const Step>(
+                                          Step{Step::Kind::Member, step_, it.key(), 0, {}, {}})));
   return out;
 }
 
@@ -272,9 +272,9 @@ Expected<std::pair<std::string, JsonRef>> JsonRef::unionMember() const {
   if (j_->size() != 1)
     return error("a union must have exactly one key, this one has " + std::to_string(j_->size()));
   auto it = j_->begin();
-  return std::make_pair(it.key(), JsonRef(it.value(), std::make_shared<const Step>(Step{
-                                                          Step::Kind::Union, step_, it.key(), 0,
-                                                          {}, {}})));
+  return std::make_pair(
+      it.key(), JsonRef(it.value(), std::make_shared<const Step>(
+                                        Step{Step::Kind::Union, step_, it.key(), 0, {}, {}})));
 }
 
 Expected<std::string> JsonRef::str() const {
