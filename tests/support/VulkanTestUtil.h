@@ -142,25 +142,37 @@ inline void checkGraph(const std::string &gir, Tolerance tol, uint64_t seed = 1,
   }
 }
 
-/// A whole program against the original model: the program's graph on the
-/// device, strictly as planned (a node that cannot run there fails), and the
-/// reference interpreter on `reference`, on the same random inputs (symbol
-/// values from `symbols`). Returns the max abs error; any problem fails the
-/// test and returns infinity.
-inline double deviceVsReference(const Graph &program, const Graph &reference,
-                                const std::map<std::string, int64_t> &symbols = {},
-                                uint64_t seed = 3) {
+/// Runs a graph on inputs: on the device (runOnDevice) or the interpreter.
+using GraphRunner = Expected<std::vector<RuntimeValue>> (*)(const Graph &,
+                                                            const std::vector<RuntimeValue> &);
+
+/// The graph on the device, strictly as planned: a node that cannot run there
+/// is an error, never a silent CPU fallback.
+inline Expected<std::vector<RuntimeValue>> runOnDevice(const Graph &graph,
+                                                       const std::vector<RuntimeValue> &inputs) {
+  vk::ExecutorOptions strict;
+  strict.allowCpuFallback = false;
+  GRAFT_TRY(auto exec, vk::GraphExecutor::create(*context(), graph, strict));
+  return exec->run(inputs);
+}
+
+inline Expected<std::vector<RuntimeValue>>
+runOnInterpreter(const Graph &graph, const std::vector<RuntimeValue> &inputs) {
+  return Interpreter().run(graph, inputs);
+}
+
+/// A whole program against the original model: `program` run by `run` and
+/// the reference interpreter on `reference`, on the same random inputs
+/// (symbol values from `symbols`). Returns the max abs error; any problem
+/// fails the test and returns infinity.
+inline double maxAbsErrorVsReference(const Graph &program, const Graph &reference, GraphRunner run,
+                                     const std::map<std::string, int64_t> &symbols = {},
+                                     uint64_t seed = 3) {
   auto inputs = makeRandomInputs(program, seed, symbols);
   EXPECT_TRUE(inputs.ok()) << (inputs.ok() ? "" : render(inputs.diags()));
   if (!inputs.ok())
     return INFINITY;
-  vk::ExecutorOptions strict;
-  strict.allowCpuFallback = false;
-  auto exec = vk::GraphExecutor::create(*context(), program, strict);
-  EXPECT_TRUE(exec.ok()) << (exec.ok() ? "" : render(exec.diags()));
-  if (!exec.ok())
-    return INFINITY;
-  auto out = (*exec)->run(*inputs);
+  auto out = run(program, *inputs);
   EXPECT_TRUE(out.ok()) << (out.ok() ? "" : render(out.diags()));
   auto ref = Interpreter().run(reference, *inputs);
   EXPECT_TRUE(ref.ok()) << (ref.ok() ? "" : render(ref.diags()));
@@ -169,6 +181,13 @@ inline double deviceVsReference(const Graph &program, const Graph &reference,
   vk::Comparison c = vk::compareValues(*out, *ref);
   EXPECT_EQ(c.firstProblem, "");
   return c.maxAbsError;
+}
+
+/// maxAbsErrorVsReference with the program on the device.
+inline double deviceVsReference(const Graph &program, const Graph &reference,
+                                const std::map<std::string, int64_t> &symbols = {},
+                                uint64_t seed = 3) {
+  return maxAbsErrorVsReference(program, reference, runOnDevice, symbols, seed);
 }
 
 } // namespace graft::vktest

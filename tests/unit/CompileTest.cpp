@@ -15,6 +15,7 @@
 #include "graft/support/FileIO.h"
 #include "graft/vulkan/GraphExecutor.h"
 
+#include "CliTestUtil.h"
 #include "VulkanTestUtil.h"
 
 #include <gtest/gtest.h>
@@ -31,21 +32,7 @@ namespace {
 namespace fs = std::filesystem;
 using vktest::deviceVsReference;
 
-std::string runCli(const std::string &args, int &status) {
-  std::string cmd = std::string(GRAFT_CLI_PATH) + " " + args + " 2>&1";
-  std::array<char, 4096> buf{};
-  std::string out;
-  FILE *p = popen(cmd.c_str(), "r");
-  if (!p) {
-    status = -1;
-    return out;
-  }
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), p))
-    out.append(buf.data(), n);
-  int rc = pclose(p);
-  status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return out;
-}
+using graft::testing::runCli;
 
 class CompileTest : public graft::testing::ScratchDirTest {
 protected:

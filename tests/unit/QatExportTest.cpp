@@ -81,35 +81,10 @@ std::map<std::string, int> opCounts(const Graph &g) {
   return n;
 }
 
-/// Max abs difference of `program` run by `run` against the interpreter on
-/// `reference`, on the same random inputs (the dynamic sequence length 5).
-template <typename Run> double maxAbsError(const Graph &program, const Graph &reference, Run run) {
-  auto inputs = makeRandomInputs(reference, 7, {{"s0", 5}});
-  EXPECT_TRUE(inputs.ok()) << (inputs.ok() ? "" : render(inputs.diags()));
-  if (!inputs.ok())
-    return INFINITY;
-  Expected<std::vector<RuntimeValue>> out = run(program, *inputs);
-  EXPECT_TRUE(out.ok()) << (out.ok() ? "" : render(out.diags()));
-  auto ref = Interpreter().run(reference, *inputs);
-  EXPECT_TRUE(ref.ok()) << (ref.ok() ? "" : render(ref.diags()));
-  if (!out.ok() || !ref.ok())
-    return INFINITY;
-  vk::Comparison c = vk::compareValues(*out, *ref);
-  EXPECT_EQ(c.firstProblem, "");
-  return c.maxAbsError;
-}
-
-Expected<std::vector<RuntimeValue>> onInterpreter(const Graph &g,
-                                                  const std::vector<RuntimeValue> &inputs) {
-  return Interpreter().run(g, inputs);
-}
-
-Expected<std::vector<RuntimeValue>> onDevice(const Graph &g,
-                                             const std::vector<RuntimeValue> &inputs) {
-  vk::ExecutorOptions strict;
-  strict.allowCpuFallback = false;
-  GRAFT_TRY(auto exec, vk::GraphExecutor::create(*vktest::context(), g, strict));
-  return exec->run(inputs);
+/// Max abs difference against the interpreter on `reference`, on the same
+/// random inputs (the dynamic sequence length 5).
+double maxAbsError(const Graph &program, const Graph &reference, vktest::GraphRunner run) {
+  return vktest::maxAbsErrorVsReference(program, reference, run, {{"s0", 5}}, 7);
 }
 
 // The fixture is spelled the way torch.export records torchao's QAT prepare:
@@ -177,9 +152,9 @@ TEST_F(QatExport, Qat8da4wFusesToOnePartition) {
   // rounding, about 1e-7 on the interpreter and the device alike.
   // The in-memory program (the file drops the data of constants nothing reads
   // any more, such as the float QAT weights, which the interpreter insists on).
-  EXPECT_LT(maxAbsError(*r->program.graph, *original->graph, onInterpreter), 1e-5);
+  EXPECT_LT(maxAbsError(*r->program.graph, *original->graph, vktest::runOnInterpreter), 1e-5);
   GRAFT_REQUIRE_VULKAN();
-  EXPECT_LT(maxAbsError(*back->graph, *original->graph, onDevice), 1e-4);
+  EXPECT_LT(maxAbsError(*back->graph, *original->graph, vktest::runOnDevice), 1e-4);
 }
 
 TEST_F(QatExport, Qat4wFusesToLinearQ4gsw) {
@@ -211,9 +186,9 @@ TEST_F(QatExport, Qat4wFusesToLinearQ4gsw) {
   // weight bit for bit; only the summation order of the fused linear differs.
   // The in-memory program (the file drops the data of constants nothing reads
   // any more, such as the float QAT weights, which the interpreter insists on).
-  EXPECT_LT(maxAbsError(*r->program.graph, *original->graph, onInterpreter), 1e-5);
+  EXPECT_LT(maxAbsError(*r->program.graph, *original->graph, vktest::runOnInterpreter), 1e-5);
   GRAFT_REQUIRE_VULKAN();
-  EXPECT_LT(maxAbsError(*back->graph, *original->graph, onDevice), 1e-4);
+  EXPECT_LT(maxAbsError(*back->graph, *original->graph, vktest::runOnDevice), 1e-4);
 }
 
 // graft's own one-node spelling (--qat-spelling graft) still takes qat.pat's

@@ -11,6 +11,7 @@
 // the device, and bad inputs are diagnostics.
 //
 //===----------------------------------------------------------------------===//
+#include "CliTestUtil.h"
 #include "VulkanTestUtil.h"
 
 #include "graft/serialize/ProgramFile.h"
@@ -266,21 +267,7 @@ TEST(VulkanGraph, CompiledPlanReadsTheProgramsPlacements) {
   EXPECT_NE(badPlan.diags()[0].message.find("'gpu'"), std::string::npos);
 }
 
-std::string runCli(const std::string &args, int &status) {
-  std::string cmd = std::string(GRAFT_CLI_PATH) + " " + args + " 2>&1";
-  std::array<char, 4096> buf{};
-  std::string out;
-  FILE *p = popen(cmd.c_str(), "r");
-  if (!p) {
-    status = -1;
-    return out;
-  }
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), p))
-    out.append(buf.data(), n);
-  int rc = pclose(p);
-  status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return out;
-}
+using graft::testing::runCli;
 
 TEST(VulkanGraph, CliRunFollowsTheProgramsPlan) {
   GRAFT_REQUIRE_VULKAN();

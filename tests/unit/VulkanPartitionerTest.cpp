@@ -8,6 +8,7 @@
 // prints the same as text and JSON.
 //
 //===----------------------------------------------------------------------===//
+#include "CliTestUtil.h"
 #include "VulkanTestUtil.h"
 
 #include "graft/interp/Interpreter.h"
@@ -260,21 +261,7 @@ TEST(VulkanPartitioner, ConstraintGroupsAreNeverSplit) {
   EXPECT_TRUE(rb->partitions.empty());
 }
 
-std::string runCli(const std::string &args, int &status) {
-  std::string cmd = std::string(GRAFT_CLI_PATH) + " " + args + " 2>&1";
-  std::array<char, 4096> buf{};
-  std::string out;
-  FILE *p = popen(cmd.c_str(), "r");
-  if (!p) {
-    status = -1;
-    return out;
-  }
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), p))
-    out.append(buf.data(), n);
-  int rc = pclose(p);
-  status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return out;
-}
+using graft::testing::runCli;
 
 TEST(VulkanPartitioner, CliTextAndJson) {
   std::string file =
