@@ -1323,6 +1323,8 @@ TEST(Pt2Cli, SynthPrintVerifyRun) {
   EXPECT_EQ(runCli("synth llama --quant bogus -o " + tmp("x.pt2"), &err), 1);
   EXPECT_NE(err.find("--quant: 'bogus'"), std::string::npos) << err;
   EXPECT_EQ(runCli("synth llama --dim 30 --heads 4 -o " + tmp("x.pt2"), &err), 1);
+  EXPECT_EQ(runCli("synth llama --quant 8da4w --act-qparams f16 -o " + tmp("x.pt2"), &err), 1);
+  EXPECT_NE(err.find("--act-qparams: 'f16' is not one of int8"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(tmp("x.pt2")));
 }
 
