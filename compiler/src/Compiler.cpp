@@ -17,6 +17,7 @@
 #include "graft/support/FileIO.h"
 #include "graft/support/HumanBytes.h"
 #include "graft/vulkan/GraphExecutor.h"
+#include "graft/vulkan/ProgramShaders.h"
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <unordered_map>
@@ -344,6 +346,41 @@ std::string formatFuseResult(const FuseResult &result, const RuleSet &rules) {
   return out;
 }
 
+Expected<std::vector<const rewrite::CompiledRules *>> phasePasses(const RuleSet &rules) {
+  std::vector<const rewrite::CompiledRules *> out;
+  for (rewrite::RulePhase phase : rewrite::kRulePhases)
+    if (!rules.rules(phase).empty()) {
+      GRAFT_TRY(const rewrite::CompiledRules *compiled, rules.compiled(phase));
+      out.push_back(compiled);
+    }
+  return out;
+}
+
+Expected<rewrite::CoverageReport> emptyCoverage(const RuleSet &rules) {
+  GRAFT_TRY(auto passes, phasePasses(rules));
+  return rewrite::emptyCoverage(passes);
+}
+
+Status addCoverage(rewrite::CoverageReport &report, const std::string &graphName, Graph &graph,
+                   const RuleSet &rules, const rewrite::RewriteOptions &options) {
+  GRAFT_TRY(auto passes, phasePasses(rules));
+  rewrite::CoverageSnapshot before = rewrite::snapshotForCoverage(graph, passes);
+  rewrite::RewriteOptions withLog = options;
+  withLog.recordLog = true;
+  rewrite::FqnRegistry fqns;
+  // Reserved up front: each CoveragePass points at its result.
+  std::vector<rewrite::RewriteResult> results;
+  results.reserve(passes.size());
+  std::vector<rewrite::CoveragePass> ran;
+  for (const rewrite::CompiledRules *compiled : passes) {
+    GRAFT_TRY(rewrite::RewriteResult r, rewrite::applyRules(graph, *compiled, fqns, withLog));
+    results.push_back(std::move(r));
+    ran.push_back({compiled, &results.back()});
+  }
+  rewrite::addCoverage(report, graphName, before, graph, ran);
+  return okStatus();
+}
+
 Expected<vk::PartitionReport> partition(const Graph &graph, const std::string &target,
                                         int deviceIndex) {
   GRAFT_TRY(vk::TargetProfile profile, vk::findTarget(target, deviceIndex));
@@ -559,6 +596,8 @@ struct CompileState {
   Model model;
   rewrite::RewriteOptions ropts;
   vk::PartitionReport report;
+  /// With CompileOptions::coverage: the graph before legalization.
+  std::optional<rewrite::CoverageSnapshot> coverageBefore;
   std::vector<std::pair<std::string, double>> stats; ///< of the running pass
 
   CompileSummary &sum() { return result.summary; }
@@ -623,8 +662,16 @@ Status loadPass(CompileState &st) {
 
 Status legalizePass(CompileState &st) {
   FuseResult &f = st.result.fuse;
+  rewrite::RewriteOptions ropts = st.ropts;
+  if (st.options.coverage) {
+    // The coverage report covers both phases: it needs the graph before the
+    // first and the log of each.
+    GRAFT_TRY(auto passes, phasePasses(st.rules));
+    st.coverageBefore = rewrite::snapshotForCoverage(st.graph(), passes);
+    ropts.recordLog = true;
+  }
   GRAFT_TRY(f.legalize,
-            runPass(st.graph(), st.rules, rewrite::RulePhase::Legalize, st.result.fqns, st.ropts));
+            runPass(st.graph(), st.rules, rewrite::RulePhase::Legalize, st.result.fqns, ropts));
   countFired(f.legalize, f.rulesFired);
   st.stat("rewrites", double(f.legalize.rewrites));
   return okStatus();
@@ -634,18 +681,18 @@ Status fusePass(CompileState &st) {
   FuseResult &f = st.result.fuse;
   Graph &graph = st.graph();
   f.nodesBefore = st.sum().nodesIn;
-  if (st.options.coverage) {
-    // The coverage report needs a snapshot of the graph before the pass and
-    // the compiled rules, so this pass is run here rather than by runPass.
-    GRAFT_TRY(const rewrite::CompiledRules *compiled, st.rules.compiled(rewrite::RulePhase::Fuse));
-    rewrite::CoverageSnapshot before = rewrite::snapshotForCoverage(graph, *compiled);
-    rewrite::RewriteOptions withLog = st.ropts;
-    withLog.recordLog = true;
-    GRAFT_TRY(f.fuse, rewrite::applyRules(graph, *compiled, st.result.fqns, withLog));
-    st.result.coverage = rewrite::emptyCoverage(*compiled);
-    rewrite::addCoverage(*st.result.coverage, st.modelPath, before, graph, f.fuse, *compiled);
-  } else {
-    GRAFT_TRY(f.fuse, runPass(graph, st.rules, rewrite::RulePhase::Fuse, st.result.fqns, st.ropts));
+  rewrite::RewriteOptions ropts = st.ropts;
+  ropts.recordLog = ropts.recordLog || st.options.coverage;
+  GRAFT_TRY(f.fuse, runPass(graph, st.rules, rewrite::RulePhase::Fuse, st.result.fqns, ropts));
+  if (st.coverageBefore) {
+    std::vector<rewrite::CoveragePass> ran;
+    for (rewrite::RulePhase phase : rewrite::kRulePhases)
+      if (!st.rules.rules(phase).empty()) {
+        GRAFT_TRY(const rewrite::CompiledRules *compiled, st.rules.compiled(phase));
+        ran.push_back({compiled, &f.pass(phase)});
+      }
+    GRAFT_TRY(st.result.coverage, emptyCoverage(st.rules));
+    rewrite::addCoverage(*st.result.coverage, st.modelPath, *st.coverageBefore, graph, ran);
   }
   countFired(f.fuse, f.rulesFired);
   f.nodesAfter = graph.numNodes();
@@ -669,8 +716,21 @@ Status partitionPass(CompileState &st) {
   return okStatus();
 }
 
+/// The shader library codegen compiles with: one per process, so every
+/// variant is compiled once however many models the process compiles.
+Expected<vk::ShaderLibrary *> sharedShaderLibrary() {
+  static std::mutex mutex;
+  static std::unique_ptr<vk::ShaderLibrary> library;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!library) {
+    GRAFT_TRY(library, vk::ShaderLibrary::builtin());
+  }
+  return library.get();
+}
+
 /// The plan per node (device kernel, host step or CPU), the partitions'
-/// node lists, the CPU subgraphs and the constants' provenance.
+/// node lists, the CPU subgraphs and the constants' provenance; then the
+/// SPIR-V of every shader variant the device nodes may dispatch.
 Status codegenPass(CompileState &st) {
   Graph &graph = st.graph();
   CompileSummary &sum = st.sum();
@@ -738,6 +798,18 @@ Status codegenPass(CompileState &st) {
   prog.sourcePath = st.modelPath;
   st.stat("planned_nodes", double(prog.plan.size()));
   st.stat("provenance_entries", double(prog.provenance.size()));
+
+  GRAFT_TRY(vk::ShaderLibrary * shaders, sharedShaderLibrary());
+  if (!st.options.shaderCache.empty())
+    shaders->setDiskCache(st.options.shaderCache);
+  else
+    shaders->setDiskCache(std::nullopt);
+  GRAFT_TRY(vk::ShaderCodegenStats sh, vk::compileProgramShaders(prog, *shaders));
+  st.stat("shader_templates", double(sh.templates));
+  st.stat("shader_variants", double(sh.variants));
+  st.stat("shaders_compiled", double(sh.compiled));
+  st.stat("shader_cache_hits", double(sh.cacheHits));
+  st.stat("spirv_bytes", double(sh.spirvBytes));
   return okStatus();
 }
 
@@ -766,7 +838,9 @@ std::vector<CompilePass> passesFor(const CompileOptions &options) {
       {"fuse", "run the fusion rules to their fixpoint, verify the fused graph", fusePass},
       {"partition", "place nodes: convex Vulkan partitions, host steps, CPU nodes with reasons",
        partitionPass},
-      {"codegen", "plan every node (kernel variant, host step or CPU) and record provenance",
+      {"codegen",
+       "plan every node (kernel, host step or CPU), record provenance, compile the SPIR-V of "
+       "every shader variant the device nodes may dispatch",
        codegenPass},
   };
   if (!options.output.empty())
@@ -792,7 +866,7 @@ Expected<CompileResult> compile(const std::string &modelPath, const CompileOptio
   sum.model = modelPath;
   sum.output = options.output;
   sum.target = options.target;
-  CompileState st{modelPath, options, result, {}, {}, {}, {}, {}, {}};
+  CompileState st{modelPath, options, result, {}, {}, {}, {}, {}, {}, {}};
   for (const CompilePass &pass : passesFor(options)) {
     if (options.progress)
       options.progress(pass.name, 0.0);

@@ -143,6 +143,7 @@ std::string toJson(const CoverageReport &report) {
                         {"text", m.text}});
     j["rules"].push_back({{"name", r.name},
                           {"variant", r.variant},
+                          {"phase", rewrite::name(r.phase)},
                           {"loc", locText(r.loc)},
                           {"candidates", r.candidates},
                           {"tried", r.tried},

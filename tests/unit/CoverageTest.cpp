@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -591,11 +592,40 @@ TEST(CoverageCli, WritesAtomicallyAndPicksTheFormatFromTheExtension) {
   fs::remove_all(dir);
 }
 
-TEST(CoverageCli, UserErrorsExitOne) {
-  RunResult noRules = runGraft("coverage " + kGraphB);
-  EXPECT_EQ(noRules.code, 1);
-  EXPECT_NE(noRules.err.find("--rules"), std::string::npos) << noRules.err;
+// Without --rules, coverage runs the shipped library phase by phase, as
+// graft compile does: the report lists the legalization rules too, and an
+// export that needs legalization (f64 qparams, upstream's older torchao
+// spelling) is fused exactly as compile fuses it.
+TEST(CoverageCli, DefaultsToTheShippedRulesPhaseByPhase) {
+  std::string pt2 = (kGolden / "exports/torchao_8da4w_f64_untied_bf16/model.pt2").string();
+  RunResult r = runGraft("coverage " + pt2 + " --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  std::map<std::string, uint64_t> firedByPhase;
+  for (const auto &rule : j["rules"])
+    firedByPhase[rule["phase"].get<std::string>()] += rule["fired"].get<uint64_t>();
+  EXPECT_GT(firedByPhase["legalize"], 0u) << r.out;
+  EXPECT_GT(firedByPhase["fuse"], 0u) << r.out;
+  // Legalize rules come first in the report, as they run first.
+  ASSERT_FALSE(j["rules"].empty());
+  EXPECT_EQ(j["rules"][0]["phase"], "legalize");
 
+  // The same fusions as graft compile, which reports the rules it fired.
+  std::string prog = temp("coverage_default.vkprog");
+  RunResult c = runGraft("compile " + pt2 + " -o " + prog + " --json");
+  ASSERT_EQ(c.code, 0) << c.err;
+  auto cj = nlohmann::json::parse(c.out);
+  std::map<std::string, uint64_t> compiled, covered;
+  for (const auto &[rule, n] : cj["rules_fired"].items())
+    compiled[rule] = n.get<uint64_t>();
+  for (const auto &rule : j["rules"])
+    if (rule["fired"].get<uint64_t>())
+      covered[rule["name"].get<std::string>()] += rule["fired"].get<uint64_t>();
+  EXPECT_EQ(covered, compiled);
+  std::remove(prog.c_str());
+}
+
+TEST(CoverageCli, UserErrorsExitOne) {
   RunResult noGraph = runGraft("coverage --rules " + kRules);
   EXPECT_EQ(noGraph.code, 1);
 

@@ -147,10 +147,19 @@ TEST(RewriteCli, BadInvocationsAreUserErrors) {
   EXPECT_EQ(graft("fuse --rules x.pat").code, 1);
   RunResult missing = graft("fuse " + kExamples + "tiny_embedding.gir --rules /nonexistent.pat");
   EXPECT_EQ(missing.code, 1);
-  EXPECT_EQ(graft("verify-rules").code, 1);
   EXPECT_EQ(graft("verify-rules " + kGolden + "embedding_q4gsw/rules.pat --instances x").code, 1);
   for (const char *cmd : {"fuse", "explain", "verify-rules"})
     EXPECT_EQ(graft(std::string(cmd) + " --help").code, 0) << cmd;
+}
+
+// Without FILEs, verify-rules checks the shipped rules of every phase.
+TEST(RewriteCli, VerifyRulesDefaultsToTheShippedRules) {
+  RunResult r = graft("verify-rules --instances 1 --rule dequantize_affine_f64_scale "
+                      "--rule torchao_embedding_q4gsw");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("dequantize_affine_f64_scale"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("torchao_embedding_q4gsw"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" 0 failed"), std::string::npos) << r.out;
 }
 
 // Without --rules, fuse and explain use the shipped library, phase by phase

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "graft/Compiler.h"
 #include "graft/rewrite/Rewriter.h"
 #include "graft/support/Diagnostic.h"
 #include "graft/support/Expected.h"
@@ -82,10 +83,13 @@ int reportFailure(const std::vector<Diagnostic> &diags, const SourceManager *sou
 /// Rule paths from flag values: comma-separated, a directory standing for its
 /// *.pat files in name order (RuleFiles.cpp).
 Expected<std::vector<std::string>> expandRulePaths(const std::vector<std::string> &values);
-/// Parses and compiles .pat files (imports included, each rule once); prints
-/// warnings; on failure prints the diagnostics, sets `status` and returns nullopt.
-std::optional<rewrite::CompiledRules> loadRuleFiles(const std::vector<std::string> &files,
-                                                    SourceManager &sources, int &status);
+/// The rules a command runs: the .pat files and directories in `values`
+/// (imports included, each rule once), or the shipped library when there are
+/// none; one graft::RuleSet, every phase compiled, as `graft compile` loads
+/// them. Prints warnings; on failure prints the diagnostics (prefixed with
+/// `graft CMD: ` where they have no location), sets `status`, returns nullopt.
+std::optional<RuleSet> loadRuleSet(const std::vector<std::string> &values, const char *cmd,
+                                   SourceManager &sources, int &status);
 
 Command makePrintCommand();
 Command makeVerifyCommand();

@@ -1,8 +1,9 @@
 //===- CoverageCommand.cpp - graft coverage -------------------------------===//
 //
-//   graft coverage GRAPH... --rules FILES --format json|md|junit|html [-o FILE]
+//   graft coverage GRAPH... [--rules FILES] --format json|md|junit|html [-o FILE]
 //
-// Fuses each graph with the rules (as graft fuse would), then reports per
+// Fuses each graph with the rules (the shipped library without --rules),
+// every phase in order as graft fuse and graft compile do, then reports per
 // rule how often it fired and why it missed, and per op target how many
 // nodes were fused and why the rest were left alone (docs/coverage.md). The
 // JUnit format makes each rule a test case that fails when the rule never
@@ -11,25 +12,22 @@
 //===----------------------------------------------------------------------===//
 #include "Cli.h"
 
-#include "graft/dsl/Pat.h"
 #include "graft/rewrite/Coverage.h"
 #include "graft/serialize/CoverageReport.h"
 #include "graft/serialize/Load.h"
 
 #include <iostream>
-#include <set>
-#include <sstream>
-#include <tuple>
 
 namespace graft::cli {
 
 Command makeCoverageCommand() {
   Command c;
   c.name = "coverage";
-  c.usage = "graft coverage GRAPH... --rules FILES [--format json|md|junit|html] [-o FILE] "
+  c.usage = "graft coverage GRAPH... [--rules FILES] [--format json|md|junit|html] [-o FILE] "
             "[--no-dot]";
   c.summary = "Report which rules fire on graphs, their near misses, and what stays unfused.";
-  c.details = "Fuses each GRAPH (text IR or .pt2) with the rules and reports, per rule, its\n"
+  c.details = "Fuses each GRAPH (text IR or .pt2) with the rules (without --rules, the shipped\n"
+              "library), phase by phase as graft compile does, and reports, per rule, its\n"
               "candidate roots, how often it fired, and every near miss with the failing check's\n"
               ".pat location and the value found (as graft explain prints it); per op target, how\n"
               "many nodes were fused and why the others were left alone; and the fused fraction.\n"
@@ -39,22 +37,16 @@ Command makeCoverageCommand() {
               "DOT source; --no-dot or GRAFT_NO_DOT=1 skips the lookup). -o writes atomically.\n"
               "Exit status 1 if a graph or the rules cannot be read.";
   c.flags = {
-      {"rules", true, "rule files or directories (*.pat), repeatable or comma-separated", "FILES"},
+      {"rules", true,
+       "rule files or directories (*.pat), repeatable or comma-separated (default: the shipped "
+       "rules)",
+       "FILES"},
       {"format", true, "json, md, junit or html", "FMT"},
       {"o", true, "write the report to FILE (default: stdout)", "FILE"},
       {"no-dot", false, "html: do not look for Graphviz dot"}};
   c.run = [](const Args &args) {
     if (args.positional.empty()) {
       std::cerr << "graft coverage: error: expected at least one GRAPH\n";
-      return int(kUserError);
-    }
-    auto files = expandRulePaths(args.all("rules"));
-    if (!files) {
-      std::cerr << "graft coverage: ";
-      return reportFailure(files.diags());
-    }
-    if (files->empty()) {
-      std::cerr << "graft coverage: error: --rules FILES is required\n";
       return int(kUserError);
     }
     auto out = args.get("o");
@@ -71,15 +63,17 @@ Command makeCoverageCommand() {
 
     int status = kOk;
     SourceManager sources;
-    auto rules = loadRuleFiles(*files, sources, status);
+    auto rules = loadRuleSet(args.all("rules"), "coverage", sources, status);
     if (!rules)
       return status;
-    rewrite::CoverageReport report = rewrite::emptyCoverage(*rules);
+    auto report = emptyCoverage(*rules);
+    if (!report)
+      return reportFailure(report.diags(), &sources);
     for (const std::string &path : args.positional) {
       auto loaded = loadGraph(path, &sources);
       if (!loaded)
         return reportFailure(loaded.diags(), &sources);
-      Status s = rewrite::addCoverage(report, path, *loaded->graph, *rules);
+      Status s = addCoverage(*report, path, *loaded->graph, *rules);
       if (!s)
         return reportFailure(s.diags(), &sources);
     }
@@ -87,11 +81,11 @@ Command makeCoverageCommand() {
     CoverageFormatOptions fo;
     fo.renderDot = !args.has("no-dot");
     if (out) {
-      Status s = writeCoverageReport(report, *format, *out, fo);
+      Status s = writeCoverageReport(*report, *format, *out, fo);
       if (!s)
         return reportFailure(s.diags());
     } else {
-      std::cout << formatCoverage(report, *format, fo);
+      std::cout << formatCoverage(*report, *format, fo);
     }
     return int(kOk);
   };

@@ -1,11 +1,12 @@
 //===- RewriteCommands.cpp - graft fuse / explain / verify-rules ----------===//
 //
 // The rewrite engine on the command line (docs/rewrite-engine.md):
-//   graft fuse IN -o OUT --rules FILES [--json] [--verify-each]
-//   graft explain GRAPH --rules FILES [--rule NAME] [--node NAME]
-//   graft verify-rules FILES [--instances N]
-// Rule files are loaded through the .pat front end (graft_dsl) and compiled
-// by the engine; graphs are text IR or .pt2 (serialize/Load.h).
+//   graft fuse IN -o OUT [--rules FILES] [--json] [--verify-each]
+//   graft explain GRAPH [--rules FILES] [--rule NAME] [--node NAME]
+//   graft verify-rules [FILES] [--instances N]
+// Rules are one graft::RuleSet (the shipped library without FILES), run
+// phase by phase as graft compile runs them; graphs are text IR or .pt2
+// (serialize/Load.h).
 //
 //===----------------------------------------------------------------------===//
 #include "Cli.h"
@@ -31,19 +32,6 @@ namespace {
 
 using rewrite::CompiledRules;
 
-/// The --rules values (or, for verify-rules, the positionals) as .pat paths;
-/// prints the error and returns nullopt when a directory cannot be expanded.
-std::optional<std::vector<std::string>> ruleFiles(const std::vector<std::string> &values,
-                                                  const char *cmd, int &status) {
-  auto paths = expandRulePaths(values);
-  if (!paths) {
-    std::cerr << "graft " << cmd << ": ";
-    status = reportFailure(paths.diags());
-    return std::nullopt;
-  }
-  return std::move(*paths);
-}
-
 std::optional<uint64_t> parseCount(const Args &args, const std::string &flag, uint64_t def,
                                    const std::string &cmd, int &status) {
   auto v = args.get(flag);
@@ -60,41 +48,6 @@ std::optional<uint64_t> parseCount(const Args &args, const std::string &flag, ui
             << *v << "'\n";
   status = kUserError;
   return std::nullopt;
-}
-
-/// The rules a command runs: the --rules files, or the shipped library
-/// without any; one graft::RuleSet, as `graft compile` loads them.
-std::optional<RuleSet> loadRuleSet(const std::vector<std::string> &values, const char *cmd,
-                                   SourceManager &sources, int &status) {
-  auto files = ruleFiles(values, cmd, status);
-  if (!files)
-    return std::nullopt;
-  RuleSet rules;
-  if (files->empty()) {
-    auto shipped = RuleSet::shipped(&sources);
-    if (!shipped) {
-      status = reportFailure(shipped.diags(), &sources);
-      return std::nullopt;
-    }
-    rules = std::move(*shipped);
-  }
-  for (const std::string &f : *files) {
-    Status s = rules.addPath(f, &sources);
-    if (!s) {
-      status = reportFailure(s.diags(), &sources);
-      return std::nullopt;
-    }
-  }
-  for (const Diagnostic &w : rules.warnings)
-    std::cerr << render(w, &sources);
-  for (rewrite::RulePhase phase : rewrite::kRulePhases) {
-    auto compiled = rules.compiled(phase);
-    if (!compiled) {
-      status = reportFailure(compiled.diags(), &sources);
-      return std::nullopt;
-    }
-  }
-  return rules;
 }
 
 std::string locText(const SourceRange &r) {
@@ -372,12 +325,13 @@ Command makeExplainCommand() {
 Command makeVerifyRulesCommand() {
   Command c;
   c.name = "verify-rules";
-  c.usage = "graft verify-rules FILES... [--instances N] [--rule NAME]... [--seed N]";
+  c.usage = "graft verify-rules [FILE|DIR...] [--instances N] [--rule NAME]... [--seed N]";
   c.summary = "Test each rule numerically on instances built from its example domain.";
   c.details =
-      "For every rule, builds instances of its match pattern from its `example` block\n"
-      "(constants filled with random data satisfying the where clause), runs the reference\n"
-      "interpreter before and after the rewrite and compares the outputs within the rule's\n"
+      "For every rule (of the FILEs, or the shipped rules without any; every phase),\n"
+      "builds instances of its match pattern from its `example` block (constants filled\n"
+      "with random data satisfying the where clause), runs the reference interpreter\n"
+      "before and after the rewrite and compares the outputs within the rule's\n"
       "tolerance. Instances run smallest first; the first failure is printed as a minimal\n"
       "counterexample (its parameters, what differed, and the instance graph). Exit status\n"
       "1 if any rule fails or cannot be instantiated.";
@@ -385,27 +339,30 @@ Command makeVerifyRulesCommand() {
              {"rule", true, "only rules with this name (repeatable)", "NAME"},
              {"seed", true, "seed of the random data (default 1)", "N"}};
   c.run = [](const Args &args) {
-    if (args.positional.empty()) {
-      std::cerr << "graft verify-rules: error: expected at least one rule FILE\n";
-      return int(kUserError);
-    }
     int status = kOk;
     auto instances = parseCount(args, "instances", 8, "verify-rules", status);
     auto seed = parseCount(args, "seed", 1, "verify-rules", status);
     if (!instances || !seed)
       return status;
-    auto files = ruleFiles(args.positional, "verify-rules", status);
-    if (!files)
-      return status;
     SourceManager sources;
-    auto rules = loadRuleFiles(*files, sources, status);
+    auto rules = loadRuleSet(args.positional, "verify-rules", sources, status);
     if (!rules)
       return status;
     rewrite::RuleVerifyOptions vo;
     vo.instances = static_cast<unsigned>(std::max<uint64_t>(1, *instances));
     vo.seed = *seed;
     vo.onlyRules = args.all("rule");
-    auto results = rewrite::verifyRules(*rules, vo);
+    std::vector<rewrite::RuleVerification> results;
+    for (rewrite::RulePhase phase : rewrite::kRulePhases) {
+      if (rules->rules(phase).empty())
+        continue;
+      auto compiled = rules->compiled(phase);
+      if (!compiled)
+        return reportFailure(compiled.diags(), &sources);
+      std::vector<rewrite::RuleVerification> r = rewrite::verifyRules(**compiled, vo);
+      results.insert(results.end(), std::make_move_iterator(r.begin()),
+                     std::make_move_iterator(r.end()));
+    }
     std::size_t failed = 0;
     for (const rewrite::RuleVerification &v : results) {
       std::cout << rewrite::format(v);

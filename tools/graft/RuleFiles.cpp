@@ -1,23 +1,23 @@
 //===- RuleFiles.cpp - --rules FILES|DIRS for the rule commands ------------===//
 //
 // Every command that takes rules (fuse, explain, coverage, verify-rules,
-// check, fmt) accepts files and directories, repeated or comma-separated. A
+// check) accepts files and directories, repeated or comma-separated. A
 // directory stands for its *.pat files in name order, so `--rules patterns/`
 // means the shipped library; a directory without any is an error rather
-// than a silent empty rule set.
+// than a silent empty rule set. Without any, a command runs the shipped
+// rules (embedded in the binary), loaded as one graft::RuleSet with its
+// phases, exactly as `graft compile` loads them.
 //
 //===----------------------------------------------------------------------===//
 #include "Cli.h"
 
-#include "graft/dsl/Pat.h"
+#include "graft/Compiler.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
-#include <set>
 #include <sstream>
 #include <system_error>
-#include <tuple>
 
 namespace graft::cli {
 
@@ -51,29 +51,40 @@ Expected<std::vector<std::string>> expandRulePaths(const std::vector<std::string
   return out;
 }
 
-std::optional<rewrite::CompiledRules> loadRuleFiles(const std::vector<std::string> &files,
-                                                    SourceManager &sources, int &status) {
-  std::vector<rewrite::Rule> rules;
-  // A rule reached through several files (imports) is kept once.
-  std::set<std::tuple<std::string, uint32_t, uint32_t, unsigned>> seen;
-  for (const std::string &f : files) {
-    auto set = dsl::parsePatFile(f, &sources);
-    if (!set) {
-      status = reportFailure(set.diags(), &sources);
-      return std::nullopt;
-    }
-    for (const Diagnostic &w : set->warnings)
-      std::cerr << render(w, &sources);
-    for (rewrite::Rule &r : set->rules)
-      if (seen.emplace(r.loc.begin.file, r.loc.begin.line, r.loc.begin.column, r.variant).second)
-        rules.push_back(std::move(r));
-  }
-  auto compiled = rewrite::CompiledRules::compile(std::move(rules));
-  if (!compiled) {
-    status = reportFailure(compiled.diags(), &sources);
+std::optional<RuleSet> loadRuleSet(const std::vector<std::string> &values, const char *cmd,
+                                   SourceManager &sources, int &status) {
+  auto files = expandRulePaths(values);
+  if (!files) {
+    std::cerr << "graft " << cmd << ": ";
+    status = reportFailure(files.diags());
     return std::nullopt;
   }
-  return std::move(*compiled);
+  RuleSet rules;
+  if (files->empty()) {
+    auto shipped = RuleSet::shipped(&sources);
+    if (!shipped) {
+      status = reportFailure(shipped.diags(), &sources);
+      return std::nullopt;
+    }
+    rules = std::move(*shipped);
+  }
+  for (const std::string &f : *files) {
+    Status s = rules.addPath(f, &sources);
+    if (!s) {
+      status = reportFailure(s.diags(), &sources);
+      return std::nullopt;
+    }
+  }
+  for (const Diagnostic &w : rules.warnings)
+    std::cerr << render(w, &sources);
+  for (rewrite::RulePhase phase : rewrite::kRulePhases) {
+    auto compiled = rules.compiled(phase);
+    if (!compiled) {
+      status = reportFailure(compiled.diags(), &sources);
+      return std::nullopt;
+    }
+  }
+  return rules;
 }
 
 } // namespace graft::cli

@@ -121,6 +121,20 @@ std::string formatFuseResult(const FuseResult &result, const RuleSet &rules);
 Expected<FuseResult> fuse(Graph &graph, const RuleSet &rules, rewrite::FqnRegistry &fqns,
                           const rewrite::RewriteOptions &options = {});
 
+/// The compiled rules of every phase that has rules, in phase order (the
+/// passes fuse() runs).
+Expected<std::vector<const rewrite::CompiledRules *>> phasePasses(const RuleSet &rules);
+
+/// A coverage report listing the rules of every phase, in phase order.
+Expected<rewrite::CoverageReport> emptyCoverage(const RuleSet &rules);
+
+/// Fuses `graph` in place as fuse() does (every phase, to its fixpoint) and
+/// adds it to `report`: a node erased by legalization or fusion counts as
+/// fused by that rule, and the near misses are those of every phase's rules
+/// on the fused graph.
+Status addCoverage(rewrite::CoverageReport &report, const std::string &graphName, Graph &graph,
+                   const RuleSet &rules, const rewrite::RewriteOptions &options = {});
+
 /// Partitions for a target profile name (lavapipe, adreno, mali, host).
 Expected<vk::PartitionReport> partition(const Graph &graph, const std::string &target,
                                         int deviceIndex = -1);
@@ -162,6 +176,11 @@ struct CompileOptions {
   std::vector<std::string> rules; ///< user .pat files or directories
   /// Where to write the program; empty: compile only.
   std::string output;
+  /// A directory caching compiled SPIR-V across runs, keyed by the hash of
+  /// each shader variant's generated source and the compiler (created when
+  /// missing). Empty: GRAFT_VK_SHADER_CACHE when set, else none. Within one
+  /// process every variant is compiled once whatever this says.
+  std::string shaderCache;
   /// Also store the original graph (and its constants, deduplicated against
   /// the fused ones) so `graft run --check` needs no source model.
   bool embedReference = false;

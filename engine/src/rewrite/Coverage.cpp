@@ -39,13 +39,14 @@ bool acceptsNode(const detail::Accept &a, const Node &n) {
   return false;
 }
 
-/// Whether any rule's pattern (root or interior) could match `n`'s op.
-bool inAnyPattern(const CompiledRules &rules, const Node &n) {
-  for (std::size_t i = 0; i < rules.size(); ++i)
-    for (const detail::CNode &cn : rules.compiled(i).nodes)
-      for (const detail::Accept &a : cn.accepts)
-        if (acceptsNode(a, n))
-          return true;
+/// Whether any pass's rule pattern (root or interior) could match `n`'s op.
+bool inAnyPattern(const std::vector<const CompiledRules *> &passes, const Node &n) {
+  for (const CompiledRules *rules : passes)
+    for (std::size_t i = 0; i < rules->size(); ++i)
+      for (const detail::CNode &cn : rules->compiled(i).nodes)
+        for (const detail::Accept &a : cn.accepts)
+          if (acceptsNode(a, n))
+            return true;
   return false;
 }
 
@@ -180,43 +181,84 @@ double CoverageReport::fusedFraction() const {
   return nodes.empty() ? 0.0 : double(fusedNodes()) / double(totalNodes());
 }
 
-CoverageSnapshot snapshotForCoverage(const Graph &graph, const CompiledRules &rules) {
+CoverageSnapshot snapshotForCoverage(const Graph &graph,
+                                     const std::vector<const CompiledRules *> &passes) {
   CoverageSnapshot snap;
-  snap.candidates.assign(rules.size(), 0);
-  std::vector<bool> enabled(rules.size(), true);
-  detail::RootIndex index(rules, enabled);
+  std::vector<detail::RootIndex> indexes;
+  std::vector<std::size_t> offsets;
+  for (const CompiledRules *rules : passes) {
+    offsets.push_back(snap.candidates.size());
+    snap.candidates.resize(snap.candidates.size() + rules->size(), 0);
+    indexes.emplace_back(*rules, std::vector<bool>(rules->size(), true));
+  }
   std::vector<uint32_t> scratch;
   for (const Node &n : graph.nodes()) {
     DrawnNode d = drawn(n);
     CoverageSnapshot::NodeInfo info{std::move(d.name), std::move(d.target), std::move(d.outputs),
                                     std::move(d.inputs), 0};
-    if (const std::vector<uint32_t> *cands = index.lookup(n, scratch)) {
-      info.candidateOf = static_cast<uint32_t>(cands->size());
-      for (uint32_t ri : *cands)
-        ++snap.candidates[ri];
-    }
+    for (std::size_t p = 0; p < indexes.size(); ++p)
+      if (const std::vector<uint32_t> *cands = indexes[p].lookup(n, scratch)) {
+        info.candidateOf += static_cast<uint32_t>(cands->size());
+        for (uint32_t ri : *cands)
+          ++snap.candidates[offsets[p] + ri];
+      }
     snap.nodes.push_back(std::move(info));
   }
   return snap;
 }
 
-CoverageReport emptyCoverage(const CompiledRules &rules) {
+CoverageSnapshot snapshotForCoverage(const Graph &graph, const CompiledRules &rules) {
+  return snapshotForCoverage(graph, std::vector<const CompiledRules *>{&rules});
+}
+
+CoverageReport emptyCoverage(const std::vector<const CompiledRules *> &passes) {
   CoverageReport report;
-  for (std::size_t i = 0; i < rules.size(); ++i) {
-    RuleCoverage rc;
-    rc.name = rules.rule(i).name;
-    rc.variant = rules.rule(i).variant;
-    rc.loc = rules.rule(i).loc;
-    report.rules.push_back(std::move(rc));
-  }
+  for (const CompiledRules *rules : passes)
+    for (std::size_t i = 0; i < rules->size(); ++i) {
+      RuleCoverage rc;
+      rc.name = rules->rule(i).name;
+      rc.variant = rules->rule(i).variant;
+      rc.phase = rules->rule(i).phase;
+      rc.loc = rules->rule(i).loc;
+      report.rules.push_back(std::move(rc));
+    }
   return report;
+}
+
+CoverageReport emptyCoverage(const CompiledRules &rules) {
+  return emptyCoverage(std::vector<const CompiledRules *>{&rules});
 }
 
 void addCoverage(CoverageReport &report, const std::string &graphName,
                  const CoverageSnapshot &before, const Graph &after, const RewriteResult &result,
                  const CompiledRules &rules) {
-  if (report.rules.empty() && rules.size())
-    report = emptyCoverage(rules);
+  addCoverage(report, graphName, before, after, std::vector<CoveragePass>{{&rules, &result}});
+}
+
+void addCoverage(CoverageReport &report, const std::string &graphName,
+                 const CoverageSnapshot &before, const Graph &after,
+                 const std::vector<CoveragePass> &passes) {
+  std::vector<const CompiledRules *> passRules;
+  for (const CoveragePass &p : passes)
+    passRules.push_back(p.rules);
+  if (report.rules.empty())
+    report = emptyCoverage(passRules);
+
+  // The rules of all passes in pass order, as the report lists them: each
+  // report index is a (pass, rule-in-pass) pair.
+  struct RuleRef {
+    std::size_t pass = 0, rule = 0;
+  };
+  std::vector<RuleRef> refs;
+  for (std::size_t p = 0; p < passes.size(); ++p)
+    for (std::size_t i = 0; i < passes[p].rules->size(); ++i)
+      refs.push_back({p, i});
+  auto statsOf = [&](std::size_t reportIndex) -> const RuleStats * {
+    if (reportIndex >= refs.size())
+      return nullptr;
+    const RewriteResult &r = *passes[refs[reportIndex].pass].result;
+    return refs[reportIndex].rule < r.stats.size() ? &r.stats[refs[reportIndex].rule] : nullptr;
+  };
 
   // Rule stats.
   std::map<std::pair<std::string, unsigned>, std::size_t> ruleIndex;
@@ -225,16 +267,22 @@ void addCoverage(CoverageReport &report, const std::string &graphName,
     ruleIndex[{rc.name, rc.variant}] = i;
     if (i < before.candidates.size())
       rc.candidates += before.candidates[i];
-    if (i >= result.stats.size())
+    const RuleStats *s = statsOf(i);
+    if (!s)
       continue;
-    const RuleStats &s = result.stats[i];
-    rc.tried += s.tried;
-    rc.matched += s.matched;
-    rc.fired += s.applied;
-    rc.rejected += s.rejected;
-    for (const auto &[why, n] : s.rejections)
+    rc.tried += s->tried;
+    rc.matched += s->matched;
+    rc.fired += s->applied;
+    rc.rejected += s->rejected;
+    for (const auto &[why, n] : s->rejections)
       bump(rc.rejections, why, n);
   }
+
+  // The committed rewrites of every pass, in the order they happened.
+  std::vector<const AppliedRewrite *> log;
+  for (const CoveragePass &p : passes)
+    for (const AppliedRewrite &a : p.result->log)
+      log.push_back(&a);
 
   // Replay the log: which original node each erased name still denoted.
   // An entry is an original node (index into before.nodes) or a node made by
@@ -248,9 +296,9 @@ void addCoverage(CoverageReport &report, const std::string &graphName,
   for (std::size_t i = 0; i < before.nodes.size(); ++i)
     live[before.nodes[i].name] = {true, i, 0};
   std::vector<long> fusedBy(before.nodes.size(), -1);
-  std::vector<std::vector<DrawnNode>> matchBefore(result.log.size());
-  for (std::size_t k = 0; k < result.log.size(); ++k) {
-    const AppliedRewrite &a = result.log[k];
+  std::vector<std::vector<DrawnNode>> matchBefore(log.size());
+  for (std::size_t k = 0; k < log.size(); ++k) {
+    const AppliedRewrite &a = *log[k];
     for (const std::string &r : a.removed) {
       auto it = live.find(r);
       if (it != live.end() && it->second.original) {
@@ -268,7 +316,12 @@ void addCoverage(CoverageReport &report, const std::string &graphName,
   }
 
   // Why each surviving candidate root is still there.
-  std::vector<ExplainEntry> entries = explain(after, rules);
+  std::vector<ExplainEntry> entries;
+  for (const CoveragePass &p : passes) {
+    std::vector<ExplainEntry> es = explain(after, *p.rules);
+    entries.insert(entries.end(), std::make_move_iterator(es.begin()),
+                   std::make_move_iterator(es.end()));
+  }
   std::unordered_map<std::string, std::vector<const ExplainEntry *>> atRoot;
   for (const ExplainEntry &e : entries) {
     if (e.rule.empty())
@@ -286,11 +339,15 @@ void addCoverage(CoverageReport &report, const std::string &graphName,
   auto refusedReason = [&](const ExplainEntry &e) {
     std::string out = "rule " + ruleLabel(e) + " matched but was not applied";
     auto ri = ruleIndex.find({e.rule, e.variant});
-    std::string whys;
-    if (ri != ruleIndex.end() && ri->second < result.stats.size())
-      for (const auto &[why, n] : result.stats[ri->second].rejections)
-        whys += (whys.empty() ? "" : "; ") + why;
-    return out + (whys.empty() ? " (run stopped: " + result.stopReason + ")" : ": " + whys);
+    std::string whys, stopReason;
+    if (ri != ruleIndex.end()) {
+      if (const RuleStats *s = statsOf(ri->second))
+        for (const auto &[why, n] : s->rejections)
+          whys += (whys.empty() ? "" : "; ") + why;
+      if (ri->second < refs.size())
+        stopReason = passes[refs[ri->second].pass].result->stopReason;
+    }
+    return out + (whys.empty() ? " (run stopped: " + stopReason + ")" : ": " + whys);
   };
 
   // Pattern membership per node of the fused graph, memoised; a pattern
@@ -300,20 +357,27 @@ void addCoverage(CoverageReport &report, const std::string &graphName,
   auto isPatternOp = [&](const Node *n) {
     auto [it, fresh] = patternOp.try_emplace(n, false);
     if (fresh)
-      it->second = inAnyPattern(rules, *n);
+      it->second = inAnyPattern(passRules, *n);
     return it->second;
   };
   std::size_t maxPattern = 1;
-  for (std::size_t i = 0; i < rules.size(); ++i)
-    maxPattern = std::max(maxPattern, rules.compiled(i).nodes.size());
+  for (const CompiledRules *rules : passRules)
+    for (std::size_t i = 0; i < rules->size(); ++i)
+      maxPattern = std::max(maxPattern, rules->compiled(i).nodes.size());
 
   GraphCoverage gc;
   gc.name = graphName;
   gc.nodesBefore = before.nodes.size();
   gc.nodesAfter = after.numNodes();
-  gc.rewrites = result.rewrites;
-  gc.converged = result.converged;
-  gc.stopReason = result.stopReason;
+  // Converged when every pass did; the stop reason is the first pass's that
+  // did not (else the last pass's, "fixpoint").
+  gc.converged = true;
+  for (const CoveragePass &p : passes) {
+    gc.rewrites += p.result->rewrites;
+    if (gc.converged)
+      gc.stopReason = p.result->stopReason;
+    gc.converged = gc.converged && p.result->converged;
+  }
 
   for (std::size_t i = 0; i < before.nodes.size(); ++i) {
     const CoverageSnapshot::NodeInfo &info = before.nodes[i];
@@ -327,7 +391,7 @@ void addCoverage(CoverageReport &report, const std::string &graphName,
       // Not in the log but gone: erased as dead code around a rewrite.
       nc.fate = NodeFate::Fused;
       if (fusedBy[i] >= 0)
-        nc.rule = result.log[static_cast<std::size_t>(fusedBy[i])].rule;
+        nc.rule = log[static_cast<std::size_t>(fusedBy[i])]->rule;
       ++gc.fused;
     } else {
       auto addEntries = [&](const std::vector<const ExplainEntry *> &es, const std::string &via) {
@@ -394,8 +458,8 @@ void addCoverage(CoverageReport &report, const std::string &graphName,
 
   // Pictures: created nodes are drawn from the fused graph when they are
   // still there (a node made and then fused again is drawn without its op).
-  for (std::size_t k = 0; k < result.log.size(); ++k) {
-    const AppliedRewrite &a = result.log[k];
+  for (std::size_t k = 0; k < log.size(); ++k) {
+    const AppliedRewrite &a = *log[k];
     std::vector<DrawnNode> made;
     for (std::size_t c = 0; c < a.created.size(); ++c) {
       auto it = live.find(a.created[c]);

@@ -11,8 +11,12 @@
 //   CoverageReport report = emptyCoverage(rules);
 //   GRAFT_CHECK_OK(addCoverage(report, "model.pt2", graph, rules)); // fuses `graph`
 //
-// A caller that runs applyRules itself (graft compile) takes a snapshot
-// first and hands both ends to the other addCoverage overload. Formatting
+// Rules that run in several passes (graft::RuleSet's phases: legalize, then
+// fuse) are one report: the snapshot is taken before the first pass, every
+// pass's result is handed over in order, and the report lists the rules of
+// all passes in pass order (graft::addCoverage in graft/Compiler.h does
+// this). A caller that runs applyRules itself (graft compile) takes the
+// snapshot first and hands both ends to the CoveragePass overload. Formatting
 // (json, md, junit, html) lives in graft/serialize/CoverageReport.h.
 // docs/coverage.md describes the model.
 //
@@ -43,6 +47,17 @@ struct CoverageSnapshot {
   std::vector<uint64_t> candidates;
 };
 
+/// One rewrite pass as the report sees it: the rules it ran and what
+/// applyRules (with recordLog on) did.
+struct CoveragePass {
+  const CompiledRules *rules = nullptr;
+  const RewriteResult *result = nullptr;
+};
+
+/// `passes` are the rule sets of the passes that will run, in order; the
+/// candidates are counted per rule over all of them.
+CoverageSnapshot snapshotForCoverage(const Graph &graph,
+                                     const std::vector<const CompiledRules *> &passes);
 CoverageSnapshot snapshotForCoverage(const Graph &graph, const CompiledRules &rules);
 
 /// A candidate root left unfused: why the rule does not match there.
@@ -58,6 +73,7 @@ struct CoverageNearMiss {
 struct RuleCoverage {
   std::string name;
   unsigned variant = 0;
+  RulePhase phase = RulePhase::Fuse;
   SourceRange loc;
   uint64_t candidates = 0; ///< original nodes whose op is the rule's root op
   uint64_t tried = 0, matched = 0, fired = 0, rejected = 0; ///< RuleStats, summed
@@ -135,11 +151,19 @@ struct CoverageReport {
   double fusedFraction() const;
 };
 
-/// A report with one zeroed RuleCoverage per rule and nothing else.
+/// A report with one zeroed RuleCoverage per rule (of every pass, in pass
+/// order) and nothing else.
+CoverageReport emptyCoverage(const std::vector<const CompiledRules *> &passes);
 CoverageReport emptyCoverage(const CompiledRules &rules);
 
-/// Adds one graph: `before` was taken of it before applyRules (with
-/// recordLog on) produced `result` and turned it into `after`.
+/// Adds one graph: `before` was taken of it before the passes ran, in
+/// order, and turned it into `after`. A node erased by any pass is fused by
+/// that pass's rule; the near misses are those of every pass's rules on
+/// `after`.
+void addCoverage(CoverageReport &report, const std::string &graphName,
+                 const CoverageSnapshot &before, const Graph &after,
+                 const std::vector<CoveragePass> &passes);
+/// One pass: `result` is what applyRules did with `rules`.
 void addCoverage(CoverageReport &report, const std::string &graphName,
                  const CoverageSnapshot &before, const Graph &after, const RewriteResult &result,
                  const CompiledRules &rules);
