@@ -181,7 +181,8 @@ class _Converter:
         meta = node.meta.get("tensor_meta")
         if meta is None:
             raise ConversionError(f"node {node.name} ({node.target}) produced no tensor")
-        metas = meta if isinstance(meta, (list, tuple)) else [meta]
+        # TensorMetadata is itself a NamedTuple: a tuple of them is a multi-result op.
+        metas = [meta] if hasattr(meta, "dtype") else list(meta)
         return [(dtype_name(m.dtype), list(m.shape)) for m in metas]
 
     def call(self, node, target: str, args, kwargs):
@@ -196,7 +197,7 @@ class _Converter:
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
                 meta = node.meta.get("tensor_meta")
-                if meta is None:
+                if meta is None or not hasattr(meta, "dtype"):
                     raise ConversionError(f"input {node.name} is not a tensor")
                 name = self.fresh(node.name)
                 self.builder.input(name, dtype_name(meta.dtype), list(meta.shape))
