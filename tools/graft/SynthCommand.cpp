@@ -106,6 +106,16 @@ int runSynth(const Args &args) {
                                               "' is not one of upstream (the aten math "
                                               "torch.export records) or graft")});
   }
+  if (auto kv = args.get("kv-cache")) {
+    auto parsed = parseSynthKvCache(*kv);
+    if (!parsed || *parsed == SynthKvCache::None)
+      return reportFailure({Diagnostic::error(
+          "--kv-cache: '" + *kv +
+          "' is not one of custom (llama.update_cache + llama.custom_sdpa, export_llama "
+          "--use_sdpa_with_kv_cache) or plain (index_copy_ on the caches, aten SDPA with a "
+          "mask)")});
+    o.kvCache = *parsed;
+  }
   o.tiedEmbeddings = args.has("tied-embeddings");
   o.dynamicSeq = args.has("dynamic-seq");
   o.dynamicPos = args.has("dynamic-pos");
@@ -143,7 +153,8 @@ Command makeSynthCommand() {
             "--quant {4w,8da4w,pt2e-8w,qat-4w,qat-8da4w,none} [--act-qparams int8|f64] "
             "[--qat-spelling upstream|graft] [--checkpoint-dtype bf16] "
             "[--dtype bf16] "
-            "[--tied-embeddings] [--dynamic-seq | --dynamic-pos] [--rope-prefix-slice] -o OUT.pt2";
+            "[--tied-embeddings] [--dynamic-seq | --dynamic-pos] [--rope-prefix-slice] "
+            "[--kv-cache custom|plain] -o OUT.pt2";
   c.summary = "Write a Llama-shaped exported program with random weights.";
   c.details = "The program is what torch.export produces for ExecuTorch's llama_transformer,\n"
               "quantized the way torchao (4w, 8da4w, qat-4w, qat-8da4w) or PT2E (pt2e-8w)\n"
@@ -155,7 +166,11 @@ Command makeSynthCommand() {
               "cut as ExecuTorch's Rope.get_freqs does: input_pos[-1].item() ->\n"
               "_local_scalar_dense -> sym_constrain_range_for_size -> slice_copy(t, 0,\n"
               "pos, pos + seqlen) with an operator.add end (--rope-prefix-slice: graft's\n"
-              "earlier [:seqlen] cut). Weights are generated while writing, so any\n"
+              "earlier [:seqlen] cut). --kv-cache adds ExecuTorch's KV cache (per layer\n"
+              "k_cache/v_cache buffers updated at input_pos, BUFFER_MUTATION outputs):\n"
+              "custom = llama.update_cache + llama.custom_sdpa, plain = index_copy_ +\n"
+              "aten SDPA with the narrowed tril mask; it implies --dynamic-pos and\n"
+              "--max-seq-len is the cache length. Weights are generated while writing, so any\n"
               "size (up to an 8B-parameter shape) streams to disk. OUT ending in .gir\n"
               "writes text IR instead of a .pt2.";
   c.flags = {
@@ -188,6 +203,10 @@ Command makeSynthCommand() {
       {"dynamic-seq", false, "symbolic sequence length, dynamic position"},
       {"dynamic-pos", false, "dynamic position, static sequence length"},
       {"rope-prefix-slice", false, "cut the rotary tables [:seqlen] (graft's earlier spelling)"},
+      {"kv-cache", true,
+       "ExecuTorch's KV cache: custom (--use_sdpa_with_kv_cache: llama.update_cache, "
+       "llama.custom_sdpa) or plain (index_copy_, aten SDPA with a mask)",
+       "FORM"},
       {"seed", true, "random seed (default 1)", "N"},
       {"quiet", false, "no summary line"}};
   c.run = runSynth;

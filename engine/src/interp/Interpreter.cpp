@@ -37,6 +37,7 @@ const KernelRegistry &KernelRegistry::builtin() {
     interp::registerTorchaoQuantKernels(r);
     interp::registerDecomposedQuantKernels(r);
     interp::registerVulkanOpKernels(r);
+    interp::registerKvCacheKernels(r);
     return r;
   }();
   return registry;
@@ -147,7 +148,21 @@ Interpreter::Interpreter(InterpreterOptions options) : options_(options) {}
 
 Expected<std::vector<RuntimeValue>>
 Interpreter::run(const Graph &graph, const std::vector<RuntimeValue> &userInputs) const {
+  return runImpl(graph, userInputs, nullptr);
+}
+
+Expected<std::vector<RuntimeValue>> Interpreter::run(const Graph &graph,
+                                                     const std::vector<RuntimeValue> &userInputs,
+                                                     MutableState &state) const {
+  return runImpl(graph, userInputs, &state);
+}
+
+Expected<std::vector<RuntimeValue>>
+Interpreter::runImpl(const Graph &graph, const std::vector<RuntimeValue> &userInputs,
+                     MutableState *state) const {
   std::unordered_map<const Value *, RuntimeValue> env;
+  // Buffers an in-place op rebound, by the buffer's Value.
+  std::unordered_map<const Value *, std::string> mutatedBuffers;
   std::map<std::string, int64_t> bindings;
   const SymbolTable &symbols = graph.symbols();
 
@@ -185,6 +200,20 @@ Interpreter::run(const Graph &graph, const std::vector<RuntimeValue> &userInputs
     }
     std::string label = std::string(name(in.kind)) + " %" + v->name() +
                         (in.fqn.empty() ? std::string() : " (fqn '" + in.fqn + "')");
+    if (state && in.kind == InputKind::Buffer)
+      if (const Tensor *cur = state->find(in.fqn)) {
+        // A buffer mutated by an earlier run: its current value, which must
+        // still fit the prototype.
+        if (cur->dtype() != v->proto().dtype)
+          return Diagnostic::error(label + ": its state holds " + std::string(name(cur->dtype())) +
+                                   " data but its prototype is " + v->proto().str());
+        std::string why = matchShape(v->proto().shape, cur->sizes(), symbols, bindings);
+        if (!why.empty())
+          return Diagnostic::error(label + " " + v->proto().str() + ": its state " +
+                                   sizesStr(cur->sizes()) + " " + why);
+        env[v] = *cur;
+        continue;
+      }
     if (!in.hasData())
       return Diagnostic::error(label + " has no data; constants need data to be interpreted");
     const Tensor &data = in.data();
@@ -251,6 +280,34 @@ Interpreter::run(const Graph &graph, const std::vector<RuntimeValue> &userInputs
     }
     if (!result.ok())
       return nameNode(result.takeFailure(), label, node.target());
+    // In-place ops: rebind each mutated argument's Value to its new data.
+    for (const auto &[argName, newValue] : kargs.mutated()) {
+      int index = schema->argIndex(argName);
+      const Argument *arg = bound->find(argName);
+      if (index < 0 || !schema->args[static_cast<std::size_t>(index)].type.isMutable() || !arg ||
+          !arg->isValue())
+        return Diagnostic::internal("node " + label + " (" + node.target() +
+                                    "): the kernel mutated '" + argName +
+                                    "', which is not a mutable tensor argument");
+      const Value *target = arg->value();
+      if (const Node *producer = target->producer())
+        if (producer->schema() && producer->schema()->properties.view)
+          // Eager PyTorch would write through the view into its base; the
+          // interpreter's values do not share storage, so say so instead of
+          // silently losing the update.
+          return Diagnostic::error("node " + label + " (" + node.target() + "): mutates %" +
+                                   target->name() + ", a view made by " + producer->target() +
+                                   "; mutation through a view is not supported");
+      if (const GraphInput *in = graph.inputFor(target)) {
+        if (in->kind == InputKind::Buffer)
+          mutatedBuffers[target] = std::string(in->fqn);
+        else if (in->isConstant())
+          return Diagnostic::error("node " + label + " (" + node.target() + "): mutates " +
+                                   std::string(name(in->kind)) + " %" + target->name() +
+                                   "; only buffers and user inputs are mutable");
+      }
+      env[target] = newValue;
+    }
     std::vector<RuntimeValue> &outs = *result;
     if (outs.size() != node.numOutputs())
       return Diagnostic::internal("node " + label + " (" + node.target() + "): kernel returned " +
@@ -311,6 +368,22 @@ Interpreter::run(const Graph &graph, const std::vector<RuntimeValue> &userInputs
     if (it == env.end())
       return Diagnostic::error("graph output %" + o.value->name() + " is never computed");
     outputs.push_back(it->second);
+  }
+  if (state) {
+    // Buffers mutated in place, then the signature's BUFFER_MUTATION outputs
+    // (which name the final value when both apply).
+    for (const auto &[v, fqn] : mutatedBuffers)
+      state->buffers[fqn] = std::get<Tensor>(env.at(v));
+    for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
+      const GraphOutput &o = graph.outputs()[i];
+      if (o.kind != OutputKind::BufferMutation)
+        continue;
+      const Tensor *t = std::get_if<Tensor>(&outputs[i]);
+      if (!t || !t->defined())
+        return Diagnostic::error("buffer mutation output %" + o.value->name() + " of buffer '" +
+                                 o.target + "' is not a tensor");
+      state->buffers[o.target] = *t;
+    }
   }
   return outputs;
 }

@@ -56,6 +56,15 @@ void registerScalarKernels(KernelRegistry &registry);
 void registerTorchaoQuantKernels(KernelRegistry &registry);
 void registerDecomposedQuantKernels(KernelRegistry &registry);
 void registerVulkanOpKernels(KernelRegistry &registry);
+void registerKvCacheKernels(KernelRegistry &registry);
+
+/// ATen's math SDPA (_scaled_dot_product_attention_math) on [..., L, E]
+/// query and [..., S, E] key/value: `mask` bool (select) or additive;
+/// `causalOffset` set: causal with query i seeing keys j <= i + offset
+/// (0 for is_causal); enableGqa repeats key/value heads (dim -3).
+Expected<Tensor> sdpaMath(Tensor q, Tensor k, Tensor v, const Tensor *mask,
+                          std::optional<int64_t> causalOffset, std::optional<double> scale,
+                          bool enableGqa);
 
 //===-- Quantization building blocks shared by the quant kernel files -----===//
 

@@ -129,17 +129,33 @@ Expected<Tensor> repeatHeads(const Tensor &x, int64_t r) {
 /// upcast to f32; q and k^T are each scaled by sqrt(scale); the mask is
 /// added; _safe_softmax (all -inf rows give 0); @ v; cast back.
 Results sdpaKernel(const KernelArgs &a) {
-  Tensor q = a.tensor("query"), k = a.tensor("key"), v = a.tensor("value");
+  const Tensor &q = a.tensor("query"), &k = a.tensor("key"), &v = a.tensor("value");
   if (!q.defined() || !k.defined() || !v.defined())
     return a.error("expects tensors 'query', 'key' and 'value'");
-  if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2)
-    return a.error("query, key and value need at least 2 dims");
   if (a.optionalNumber("dropout_p").value_or(0.0) != 0.0)
     return a.error("dropout_p != 0 is random and has no reference result");
   bool causal = a.boolean("is_causal");
   const Tensor *mask = a.optionalTensor("attn_mask");
   if (causal && mask)
     return a.error("explicit attn_mask should not be set when is_causal=True");
+  std::optional<double> scale = a.optionalNumber("scale");
+  if (a.isNone("scale"))
+    scale.reset();
+  auto out = sdpaMath(q, k, v, mask, causal ? std::optional<int64_t>(0) : std::nullopt, scale,
+                      a.boolean("enable_gqa"));
+  if (!out.ok())
+    return a.error(out.diags()[0].message);
+  return one(*out);
+}
+
+} // namespace
+
+Expected<Tensor> sdpaMath(Tensor q, Tensor k, Tensor v, const Tensor *mask,
+                          std::optional<int64_t> causalOffset, std::optional<double> scale,
+                          bool enableGqa) {
+  auto fail = [](const std::string &m) { return Failure(Diagnostic::error(m)); };
+  if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2)
+    return fail("query, key and value need at least 2 dims");
   DType origin = q.dtype();
   auto up = [](const Tensor &t) {
     return (t.dtype() == DType::F16 || t.dtype() == DType::BF16) ? t.to(DType::F32) : t;
@@ -148,18 +164,15 @@ Results sdpaKernel(const KernelArgs &a) {
   k = up(k);
   v = up(v);
   if (q.dtype() != k.dtype() || q.dtype() != v.dtype())
-    return a.error("query, key and value must have the same dtype");
-  if (a.boolean("enable_gqa") && q.rank() >= 3 && k.rank() >= 3) {
+    return fail("query, key and value must have the same dtype");
+  if (enableGqa && q.rank() >= 3 && k.rank() >= 3) {
     int64_t hq = q.size(-3), hk = k.size(-3);
     if (hk == 0 || hq % hk != 0)
-      return a.error("enable_gqa: query heads " + std::to_string(hq) +
-                     " are not a multiple of key heads " + std::to_string(hk));
+      return fail("enable_gqa: query heads " + std::to_string(hq) +
+                  " are not a multiple of key heads " + std::to_string(hk));
     GRAFT_TRY(k, repeatHeads(k, hq / hk));
     GRAFT_TRY(v, repeatHeads(v, hq / v.size(-3)));
   }
-  std::optional<double> scale = a.optionalNumber("scale");
-  if (a.isNone("scale"))
-    scale.reset();
   bool negative = scale && *scale < 0;
   double s = scale ? std::abs(*scale) : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   double sf = std::sqrt(s);
@@ -170,11 +183,14 @@ Results sdpaKernel(const KernelArgs &a) {
   int64_t L = q.size(-2), S = k.size(-2);
   DType maskDType = origin == DType::F64 ? DType::F64 : origin;
   Tensor addMask;
-  if (causal) {
+  if (causalOffset) {
+    // is_causal: query i sees keys j <= i (+ the position of query 0 for a
+    // cache, llama.custom_sdpa's start_pos).
     addMask = Tensor::empty(maskDType, {L, S});
     for (int64_t i = 0; i < L; ++i)
       for (int64_t j = 0; j < S; ++j)
-        addMask.setDouble(i * S + j, j <= i ? 0.0 : -std::numeric_limits<double>::infinity());
+        addMask.setDouble(i * S + j,
+                          j <= i + *causalOffset ? 0.0 : -std::numeric_limits<double>::infinity());
   } else if (mask) {
     if (mask->dtype() == DType::Bool) {
       addMask = Tensor::empty(maskDType, mask->sizes());
@@ -201,10 +217,10 @@ Results sdpaKernel(const KernelArgs &a) {
         p.setDouble(r * S + j, 0.0);
   }
   GRAFT_TRY(Tensor out, matmul(p, v));
-  return one(out.dtype() == origin ? out : out.to(origin));
+  return out.dtype() == origin ? out : out.to(origin);
 }
 
-} // namespace
+namespace {} // namespace
 
 void registerLinalgKernels(KernelRegistry &r) {
   r.add("aten.linear.default", [](const KernelArgs &a) -> Results {

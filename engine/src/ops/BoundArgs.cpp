@@ -196,9 +196,12 @@ BindAttempt bindOne(const OpSchema &schema, const std::vector<Argument> &args,
     // pointwise ops (`aten.mul.Tensor(%x, 0.5)`); torch wraps them as 0-dim
     // "wrapped number" tensors, so elementwise ops accept them for every
     // tensor operand but the first (which decides the result's shape).
+    // A symbolic scalar is a Python number too: `torch.arange(seq_length) +
+    // start_pos` with start_pos = input_pos[0].item() records
+    // aten.add.Tensor(%arange, %_local_scalar_dense) (ExecuTorch's KVCache).
     const Argument &v = r.values[i];
     if (i > 0 && schema.properties.elementwise && sa.type.base == B::Tensor && !sa.type.isList &&
-        (v.isInt() || v.isFloat() || v.isBool()))
+        (v.isInt() || v.isFloat() || v.isBool() || (v.isValue() && !v.value()->isTensor())))
       continue;
     if (auto m = mismatch(r.values[i], sa.type))
       r.diags.push_back(Diagnostic::error(prefix + "argument '" + sa.name + "' expects " +

@@ -260,6 +260,7 @@ const InferenceRules &InferenceRules::builtin() {
     infer::registerLinalgRules(*r);
     infer::registerQuantRules(*r);
     infer::registerSymRules(*r);
+    infer::registerKvCacheRules(*r);
     return r;
   }();
   return *rules;

@@ -46,6 +46,25 @@ std::optional<SynthQuant> parseSynthQuant(std::string_view text) {
   return std::nullopt;
 }
 
+std::string_view name(SynthKvCache kv) {
+  switch (kv) {
+  case SynthKvCache::None:
+    return "none";
+  case SynthKvCache::Custom:
+    return "custom";
+  case SynthKvCache::Plain:
+    return "plain";
+  }
+  return "?";
+}
+
+std::optional<SynthKvCache> parseSynthKvCache(std::string_view text) {
+  for (SynthKvCache k : {SynthKvCache::None, SynthKvCache::Custom, SynthKvCache::Plain})
+    if (name(k) == text)
+      return k;
+  return std::nullopt;
+}
+
 namespace {
 
 int kvHeadsOf(const LlamaSynthOptions &o) {
@@ -80,6 +99,9 @@ Status validate(const LlamaSynthOptions &o) {
   if (o.seqLen > o.maxSeqLen)
     return bad("seq-len " + std::to_string(o.seqLen) + " exceeds max-seq-len " +
                std::to_string(o.maxSeqLen));
+  if (o.kvCache != SynthKvCache::None && o.ropePrefixSlice)
+    return bad("--kv-cache reads the rotary tables at input_pos; --rope-prefix-slice cuts them "
+               "from 0");
   if (o.checkpointDType != DType::F32 && o.checkpointDType != DType::BF16 &&
       o.checkpointDType != DType::F16)
     return bad("checkpoint dtype must be f32, bf16 or f16");
@@ -295,6 +317,8 @@ public:
     ckpt_ = o.checkpointDType;
     hd_ = o.dim / o.heads;
     kv_ = kvHeadsOf(o);
+    kvHeads_ = kv_;
+    kvc_ = o.kvCache;
     hidden_ = hiddenOf(o);
   }
 
@@ -339,6 +363,33 @@ public:
                               b_.random(-1.0, 1.0), /*persistent=*/false);
     Value *sinT = b_.constant(InputKind::Buffer, "freqs_sin", dt_, {o_.maxSeqLen, hd_ / 2},
                               b_.random(-1.0, 1.0), /*persistent=*/false);
+    // The KV cache's buffers, in named_buffers() order: each AttentionMHA's
+    // own `mask` (registered in __init__, persistent=False), then its
+    // kv_cache submodule's k_cache and v_cache (torch.zeros, persistent).
+    std::vector<KvBuffers> kvBufs;
+    if (kvc_ != SynthKvCache::None)
+      for (int l = 0; l < o_.layers; ++l) {
+        std::string p = "layers." + std::to_string(l) + ".attention.";
+        KvBuffers B;
+        B.mask = b_.constant(InputKind::Buffer, p + "mask", DType::Bool,
+                             {o_.maxSeqLen, o_.maxSeqLen}, FullInit{0}, /*persistent=*/false);
+        if (!o_.dataFree) {
+          // torch.tril(torch.ones(M, M, dtype=torch.bool)): a constant the
+          // exported program carries as data, not as ops.
+          const int64_t M = o_.maxSeqLen;
+          Tensor t = Tensor::empty(DType::Bool, {M, M});
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j <= i; ++j)
+              t.setInt(i * M + j, 1);
+          g_.inputs().back().setData(std::move(t), InlineInit{});
+        }
+        std::vector<int64_t> cache = kvc_ == SynthKvCache::Custom
+                                         ? std::vector<int64_t>{1, o_.maxSeqLen, kvHeads_, hd_}
+                                         : std::vector<int64_t>{1, kvHeads_, o_.maxSeqLen, hd_};
+        B.k = b_.constant(InputKind::Buffer, p + "kv_cache.k_cache", dt_, cache, FullInit{0});
+        B.v = b_.constant(InputKind::Buffer, p + "kv_cache.v_cache", dt_, cache, FullInit{0});
+        kvBufs.push_back(B);
+      }
     // PT2E's qparams and folded weights are persistent buffers registered on
     // the root module after the model's own: convert_pt2e registers each
     // weight's _scale_<i> / _zero_point_<i> (create_getattr_from_value ->
@@ -360,7 +411,7 @@ public:
     } else {
       tokens = g_.addInput(InputKind::UserInput, "tokens", TensorProto(DType::I64, {1, o_.seqLen}));
     }
-    bool dynamicPos = o_.dynamicSeq || o_.dynamicPos;
+    bool dynamicPos = o_.dynamicSeq || o_.dynamicPos || kvc_ != SynthKvCache::None;
     Value *inputPos = nullptr;
     if (dynamicPos)
       inputPos = g_.addInput(InputKind::UserInput, "input_pos", TensorProto(DType::I64, {1}));
@@ -374,6 +425,7 @@ public:
       seq = Argument(int64_t(o_.seqLen));
     }
     seq_ = seq;
+    inputPos_ = inputPos;
     b_.scope({{"", kTransformer}, {"tok_embeddings", "torch.nn.modules.sparse.Embedding"}},
              "h = self.tok_embeddings(tokens)");
     GRAFT_TRY(Value * h, embedding(*emb, tokens));
@@ -434,21 +486,29 @@ public:
       b_.scope(attn, "q, k = self.rope.forward(q, k, freqs_cos, freqs_sin)");
       GRAFT_TRY(q, rope(q, o_.heads, seq, cos, sin));
       GRAFT_TRY(k, rope(k, kv_, seq, cos, sin));
-      b_.scope(attn, "q = q.transpose(1, 2)");
+      b_.scope(attn, "q = q.transpose(1, 2)  # (bs, n_local_heads, seqlen, head_dim)");
       GRAFT_TRY(q, b_.call1("aten.transpose.int", {{"self", q}, {"dim0", 1}, {"dim1", 2}}));
       GRAFT_TRY(k, b_.call1("aten.transpose.int", {{"self", k}, {"dim0", 1}, {"dim1", 2}}));
       GRAFT_TRY(v, b_.call1("aten.transpose.int", {{"self", v}, {"dim0", 1}, {"dim1", 2}}));
-      b_.scope(attn, "output = F.scaled_dot_product_attention(q, k, v, is_causal=True)");
-      std::vector<std::pair<std::string, Argument>> sdpa = {
-          {"query", q}, {"key", k}, {"value", v}, {"is_causal", true}};
-      if (kv_ != o_.heads)
-        sdpa.emplace_back("enable_gqa", true);
-      GRAFT_TRY(Value * a, b_.call1("aten.scaled_dot_product_attention.default", sdpa));
-      b_.scope(attn, "output = output.transpose(1, 2).reshape(bsz, seqlen, -1)");
-      GRAFT_TRY(a, b_.call1("aten.transpose.int", {{"self", a}, {"dim0", 1}, {"dim1", 2}}));
-      GRAFT_TRY(a, b_.call1("aten.clone.default",
-                            {{"self", a}, {"memory_format", MemoryFormat::Contiguous}}));
-      GRAFT_TRY(a, b_.call1("aten.view.default", {{"self", a}, {"size", dims({1, seq, o_.dim})}}));
+      Value *a = nullptr;
+      if (kvc_ == SynthKvCache::None) {
+        b_.scope(attn, "output = F.scaled_dot_product_attention(q, k, v, is_causal=True)");
+        std::vector<std::pair<std::string, Argument>> sdpa = {
+            {"query", q}, {"key", k}, {"value", v}, {"is_causal", true}};
+        if (kv_heads_differ())
+          sdpa.emplace_back("enable_gqa", true);
+        GRAFT_TRY(a, b_.call1("aten.scaled_dot_product_attention.default", sdpa));
+        b_.scope(attn, "output = output.transpose(1, 2).reshape(bsz, seqlen, -1)");
+        GRAFT_TRY(a, b_.call1("aten.transpose.int", {{"self", a}, {"dim0", 1}, {"dim1", 2}}));
+        GRAFT_TRY(a, b_.call1("aten.clone.default",
+                              {{"self", a}, {"memory_format", MemoryFormat::Contiguous}}));
+        GRAFT_TRY(a,
+                  b_.call1("aten.view.default", {{"self", a}, {"size", dims({1, seq, o_.dim})}}));
+      } else if (kvc_ == SynthKvCache::Plain) {
+        GRAFT_TRY(a, plainKvAttention(attn, p, kvBufs[static_cast<std::size_t>(l)], q, k, v));
+      } else {
+        GRAFT_TRY(a, customKvAttention(attn, p, kvBufs[static_cast<std::size_t>(l)], q, k, v));
+      }
       b_.scope(proj("wo"), "output = self.wo(output)");
       GRAFT_TRY(a, linear(a, *L.wo));
       b_.scope(block, "h = x + self.attention(self.attention_norm(x), freqs_cos, freqs_sin)");
@@ -480,12 +540,199 @@ public:
     GRAFT_TRY(h, b_.call1("aten.select.int", {{"self", h}, {"dim", 1}, {"index", -1}}));
     b_.scope({{"", kTransformer}, {"output", kLinear}}, "logits = self.output(h)");
     GRAFT_TRY(Value * logits, linear(h, *out));
+    // torch.export's output order: mutations (in the order the buffers were
+    // mutated), then user outputs.
+    for (const auto &[v, fqn] : mutations_)
+      g_.addOutput(v, OutputKind::BufferMutation, fqn);
     g_.addOutput(logits);
     return okStatus();
   }
 
 private:
   static Argument dims(std::vector<Argument> d) { return Argument(Argument::List(std::move(d))); }
+
+  struct KvBuffers {
+    Value *mask = nullptr, *k = nullptr, *v = nullptr;
+  };
+
+  bool kv_heads_differ() const { return kvHeads_ != o_.heads; }
+
+  /// `input_pos[index].item()` as torch.export records it: select.int,
+  /// _local_scalar_dense (a fresh unbacked symbol per call, ranged [0, M - 1]),
+  /// then, when the code checks it (`torch._check_is_size(start_pos)`,
+  /// `torch._check(start_pos < max_context_len)`), sym_constrain_range_for_size
+  /// and an asserted `<= M - 1`.
+  Expected<Value *> positionItem(const std::vector<std::pair<std::string, std::string>> &mods,
+                                 int64_t index, const std::string &line, bool checked) {
+    const int64_t M = o_.maxSeqLen;
+    b_.scope(mods, line);
+    GRAFT_TRY(Value * sel,
+              b_.call1("aten.select.int", {{"self", inputPos_}, {"dim", 0}, {"index", index}}));
+    GRAFT_TRY(Value * pos, b_.call1("aten._local_scalar_dense.default", {{"self", sel}}));
+    g_.symbols().declare(pos->name(), SymbolRange{0, M - 1});
+    if (checked) {
+      GRAFT_TRY(auto none, b_.call("aten.sym_constrain_range_for_size.default", {{"size", pos}}));
+      (void)none;
+      GRAFT_CHECK_OK(assertLe(pos, M - 1, pos->name()));
+    }
+    return pos;
+  }
+
+  /// torch._check(lhs <= bound) as export writes it: operator.le + _assert_scalar.
+  Status assertLe(Value *lhs, int64_t bound, const std::string &expr) {
+    GRAFT_TRY(Value * le, b_.call1("operator.le", {{"a", lhs}, {"b", bound}}, "le"));
+    GRAFT_TRY(auto r, b_.call("aten._assert_scalar.default",
+                              {{"self", le},
+                               {"assert_msg", "Runtime assertion failed for expression " + expr +
+                                                  " <= " + std::to_string(bound) + " on node '" +
+                                                  le->name() + "'"}}));
+    (void)r;
+    return okStatus();
+  }
+
+  /// AttentionMHA.forward with use_kv_cache and enable_dynamic_shape, without
+  /// the custom ops (pytorch/executorch examples/models/llama/attention.py):
+  ///   start_pos = input_pos[-1].item(); torch._check_is_size(start_pos)
+  ///   torch._check(start_pos < self.max_context_len)
+  ///   attn_mask = self.mask.narrow(0, start_pos, seq_length)
+  ///   k, v = self.kv_cache.update(input_pos, k, v)     KVCache.update:
+  ///     start_pos = input_pos[0].item() (checked alike)
+  ///     indices = torch.arange(seq_length) + start_pos
+  ///     self.k_cache.index_copy_(2, indices, k_val)  (and v_cache)
+  ///   output = self.SDPA(input_pos, q, k, v, bsz, seqlen, attn_mask)
+  ///     F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0)
+  ///     y.transpose(1, 2).reshape(bsz, seqlen, self.dim)
+  /// Upstream's SDPA repeats the kv heads with k.repeat_interleave(n_rep,
+  /// dim=1) first (a TODO notes enable_gqa would do); graft writes the
+  /// enable_gqa=True spelling it uses without a cache, the same values.
+  /// index_copy_ returns its mutated self, so the caches' readers and the
+  /// BUFFER_MUTATION outputs name its result.
+  Expected<Value *> plainKvAttention(const std::vector<std::pair<std::string, std::string>> &attn,
+                                     const std::string &layer, const KvBuffers &B, Value *q,
+                                     Value *k, Value *v) {
+    const int64_t M = o_.maxSeqLen;
+    GRAFT_TRY(Value * maskPos, positionItem(attn, -1, "start_pos = input_pos[-1].item()", true));
+    b_.scope(attn, "attn_mask = self.mask.narrow(0, start_pos, seq_length)");
+    GRAFT_TRY(Value * end, b_.call1("operator.add", {{"a", maskPos}, {"b", seq_}}, "add"));
+    if (!seq_.isInt())
+      GRAFT_CHECK_OK(assertLe(end, M, maskPos->name() + " + s0"));
+    GRAFT_TRY(Value * mask,
+              b_.call1("aten.slice.Tensor",
+                       {{"self", B.mask}, {"dim", 0}, {"start", maskPos}, {"end", end}}));
+    auto cacheMods = attn;
+    cacheMods.emplace_back(layer + ".attention.kv_cache",
+                           "executorch.examples.models.llama.attention.KVCache");
+    GRAFT_TRY(Value * startPos,
+              positionItem(cacheMods, 0, "start_pos = input_pos[0].item()", true));
+    b_.scope(cacheMods, "indices = torch.arange(seq_length) + start_pos");
+    GRAFT_TRY(Value * ar, b_.call1("aten.arange.default",
+                                   {{"end", seq_}, {"device", Device{}}, {"pin_memory", false}}));
+    GRAFT_TRY(Value * indices, b_.call1("aten.add.Tensor", {{"self", ar}, {"other", startPos}}));
+    b_.scope(cacheMods, "self.k_cache.index_copy_(dim_to_slice, indices, k_val)");
+    GRAFT_TRY(Value * kc, b_.call1("aten.index_copy_.default",
+                                   {{"self", B.k}, {"dim", 2}, {"index", indices}, {"source", k}}));
+    b_.scope(cacheMods, "self.v_cache.index_copy_(dim_to_slice, indices, v_val)");
+    GRAFT_TRY(Value * vc, b_.call1("aten.index_copy_.default",
+                                   {{"self", B.v}, {"dim", 2}, {"index", indices}, {"source", v}}));
+    mutations_.emplace_back(kc, layer + ".attention.kv_cache.k_cache");
+    mutations_.emplace_back(vc, layer + ".attention.kv_cache.v_cache");
+    auto sdpaMods = attn;
+    sdpaMods.emplace_back(layer + ".attention.SDPA",
+                          "executorch.examples.models.llama.attention.SDPA");
+    b_.scope(sdpaMods,
+             "y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0)");
+    std::vector<std::pair<std::string, Argument>> sdpa = {
+        {"query", q}, {"key", kc}, {"value", vc}, {"attn_mask", mask}};
+    if (kv_heads_differ())
+      sdpa.emplace_back("enable_gqa", true);
+    GRAFT_TRY(Value * a, b_.call1("aten.scaled_dot_product_attention.default", sdpa));
+    b_.scope(sdpaMods, "return y.transpose(1, 2).reshape(bsz, seqlen, self.dim)");
+    GRAFT_TRY(a, b_.call1("aten.transpose.int", {{"self", a}, {"dim0", 1}, {"dim1", 2}}));
+    GRAFT_TRY(a, b_.call1("aten.clone.default",
+                          {{"self", a}, {"memory_format", MemoryFormat::Contiguous}}));
+    return b_.call1("aten.view.default", {{"self", a}, {"size", dims({1, seq_, o_.dim})}});
+  }
+
+  /// The same attention after export_llama --use_sdpa_with_kv_cache
+  /// (pytorch/executorch examples/models/llama/source_transformation/):
+  ///   CustomKVCache.update (custom_kv_cache.py):
+  ///     k_val = k_val.transpose(1, 2); v_val = v_val.transpose(1, 2)
+  ///     start_pos = input_pos[0].item()
+  ///     torch.ops.llama.update_cache(k_val, self.k_cache, start_pos)  (and v)
+  ///       (its meta function checks start_pos: _check_is_size, < cache.size(1),
+  ///       start_pos + seq_len <= cache.size(1); custom_ops.py)
+  ///     return self.k_cache.transpose(1, 2), self.v_cache.transpose(1, 2)
+  ///   SDPACustom.forward (sdpa.py):
+  ///     q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+  ///     q, k, v = q.to(dtype=torch.float), ...        (no-ops for f32)
+  ///     output = torch.ops.llama.custom_sdpa(q, k, v, input_pos[0].item(),
+  ///                                          None, 0, True)
+  ///     return output.view(bsz, seqlen, self.dim).to(dtype=input_dtype)
+  /// update_cache mutates its cache argument and returns a dummy, so the
+  /// caches are read (and listed as BUFFER_MUTATION outputs) as the buffer
+  /// placeholders themselves: the in-place lineage ExecuTorch's
+  /// insert_write_back_for_buffers_pass recognizes.
+  Expected<Value *> customKvAttention(const std::vector<std::pair<std::string, std::string>> &attn,
+                                      const std::string &layer, const KvBuffers &B, Value *q,
+                                      Value *k, Value *v) {
+    const int64_t M = o_.maxSeqLen;
+    auto cacheMods = attn;
+    cacheMods.emplace_back(
+        layer + ".attention.kv_cache",
+        "executorch.examples.models.llama.source_transformation.custom_kv_cache.CustomKVCache");
+    b_.scope(cacheMods, "k_val = k_val.transpose(1, 2)");
+    GRAFT_TRY(Value * kt, b_.call1("aten.transpose.int", {{"self", k}, {"dim0", 1}, {"dim1", 2}}));
+    b_.scope(cacheMods, "v_val = v_val.transpose(1, 2)");
+    GRAFT_TRY(Value * vt, b_.call1("aten.transpose.int", {{"self", v}, {"dim0", 1}, {"dim1", 2}}));
+    GRAFT_TRY(Value * startPos,
+              positionItem(cacheMods, 0, "start_pos = input_pos[0].item()", true));
+    b_.scope(cacheMods, "_ = torch.ops.llama.update_cache(k_val, self.k_cache, start_pos)");
+    GRAFT_TRY(Value * end, b_.call1("operator.add", {{"a", startPos}, {"b", seq_}}, "add"));
+    GRAFT_CHECK_OK(assertLe(end, M, startPos->name() + " + seq_len"));
+    GRAFT_TRY(Value * u1, b_.call1("llama.update_cache.default",
+                                   {{"value", kt}, {"cache", B.k}, {"start_pos", startPos}}));
+    b_.scope(cacheMods, "_ = torch.ops.llama.update_cache(v_val, self.v_cache, start_pos)");
+    GRAFT_TRY(Value * u2, b_.call1("llama.update_cache.default",
+                                   {{"value", vt}, {"cache", B.v}, {"start_pos", startPos}}));
+    (void)u1;
+    (void)u2;
+    mutations_.emplace_back(B.k, layer + ".attention.kv_cache.k_cache");
+    mutations_.emplace_back(B.v, layer + ".attention.kv_cache.v_cache");
+    b_.scope(cacheMods, "return (self.k_cache.transpose(1, 2), self.v_cache.transpose(1, 2))");
+    GRAFT_TRY(Value * kc,
+              b_.call1("aten.transpose.int", {{"self", B.k}, {"dim0", 1}, {"dim1", 2}}));
+    GRAFT_TRY(Value * vc,
+              b_.call1("aten.transpose.int", {{"self", B.v}, {"dim0", 1}, {"dim1", 2}}));
+    auto sdpaMods = attn;
+    sdpaMods.emplace_back(layer + ".attention.SDPA",
+                          "executorch.examples.models.llama.source_transformation.sdpa.SDPACustom");
+    b_.scope(sdpaMods, "q = q.transpose(1, 2)  # (bs, seqlen, n_local_heads, head_dim)");
+    GRAFT_TRY(q, b_.call1("aten.transpose.int", {{"self", q}, {"dim0", 1}, {"dim1", 2}}));
+    GRAFT_TRY(kc, b_.call1("aten.transpose.int", {{"self", kc}, {"dim0", 1}, {"dim1", 2}}));
+    GRAFT_TRY(vc, b_.call1("aten.transpose.int", {{"self", vc}, {"dim0", 1}, {"dim1", 2}}));
+    if (dt_ != DType::F32) {
+      b_.scope(sdpaMods, "q = q.to(dtype=torch.float)");
+      GRAFT_TRY(q, b_.call1("aten._to_copy.default", {{"self", q}, {"dtype", DType::F32}}));
+      GRAFT_TRY(kc, b_.call1("aten._to_copy.default", {{"self", kc}, {"dtype", DType::F32}}));
+      GRAFT_TRY(vc, b_.call1("aten._to_copy.default", {{"self", vc}, {"dtype", DType::F32}}));
+    }
+    GRAFT_TRY(Value * sdpaPos, positionItem(sdpaMods, 0, "input_pos[0].item()", false));
+    b_.scope(sdpaMods, "output = torch.ops.llama.custom_sdpa(q, k, v, input_pos[0].item(), None, "
+                       "0, True)");
+    GRAFT_TRY(Value * a, b_.call1("llama.custom_sdpa.default", {{"query", q},
+                                                                {"key", kc},
+                                                                {"value", vc},
+                                                                {"start_pos", sdpaPos},
+                                                                {"attn_mask", Argument()},
+                                                                {"drpout_p", 0.0},
+                                                                {"is_causal", true}}));
+    b_.scope(sdpaMods, "return output.view(bsz, seqlen, self.dim).to(dtype=input_dtype)");
+    GRAFT_TRY(a, b_.call1("aten.view.default", {{"self", a}, {"size", dims({1, seq_, o_.dim})}}));
+    if (dt_ != DType::F32) {
+      GRAFT_TRY(a, b_.call1("aten._to_copy.default", {{"self", a}, {"dtype", dt_}}));
+    }
+    return a;
+  }
 
   struct PendingConst {
     Value **slot;
@@ -908,6 +1155,11 @@ private:
   DType ckpt_; ///< dtype the weights were quantized in
   int hd_ = 0, kv_ = 0, hidden_ = 0;
   Argument seq_; ///< the sequence length: an int, or the SymInt of a dynamic one
+  Value *inputPos_ = nullptr;
+  SynthKvCache kvc_ = SynthKvCache::None;
+  int kvHeads_ = 0;
+  /// BUFFER_MUTATION outputs: (the buffer's final value, its FQN).
+  std::vector<std::pair<Value *, std::string>> mutations_;
   /// torch.finfo(torch.float32).eps, the eps QAT passes to choose_qparams_affine.
   static constexpr double kQatEps = 1.1920928955078125e-07;
   int pt2eIndex_ = 0;

@@ -57,12 +57,22 @@ public:
   /// "node %x (aten.foo.default): message" as a user error.
   Diagnostic error(const std::string &message) const;
 
+  /// In-place ops (index_put_, llama.update_cache, ...): the new value of
+  /// the mutable `Tensor(a!)` argument `name`. Kernels compute it out of
+  /// place; the interpreter rebinds the argument's Value to it, so the
+  /// nodes after this one read the mutated data, as in eager PyTorch.
+  void setMutated(std::string_view name, Tensor value) const {
+    mutated_.emplace_back(std::string(name), std::move(value));
+  }
+  const std::vector<std::pair<std::string, Tensor>> &mutated() const { return mutated_; }
+
 private:
   const RuntimeValue *resolve(const Argument &arg) const;
   const BoundArgs &args_;
   /// Runtime values of the Value arguments in Argument::forEachValue order.
   const std::vector<RuntimeValue> &resolved_;
   std::string_view nodeName_;
+  mutable std::vector<std::pair<std::string, Tensor>> mutated_;
   friend class Interpreter;
 };
 
@@ -85,6 +95,21 @@ struct InterpreterOptions {
   bool checkResults = true;
 };
 
+/// The values of a program's mutable buffers between calls (a KV cache),
+/// by buffer FQN. A run with a state reads each buffer from it when present
+/// (else from the graph's data), and afterwards stores every buffer the run
+/// mutated: the value of its BUFFER_MUTATION output (torch.export's graph
+/// signature: the functional form's new value, or the in-place chain's
+/// result) and any buffer an in-place op rebound. The graph's own data is
+/// never written.
+struct MutableState {
+  std::map<std::string, Tensor, std::less<>> buffers;
+  const Tensor *find(std::string_view fqn) const {
+    auto it = buffers.find(fqn);
+    return it == buffers.end() ? nullptr : &it->second;
+  }
+};
+
 class Interpreter {
 public:
   explicit Interpreter(InterpreterOptions options = {});
@@ -94,8 +119,15 @@ public:
   /// order. Errors name the failing node (unknown op, bad arguments).
   Expected<std::vector<RuntimeValue>> run(const Graph &graph,
                                           const std::vector<RuntimeValue> &userInputs) const;
+  /// The same, reading and updating `state` (decode steps that continue a
+  /// KV cache). Without a state every run starts from the graph's data.
+  Expected<std::vector<RuntimeValue>>
+  run(const Graph &graph, const std::vector<RuntimeValue> &userInputs, MutableState &state) const;
 
 private:
+  Expected<std::vector<RuntimeValue>> runImpl(const Graph &graph,
+                                              const std::vector<RuntimeValue> &userInputs,
+                                              MutableState *state) const;
   InterpreterOptions options_;
 };
 

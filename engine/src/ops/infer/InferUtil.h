@@ -25,6 +25,7 @@ void registerReductionRules(InferenceRules &rules);
 void registerLinalgRules(InferenceRules &rules);
 void registerQuantRules(InferenceRules &rules);
 void registerSymRules(InferenceRules &rules);
+void registerKvCacheRules(InferenceRules &rules);
 
 /// A tensor result with contiguous strides, on `like`'s device when given.
 InferredResult tensorResult(DType dtype, Shape shape, const TensorProto *like = nullptr);

@@ -40,6 +40,28 @@
 namespace graft {
 
 enum class SynthQuant { None, W4, W8A8W4, Pt2eW8, QatW4, QatW8A8W4 };
+
+/// The KV cache of ExecuTorch's Llama (pytorch/executorch
+/// examples/models/llama), both export forms. Each layer gets the buffers
+/// `layers.<l>.attention.mask` (bool tril(ones(M, M)), non-persistent) and
+/// `layers.<l>.attention.kv_cache.{k,v}_cache` (zeros, persistent), updated
+/// at `input_pos` and listed as BUFFER_MUTATION outputs of the signature.
+enum class SynthKvCache {
+  None,
+  /// export_llama --use_sdpa_with_kv_cache: CustomKVCache (caches [1, M,
+  /// Hkv, hd], source_transformation/custom_kv_cache.py) updated in place by
+  /// llama.update_cache, attention by llama.custom_sdpa (SDPACustom,
+  /// source_transformation/sdpa.py).
+  Custom,
+  /// Without it: KVCache (caches [1, Hkv, M, hd], attention.py) updated in
+  /// place by index_copy_ at arange(S) + start_pos (enable_dynamic_shape),
+  /// attention by aten.scaled_dot_product_attention with the bool mask
+  /// mask.narrow(0, start_pos, S).
+  Plain,
+};
+/// "none", "custom", "plain"
+std::string_view name(SynthKvCache kv);
+std::optional<SynthKvCache> parseSynthKvCache(std::string_view text);
 /// "none", "4w", "8da4w", "pt2e-8w", "qat-4w", "qat-8da4w"
 std::string_view name(SynthQuant quant);
 std::optional<SynthQuant> parseSynthQuant(std::string_view text);
@@ -105,6 +127,8 @@ struct LlamaSynthOptions {
   /// graft's earlier spelling of a dynamic position: the tables are cut
   /// [:seqlen] from 0 and the position is only read and constrained.
   bool ropePrefixSlice = false;
+  /// A KV cache (implies dynamicPos; maxSeqLen is the cache length).
+  SynthKvCache kvCache = SynthKvCache::None;
   /// 4w / 8da4w: whether the weights carry zero points. false writes
   /// dequantize_affine(..., zero_point=None), torchao's symmetric spelling
   /// (ZeroPointDomain.NONE), which a rule can see is zero without reading
