@@ -10,6 +10,8 @@ packages=(
   libvulkan-dev mesa-vulkan-drivers glslang-dev zlib1g-dev
   graphviz  # dot: pictures in HTML coverage reports (tested when present)
   python3   # scripts/check-layering.py: the Layering.* tests
+  # The Python package (python/, docs/python.md) and its tests (Python.*).
+  python3-dev pybind11-dev python3-numpy python3-pytest python3-torch
   "$@"
 )
 

@@ -73,9 +73,10 @@ def test_registered_ops_run_graft_reference_kernels():
     want = (q.float().reshape(4, 2, 32) * scale[:, :, None]).reshape(4, 64)
     assert got.dtype == torch.float32
     torch.testing.assert_close(got, want, rtol=0, atol=0)
-    x = torch.randn(6, 4)
+    x = torch.randn(6, 4, generator=torch.Generator().manual_seed(3))
     qt = torch.ops.quantized_decomposed.quantize_per_tensor(x, 0.05, 3, -128, 127, torch.int8)
-    want_q = torch.clamp(torch.round(x / 0.05) + 3, -128, 127).to(torch.int8)
+    # quantized_decomposed multiplies by the reciprocal (upstream _decomposed.py).
+    want_q = torch.clamp(torch.round(x * (1.0 / 0.05)) + 3, -128, 127).to(torch.int8)
     torch.testing.assert_close(qt, want_q, rtol=0, atol=0)
     dq = torch.ops.quantized_decomposed.dequantize_per_tensor(qt, 0.05, 3, -128, 127, torch.int8)
     torch.testing.assert_close(dq, (qt.float() - 3) * 0.05, rtol=0, atol=0)
