@@ -85,7 +85,7 @@ rule qat_fake_quant_decomposed_group benefit 60 tags(qat, legalize) {
     %xs = aten.mul.Tensor(%xr : _[$N, $NG, $G], %i1)
     %rd = aten.round(%xs)
     %ad = aten.add.Tensor(%rd, %zr)
-    %cl = aten.clamp(%ad, $qmin, $qmax)
+    %cl = aten.clamp.default(%ad, $qmin, $qmax)
     %qo = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%cl, [$N, $K])
     %qr = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%qo, [$N, $NG, $G])
     %sd = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($s, [$N, $NG, 1])
@@ -133,7 +133,7 @@ rule qat_fake_quant_decomposed_per_token benefit 60 tags(qat, legalize) {
     %xs = aten.mul.Tensor(%xr : _[$M, $K], %i1)
     %rd = aten.round(%xs)
     %ad = aten.add.Tensor(%rd, %zr)
-    %cl = aten.clamp(%ad, $qmin, $qmax)
+    %cl = aten.clamp.default(%ad, $qmin, $qmax)
     %qo = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%cl, [$M, $K])?
     %qr = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%qo, [$M, $K])?
     %sd = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($s, [$M, 1])
@@ -172,7 +172,7 @@ rule qat_fake_quant_decomposed_per_token_3d benefit 60 tags(qat, legalize) {
     %xs = aten.mul.Tensor(%xr : _[$B, $S, $K], %i1)
     %rd = aten.round(%xs)
     %ad = aten.add.Tensor(%rd, %zr)
-    %cl = aten.clamp(%ad, $qmin, $qmax)
+    %cl = aten.clamp.default(%ad, $qmin, $qmax)
     %qo = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%cl, [$B, $S, $K])?
     %qr = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)(%qo, [$B, $S, $K])?
     %sd = (aten.view | aten.view_copy | aten.reshape | aten._unsafe_view)($s, [$B, $S, 1])

@@ -222,8 +222,6 @@ Expected<const rewrite::CompiledRules *> RuleSet::compiled(rewrite::RulePhase ph
 }
 
 void RuleSet::take(std::vector<rewrite::Rule> rules, const std::vector<std::string> &files) {
-  compiled_[0].reset();
-  compiled_[1].reset();
   for (std::size_t i = 0; i < rules.size(); ++i) {
     rewrite::Rule &r = rules[i];
     // A file imported by several loaded files contributes its rules once.
@@ -232,11 +230,44 @@ void RuleSet::take(std::vector<rewrite::Rule> rules, const std::vector<std::stri
     if (std::find(seen_.begin(), seen_.end(), id) != seen_.end())
       continue;
     seen_.push_back(id);
-    (r.phase == rewrite::RulePhase::Legalize ? legalize_ : fuse_).push_back(std::move(r));
+    all_.push_back(std::move(r));
   }
   for (const std::string &f : files)
     if (std::find(files_.begin(), files_.end(), f) == files_.end())
       files_.push_back(f);
+  select();
+}
+
+namespace {
+bool isLossy(const rewrite::Rule &r) {
+  return std::find(r.tags.begin(), r.tags.end(), "lossy") != r.tags.end();
+}
+} // namespace
+
+void RuleSet::select() {
+  compiled_[0].reset();
+  compiled_[1].reset();
+  legalize_.clear();
+  fuse_.clear();
+  for (const rewrite::Rule &r : all_)
+    if (allowLossy_ || !isLossy(r))
+      (r.phase == rewrite::RulePhase::Legalize ? legalize_ : fuse_).push_back(r);
+}
+
+void RuleSet::allowLossy(bool allow) {
+  if (allow == allowLossy_)
+    return;
+  allowLossy_ = allow;
+  select();
+}
+
+std::vector<const rewrite::Rule *> RuleSet::heldBack() const {
+  std::vector<const rewrite::Rule *> out;
+  if (!allowLossy_)
+    for (const rewrite::Rule &r : all_)
+      if (isLossy(r))
+        out.push_back(&r);
+  return out;
 }
 
 Status RuleSet::addPath(const std::string &path, SourceManager *sources) {
@@ -342,6 +373,13 @@ std::string formatFuseResult(const FuseResult &result, const RuleSet &rules) {
       continue; // fuse() compiled them already; nothing ran otherwise
     out += std::string("phase ") + rewrite::name(phase) + ":\n";
     out += rewrite::formatResult(result.pass(phase), **compiled);
+  }
+  std::vector<const rewrite::Rule *> held = rules.heldBack();
+  if (!held.empty()) {
+    out += "not run (lossy; --allow-lossy runs them):";
+    for (const rewrite::Rule *r : held)
+      out += " " + r->name + (r->variant ? "#" + std::to_string(r->variant) : "");
+    out += "\n";
   }
   return out;
 }
@@ -620,6 +658,7 @@ Status rulesPass(CompileState &st) {
   }
   for (const std::string &path : st.options.rules)
     GRAFT_CHECK_OK(st.rules.addPath(path, st.options.sources));
+  st.rules.allowLossy(st.options.allowLossy);
   for (rewrite::RulePhase phase : rewrite::kRulePhases)
     if (!st.rules.rules(phase).empty()) {
       GRAFT_TRY(auto compiled, st.rules.compiled(phase));

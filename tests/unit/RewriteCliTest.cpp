@@ -152,6 +152,23 @@ TEST(RewriteCli, BadInvocationsAreUserErrors) {
     EXPECT_EQ(graft(std::string(cmd) + " --help").code, 0) << cmd;
 }
 
+// Lossy rules (tag `lossy`) are opt-in: fuse leaves the Q -> DQ pair and says
+// which rule it did not run; --allow-lossy folds it.
+TEST(RewriteCli, LossyRulesRunOnlyWithAllowLossy) {
+  const std::string input =
+      std::string(GRAFT_TEST_DATA_DIR) + "/golden/rules/qdq_q_dq_fold/input.gir";
+  RunResult kept = graft("fuse " + input + " -o " + temp("lossy_default.gir"));
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  EXPECT_EQ((kept.out + kept.err).find("fired qdq_fold_q_dq"), std::string::npos) << kept.out;
+  EXPECT_NE((kept.out + kept.err).find("not run (lossy; --allow-lossy runs them): qdq_fold_q_dq"),
+            std::string::npos)
+      << kept.out << kept.err;
+  RunResult folded = graft("fuse " + input + " --allow-lossy -o " + temp("lossy_allowed.gir"));
+  ASSERT_EQ(folded.code, 0) << folded.err;
+  EXPECT_NE((folded.out + folded.err).find("fired qdq_fold_q_dq"), std::string::npos)
+      << folded.out << folded.err;
+}
+
 // Without FILEs, verify-rules checks the shipped rules of every phase.
 TEST(RewriteCli, VerifyRulesDefaultsToTheShippedRules) {
   RunResult r = graft("verify-rules --instances 1 --rule dequantize_affine_f64_scale "

@@ -7,6 +7,8 @@
 //   expected.txt  what fired, per-rule statistics and the FQN registry
 //   explain.txt   (optional) `graft explain` over all rules on input.gir:
 //                 negative cases use it to pin the predicate that fails
+//   options.txt   (optional) fuse flags, one per line: `allow-lossy` also
+//                 runs the rules tagged lossy (they are off by default)
 // A new case is a new directory. The fused graph must verify; when the input
 // carries data for every constant it must compute the same outputs as the
 // input within the largest tolerance of the rules that fired. Paths in the
@@ -31,6 +33,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 using namespace graft;
 namespace fs = std::filesystem;
@@ -57,6 +60,17 @@ TEST_P(RuleLibraryGolden, FusesToTheExpectedGraph) {
   Status loaded = rules.addPath(test::patternsDir().string(), &sources);
   ASSERT_TRUE(loaded.ok()) << render(loaded.diags(), &sources);
   ASSERT_GT(rules.size(), 0u) << "no rules in " << test::patternsDir();
+  // options.txt, when there is one: the flags graft fuse would be given, one
+  // per line (allow-lossy).
+  if (fs::exists(dir / "options.txt")) {
+    std::stringstream options(test::readOrEmpty(dir / "options.txt"));
+    for (std::string option; std::getline(options, option);) {
+      if (option == "allow-lossy")
+        rules.allowLossy();
+      else if (!option.empty())
+        FAIL() << dir / "options.txt" << ": unknown option '" << option << "'";
+    }
+  }
   auto graph = parseGraphFile((dir / "input.gir").string(), &sources);
   ASSERT_TRUE(graph.ok()) << render(graph.diags(), &sources);
   auto before = parseGraphFile((dir / "input.gir").string());

@@ -86,10 +86,13 @@ Expected<std::vector<std::string>> expandRulePaths(const std::vector<std::string
 /// The rules a command runs: the .pat files and directories in `values`
 /// (imports included, each rule once), or the shipped library when there are
 /// none; one graft::RuleSet, every phase compiled, as `graft compile` loads
-/// them. Prints warnings; on failure prints the diagnostics (prefixed with
-/// `graft CMD: ` where they have no location), sets `status`, returns nullopt.
+/// them; rules tagged `lossy` run only with `allowLossy`. Prints warnings; on
+/// failure prints the diagnostics (prefixed with `graft CMD: ` where they
+/// have no location), sets `status`, returns nullopt.
 std::optional<RuleSet> loadRuleSet(const std::vector<std::string> &values, const char *cmd,
-                                   SourceManager &sources, int &status);
+                                   SourceManager &sources, int &status, bool allowLossy = false);
+/// The --allow-lossy flag of the commands that run rules.
+FlagSpec allowLossyFlag();
 
 Command makePrintCommand();
 Command makeVerifyCommand();

@@ -102,7 +102,8 @@ Command makeCompileCommand() {
   Command c;
   c.name = "compile";
   c.usage = "graft compile MODEL.{pt2,gir} -o OUT.vkprog [--rules DIR|FILE]... "
-            "[--no-default-rules] [--target PROFILE] [--report FILE.{json,md,html,xml}] [--json] "
+            "[--no-default-rules] [--allow-lossy] [--target PROFILE] "
+            "[--report FILE.{json,md,html,xml}] [--json] "
             "[--fused-pt2 OUT.pt2] [--embed-reference] [--quiet] [--print-pipeline]";
   c.summary = "Compile a model to a Vulkan program file (load, legalize, fuse, partition, write).";
   c.details =
@@ -120,6 +121,7 @@ Command makeCompileCommand() {
   c.flags = {{"o", true, "the program file to write", "OUT.vkprog"},
              {"rules", true, "rule file or directory, repeatable or comma-separated", "DIR|FILE"},
              {"no-default-rules", false, "leave out the shipped rule library"},
+             allowLossyFlag(),
              {"target", true, "device profile (default lavapipe)", "PROFILE"},
              {"device", true, "with --target host: the Vulkan device index", "N"},
              {"report", true, "write a rule-coverage report (.json, .md, .html, .xml)", "FILE"},
@@ -155,6 +157,7 @@ Command makeCompileCommand() {
     CompileOptions opts;
     opts.output = *out;
     opts.defaultRules = !args.has("no-default-rules");
+    opts.allowLossy = args.has("allow-lossy");
     opts.rules = splitList(args.all("rules"));
     if (auto t = args.get("target"))
       opts.target = *t;

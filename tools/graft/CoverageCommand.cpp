@@ -41,6 +41,7 @@ Command makeCoverageCommand() {
        "rule files or directories (*.pat), repeatable or comma-separated (default: the shipped "
        "rules)",
        "FILES"},
+      allowLossyFlag(),
       {"format", true, "json, md, junit or html", "FMT"},
       {"o", true, "write the report to FILE (default: stdout)", "FILE"},
       {"no-dot", false, "html: do not look for Graphviz dot"}};
@@ -63,7 +64,8 @@ Command makeCoverageCommand() {
 
     int status = kOk;
     SourceManager sources;
-    auto rules = loadRuleSet(args.all("rules"), "coverage", sources, status);
+    auto rules =
+        loadRuleSet(args.all("rules"), "coverage", sources, status, args.has("allow-lossy"));
     if (!rules)
       return status;
     auto report = emptyCoverage(*rules);

@@ -98,6 +98,7 @@ Command makeFuseCommand() {
               "rule files or directories (*.pat), repeatable or comma-separated (default: the "
               "shipped rules)",
               "FILES"},
+             allowLossyFlag(),
              {"o", true, "write the rewritten graph to OUT", "OUT"},
              {"json", false, "print the report as JSON"},
              {"verify-each", false, "verify the graph after every rewrite"},
@@ -124,7 +125,7 @@ Command makeFuseCommand() {
     options.topDown = args.has("top-down");
     options.onlyRules = args.all("rule");
     SourceManager sources;
-    auto rules = loadRuleSet(args.all("rules"), "fuse", sources, status);
+    auto rules = loadRuleSet(args.all("rules"), "fuse", sources, status, args.has("allow-lossy"));
     if (!rules)
       return status;
     const std::string &path = args.positional[0];
@@ -264,6 +265,7 @@ Command makeExplainCommand() {
               "rule files or directories (*.pat), repeatable or comma-separated (default: the "
               "shipped rules)",
               "FILES"},
+             allowLossyFlag(),
              {"rule", true, "only this rule", "NAME"},
              {"node", true, "only this root node (value name, with or without %)", "NAME"},
              {"failures-only", false, "omit candidates that match"},
@@ -275,7 +277,8 @@ Command makeExplainCommand() {
     }
     int status = kOk;
     SourceManager sources;
-    auto rules = loadRuleSet(args.all("rules"), "explain", sources, status);
+    auto rules =
+        loadRuleSet(args.all("rules"), "explain", sources, status, args.has("allow-lossy"));
     if (!rules)
       return status;
     rewrite::ExplainOptions eo;
@@ -345,7 +348,7 @@ Command makeVerifyRulesCommand() {
     if (!instances || !seed)
       return status;
     SourceManager sources;
-    auto rules = loadRuleSet(args.positional, "verify-rules", sources, status);
+    auto rules = loadRuleSet(args.positional, "verify-rules", sources, status, /*allowLossy=*/true);
     if (!rules)
       return status;
     rewrite::RuleVerifyOptions vo;

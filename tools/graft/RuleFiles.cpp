@@ -51,8 +51,14 @@ Expected<std::vector<std::string>> expandRulePaths(const std::vector<std::string
   return out;
 }
 
+FlagSpec allowLossyFlag() {
+  return {"allow-lossy", false,
+          "also run rules tagged `lossy` (e.g. qdq_fold_q_dq, which drops a simulated "
+          "quantization)"};
+}
+
 std::optional<RuleSet> loadRuleSet(const std::vector<std::string> &values, const char *cmd,
-                                   SourceManager &sources, int &status) {
+                                   SourceManager &sources, int &status, bool allowLossy) {
   auto files = expandRulePaths(values);
   if (!files) {
     std::cerr << "graft " << cmd << ": ";
@@ -77,6 +83,7 @@ std::optional<RuleSet> loadRuleSet(const std::vector<std::string> &values, const
   }
   for (const Diagnostic &w : rules.warnings)
     std::cerr << render(w, &sources);
+  rules.allowLossy(allowLossy);
   for (rewrite::RulePhase phase : rewrite::kRulePhases) {
     auto compiled = rules.compiled(phase);
     if (!compiled) {

@@ -71,6 +71,17 @@ public:
   /// Adds rules from .pat text held in memory; `name` is used in diagnostics.
   Status addText(std::string_view text, const std::string &name, SourceManager *sources = nullptr);
 
+  /// Rules tagged `lossy` change results by more than rounding (e.g.
+  /// qdq_fold_q_dq removes a simulated quantization: up to s/2 per element,
+  /// unbounded where it saturated). They are loaded but run only when
+  /// allowed: rules(), compiled() and size() leave them out until then.
+  /// verify-rules allows them, so they are still checked within their
+  /// stated tolerance.
+  void allowLossy(bool allow = true);
+  bool lossyAllowed() const { return allowLossy_; }
+  /// The lossy rules left out (empty once allowed).
+  std::vector<const rewrite::Rule *> heldBack() const;
+
   std::size_t size() const { return legalize_.size() + fuse_.size(); }
   const std::vector<std::string> &files() const { return files_; }
   const std::vector<rewrite::Rule> &legalizeRules() const { return legalize_; }
@@ -85,7 +96,11 @@ public:
 
 private:
   void take(std::vector<rewrite::Rule> rules, const std::vector<std::string> &files);
-  std::vector<rewrite::Rule> legalize_, fuse_;
+  /// Rebuilds legalize_ and fuse_ from all_ (load order kept).
+  void select();
+  std::vector<rewrite::Rule> all_;             ///< every rule loaded, in load order
+  std::vector<rewrite::Rule> legalize_, fuse_; ///< the rules that run, per phase
+  bool allowLossy_ = false;
   mutable std::shared_ptr<const rewrite::CompiledRules> compiled_[2];
   std::vector<std::string> files_;
   std::vector<std::string> seen_; ///< rule identities (file:line:col/variant) already taken
@@ -174,6 +189,8 @@ struct CompileOptions {
   int deviceIndex = -1;           ///< for target "host"
   bool defaultRules = true;       ///< include the shipped rules
   std::vector<std::string> rules; ///< user .pat files or directories
+  /// Also run the rules tagged `lossy` (RuleSet::allowLossy).
+  bool allowLossy = false;
   /// Where to write the program; empty: compile only.
   std::string output;
   /// A directory caching compiled SPIR-V across runs, keyed by the hash of
