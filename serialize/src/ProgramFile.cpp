@@ -5,7 +5,8 @@
 //   0   header (64 bytes): magic, version, section count, file size,
 //       section-table offset, section-table hash
 //   64  section table: per section tag[8], offset, size, hash
-//   ..  META, GRAPH, [REFGRAPH], CONSTS, PLAN, PROV (text / JSON)
+//   ..  META, GRAPH, [REFGRAPH], CONSTS, PLAN, PROV (text / JSON),
+//       SHADERS (JSON), SPIRV (the modules, 4-byte aligned)
 //   ..  DATA (64-byte aligned), blobs 64-byte aligned within it
 //
 // Metadata sections carry an FNV-1a hash, checked on every read. The DATA
@@ -31,6 +32,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sys/stat.h>
 #include <tuple>
 #include <unistd.h>
@@ -48,6 +50,16 @@ constexpr uint64_t kHeaderBytes = 64;
 constexpr uint64_t kTableEntryBytes = 32;
 /// Sections the reader requires, in the order they are written.
 const char *const kRequiredSections[] = {"META", "GRAPH", "CONSTS", "PLAN", "PROV", "DATA"};
+/// Sections version 2 added: the shaders compiled at compile time.
+const char *const kShaderSections[] = {"SHADERS", "SPIRV"};
+/// The first word of every SPIR-V module.
+constexpr uint32_t kSpirvMagic = 0x07230203;
+/// A SPIR-V module's header is five words (magic, version, generator, bound, schema).
+constexpr uint64_t kSpirvHeaderBytes = 20;
+/// Bounds a stored variant's metadata must respect (the runtime's pipeline
+/// layout and any Vulkan device's workgroup limits are far inside them).
+constexpr uint32_t kMaxShaderBindings = 32;
+constexpr uint32_t kMaxLocalSize = 1024;
 
 uint64_t alignUp(uint64_t v, uint64_t a) {
   return (v + a - 1) / a * a;
@@ -282,6 +294,43 @@ json planJson(const Program &p) {
           {"cpu_subgraphs", groups(p.cpuSubgraphs)}};
 }
 
+/// SHADERS and SPIRV: each distinct module once (variants whose SPIR-V is
+/// byte-identical share it), 4-byte aligned as SPIR-V words are.
+std::pair<json, std::string> shaderSections(const Program &p, ProgramStats &stats) {
+  json variants = json::array(), modules = json::array();
+  std::string spirv;
+  std::multimap<uint64_t, std::size_t> byHash;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges; // (offset, size) per module
+  for (const ProgramShader &sh : p.shaders) {
+    const char *bytes = reinterpret_cast<const char *>(sh.spirv.data());
+    uint64_t size = sh.spirv.size() * sizeof(uint32_t);
+    uint64_t h = contentHash(reinterpret_cast<const uint8_t *>(bytes), size);
+    std::size_t module = ranges.size();
+    auto [lo, hi] = byHash.equal_range(h);
+    for (auto it = lo; it != hi && module == ranges.size(); ++it)
+      if (ranges[it->second].second == size &&
+          std::memcmp(spirv.data() + ranges[it->second].first, bytes, size) == 0)
+        module = it->second;
+    if (module == ranges.size()) {
+      ranges.emplace_back(spirv.size(), size);
+      byHash.emplace(h, module);
+      modules.push_back({{"offset", spirv.size()}, {"size", size}, {"hash", hex64(h)}});
+      spirv.append(bytes, size);
+    }
+    variants.push_back({{"name", sh.variant},
+                        {"template", sh.templateName},
+                        {"source_hash", hex64(sh.sourceHash)},
+                        {"module", module},
+                        {"bindings", sh.bindings},
+                        {"local_size", {sh.localSize[0], sh.localSize[1], sh.localSize[2]}}});
+  }
+  stats.shaderVariants = p.shaders.size();
+  stats.spirvModules = ranges.size();
+  stats.spirvBytes = spirv.size();
+  json index = {{"compiler", p.shaderCompiler}, {"modules", modules}, {"variants", variants}};
+  return {std::move(index), std::move(spirv)};
+}
+
 json provenanceJson(const Program &p) {
   json a = json::array();
   for (const ProgramProvenance &e : p.provenance)
@@ -409,10 +458,11 @@ public:
     if (std::memcmp(header.data(), kProgramMagic, 8) != 0)
       return fail("header", "not a graft program file (bad magic)");
     uint32_t version = get<uint32_t>(header, 8);
-    if (version != kProgramVersion)
+    if (version < kProgramMinVersion || version > kProgramVersion)
       return fail("header", "unsupported format version " + std::to_string(version) +
-                                " (this graft reads version " + std::to_string(kProgramVersion) +
-                                ")");
+                                " (this graft reads versions " +
+                                std::to_string(kProgramMinVersion) + " to " +
+                                std::to_string(kProgramVersion) + ")");
     uint32_t count = get<uint32_t>(header, 12);
     uint64_t recordedSize = get<uint64_t>(header, 16);
     uint64_t tableOffset = get<uint64_t>(header, 24);
@@ -450,6 +500,13 @@ public:
     for (const char *tag : kRequiredSections)
       if (!sections_.count(tag))
         return fail(tag, "section is missing");
+    // Version 1 predates compiled shaders: its files have no SPIR-V, and
+    // the runtime compiles their shaders itself.
+    if (version >= 2)
+      for (const char *tag : kShaderSections)
+        if (!sections_.count(tag))
+          return fail(tag, "section is missing (a version " + std::to_string(version) +
+                               " file stores its compiled shaders)");
 
     GRAFT_TRY(json meta, jsonSection(in, "META"));
     GRAFT_TRY(std::string graphText, textSection(in, "GRAPH"));
@@ -462,6 +519,7 @@ public:
                               "-byte aligned (offset " + std::to_string(data.offset) + ")");
 
     Program p;
+    p.version = version;
     try {
       GRAFT_CHECK_OK(readMeta(meta, p));
     } catch (const json::exception &e) {
@@ -487,11 +545,25 @@ public:
     } catch (const json::exception &e) {
       return fail("PROV", std::string("malformed: ") + e.what());
     }
+    ProgramStats shaderStats;
+    if (version >= 2) {
+      GRAFT_TRY(json shaders, jsonSection(in, "SHADERS"));
+      GRAFT_TRY(std::string spirv, textSection(in, "SPIRV"));
+      try {
+        GRAFT_CHECK_OK(readShaders(shaders, spirv, p, shaderStats));
+      } catch (const json::exception &e) {
+        return fail("SHADERS", std::string("malformed: ") + e.what());
+      }
+    }
     GRAFT_CHECK_OK(verifySection(*p.graph, "GRAPH"));
     if (p.reference)
       GRAFT_CHECK_OK(verifySection(*p.reference, "REFGRAPH"));
-    if (stats)
+    if (stats) {
       stats->fileBytes = fileSize_;
+      stats->shaderVariants = shaderStats.shaderVariants;
+      stats->spirvModules = shaderStats.spirvModules;
+      stats->spirvBytes = shaderStats.spirvBytes;
+    }
     return p;
   }
 
@@ -752,6 +824,71 @@ private:
     return okStatus();
   }
 
+  /// SHADERS against SPIRV: every module lies inside SPIRV on a word
+  /// boundary, starts with the SPIR-V magic and matches its hash; every
+  /// variant names one module, once, with plausible metadata. The runtime
+  /// hands these words to the driver, so nothing unchecked gets that far.
+  Status readShaders(const json &j, const std::string &spirv, Program &p, ProgramStats &st) {
+    p.shaderCompiler = j.at("compiler").get<std::string>();
+    std::vector<std::vector<uint32_t>> modules;
+    for (const json &m : j.at("modules")) {
+      uint64_t offset = m.at("offset").get<uint64_t>(), size = m.at("size").get<uint64_t>();
+      std::string label = "module " + std::to_string(modules.size());
+      if (offset > spirv.size() || size > spirv.size() - offset)
+        return fail("SPIRV", label + " (offset " + std::to_string(offset) + ", " +
+                                 std::to_string(size) + " bytes) lies outside the section (" +
+                                 std::to_string(spirv.size()) + " bytes): truncated?");
+      if (offset % 4 || size % 4)
+        return fail("SPIRV", label + " (offset " + std::to_string(offset) + ", " +
+                                 std::to_string(size) + " bytes) is not made of 4-byte words");
+      if (size < kSpirvHeaderBytes)
+        return fail("SPIRV", label + " has " + std::to_string(size) +
+                                 " bytes, less than a SPIR-V header (truncated)");
+      const uint8_t *bytes = reinterpret_cast<const uint8_t *>(spirv.data()) + offset;
+      if (get<uint32_t>(spirv, offset) != kSpirvMagic)
+        return fail("SPIRV", label + " is not SPIR-V (bad magic number)");
+      std::string h = m.at("hash").get<std::string>();
+      if (hex64(contentHash(bytes, size)) != h)
+        return fail("SPIRV", label + ": content hash mismatch (the file is damaged)");
+      std::vector<uint32_t> words(size / 4);
+      std::memcpy(words.data(), bytes, size);
+      modules.push_back(std::move(words));
+    }
+    std::set<std::string> names;
+    for (const json &v : j.at("variants")) {
+      ProgramShader sh;
+      sh.variant = v.at("name").get<std::string>();
+      sh.templateName = v.at("template").get<std::string>();
+      std::string label = "variant '" + sh.variant + "'";
+      if (sh.variant.empty() || !names.insert(sh.variant).second)
+        return fail("SHADERS", label + " is empty or appears twice");
+      sh.sourceHash = std::strtoull(v.at("source_hash").get<std::string>().c_str(), nullptr, 16);
+      std::size_t module = v.at("module").get<std::size_t>();
+      if (module >= modules.size())
+        return fail("SHADERS", label + ": module " + std::to_string(module) + " does not exist (" +
+                                   std::to_string(modules.size()) + " modules)");
+      sh.bindings = v.at("bindings").get<uint32_t>();
+      if (sh.bindings == 0 || sh.bindings > kMaxShaderBindings)
+        return fail("SHADERS", label + ": " + std::to_string(sh.bindings) +
+                                   " bindings (expected 1 to " +
+                                   std::to_string(kMaxShaderBindings) + ")");
+      const json &ls = v.at("local_size");
+      if (!ls.is_array() || ls.size() != 3)
+        return fail("SHADERS", label + ": local_size must be [x, y, z]");
+      for (std::size_t i = 0; i < 3; ++i) {
+        sh.localSize[i] = ls[i].get<uint32_t>();
+        if (sh.localSize[i] == 0 || sh.localSize[i] > kMaxLocalSize)
+          return fail("SHADERS", label + ": local_size " + ls.dump() + " out of range");
+      }
+      sh.spirv = modules[module];
+      p.shaders.push_back(std::move(sh));
+    }
+    st.shaderVariants = p.shaders.size();
+    st.spirvModules = modules.size();
+    st.spirvBytes = spirv.size();
+    return okStatus();
+  }
+
   Status readProvenance(const json &j, Program &p) {
     for (const json &e : j) {
       ProgramProvenance pe;
@@ -816,6 +953,10 @@ Expected<ProgramStats> writeProgram(const Program &program, const std::string &p
 
   sections.emplace_back("PLAN", planJson(program).dump(1));
   sections.emplace_back("PROV", provenanceJson(program).dump(1));
+  ProgramStats shaderStats;
+  auto [shaderIndex, spirv] = shaderSections(program, shaderStats);
+  sections.emplace_back("SHADERS", shaderIndex.dump(1));
+  sections.emplace_back("SPIRV", std::move(spirv));
 
   // Layout: header, table, DATA, then the metadata sections. DATA comes
   // first so that constants stream: each is loaded (a mapped weight, or a
@@ -828,7 +969,7 @@ Expected<ProgramStats> writeProgram(const Program &program, const std::string &p
   GRAFT_CHECK_OK(out.open(path));
   GRAFT_CHECK_OK(out.pad(dataOffset));
 
-  ProgramStats stats;
+  ProgramStats stats = shaderStats;
   std::vector<Blob> blobs;
   std::vector<Binding> bindings;
   std::multimap<std::pair<uint64_t, uint64_t>, std::size_t> index;

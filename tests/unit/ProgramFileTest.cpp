@@ -153,7 +153,7 @@ std::vector<Sec> sections(const std::string &b) {
 
 /// Reassembles a consistent file (offsets, sizes, hashes, file size) from
 /// sections, so a test can damage exactly one thing.
-std::string assemble(const std::vector<Sec> &secs) {
+std::string assemble(const std::vector<Sec> &secs, uint32_t version = kProgramVersion) {
   std::string table, body;
   uint64_t at = 64 + secs.size() * 32;
   std::vector<uint64_t> offsets;
@@ -183,7 +183,7 @@ std::string assemble(const std::vector<Sec> &secs) {
   }
   std::string header(64, '\0');
   std::memcpy(header.data(), kProgramMagic, 8);
-  setU32(header, 8, kProgramVersion);
+  setU32(header, 8, version);
   setU32(header, 12, static_cast<uint32_t>(secs.size()));
   setU64(header, 16, 64 + table.size() + body.size());
   setU64(header, 24, 64);
@@ -321,7 +321,10 @@ TEST_F(ProgramFileTest, HeaderCorruption) {
   expectError(b, "header", "bad magic");
   b = valid;
   setU32(b, 8, kProgramVersion + 1);
-  expectError(b, "header", "unsupported format version 2");
+  expectError(b, "header", "unsupported format version " + std::to_string(kProgramVersion + 1));
+  b = valid;
+  setU32(b, 8, 0);
+  expectError(b, "header", "unsupported format version 0");
   b = valid;
   setU32(b, 12, 1000);
   expectError(b, "header", "section count");
@@ -546,6 +549,153 @@ TEST_F(ProgramFileTest, NotAProgram) {
       << dir.diags().front().message;
   std::string gir = std::string(GRAFT_TEST_DATA_DIR) + "/golden/vulkan/llama_block_4w_et_vk.gir";
   EXPECT_FALSE(isProgramFile(gir));
+}
+
+} // namespace
+} // namespace graft
+
+namespace graft {
+namespace {
+
+/// Words that pass for a SPIR-V module: the magic, a version, then `seed`.
+std::vector<uint32_t> fakeSpirv(uint32_t seed, std::size_t words = 12) {
+  std::vector<uint32_t> w(words, seed);
+  w[0] = 0x07230203;
+  w[1] = 0x00010300;
+  return w;
+}
+
+/// makeProgram() with three shader variants, two of them byte-identical.
+Program makeShaderProgram() {
+  Program p = makeProgram();
+  p.shaderCompiler = "glslang 12.0.0, SPIR-V 1.3, Vulkan 1.1";
+  p.shaders.push_back({"binary_add_float", "binary", 0x1111, 3, {64, 1, 1}, fakeSpirv(1)});
+  p.shaders.push_back({"binary_mul_float", "binary", 0x2222, 3, {64, 1, 1}, fakeSpirv(2, 20)});
+  p.shaders.push_back({"copy_float_float", "copy", 0x3333, 2, {32, 2, 1}, fakeSpirv(1)});
+  return p;
+}
+
+TEST_F(ProgramFileTest, ShadersRoundTripWithIdenticalModulesStoredOnce) {
+  Program p = makeShaderProgram();
+  auto written = writeProgram(p, path("s.vkprog"));
+  ASSERT_TRUE(written.ok()) << render(written.diags());
+  EXPECT_EQ(written->shaderVariants, 3u);
+  EXPECT_EQ(written->spirvModules, 2u); // binary_add_float and copy_float_float share one
+  EXPECT_EQ(written->spirvBytes, (12u + 20u) * 4u);
+  ProgramStats st;
+  auto back = readProgram(path("s.vkprog"), {}, &st);
+  ASSERT_TRUE(back.ok()) << render(back.diags());
+  EXPECT_EQ(back->version, kProgramVersion);
+  EXPECT_EQ(back->shaderCompiler, p.shaderCompiler);
+  ASSERT_EQ(back->shaders.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(back->shaders[i].variant, p.shaders[i].variant);
+    EXPECT_EQ(back->shaders[i].templateName, p.shaders[i].templateName);
+    EXPECT_EQ(back->shaders[i].sourceHash, p.shaders[i].sourceHash);
+    EXPECT_EQ(back->shaders[i].bindings, p.shaders[i].bindings);
+    EXPECT_EQ(back->shaders[i].localSize, p.shaders[i].localSize);
+    EXPECT_EQ(back->shaders[i].spirv, p.shaders[i].spirv);
+  }
+  EXPECT_EQ(st.shaderVariants, 3u);
+  EXPECT_EQ(st.spirvModules, 2u);
+  // Deterministic: writing what was read gives the same bytes.
+  ASSERT_TRUE(writeProgram(*back, path("s2.vkprog")).ok());
+  EXPECT_EQ(*readFile(path("s.vkprog")), *readFile(path("s2.vkprog")));
+}
+
+// Damaged SHADERS / SPIRV sections are user errors naming the file and the
+// section, never a crash and never words handed to a driver.
+TEST_F(ProgramFileTest, ShaderSectionCorruption) {
+  ASSERT_TRUE(writeProgram(makeShaderProgram(), path("s.vkprog")).ok());
+  std::string valid = *readFile(path("s.vkprog"));
+  auto secs = sections(valid);
+  auto expectError = [&](const std::string &bytes, const std::string &what) {
+    std::string msg = readError(bytes);
+    EXPECT_NE(msg.find(path("bad.vkprog") + ": "), std::string::npos) << msg;
+    EXPECT_NE(msg.find(what), std::string::npos) << "expected '" << what << "' in: " << msg;
+  };
+  auto withSpirv = [&](const std::function<void(std::string &)> &edit) {
+    std::vector<Sec> s2 = secs;
+    for (Sec &s : s2)
+      if (s.tag == "SPIRV")
+        edit(s.bytes);
+    return assemble(s2);
+  };
+  // A byte flipped in place: the section checksum catches it.
+  for (const char *tag : {"SHADERS", "SPIRV"}) {
+    std::string b = valid;
+    for (std::size_t i = 0; i < secs.size(); ++i)
+      if (secs[i].tag == tag)
+        b[u64(valid, 64 + i * 32 + 8) + 9] ^= 0x20;
+    expectError(b, std::string("section ") + tag + ": checksum mismatch");
+  }
+  // Consistent files (checksums recomputed) whose content is wrong.
+  expectError(withSpirv([](std::string &b) { b.resize(b.size() - 8); }),
+              "section SPIRV: module 1 (offset 48, 80 bytes) lies outside the section (120 "
+              "bytes): truncated?");
+  expectError(withSpirv([](std::string &b) { b.clear(); }),
+              "section SPIRV: module 0 (offset 0, 48 bytes) lies outside the section (0 bytes)");
+  expectError(withSpirv([](std::string &b) { b[0] = 0; }),
+              "section SPIRV: module 0 is not SPIR-V (bad magic number)");
+  expectError(withSpirv([](std::string &b) { b[30] ^= 1; }),
+              "section SPIRV: module 0: content hash mismatch");
+  expectError(editJson(valid, "SHADERS", [](auto &j) { j["modules"][1]["size"] = 78; }),
+              "section SPIRV: module 1 (offset 48, 78 bytes) is not made of 4-byte words");
+  expectError(editJson(valid, "SHADERS", [](auto &j) { j["modules"][1]["size"] = 16; }),
+              "section SPIRV: module 1 has 16 bytes, less than a SPIR-V header");
+  expectError(editJson(valid, "SHADERS", [](auto &j) { j["variants"][1]["module"] = 9; }),
+              "section SHADERS: variant 'binary_mul_float': module 9 does not exist (2 modules)");
+  expectError(editJson(valid, "SHADERS", [](auto &j) { j["variants"][1]["bindings"] = 0; }),
+              "section SHADERS: variant 'binary_mul_float': 0 bindings");
+  expectError(editJson(valid, "SHADERS",
+                       [](auto &j) {
+                         j["variants"][2]["local_size"] = {0, 1, 1};
+                       }),
+              "section SHADERS: variant 'copy_float_float': local_size [0,1,1] out of range");
+  expectError(editJson(valid, "SHADERS",
+                       [](auto &j) {
+                         j["variants"][2]["local_size"] = {1, 1};
+                       }),
+              "local_size must be [x, y, z]");
+  expectError(
+      editJson(valid, "SHADERS", [](auto &j) { j["variants"][2]["name"] = "binary_add_float"; }),
+      "section SHADERS: variant 'binary_add_float' is empty or appears twice");
+  expectError(editJson(valid, "SHADERS", [](auto &j) { j.erase("variants"); }),
+              "section SHADERS: malformed");
+  expectError(editJson(valid, "SHADERS", [](auto &j) { j["modules"][0].erase("hash"); }),
+              "section SHADERS: malformed");
+  for (const char *tag : {"SHADERS", "SPIRV"}) {
+    std::vector<Sec> fewer;
+    for (const Sec &s : secs)
+      if (s.tag != tag)
+        fewer.push_back(s);
+    expectError(assemble(fewer), std::string("section ") + tag + ": section is missing");
+  }
+}
+
+// Version 1 predates compiled shaders: such files still read, with no shaders
+// (the runtime compiles them), while an unknown version is refused.
+TEST_F(ProgramFileTest, VersionOneFilesStillRead) {
+  std::vector<Sec> v1;
+  for (const Sec &s : sections(validBytes()))
+    if (s.tag != "SHADERS" && s.tag != "SPIRV")
+      v1.push_back(s);
+  ASSERT_TRUE(writeFileAtomic(path("v1.vkprog"), assemble(v1, 1)).ok());
+  auto back = readProgram(path("v1.vkprog"));
+  ASSERT_TRUE(back.ok()) << render(back.diags());
+  EXPECT_EQ(back->version, 1u);
+  EXPECT_TRUE(back->shaders.empty());
+  EXPECT_EQ(back->graph->numNodes(), 4u);
+  // Written back, it is a current-version file (with an empty shader set).
+  ASSERT_TRUE(writeProgram(*back, path("v2.vkprog")).ok());
+  auto again = readProgram(path("v2.vkprog"));
+  ASSERT_TRUE(again.ok()) << render(again.diags());
+  EXPECT_EQ(again->version, kProgramVersion);
+  std::string msg = readError(assemble(v1, kProgramVersion));
+  EXPECT_NE(msg.find("section SHADERS: section is missing (a version 2 file stores its compiled "
+                     "shaders)"),
+            std::string::npos)
+      << msg;
 }
 
 } // namespace

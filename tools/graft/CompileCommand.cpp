@@ -9,6 +9,7 @@
 // program file (graft/serialize/ProgramFile.h); docs/cli.md documents them.
 //
 //===----------------------------------------------------------------------===//
+#include "BenchProgram.h"
 #include "Cli.h"
 
 #include "graft/Compiler.h"
@@ -17,6 +18,7 @@
 #include "graft/serialize/Load.h"
 #include "graft/serialize/ProgramFile.h"
 #include "graft/vulkan/GraphExecutor.h"
+#include "graft/vulkan/ProgramShaders.h"
 
 #include <nlohmann/json.hpp>
 
@@ -104,20 +106,24 @@ Command makeCompileCommand() {
   c.usage = "graft compile MODEL.{pt2,gir} -o OUT.vkprog [--rules DIR|FILE]... "
             "[--no-default-rules] [--allow-lossy] [--target PROFILE] "
             "[--report FILE.{json,md,html,xml}] [--json] "
-            "[--fused-pt2 OUT.pt2] [--embed-reference] [--quiet] [--print-pipeline]";
+            "[--fused-pt2 OUT.pt2] [--embed-reference] [--shader-cache DIR] [--quiet] "
+            "[--print-pipeline]";
   c.summary = "Compile a model to a Vulkan program file (load, legalize, fuse, partition, write).";
   c.details =
       "Runs the whole pipeline: reads the model, applies the shipped rule library (compiled\n"
       "into graft; --no-default-rules leaves it out) and the --rules files or directories,\n"
       "legalization rules first, partitions the fused graph for the target profile (lavapipe,\n"
       "adreno, mali, host; default lavapipe) and writes the program atomically: the fused\n"
-      "graph, its constants (byte-identical ones once), the plan of every node and the\n"
-      "provenance of every constant the rules made (docs/program-format.md). Prints a short\n"
-      "summary; --json prints it as one object. --report writes a rule-coverage report of\n"
-      "the fusion pass (format by extension). --fused-pt2 also writes the fused graph as a\n"
-      ".pt2. --embed-reference stores the original graph too, so `graft run --check` needs\n"
-      "no source model. Progress is shown on a terminal unless --quiet. --print-pipeline\n"
-      "lists the passes these options run, in order, and exits (MODEL and -o optional).";
+      "graph, its constants (byte-identical ones once), the plan of every node, the\n"
+      "provenance of every constant the rules made and the SPIR-V of every shader variant\n"
+      "the device nodes may dispatch, compiled now so `graft run` needs no GLSL compiler\n"
+      "(--shader-cache DIR keeps compiled modules across runs; docs/program-format.md).\n"
+      "Prints a short summary; --json prints it as one object. --report writes a\n"
+      "rule-coverage report of the fusion pass (format by extension). --fused-pt2 also\n"
+      "writes the fused graph as a .pt2. --embed-reference stores the original graph too,\n"
+      "so `graft run --check` needs no source model. Progress is shown on a terminal unless\n"
+      "--quiet. --print-pipeline lists the passes these options run, in order, and exits\n"
+      "(MODEL and -o optional).";
   c.flags = {{"o", true, "the program file to write", "OUT.vkprog"},
              {"rules", true, "rule file or directory, repeatable or comma-separated", "DIR|FILE"},
              {"no-default-rules", false, "leave out the shipped rule library"},
@@ -128,6 +134,8 @@ Command makeCompileCommand() {
              {"json", false, "print the summary as one JSON object"},
              {"fused-pt2", true, "also write the fused graph as a .pt2", "OUT.pt2"},
              {"embed-reference", false, "store the original graph for `graft run --check`"},
+             {"shader-cache", true,
+              "cache compiled SPIR-V in DIR across runs (default: $GRAFT_VK_SHADER_CACHE)", "DIR"},
              {"quiet", false, "no progress and no summary (errors only)"},
              {"print-pipeline", false, "list the passes (name and what each does) and exit"}};
   c.run = [](const Args &args) {
@@ -166,6 +174,7 @@ Command makeCompileCommand() {
       return reportFailure(device.diags());
     opts.deviceIndex = *device;
     opts.embedReference = args.has("embed-reference");
+    opts.shaderCache = args.get("shader-cache").value_or("");
     std::optional<CoverageFormat> reportFormat;
     if (auto r = args.get("report")) {
       auto f = coverageFormatFromPath(*r);
@@ -267,6 +276,14 @@ int runProgramFile(const Args &args) {
     std::cerr << "graft run: error: --reference and --atol go with --check\n";
     return int(kUserError);
   }
+  if (args.has("bench") && args.has("check")) {
+    std::cerr << "graft run: error: --bench and --check are separate runs; pass one\n";
+    return int(kUserError);
+  }
+  if (!args.has("bench") && (args.has("warmup") || args.has("prefill"))) {
+    std::cerr << "graft run: error: --warmup and --prefill go with --bench\n";
+    return int(kUserError);
+  }
 
   auto inputs = buildRunInputs(g, args, seed, symbols);
   if (!inputs)
@@ -285,9 +302,14 @@ int runProgramFile(const Args &args) {
     return reportFailure(plan.diags());
   eopts.plan = std::move(*plan);
   eopts.allowCpuFallback = args.has("allow-cpu-fallback");
+  // Pipelines come from the program's SPIR-V: no GLSL is compiled from here.
+  if (Status s = vk::usePrecompiledShaders(**ctx, *program, path); !s)
+    return reportFailure(s.diags());
   auto exec = vk::GraphExecutor::create(**ctx, g, eopts);
   if (!exec)
     return reportFailure(exec.diags());
+  if (args.has("bench"))
+    return benchProgram(args, path, *program, **ctx, **exec);
   auto outputs = (*exec)->run(*inputs);
   if (!outputs)
     return reportFailure(outputs.diags());

@@ -221,7 +221,9 @@ Command makeRunCommand() {
   c.usage =
       "graft run FILE [--seed N] [--inputs NAME=VALUES]... [--sym NAME=INT]... [--json] "
       "[--all-values]\n       graft run PROGRAM.vkprog [--inputs ...] [--seed N] [--device N] "
-      "[--check [--reference MODEL] [--atol X]] [--allow-cpu-fallback] [--json]";
+      "[--check [--reference MODEL] [--atol X]] [--allow-cpu-fallback] [--json]\n"
+      "       graft run PROGRAM.vkprog --bench N [--warmup W] [--prefill M] [--sym NAME=INT]... "
+      "[--json]";
   c.summary = "Execute a graph with the reference interpreter (a .vkprog on the Vulkan device).";
   c.details =
       "User inputs not given with --inputs are random, generated from their prototypes with\n"
@@ -234,7 +236,13 @@ Command makeRunCommand() {
       "else the one embedded by `graft compile --embed-reference`, else the model path\n"
       "recorded in the program. The program runs as compiled: nodes planned for the CPU run\n"
       "there, and a node planned for the device that cannot run on this device is an error\n"
-      "naming it, unless --allow-cpu-fallback runs it on the CPU (reported as cpu-fallback).";
+      "naming it, unless --allow-cpu-fallback runs it on the CPU (reported as cpu-fallback).\n"
+      "Its pipelines come from the SPIR-V `graft compile` stored in it: no GLSL is compiled.\n"
+      "--bench N runs a program N times after W warm-up runs (default 1) and reports its\n"
+      "throughput (tokens per second) and every dispatch's device time from timestamp\n"
+      "queries, by op family; a program with a symbolic token count (graft synth llama\n"
+      "--dynamic-seq) is measured as prefill (M = --prefill, else its --sym value, else 32)\n"
+      "and decode (M = 1). See docs/cli.md.";
   c.flags = {{"seed", true, "seed for random inputs (default 0)", "N"},
              {"inputs", true, "value for one user input (repeatable)", "NAME=VALUES"},
              {"sym", true, "value of a symbolic dim (repeatable)", "NAME=INT"},
@@ -249,7 +257,10 @@ Command makeRunCommand() {
              {"reference", true, "PROGRAM: the original model for --check", "MODEL"},
              {"atol", true, "PROGRAM: with --check, fail when the max abs error exceeds X", "X"},
              {"allow-cpu-fallback", false,
-              "PROGRAM: run a device node this device cannot run on the CPU instead of failing"}};
+              "PROGRAM: run a device node this device cannot run on the CPU instead of failing"},
+             {"bench", true, "PROGRAM: time N runs per phase (device time by op family)", "N"},
+             {"warmup", true, "PROGRAM: with --bench, untimed runs first (default 1)", "W"},
+             {"prefill", true, "PROGRAM: with --bench, the prefill token count (default 32)", "M"}};
   c.run = [](const Args &args) {
     if (args.positional.size() != 1) {
       std::cerr << "graft run: error: expected exactly one FILE\n";
@@ -257,7 +268,8 @@ Command makeRunCommand() {
     }
     if (isProgramFile(args.positional[0]))
       return runProgramFile(args);
-    for (const char *flag : {"device", "check", "reference", "atol", "allow-cpu-fallback"})
+    for (const char *flag : {"device", "check", "reference", "atol", "allow-cpu-fallback", "bench",
+                             "warmup", "prefill"})
       if (args.has(flag)) {
         std::cerr << "graft run: error: --" << flag
                   << " applies to program files (.vkprog); use `graft run-vk` for a graph\n";

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <utility>
 
 namespace graft::vk {
 
@@ -333,6 +334,8 @@ struct Pipeline {
 };
 
 constexpr uint32_t kPushConstantBytes = 128;
+/// Timestamp queries per profiling pool: two per dispatch.
+constexpr uint32_t kProfileQueriesPerPool = 1024;
 constexpr uint32_t kSetsPerPool = 512;
 constexpr uint32_t kDescriptorsPerPool = kSetsPerPool * 8;
 
@@ -360,6 +363,20 @@ struct Context::Impl {
   bool deviceLocalIsHostVisible = false;
   uint32_t stagingType = UINT32_MAX; ///< host-visible coherent type
   double lastDeviceNs = 0;
+  uint32_t timestampValidBits = 0;
+  // Profiling (setProfiling): pools of kProfileQueriesPerPool queries, used
+  // in order within a recording; the variant and label of each timed
+  // dispatch of the recording; what completed submissions measured.
+  bool profiling = false;
+  std::vector<VkQueryPool> profilePools;
+  uint32_t profileQueries = 0; ///< queries written in the current recording
+  struct Profiled {
+    std::string variant, label;
+    uint32_t before = 0; ///< its first query; the second follows
+  };
+  std::vector<Profiled> profiled;
+  std::vector<DispatchTiming> timings;
+  std::string dispatchLabel;
   ContextStats stats;
   std::vector<std::pair<std::shared_ptr<BufferHandles>, std::string>> statusChecks;
 
@@ -379,6 +396,8 @@ struct Context::Impl {
       vkDestroyDescriptorPool(core->device, pool, nullptr);
     if (queryPool)
       vkDestroyQueryPool(core->device, queryPool, nullptr);
+    for (VkQueryPool pool : profilePools)
+      vkDestroyQueryPool(core->device, pool, nullptr);
     if (fence)
       vkDestroyFence(core->device, fence, nullptr);
     if (commandPool)
@@ -479,6 +498,53 @@ struct Context::Impl {
         return vkError("vkAllocateDescriptorSets", r, __LINE__);
       ++activePool; // this pool is full; the next (or a new) one
     }
+  }
+
+  /// Writes the next profiling timestamp (a pool is reset in the command
+  /// buffer before its first query of a recording).
+  Status profileTimestamp() {
+    uint32_t pool = profileQueries / kProfileQueriesPerPool;
+    uint32_t query = profileQueries % kProfileQueriesPerPool;
+    if (pool == profilePools.size()) {
+      VkQueryPoolCreateInfo qpci{};
+      qpci.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+      qpci.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      qpci.queryCount = kProfileQueriesPerPool;
+      VkQueryPool created = VK_NULL_HANDLE;
+      GRAFT_VK_CHECK(vkCreateQueryPool(core->device, &qpci, nullptr, &created));
+      profilePools.push_back(created);
+    }
+    if (query == 0)
+      vkCmdResetQueryPool(commandBuffer, profilePools[pool], 0, kProfileQueriesPerPool);
+    // BOTTOM_OF_PIPE: written once every command before it has completed.
+    vkCmdWriteTimestamp(commandBuffer, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, profilePools[pool],
+                        query);
+    ++profileQueries;
+    return okStatus();
+  }
+
+  /// Reads the profiling queries of the submission that just completed.
+  Status collectProfile() {
+    if (profileQueries == 0)
+      return okStatus();
+    std::vector<uint64_t> ts(profileQueries);
+    for (uint32_t first = 0; first < profileQueries; first += kProfileQueriesPerPool) {
+      uint32_t n = std::min(kProfileQueriesPerPool, profileQueries - first);
+      GRAFT_VK_CHECK(vkGetQueryPoolResults(
+          core->device, profilePools[first / kProfileQueriesPerPool], 0, n, n * sizeof(uint64_t),
+          ts.data() + first, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+    }
+    // Only timestampValidBits low bits count; the difference wraps within them.
+    uint64_t mask =
+        timestampValidBits >= 64 ? ~uint64_t(0) : (uint64_t(1) << timestampValidBits) - 1;
+    for (Profiled &p : profiled) {
+      uint64_t ticks = (ts[p.before + 1] - ts[p.before]) & mask;
+      timings.push_back(
+          {std::move(p.variant), std::move(p.label), double(ticks) * info.timestampPeriodNs});
+    }
+    profiled.clear();
+    profileQueries = 0;
+    return okStatus();
   }
 
   Expected<const Pipeline *> pipeline(std::string_view variant) {
@@ -591,6 +657,7 @@ Expected<std::unique_ptr<Context>> Context::create(const ContextOptions &options
   bool timestamps = m.info.timestampPeriodNs > 0 && families[m.queueFamily].timestampValidBits > 0;
   if (!timestamps)
     m.info.timestampPeriodNs = 0;
+  m.timestampValidBits = timestamps ? families[m.queueFamily].timestampValidBits : 0;
 
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{};
@@ -687,6 +754,27 @@ double Context::lastSubmitDeviceNs() const {
 }
 ContextStats Context::stats() const {
   return impl_->stats;
+}
+
+Status Context::setProfiling(bool on) {
+  Impl &m = *impl_;
+  if (on && m.timestampValidBits == 0)
+    return Diagnostic::error("Vulkan device '" + m.info.name +
+                             "' has no timestamps on its compute queue (timestampValidBits or "
+                             "timestampPeriod is 0): per-dispatch device time is unavailable");
+  if (!on && m.pending)
+    GRAFT_CHECK_OK(flush()); // the queries already recorded are read with their submission
+  m.profiling = on;
+  return okStatus();
+}
+bool Context::profiling() const {
+  return impl_->profiling;
+}
+void Context::setDispatchLabel(std::string label) {
+  impl_->dispatchLabel = std::move(label);
+}
+std::vector<DispatchTiming> Context::takeDispatchTimings() {
+  return std::exchange(impl_->timings, {});
 }
 
 Expected<std::shared_ptr<Buffer>> Context::allocate(std::size_t bytes) {
@@ -828,6 +916,9 @@ Status Context::dispatch(std::string_view variant, const std::vector<Buffer *> &
   }
   vkUpdateDescriptorSets(m.core->device, static_cast<uint32_t>(writes.size()), writes.data(), 0,
                          nullptr);
+  uint32_t beforeQuery = m.profileQueries;
+  if (m.profiling)
+    GRAFT_CHECK_OK(m.profileTimestamp());
   vkCmdBindPipeline(m.commandBuffer, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
   vkCmdBindDescriptorSets(m.commandBuffer, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0,
                           nullptr);
@@ -839,6 +930,10 @@ Status Context::dispatch(std::string_view variant, const std::vector<Buffer *> &
                        std::min(kPushConstantBytes, m.info.maxPushConstantsSize), bytes);
   }
   vkCmdDispatch(m.commandBuffer, groups[0], groups[1], groups[2]);
+  if (m.profiling) {
+    GRAFT_CHECK_OK(m.profileTimestamp());
+    m.profiled.push_back({std::string(variant), m.dispatchLabel, beforeQuery});
+  }
   m.barrier();
   m.pending = true;
   ++m.stats.dispatches;
@@ -885,6 +980,7 @@ Status Context::flush() {
                               VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS)
       m.lastDeviceNs = double(ts[1] - ts[0]) * m.info.timestampPeriodNs;
   }
+  GRAFT_CHECK_OK(m.collectProfile());
   for (VkDescriptorPool pool : m.pools)
     GRAFT_VK_CHECK(vkResetDescriptorPool(m.core->device, pool, 0));
   m.activePool = 0;

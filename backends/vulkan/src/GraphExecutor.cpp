@@ -535,6 +535,7 @@ GraphExecutor::run(const std::vector<RuntimeValue> &userInputs) {
     bool onCpu = p.placement == Placement::Cpu || p.placement == Placement::CpuFallback;
     if (!onCpu) {
       NodeArgs args(st, node, bound);
+      ctx.setDispatchLabel(p.kernel); // groups a profile's dispatches by the node's kernel
       auto r = info.lowering->run(args);
       if (!r.ok())
         return prefixed(node, r.takeFailure());

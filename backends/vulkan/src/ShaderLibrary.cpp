@@ -11,11 +11,13 @@
 #include <glslang/Public/ResourceLimits.h>
 #include <glslang/Public/ShaderLang.h>
 #include <glslang/SPIRV/GlslangToSpv.h>
+#include <glslang/build_info.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -386,12 +388,45 @@ bool compileGlsl(const std::string &glsl, std::vector<uint32_t> &spirv, std::str
 
 } // namespace
 
+std::string ShaderLibrary::compilerIdentity() {
+  // configure() below fixes the target environment; the compiler's version
+  // changes the code it emits. Both are part of every cache key.
+  return "glslang " + std::to_string(GLSLANG_VERSION_MAJOR) + "." +
+         std::to_string(GLSLANG_VERSION_MINOR) + "." + std::to_string(GLSLANG_VERSION_PATCH) +
+         GLSLANG_VERSION_FLAVOR + ", SPIR-V 1.3, Vulkan 1.1";
+}
+
+void ShaderLibrary::usePrecompiled(std::vector<CompiledShader> shaders, std::string origin) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  compiled_.clear();
+  for (CompiledShader &s : shaders) {
+    std::string name = s.spec.name;
+    compiled_[name] = std::make_unique<CompiledShader>(std::move(s));
+  }
+  precompiledOnly_ = true;
+  precompiledOrigin_ = std::move(origin);
+}
+
+bool ShaderLibrary::precompiledOnly() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return precompiledOnly_;
+}
+
+void ShaderLibrary::setDiskCache(std::optional<std::string> dir) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  diskCache_ = std::move(dir);
+}
+
 Expected<const CompiledShader *> ShaderLibrary::get(std::string_view variant) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = compiled_.find(variant); it != compiled_.end()) {
-    ++stats_.memoryHits;
+    ++(precompiledOnly_ ? stats_.precompiledHits : stats_.memoryHits);
     return it->second.get();
   }
+  if (precompiledOnly_)
+    return Diagnostic::internal(
+        precompiledOrigin_ + " carries no SPIR-V for shader variant '" + std::string(variant) +
+        "' (compile the model again with this graft; it stores every variant its kernels use)");
   const ShaderVariantSpec *spec = findVariant(variant);
   if (!spec)
     return Diagnostic::internal("no shader variant '" + std::string(variant) + "'");
@@ -400,7 +435,10 @@ Expected<const CompiledShader *> ShaderLibrary::get(std::string_view variant) {
   shader->spec = *spec;
   for (const Line &l : lines)
     shader->glsl += l.text + "\n";
-  shader->hash = contentHash(shader->glsl);
+  // The cache key: the generated source (the template with every parameter
+  // #defined) under the compiler that turns it into SPIR-V.
+  static const uint64_t compilerSeed = contentHash(compilerIdentity());
+  shader->hash = contentHash(shader->glsl, compilerSeed);
 
   // A glslang log with "0:LINE" positions, mapped back to template lines.
   auto glslangError = [&](const std::string &log) {
@@ -435,6 +473,7 @@ Expected<const CompiledShader *> ShaderLibrary::get(std::string_view variant) {
   // the preprocessed source, so inactive #if branches do not count) and the
   // workgroup size (LOCAL_SIZE_X/Y/Z parameters, default 1).
   std::string preprocessed, ppLog;
+  ++stats_.glslangRuns;
   if (!preprocessGlsl(shader->glsl, preprocessed, ppLog))
     return glslangError(ppLog);
   static const std::regex bindingRe(R"(layout\s*\(\s*set\s*=\s*0\s*,\s*binding\s*=\s*(\d+))");
@@ -454,20 +493,34 @@ Expected<const CompiledShader *> ShaderLibrary::get(std::string_view variant) {
   } else {
     // The optional on-disk cache, keyed by the same hash.
     std::string diskPath;
-    if (const char *dir = std::getenv("GRAFT_VK_SHADER_CACHE"); dir && *dir) {
+    std::string dir;
+    if (diskCache_)
+      dir = *diskCache_;
+    else if (const char *env = std::getenv("GRAFT_VK_SHADER_CACHE"))
+      dir = env;
+    if (!dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec); // a cache: failing here only costs a compile
       char name[32];
       std::snprintf(name, sizeof(name), "/%016llx.spv",
                     static_cast<unsigned long long>(shader->hash));
-      diskPath = std::string(dir) + name;
+      diskPath = dir + name;
+      // A damaged cache entry (not whole words, no SPIR-V magic) is ignored
+      // and overwritten.
       if (auto bytes = readFile(diskPath);
-          bytes.ok() && !bytes->empty() && bytes->size() % 4 == 0) {
-        shader->spirv.resize(bytes->size() / 4);
-        std::memcpy(shader->spirv.data(), bytes->data(), bytes->size());
-        ++stats_.diskHits;
+          bytes.ok() && bytes->size() >= 20 && bytes->size() % 4 == 0) {
+        uint32_t magic = 0;
+        std::memcpy(&magic, bytes->data(), 4);
+        if (magic == 0x07230203u) {
+          shader->spirv.resize(bytes->size() / 4);
+          std::memcpy(shader->spirv.data(), bytes->data(), bytes->size());
+          ++stats_.diskHits;
+        }
       }
     }
     if (shader->spirv.empty()) {
       std::string log;
+      ++stats_.glslangRuns;
       if (!compileGlsl(shader->glsl, shader->spirv, log))
         return glslangError(log);
       ++stats_.compiled;

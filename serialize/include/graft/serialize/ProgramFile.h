@@ -13,6 +13,9 @@
 //            fallback + reason) and partition; partitions; CPU subgraphs
 //   PROV     JSON: FQN registry provenance (source FQNs + transform of every
 //            constant the rules made)
+//   SHADERS  JSON: every shader variant the program may dispatch (name,
+//            template, source hash, bindings, workgroup size) and its module
+//   SPIRV    the SPIR-V modules those variants name, each stored once
 //   DATA     the constant blobs, each 64-byte aligned; byte-identical
 //            constants (a tied embedding / lm_head weight) stored once
 //
@@ -31,6 +34,7 @@
 #include "graft/ir/Graph.h"
 #include "graft/support/Expected.h"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -40,7 +44,11 @@
 namespace graft {
 
 inline constexpr char kProgramMagic[8] = {'G', 'R', 'A', 'F', 'T', 'V', 'K', 'P'};
-inline constexpr uint32_t kProgramVersion = 1;
+/// Version 2 added SHADERS and SPIRV (the shaders compiled at compile time).
+inline constexpr uint32_t kProgramVersion = 2;
+/// The oldest version readProgram reads. A version-1 file has no SPIR-V: its
+/// Program::shaders is empty and the runtime compiles shaders itself.
+inline constexpr uint32_t kProgramMinVersion = 1;
 /// Alignment of every constant blob (and of the DATA section) in the file.
 inline constexpr uint64_t kProgramAlignment = 64;
 
@@ -71,7 +79,23 @@ struct ProgramProvenance {
   std::vector<std::string> origins; ///< original state-dict FQNs, through chains
 };
 
+/// One compute-shader variant the program may dispatch, compiled at compile
+/// time so that running the program needs no GLSL compiler.
+struct ProgramShader {
+  std::string variant;      ///< "binary_add_float"
+  std::string templateName; ///< "binary"
+  /// The compile cache's key: hash of the generated GLSL (template text with
+  /// every parameter #defined) and of the compiler's identity.
+  uint64_t sourceHash = 0;
+  uint32_t bindings = 0;                      ///< storage buffers 0..bindings-1
+  std::array<uint32_t, 3> localSize{1, 1, 1}; ///< the workgroup size
+  std::vector<uint32_t> spirv;                ///< the module's words
+};
+
 struct Program {
+  /// The format version the file was read from (kProgramVersion when built
+  /// in memory); writeProgram always writes kProgramVersion.
+  uint32_t version = kProgramVersion;
   std::unique_ptr<Graph> graph; ///< the fused graph; its constants carry data
   /// The original (pre-fusion) graph, embedded on request so `graft run
   /// --check` can compare against it without the source model.
@@ -85,6 +109,11 @@ struct Program {
   std::vector<ProgramSubgraph> partitions;
   std::vector<ProgramSubgraph> cpuSubgraphs; ///< connected groups of CPU nodes
   std::vector<ProgramProvenance> provenance;
+  /// The shader compiler and target environment the SPIR-V was made with
+  /// ("glslang 12.0.0, SPIR-V 1.3, Vulkan 1.1"); empty without shaders.
+  std::string shaderCompiler;
+  /// Every shader variant the device nodes may dispatch, sorted by name.
+  std::vector<ProgramShader> shaders;
 };
 
 /// What writing (or reading) found about the constant pool.
@@ -96,6 +125,9 @@ struct ProgramStats {
   uint64_t graphBlobBytes = 0; ///< distinct blobs the fused graph uses
   uint64_t dedupedBytes = 0;   ///< bytes saved by storing identical constants once
   uint64_t recipes = 0;        ///< constants stored as a recipe computed at load (no bytes)
+  uint64_t shaderVariants = 0; ///< shader variants (SHADERS)
+  uint64_t spirvModules = 0;   ///< distinct SPIR-V modules stored
+  uint64_t spirvBytes = 0;     ///< bytes of the SPIRV section
 };
 
 struct ProgramWriteOptions {

@@ -83,6 +83,13 @@ private:
   std::size_t size_ = 0;
 };
 
+/// The device time of one dispatch (Context::setProfiling).
+struct DispatchTiming {
+  std::string variant; ///< the shader variant dispatched
+  std::string label; ///< Context::setDispatchLabel at record time (the executor: the node's kernel)
+  double ns = 0;     ///< device time, timestampPeriod applied
+};
+
 /// Counters a Context keeps, for tests and benchmarks.
 struct ContextStats {
   uint64_t dispatches = 0;
@@ -139,6 +146,19 @@ public:
   /// Device time of the dispatches between the last two flushes in
   /// nanoseconds, when the device has timestamps (0 otherwise).
   double lastSubmitDeviceNs() const;
+
+  /// Times every dispatch recorded from now on with a pair of timestamp
+  /// queries: the end of everything recorded before it to its own end (the
+  /// barrier after each dispatch serializes them, so the times add up to the
+  /// submission's). A device without timestamps on its compute queue
+  /// (timestampValidBits 0 or timestampPeriod 0) is a user error.
+  Status setProfiling(bool on);
+  bool profiling() const;
+  /// A label stored with every dispatch recorded after it (for grouping).
+  void setDispatchLabel(std::string label);
+  /// The timings of the dispatches submitted since the last call, in
+  /// recording order; clears them.
+  std::vector<DispatchTiming> takeDispatchTimings();
 
   ContextStats stats() const;
 

@@ -16,9 +16,14 @@
 // GLSL is the template with every parameter #defined (dtype parameters become
 // GLSL storage types) and `${PARAM}` substituted; it is compiled to SPIR-V in
 // process by glslang the first time it is asked for and cached by the content
-// hash of the generated source (in memory, and on disk when
-// GRAFT_VK_SHADER_CACHE names a directory). The library is independent of any
-// Vulkan device: it only produces SPIR-V.
+// hash of the generated source and of the compiler's identity (in memory, and
+// on disk when setDiskCache() or GRAFT_VK_SHADER_CACHE names a directory).
+// The library is independent of any Vulkan device: it only produces SPIR-V.
+//
+// A program file carries the SPIR-V of every variant it may dispatch
+// (`graft compile` makes it with this library). usePrecompiled() hands those
+// modules to the library: from then on get() serves them and nothing else,
+// and glslang is never run (Stats::glslangRuns stays 0).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -31,6 +36,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,13 +84,35 @@ public:
   Expected<std::string> generate(std::string_view variant) const;
   /// Generates and compiles a variant, or returns the cached module. A
   /// glslang error is an internal error naming the template, the variant and
-  /// the template line.
+  /// the template line. After usePrecompiled(), returns a precompiled module
+  /// or an error naming the variant and where the modules came from.
   Expected<const CompiledShader *> get(std::string_view variant);
 
+  /// Serves exactly `shaders` from now on (their spec, glsl and hash need
+  /// only name and template; the SPIR-V, bindings and workgroup size are
+  /// used as given): get() of any other variant fails instead of compiling.
+  /// `origin` names them in that error ("program 'm.vkprog'").
+  void usePrecompiled(std::vector<CompiledShader> shaders, std::string origin);
+  /// Whether usePrecompiled() was called.
+  bool precompiledOnly() const;
+
+  /// Caches compiled modules in `dir` (created when missing; an empty
+  /// string: no disk cache). nullopt: GRAFT_VK_SHADER_CACHE when set (the
+  /// default).
+  void setDiskCache(std::optional<std::string> dir);
+
+  /// The compiler and target environment modules are made for, part of the
+  /// cache key: "glslang 12.0.0, SPIR-V 1.3, Vulkan 1.1".
+  static std::string compilerIdentity();
+
   struct Stats {
-    uint64_t compiled = 0; ///< glslang runs
+    uint64_t compiled = 0; ///< glslang compilations (GLSL -> SPIR-V)
     uint64_t memoryHits = 0;
     uint64_t diskHits = 0;
+    /// Every glslang call (compilations and the preprocessing that finds a
+    /// variant's bindings): 0 when only precompiled modules were used.
+    uint64_t glslangRuns = 0;
+    uint64_t precompiledHits = 0; ///< get() served by a precompiled module
   };
   Stats stats() const;
 
@@ -106,6 +134,9 @@ private:
   std::map<std::string, std::unique_ptr<CompiledShader>, std::less<>> compiled_; ///< by variant
   std::map<uint64_t, std::vector<uint32_t>> byHash_;
   Stats stats_;
+  bool precompiledOnly_ = false;
+  std::string precompiledOrigin_;
+  std::optional<std::string> diskCache_; ///< set by setDiskCache()
 };
 
 /// 64-bit FNV-1a, the content hash used for shader and constant caches.

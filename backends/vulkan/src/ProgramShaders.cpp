@@ -1,0 +1,133 @@
+//===- ProgramShaders.cpp - Compile a program's shaders, load them back ---===//
+//
+// See ProgramShaders.h. The kernel -> template table below is the one place
+// that knows which shaders a kernel's dispatches may name beyond its own.
+//
+//===----------------------------------------------------------------------===//
+#include "graft/vulkan/ProgramShaders.h"
+
+#include "graft/vulkan/Context.h"
+#include "graft/vulkan/Kernels.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace graft::vk {
+namespace {
+
+/// Templates a kernel uses that its name does not give away: composite
+/// kernels (sdpa is scale, matmul, mask add, softmax, matmul) and kernels
+/// that run on another kernel's shader. "copy" is added for every kernel:
+/// dtype promotion, gathers of strided views and cat all run on it.
+const std::map<std::string, std::vector<std::string>, std::less<>> &extraTemplates() {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> table = {
+      {"sdpa", {"binary", "matmul", "softmax"}},
+      {"linear_qcs4w", {"linear_q4gsw"}},
+      {"view", {}},
+  };
+  return table;
+}
+
+/// The shader element types ("float", "half", "int") a graph's device
+/// tensors can have: those of its values, and always float (kernels compute
+/// in f32: attention upcasts, masks are f32).
+std::set<std::string> elementTypes(const Graph &graph) {
+  std::set<std::string> out = {"float"};
+  auto add = [&](const Value *v) {
+    if (v && v->isTensor() && deviceElem(v->proto().dtype))
+      out.insert(shaderDType(v->proto().dtype));
+  };
+  for (const GraphInput &in : graph.inputs())
+    add(in.value);
+  for (const Node &n : graph.nodes())
+    for (unsigned i = 0; i < n.numOutputs(); ++i)
+      add(n.output(i));
+  return out;
+}
+
+/// Whether every dtype parameter of a variant (DTYPE, SCALES_DTYPE, ...)
+/// names an element type the graph has.
+bool fitsElementTypes(const ShaderVariantSpec &spec, const std::set<std::string> &types) {
+  for (const auto &[key, value] : spec.params)
+    if (key.ends_with("DTYPE") && !types.count(value))
+      return false;
+  return true;
+}
+
+bool dispatchesNothing(std::string_view kernel) {
+  return kernel == "interpreter" || kernel == "host" || kernel.starts_with("host_");
+}
+
+} // namespace
+
+std::vector<std::string> shaderTemplatesFor(std::string_view kernel, const ShaderLibrary &library) {
+  if (kernel.empty() || dispatchesNothing(kernel))
+    return {};
+  std::set<std::string> out = {"copy"};
+  // A kernel's own variants are named after it: binary_add -> binary_add_float,
+  // linear_dq8ca_q4gsw -> linear_dq8ca_q4gsw_half_float (template linear_q4gsw).
+  std::string prefix = std::string(kernel) + "_";
+  for (const std::string &v : library.variantNames())
+    if (v == kernel || v.starts_with(prefix))
+      out.insert(library.findVariant(v)->templateName);
+  if (auto it = extraTemplates().find(kernel); it != extraTemplates().end())
+    out.insert(it->second.begin(), it->second.end());
+  return {out.begin(), out.end()};
+}
+
+Expected<ShaderCodegenStats> compileProgramShaders(Program &program, ShaderLibrary &library) {
+  ShaderCodegenStats stats;
+  std::set<std::string> templates;
+  for (const ProgramNodePlan &np : program.plan)
+    if (np.placement == "device")
+      for (std::string &t : shaderTemplatesFor(np.kernel, library))
+        templates.insert(std::move(t));
+  stats.templates = templates.size();
+  const std::set<std::string> types =
+      program.graph ? elementTypes(*program.graph) : std::set<std::string>{"float", "half", "int"};
+  ShaderLibrary::Stats before = library.stats();
+  program.shaders.clear();
+  for (const std::string &name : library.variantNames()) { // sorted
+    const ShaderVariantSpec &spec = *library.findVariant(name);
+    if (!templates.count(spec.templateName) || !fitsElementTypes(spec, types))
+      continue;
+    GRAFT_TRY(const CompiledShader *s, library.get(name));
+    ProgramShader ps;
+    ps.variant = s->spec.name;
+    ps.templateName = s->spec.templateName;
+    ps.sourceHash = s->hash;
+    ps.bindings = s->numBindings;
+    ps.localSize = s->localSize;
+    ps.spirv = s->spirv;
+    stats.spirvBytes += ps.spirv.size() * sizeof(uint32_t);
+    program.shaders.push_back(std::move(ps));
+  }
+  ShaderLibrary::Stats after = library.stats();
+  stats.variants = program.shaders.size();
+  stats.compiled = after.compiled - before.compiled;
+  stats.cacheHits = stats.variants - stats.compiled;
+  program.shaderCompiler = program.shaders.empty() ? "" : ShaderLibrary::compilerIdentity();
+  return stats;
+}
+
+Status usePrecompiledShaders(Context &ctx, const Program &program, const std::string &origin) {
+  if (program.version < 2)
+    return okStatus(); // predates compiled shaders: compiled at run time, as then
+  std::vector<CompiledShader> shaders;
+  shaders.reserve(program.shaders.size());
+  for (const ProgramShader &ps : program.shaders) {
+    CompiledShader s;
+    s.spec.name = ps.variant;
+    s.spec.templateName = ps.templateName;
+    s.spirv = ps.spirv;
+    s.numBindings = ps.bindings;
+    s.localSize = ps.localSize;
+    s.hash = ps.sourceHash;
+    shaders.push_back(std::move(s));
+  }
+  ctx.shaders().usePrecompiled(std::move(shaders), "program '" + origin + "'");
+  return okStatus();
+}
+
+} // namespace graft::vk

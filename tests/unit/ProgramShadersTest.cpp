@@ -1,0 +1,299 @@
+//===- ProgramShadersTest.cpp - SPIR-V compiled into the program file -----===//
+//
+// `graft compile` stores the SPIR-V of every shader variant a program may
+// dispatch (the codegen pass, with its statistics); running the program
+// creates every pipeline from it with no glslang call (counted), on both the
+// prefill and decode shapes of a dynamic-sequence Llama, and matches the
+// reference interpreter. Identical variants compile once per process and the
+// on-disk cache serves a fresh process. Per-dispatch device timing, and
+// `graft run --bench` with its JSON.
+//
+//===----------------------------------------------------------------------===//
+#include "graft/Compiler.h"
+
+#include "graft/interp/Interpreter.h"
+#include "graft/serialize/ProgramFile.h"
+#include "graft/serialize/Synth.h"
+#include "graft/support/FileIO.h"
+#include "graft/vulkan/GraphExecutor.h"
+#include "graft/vulkan/ProgramShaders.h"
+
+#include "CliTestUtil.h"
+#include "VulkanTestUtil.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <set>
+
+namespace graft {
+namespace {
+
+namespace fs = std::filesystem;
+using graft::testing::runCli;
+
+class ProgramShadersTest : public graft::testing::ScratchDirTest {
+protected:
+  /// A tiny 2-layer Llama with a symbolic sequence length.
+  std::string synth(SynthQuant quant, const std::string &name) {
+    LlamaSynthOptions o;
+    o.layers = 2;
+    o.dim = 64;
+    o.heads = 4;
+    o.kvHeads = 2;
+    o.vocab = 128;
+    o.maxSeqLen = 16;
+    o.seqLen = 4;
+    o.quant = quant;
+    o.tiedEmbeddings = true;
+    o.dynamicSeq = true;
+    auto g = synthesizeLlama(o);
+    EXPECT_TRUE(g.ok()) << (g.ok() ? "" : render(g.diags()));
+    std::string p = path(name);
+    Status s = writePt2(**g, p, synthWriteOptions(o));
+    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : render(s.diags()));
+    return p;
+  }
+
+  static double stat(const CompileSummary &s, const std::string &pass, const std::string &key) {
+    for (const auto &[name, stats] : s.passStats)
+      if (name == pass)
+        for (const auto &[k, v] : stats)
+          if (k == key)
+            return v;
+    ADD_FAILURE() << "no statistic " << pass << "." << key;
+    return -1;
+  }
+};
+
+TEST_F(ProgramShadersTest, CompileStoresSpirvAndRunCompilesNothing) {
+  std::string model = synth(SynthQuant::W8A8W4, "m.pt2");
+  CompileOptions opts;
+  opts.output = path("m.vkprog");
+  auto r = compile(model, opts);
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  const std::vector<ProgramShader> &shaders = r->program.shaders;
+  ASSERT_FALSE(shaders.empty());
+  // The codegen pass reports what it generated.
+  uint64_t bytes = 0;
+  std::set<std::string> names, templates;
+  for (const ProgramShader &s : shaders) {
+    bytes += s.spirv.size() * 4;
+    names.insert(s.variant);
+    templates.insert(s.templateName);
+    EXPECT_EQ(s.spirv.at(0), 0x07230203u) << s.variant;
+    EXPECT_GE(s.bindings, 1u) << s.variant;
+    // An f32 model needs no f16 variant.
+    EXPECT_EQ(s.variant.find("half"), std::string::npos) << s.variant;
+  }
+  EXPECT_EQ(names.size(), shaders.size());
+  EXPECT_EQ(stat(r->summary, "codegen", "shader_variants"), double(shaders.size()));
+  EXPECT_EQ(stat(r->summary, "codegen", "spirv_bytes"), double(bytes));
+  EXPECT_EQ(stat(r->summary, "codegen", "shader_templates"), double(templates.size()));
+  // Every device kernel of the plan has its own shaders in the program.
+  for (const ProgramNodePlan &np : r->program.plan)
+    if (np.placement == "device" && np.kernel != "view" && np.kernel != "sdpa") {
+      bool found = false;
+      for (const std::string &n : names)
+        found = found || n.starts_with(np.kernel + "_");
+      EXPECT_TRUE(found) << np.kernel;
+    }
+  EXPECT_TRUE(templates.count("linear_q4gsw") || templates.count("linear_q4gsw_fast"));
+
+  ProgramStats st;
+  auto back = readProgram(opts.output, {}, &st);
+  ASSERT_TRUE(back.ok()) << render(back.diags());
+  EXPECT_EQ(back->shaders.size(), shaders.size());
+  EXPECT_EQ(st.shaderVariants, shaders.size());
+  EXPECT_EQ(back->shaderCompiler, vk::ShaderLibrary::compilerIdentity());
+
+  GRAFT_REQUIRE_VULKAN();
+  // A context of its own: usePrecompiledShaders changes its shader library.
+  auto ctx = vk::Context::create();
+  ASSERT_TRUE(ctx.ok()) << render(ctx.diags());
+  ASSERT_TRUE(vk::usePrecompiledShaders(**ctx, *back, opts.output).ok());
+  auto plan = vk::compiledPlan(*back);
+  ASSERT_TRUE(plan.ok()) << render(plan.diags());
+  vk::ExecutorOptions eopts;
+  eopts.plan = std::move(*plan);
+  auto exec = vk::GraphExecutor::create(**ctx, *back->graph, eopts);
+  ASSERT_TRUE(exec.ok()) << render(exec.diags());
+  auto original = load(model);
+  ASSERT_TRUE(original.ok()) << render(original.diags());
+  std::string sym;
+  for (const GraphInput &in : back->graph->inputs())
+    if (in.kind == InputKind::UserInput && in.value->proto().rank() == 2 &&
+        in.value->proto().shape[1].isSymbol())
+      sym = in.value->proto().shape[1].terms()[0].first;
+  ASSERT_FALSE(sym.empty());
+  for (int64_t seq : {int64_t(1), int64_t(4)}) { // decode and prefill shapes
+    auto inputs = makeRandomInputs(*back->graph, 3, {{sym, seq}});
+    ASSERT_TRUE(inputs.ok()) << render(inputs.diags());
+    auto out = (*exec)->run(*inputs);
+    ASSERT_TRUE(out.ok()) << render(out.diags());
+    auto ref = Interpreter().run(*original->graph, *inputs);
+    ASSERT_TRUE(ref.ok()) << render(ref.diags());
+    vk::Comparison c = vk::compareValues(*out, *ref);
+    EXPECT_EQ(c.firstProblem, "");
+    EXPECT_LT(c.maxAbsError, 1e-3) << "seq " << seq;
+  }
+  vk::ShaderLibrary::Stats ls = (*ctx)->shaders().stats();
+  EXPECT_EQ(ls.glslangRuns, 0u); // no preprocessing, no compilation
+  EXPECT_EQ(ls.compiled, 0u);
+  EXPECT_GT(ls.precompiledHits, 0u);
+
+  // A variant the program lacks is an error naming it and the program, not
+  // a compile.
+  auto missing = (*ctx)->shaders().get("binary_pow_half");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.diags()[0].message.find("program '" + opts.output +
+                                            "' carries no SPIR-V for shader variant "
+                                            "'binary_pow_half'"),
+            std::string::npos)
+      << missing.diags()[0].message;
+  EXPECT_EQ((*ctx)->shaders().stats().glslangRuns, 0u);
+
+  // Per-dispatch device time: one timing per dispatch, labelled with the
+  // kernel of the node that made it, naming a variant of the program.
+  if ((*ctx)->info().timestampPeriodNs > 0) {
+    ASSERT_TRUE((*ctx)->setProfiling(true).ok());
+    auto inputs = makeRandomInputs(*back->graph, 4, {{sym, 4}});
+    ASSERT_TRUE(inputs.ok());
+    ASSERT_TRUE((*exec)->run(*inputs).ok());
+    std::vector<vk::DispatchTiming> timings = (*ctx)->takeDispatchTimings();
+    EXPECT_EQ(timings.size(), (*exec)->stats().dispatches);
+    std::set<std::string> kernels;
+    for (const vk::NodePlan &p : (*exec)->plan())
+      kernels.insert(p.kernel);
+    double total = 0;
+    for (const vk::DispatchTiming &t : timings) {
+      EXPECT_TRUE(names.count(t.variant)) << t.variant;
+      EXPECT_TRUE(kernels.count(t.label)) << t.label;
+      EXPECT_GE(t.ns, 0);
+      total += t.ns;
+    }
+    EXPECT_GT(total, 0);
+    EXPECT_TRUE((*ctx)->takeDispatchTimings().empty()); // taken
+    ASSERT_TRUE((*ctx)->setProfiling(false).ok());
+    ASSERT_TRUE((*exec)->run(*inputs).ok());
+    EXPECT_TRUE((*ctx)->takeDispatchTimings().empty()); // not profiling
+  }
+}
+
+// A version-1 program has no SPIR-V: the context keeps compiling shaders.
+TEST_F(ProgramShadersTest, VersionOneProgramsCompileAtRunTime) {
+  GRAFT_REQUIRE_VULKAN();
+  auto ctx = vk::Context::create();
+  ASSERT_TRUE(ctx.ok()) << render(ctx.diags());
+  Program old;
+  old.version = 1;
+  ASSERT_TRUE(vk::usePrecompiledShaders(**ctx, old, "old.vkprog").ok());
+  EXPECT_FALSE((*ctx)->shaders().precompiledOnly());
+  Program current; // version 2 with no shaders: nothing may be compiled
+  ASSERT_TRUE(vk::usePrecompiledShaders(**ctx, current, "new.vkprog").ok());
+  EXPECT_TRUE((*ctx)->shaders().precompiledOnly());
+  EXPECT_FALSE((*ctx)->shaders().get("copy_float_float").ok());
+}
+
+// Identical variants compile once per process; the on-disk cache, keyed by
+// each variant's source hash, serves a fresh process.
+TEST_F(ProgramShadersTest, VariantsCompileOnceAndTheDiskCacheServesNewProcesses) {
+  std::string model = synth(SynthQuant::W4, "c.pt2");
+  CompileOptions opts;
+  auto first = compile(model, opts);
+  ASSERT_TRUE(first.ok()) << render(first.diags());
+  auto second = compile(model, opts);
+  ASSERT_TRUE(second.ok()) << render(second.diags());
+  EXPECT_EQ(stat(second->summary, "codegen", "shaders_compiled"), 0);
+  EXPECT_EQ(stat(second->summary, "codegen", "shader_cache_hits"),
+            double(second->program.shaders.size()));
+
+  std::string cache = path("cache");
+  int status = 0;
+  std::string out = runCli("compile " + model + " -o " + path("a.vkprog") + " --json " +
+                               "--shader-cache " + cache,
+                           status);
+  ASSERT_EQ(status, 0) << out;
+  nlohmann::json a = nlohmann::json::parse(out);
+  double variants = a["pass_stats"]["codegen"]["shader_variants"].get<double>();
+  EXPECT_GT(variants, 0);
+  EXPECT_EQ(a["pass_stats"]["codegen"]["shaders_compiled"].get<double>(), variants);
+  auto program = readProgram(path("a.vkprog"));
+  ASSERT_TRUE(program.ok()) << render(program.diags());
+  for (const ProgramShader &s : program->shaders) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "%016llx.spv", static_cast<unsigned long long>(s.sourceHash));
+    auto bytes = readFile((fs::path(cache) / name).string());
+    ASSERT_TRUE(bytes.ok()) << s.variant << " not cached as " << name;
+    EXPECT_EQ(bytes->size(), s.spirv.size() * 4) << s.variant;
+  }
+  out = runCli("compile " + model + " -o " + path("b.vkprog") + " --json --shader-cache " + cache,
+               status);
+  ASSERT_EQ(status, 0) << out;
+  nlohmann::json b = nlohmann::json::parse(out);
+  EXPECT_EQ(b["pass_stats"]["codegen"]["shaders_compiled"].get<double>(), 0);
+  EXPECT_EQ(b["pass_stats"]["codegen"]["shader_cache_hits"].get<double>(), variants);
+  // Modules from the cache are the modules glslang made.
+  auto pb = readProgram(path("b.vkprog"));
+  ASSERT_TRUE(pb.ok());
+  ASSERT_EQ(pb->shaders.size(), program->shaders.size());
+  for (std::size_t i = 0; i < pb->shaders.size(); ++i)
+    EXPECT_EQ(pb->shaders[i].spirv, program->shaders[i].spirv) << pb->shaders[i].variant;
+}
+
+TEST_F(ProgramShadersTest, RunBenchReportsPrefillDecodeAndFamilies) {
+  std::string model = synth(SynthQuant::W4, "b.pt2");
+  std::string prog = path("b.vkprog");
+  int status = 0;
+  std::string out = runCli("compile " + model + " -o " + prog + " --quiet", status);
+  ASSERT_EQ(status, 0) << out;
+  // Flag errors first: they need no device.
+  out = runCli("run " + prog + " --bench 0", status);
+  EXPECT_EQ(status, 1) << out;
+  EXPECT_NE(out.find("--bench expects a positive number of runs"), std::string::npos) << out;
+  out = runCli("run " + prog + " --bench 2 --check", status);
+  EXPECT_EQ(status, 1) << out;
+  out = runCli("run " + prog + " --warmup 2", status);
+  EXPECT_EQ(status, 1) << out;
+  EXPECT_NE(out.find("--warmup and --prefill go with --bench"), std::string::npos) << out;
+
+  GRAFT_REQUIRE_VULKAN();
+  out = runCli("run " + prog + " --bench 2 --warmup 1 --prefill 6 --json", status);
+  ASSERT_EQ(status, 0) << out;
+  nlohmann::json j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["runs"], 2);
+  EXPECT_EQ(j["warmup"], 1);
+  ASSERT_EQ(j["phases"].size(), 2u) << out;
+  EXPECT_EQ(j["phases"][0]["name"], "prefill");
+  EXPECT_EQ(j["phases"][0]["tokens"], 6);
+  EXPECT_EQ(j["phases"][1]["name"], "decode");
+  EXPECT_EQ(j["phases"][1]["tokens"], 1);
+  for (const auto &phase : j["phases"]) {
+    EXPECT_GT(phase["wall_ms"]["mean"].get<double>(), 0);
+    EXPECT_GT(phase["tokens_per_s"].get<double>(), 0);
+    if (!j["timestamps"].get<bool>())
+      continue;
+    EXPECT_GT(phase["device_ms"]["mean"].get<double>(), 0);
+    double dispatches = 0, share = 0;
+    std::set<std::string> families;
+    for (const auto &f : phase["families"]) {
+      dispatches += f["dispatches_per_run"].get<double>();
+      share += f["share"].get<double>();
+      families.insert(f["family"].get<std::string>());
+    }
+    EXPECT_EQ(dispatches, phase["dispatches_per_run"].get<double>());
+    EXPECT_NEAR(share, 1.0, 1e-9);
+    EXPECT_TRUE(families.count("linear_q4gsw")) << phase.dump();
+    EXPECT_TRUE(families.count("rms_norm")) << phase.dump();
+  }
+  std::string text = runCli("run " + prog + " --bench 1", status);
+  ASSERT_EQ(status, 0) << text;
+  // The default prompt, 32 tokens, clamped to the model's 16 positions.
+  EXPECT_NE(text.find("prefill: 16 tokens"), std::string::npos) << text;
+  EXPECT_NE(text.find("decode: 1 token,"), std::string::npos) << text;
+  EXPECT_NE(text.find("tokens/s"), std::string::npos) << text;
+}
+
+} // namespace
+} // namespace graft
