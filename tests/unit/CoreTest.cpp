@@ -10,6 +10,7 @@
 #include "graft/support/StableVector.h"
 #include "graft/support/StringArena.h"
 #include "graft/support/StringViewMap.h"
+#include "graft/support/Xxh64.h"
 
 #include <gtest/gtest.h>
 
@@ -269,6 +270,51 @@ TEST(Tensor, ConversionsFollowTorch) {
   EXPECT_FALSE(t.isContiguous());
   EXPECT_EQ(t.getDouble(1), f.getDouble(2));
   EXPECT_TRUE(t.contiguous().isContiguous());
+}
+
+TEST(Tensor, CloneMaterializesStridedViews) {
+  // clone() walks a strided view row by row; every element must land where
+  // element-wise indexing (getInt) says, for each element size and for
+  // permuted, sliced (offset) and broadcast (stride 0) views.
+  for (DType dt : {DType::U8, DType::I16, DType::I32, DType::I64}) {
+    std::vector<int64_t> vals(2 * 3 * 5);
+    for (std::size_t i = 0; i < vals.size(); ++i)
+      vals[i] = static_cast<int64_t>(i * 7 % 97);
+    Tensor base = Tensor::fromInts(dt, {2, 3, 5}, vals);
+    struct View {
+      std::vector<int64_t> sizes, strides;
+      int64_t offset;
+    };
+    for (const View &v : {View{{5, 3, 2}, {1, 5, 15}, 0}, View{{3, 2, 5}, {5, 15, 1}, 0},
+                          View{{2, 2, 2}, {15, 5, 2}, 1}, View{{4, 3}, {0, 5}, 2},
+                          View{{3}, {5}, 4}, View{{}, {}, 7}}) {
+      Tensor t(dt, v.sizes, base.storage(), v.offset, v.strides);
+      Tensor c = t.clone();
+      ASSERT_TRUE(c.isContiguous());
+      ASSERT_EQ(c.sizes(), t.sizes());
+      for (int64_t i = 0; i < t.numel(); ++i)
+        EXPECT_EQ(c.getInt(i), t.getInt(i)) << name(dt) << " element " << i;
+    }
+  }
+}
+
+TEST(Xxh64, ReferenceVectors) {
+  // Published XXH64 values (seed 0): the program file's blob hashes must be
+  // what any xxHash implementation computes.
+  auto h = [](const char *s) { return xxh64(s, std::strlen(s)); };
+  EXPECT_EQ(h(""), 0xEF46DB3751D8E999ull);
+  EXPECT_EQ(h("a"), 0xD24EC4F1A98C6E5Bull);
+  EXPECT_EQ(h("abc"), 0x44BC2CF5AD770999ull);
+  EXPECT_EQ(h("Nobody inspects the spammish repetition"), 0xFBCEA83C8A378BF1ull);
+  // Every tail length (0..31 bytes after the stripes) reaches its own path.
+  std::vector<uint8_t> buf(100);
+  for (std::size_t i = 0; i < buf.size(); ++i)
+    buf[i] = static_cast<uint8_t>(i * 37 + 11);
+  std::set<uint64_t> seen;
+  for (std::size_t n = 0; n <= buf.size(); ++n)
+    seen.insert(xxh64(buf.data(), n));
+  EXPECT_EQ(seen.size(), buf.size() + 1);
+  EXPECT_NE(xxh64(buf.data(), 64, 1), xxh64(buf.data(), 64, 0));
 }
 
 TEST(Graph, UseListsAndRewiring) {

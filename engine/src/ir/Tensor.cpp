@@ -296,9 +296,54 @@ Tensor Tensor::clone() const {
     std::memcpy(dst, rawData(), static_cast<std::size_t>(n) * es);
     return out;
   }
-  for (int64_t i = 0; i < n; ++i)
-    std::memcpy(dst + i * static_cast<int64_t>(es),
-                src + (offset_ + storageIndex(i)) * static_cast<int64_t>(es), es);
+  if (n == 0)
+    return out;
+  if (sizes_.empty()) { // a 0-dim view of one element
+    std::memcpy(dst, rawData(), es);
+    return out;
+  }
+  // Walk the source with a row counter instead of storageIndex(i) per
+  // element (a division per dim per element): materializing a transposed
+  // weight is on the path of every program write. Innermost dim in a tight
+  // loop per element size, so the compiler specializes the copy.
+  const std::size_t rank = sizes_.size();
+  const int64_t inner = sizes_[rank - 1];
+  const int64_t innerStride = strides_[rank - 1] * static_cast<int64_t>(es);
+  std::vector<int64_t> idx(rank, 0);
+  const uint8_t *row = src + offset_ * static_cast<int64_t>(es);
+  auto copyRow = [&](auto tag, const uint8_t *s, uint8_t *d) {
+    using T = decltype(tag);
+    for (int64_t k = 0; k < inner; ++k, s += innerStride, d += sizeof(T))
+      std::memcpy(d, s, sizeof(T));
+  };
+  for (int64_t done = 0; done < n; done += inner) {
+    uint8_t *d = dst + done * static_cast<int64_t>(es);
+    switch (es) {
+    case 1:
+      copyRow(uint8_t{}, row, d);
+      break;
+    case 2:
+      copyRow(uint16_t{}, row, d);
+      break;
+    case 4:
+      copyRow(uint32_t{}, row, d);
+      break;
+    case 8:
+      copyRow(uint64_t{}, row, d);
+      break;
+    default:
+      for (int64_t k = 0; k < inner; ++k)
+        std::memcpy(d + k * static_cast<int64_t>(es), row + k * innerStride, es);
+    }
+    // Next row: increment the outer dims like an odometer.
+    for (std::size_t i = rank - 1; i-- > 0;) {
+      row += strides_[i] * static_cast<int64_t>(es);
+      if (++idx[i] < sizes_[i])
+        break;
+      row -= sizes_[i] * strides_[i] * static_cast<int64_t>(es);
+      idx[i] = 0;
+    }
+  }
   return out;
 }
 

@@ -159,7 +159,8 @@ Expected<Program> readProgram(const std::string &path, const ProgramReadOptions 
 /// Whether `path` starts with the program magic.
 bool isProgramFile(const std::string &path);
 
-/// The content hash used to deduplicate blobs (64-bit FNV-1a).
+/// 64-bit FNV-1a: the hash of the metadata sections, the section table and
+/// a version-1 file's blobs (version 2's blobs carry XXH64, graft/support/Xxh64.h).
 uint64_t contentHash(const uint8_t *data, std::size_t size);
 
 } // namespace graft
