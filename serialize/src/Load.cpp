@@ -43,7 +43,7 @@ void referenceArchiveWeights(Graph &graph, const Pt2Provenance &provenance,
     const Tensor &t = in.data();
     if (!t.defined() || !t.isContiguous() || in.value->proto().quant)
       continue;
-    in.setData(t, FileInit{archiveRef, it->second, static_cast<uint64_t>(t.nbytes())});
+    in.setData(t, FileInit{archiveRef, it->second, static_cast<uint64_t>(t.nbytes()), {}});
   }
 }
 

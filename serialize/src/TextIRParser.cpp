@@ -1316,6 +1316,10 @@ private:
     if (path.is_relative() && !options_.baseDir.empty())
       path = std::filesystem::path(options_.baseDir) / path;
     std::string resolved = path.lexically_normal().string();
+    std::error_code absError;
+    std::filesystem::path absolute = std::filesystem::absolute(path, absError);
+    if (!absError)
+      init.resolved = absolute.lexically_normal().string();
     // Constants referring to the same bytes share one mapping (tied weights).
     auto key = std::make_tuple(resolved, init.offset, init.bytes);
     std::shared_ptr<Storage> storage;

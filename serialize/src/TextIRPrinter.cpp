@@ -249,9 +249,24 @@ private:
       return "full(" + initNumber(f->value, dt) + ")";
     }
     if (const auto *f = std::get_if<FileInit>(&*in.init))
-      return "file(" + quote(f->path) + ", offset=" + std::to_string(f->offset) +
+      return "file(" + quote(filePath(*f)) + ", offset=" + std::to_string(f->offset) +
              ", bytes=" + std::to_string(f->bytes) + ")";
     return dataInitializer(in);
+  }
+
+  /// A file() path as the text at options_.outputDir must name it: as read
+  /// when absolute or when nothing says where it was read from, else
+  /// relative to the output directory.
+  std::string filePath(const FileInit &f) const {
+    namespace fs = std::filesystem;
+    if (options_.outputDir.empty() || f.resolved.empty() || fs::path(f.path).is_absolute())
+      return f.path;
+    std::error_code ec;
+    fs::path dir = fs::absolute(options_.outputDir, ec).lexically_normal();
+    if (ec)
+      return f.path;
+    fs::path rel = fs::path(f.resolved).lexically_relative(dir);
+    return rel.empty() ? f.resolved : rel.string();
   }
 
   /// InlineInit / ExternalData: the values inline, or a reference into the

@@ -529,7 +529,7 @@ TEST(TextIRParse, FileConstantsAreMappedAndTied) {
   EXPECT_EQ(bias->data().getInt(0), -8);
   EXPECT_EQ(bias->data().getInt(15), 7);
   EXPECT_EQ(h->data().getDouble(3), 3.0);
-  EXPECT_EQ(std::get<FileInit>(*w->init), (FileInit{"file_constants.bin", 0, 32}));
+  EXPECT_EQ(std::get<FileInit>(*w->init), (FileInit{"file_constants.bin", 0, 32, {}}));
   EXPECT_FALSE((*g)->findConstant("unloaded")->hasData());
 }
 
@@ -553,6 +553,39 @@ TEST(TextIRParse, RelativeFilePathsUseBaseDir) {
   auto f = parseGraphFile((dir / "g.gir").string(), &sm);
   ASSERT_TRUE(f.ok()) << render(f.diags(), &sm);
   EXPECT_NE(sm.contents((dir / "g.gir").string()), nullptr);
+  fs::remove_all(dir);
+}
+
+// A graph printed into another directory names its file() data relative to
+// that directory, so the new text still finds the bytes; printed for its own
+// directory (or stdout) the path stays as written.
+TEST(TextIRPrint, FilePathsAreRebasedToTheOutputDirectory) {
+  fs::path dir = freshTempDir("rebase");
+  fs::create_directories(dir / "data" / "in");
+  fs::create_directories(dir / "out" / "deeper");
+  float vals[4] = {1.f, 2.f, 3.f, 4.f};
+  ASSERT_TRUE(writeFileAtomic((dir / "data" / "w.bin").string(),
+                              std::string_view(reinterpret_cast<char *>(vals), 16))
+                  .ok());
+  std::string text =
+      "graph @g {\n  param %w : f32[4] fqn=\"w\" = file(\"../w.bin\", offset=0, bytes=16)\n}\n";
+  ASSERT_TRUE(writeFileAtomic((dir / "data" / "in" / "g.gir").string(), text).ok());
+  auto g = parseGraphFile((dir / "data" / "in" / "g.gir").string());
+  ASSERT_TRUE(g.ok()) << render(g.diags());
+
+  auto same = printGraph(**g);
+  ASSERT_TRUE(same.ok());
+  EXPECT_NE(same->find("file(\"../w.bin\""), std::string::npos) << *same;
+
+  PrintOptions po;
+  po.outputDir = (dir / "out" / "deeper").string();
+  auto moved = printGraph(**g, po);
+  ASSERT_TRUE(moved.ok());
+  EXPECT_NE(moved->find("file(\"../../data/w.bin\""), std::string::npos) << *moved;
+  ASSERT_TRUE(writeFileAtomic((dir / "out" / "deeper" / "g.gir").string(), *moved).ok());
+  auto reread = parseGraphFile((dir / "out" / "deeper" / "g.gir").string());
+  ASSERT_TRUE(reread.ok()) << render(reread.diags());
+  EXPECT_EQ((*reread)->inputs()[0].data().getDouble(3), 4.0);
   fs::remove_all(dir);
 }
 

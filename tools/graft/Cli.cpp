@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <sstream>
@@ -173,6 +174,11 @@ int reportFailure(const std::vector<Diagnostic> &diags, const SourceManager *sou
     internal |= d.kind == DiagKind::Internal;
   std::cerr << render(diags, sources);
   return internal ? kInternalError : kUserError;
+}
+
+std::string outputDirOf(const std::string &path) {
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  return dir.empty() ? std::string(".") : dir.string();
 }
 
 } // namespace graft::cli

@@ -91,6 +91,9 @@ Expected<std::vector<std::string>> expandRulePaths(const std::vector<std::string
 /// have no location), sets `status`, returns nullopt.
 std::optional<RuleSet> loadRuleSet(const std::vector<std::string> &values, const char *cmd,
                                    SourceManager &sources, int &status, bool allowLossy = false);
+/// The directory a file written to `path` lands in ("." for a bare name):
+/// PrintOptions::outputDir of a command's -o.
+std::string outputDirOf(const std::string &path);
 /// The --allow-lossy flag of the commands that run rules.
 FlagSpec allowLossyFlag();
 

@@ -62,6 +62,8 @@ Command makePrintCommand() {
     opts.printMetadata = !args.has("no-metadata");
     if (auto df = args.get("data-file"))
       opts.dataFile = *df;
+    if (auto out = args.get("o"))
+      opts.outputDir = outputDirOf(*out);
     auto text = printGraph(**graph, opts);
     if (!text)
       return reportFailure(text.diags());

@@ -169,6 +169,8 @@ Command makeFuseCommand() {
         po.dataFile = *df;
       else if (out)
         po.dataFile = std::filesystem::path(*out).replace_extension(".bin").string();
+      if (out)
+        po.outputDir = outputDirOf(*out);
       else
         po.maxInlineElements = INT64_MAX; // stdout: no sidecar, print values inline
       auto text = printGraph(graph, po);

@@ -225,7 +225,13 @@ struct FileInit {
   std::string path; ///< as written (relative paths resolve against the IR file)
   uint64_t offset = 0;
   uint64_t bytes = 0;
-  bool operator==(const FileInit &) const = default;
+  /// The absolute file `path` named when it was read (empty when not read
+  /// from a file): a printer writing the graph into another directory names
+  /// the file relative to that directory instead (PrintOptions::outputDir).
+  std::string resolved;
+  bool operator==(const FileInit &o) const {
+    return path == o.path && offset == o.offset && bytes == o.bytes;
+  }
 };
 /// Data with no textual source (e.g. read from a .pt2); printed inline when
 /// small, otherwise the printer needs a sidecar data file.

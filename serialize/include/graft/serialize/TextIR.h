@@ -44,6 +44,10 @@ struct PrintOptions {
   /// against the directory of the .gir that will hold the text. Empty: the
   /// data file's name without its directory (the two live side by side).
   std::string dataFileRef;
+  /// The directory the text will be written to. A relative file("...")
+  /// constant read from another directory is renamed relative to it, so the
+  /// printed graph still finds its data. Empty: paths are printed as read.
+  std::string outputDir;
 };
 
 /// Prints canonically. Fails (naming the constant) when a constant must be
