@@ -218,6 +218,8 @@ class RuleSet:
         return [Diagnostic._from_dict(d) for d in self._r.warnings]
 
     def __repr__(self) -> str:
+        if not hasattr(self, "_r"):  # the constructor raised
+            return "<graft.RuleSet: not loaded>"
         return f"<graft.RuleSet: {len(self)} rules>"
 
 

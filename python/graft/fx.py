@@ -125,7 +125,7 @@ class _Converter:
 
     def __init__(self, gm: torch.fx.GraphModule):
         self.gm = gm
-        self.builder = _graft.GraphBuilder(type(gm).__name__ if False else "fx")
+        self.builder = _graft.GraphBuilder("fx")
         self.values: Dict[torch.fx.Node, List[str]] = {}
         self.constants: Dict[str, str] = {}  # FQN -> value name
         self.params = dict(gm.named_parameters())
@@ -158,6 +158,8 @@ class _Converter:
         return name
 
     def arg(self, v, node):
+        if isinstance(v, _Value):
+            return ("%", v.name)
         if isinstance(v, torch.fx.Node):
             names = self.values.get(v)
             if names is None or len(names) != 1:
@@ -266,27 +268,15 @@ class _Converter:
                                   f"Linear, Embedding, ReLU, SiLU)")
 
     def fx_constant(self, fqn):
-        # A stand-in fx node whose value is the constant, for call()'s argument
-        # conversion.
-        stub = _Stub(fqn)
-        self.values[stub] = [self.constant(fqn)]
-        return stub
+        return _Value(self.constant(fqn))
 
 
-class _Stub(torch.fx.Node):
-    # Only identity and name matter to the converter; fx.Node's constructor
-    # needs a graph, which a stub has none of.
-    def __init__(self, name):  # noqa: D401 - deliberately skips Node.__init__
+class _Value:
+    """A graft value named directly as an argument (a leaf module's parameter,
+    which has no fx node)."""
+
+    def __init__(self, name: str):
         self.name = name
-
-    def __hash__(self):
-        return id(self)
-
-    def __eq__(self, other):
-        return self is other
-
-    def __repr__(self):
-        return self.name
 
 
 def _getattr(root, fqn: str):
@@ -375,9 +365,10 @@ def from_graft(graph: Graph, original: Optional[torch.nn.Module] = None,
                                   f"%{node.outputs[0]['name'] if node.outputs else '?'})") from None
         args = tuple(from_graft_arg(a, env) for a in node.args)
         kwargs = {k: from_graft_arg(v, env) for k, v in node.kwargs.items()}
-        call = fx_graph.call_function(op, args, kwargs)
+        # graft's value names become the fx node names (uniquified by fx).
+        first = node.outputs[0]["name"] if node.outputs else None
+        call = fx_graph.create_node("call_function", op, args, kwargs, name=first)
         if len(node.outputs) == 1:
-            call.name = node.outputs[0]["name"]
             env[node.outputs[0]["name"]] = call
         else:
             for i, r in enumerate(node.outputs):

@@ -731,7 +731,10 @@ py::list callOp(const std::string &target, const py::list &args, const py::dict 
   std::vector<std::string> results = b.node(target, a, kw, {}, py::none());
   for (const std::string &r : results)
     b.output(r);
-  PyGraph g = b.build(/*verifyGraph=*/false);
+  // Verified before it runs: the verifier checks the arguments against the
+  // schema, so a bad call is a diagnostic rather than a kernel reading
+  // an argument of the wrong kind.
+  PyGraph g = b.build(/*verifyGraph=*/true);
   std::optional<Expected<std::vector<RuntimeValue>>> r;
   {
     py::gil_scoped_release release;

@@ -77,6 +77,9 @@ def test_pt2_constants_are_mapped_without_a_copy(llama_pt2):
     assert not a.flags.writeable
     assert a.dtype == np.int8 and list(a.shape) == next(i.shape for i in g.inputs if i.fqn == fqn)
     assert a.min() >= -8 and a.max() <= 7
+    constants = g.constants()
+    assert set(constants) == {i.fqn for i in g.inputs if i.fqn and i.has_data}
+    assert np.shares_memory(constants[fqn], a)
 
 
 def test_ruleset_shipped_and_from_paths():

@@ -67,3 +67,17 @@ def test_program_rejects_bad_inputs(program):
         p.run({})
     with pytest.raises(graft.UserError):
         p.run({"tokens": np.zeros((2, 3), np.int64)})  # wrong shape: an error, not a crash
+
+
+def test_compile_and_run_a_pt2_with_the_shipped_rules(llama_pt2, tmp_path):
+    out = tmp_path / "llama.vkprog"
+    summary = graft.compile(llama_pt2, out)
+    assert summary["rules_fired"].get("torchao_linear_q4gsw", 0) > 0
+    assert summary["nodes_out"] < summary["nodes_in"]
+    tokens = np.array([[1, 7, 3, 63, 0, 12, 5, 9]], dtype=np.int64)
+    got = graft.Program(out).run({"tokens": tokens})
+    want = graft.interpret(llama_pt2, {"tokens": tokens})
+    (g,), (w,) = got.values(), want.values()
+    assert g.shape == w.shape and g.shape[-1] == 64  # logits over the vocabulary
+    # The device kernels reorder float sums (docs/numerics.md): close, not exact.
+    np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-3)
