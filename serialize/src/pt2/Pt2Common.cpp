@@ -170,45 +170,97 @@ std::string typeName(const OJson &j) {
 }
 } // namespace
 
-/// How a reference was reached from its parent. The root holds the record
-/// name and the path it was given.
+enum class JsonRef::StepKind : uint8_t { Root, Field, Index, Member, Union };
+
+/// How a reference was reached from its parent.
 struct JsonRef::Step {
-  enum class Kind { Root, Field, Index, Member, Union };
-  Kind kind = Kind::Root;
-  std::shared_ptr<const Step> parent;
-  std::string_view key;         ///< Field, Member, Union: the key, in the document
-  std::size_t index = 0;        ///< Index
-  std::string record, rootPath; ///< Root
+  StepKind kind = StepKind::Root;
+  uint32_t refs = 0; ///< references and child steps holding this one
+  Step *parent = nullptr;
+  Pool *pool = nullptr;
+  std::string_view key;  ///< Field, Member, Union: the key, in the document
+  std::size_t index = 0; ///< Index
+};
+
+/// The steps of one root, recycled through a free list; the root step is
+/// released last (every step holds its parent), and frees the pool.
+struct JsonRef::Pool {
+  static constexpr std::size_t kChunk = 256;
+  std::string record, rootPath;
+  std::vector<std::unique_ptr<Step[]>> chunks;
+  std::size_t used = kChunk; ///< steps handed out of chunks.back()
+  Step *free = nullptr;      ///< released steps, linked through `parent`
+
+  Step *take() {
+    if (free) {
+      Step *s = free;
+      free = s->parent;
+      return s;
+    }
+    if (used == kChunk) {
+      chunks.push_back(std::make_unique<Step[]>(kChunk));
+      used = 0;
+    }
+    return &chunks.back()[used++];
+  }
 };
 
 JsonRef::JsonRef(const OJson &j, std::string record, std::string path) : j_(&j) {
-  auto root = std::make_shared<Step>();
-  root->record = std::move(record);
-  root->rootPath = std::move(path);
-  step_ = std::move(root);
+  auto *pool = new Pool;
+  pool->record = std::move(record);
+  pool->rootPath = std::move(path);
+  step_ = pool->take();
+  *step_ = Step{StepKind::Root, 1, nullptr, pool, {}, 0};
+}
+
+void JsonRef::retain(Step *s) {
+  if (s)
+    ++s->refs;
+}
+
+void JsonRef::release(Step *s) {
+  while (s && --s->refs == 0) {
+    Step *parent = s->parent;
+    Pool *pool = s->pool;
+    if (s->kind == StepKind::Root) {
+      delete pool; // its own step lives in the pool
+      return;
+    }
+    s->parent = pool->free;
+    pool->free = s;
+    s = parent;
+  }
+}
+
+JsonRef JsonRef::child(const OJson &j, StepKind kind, std::string_view key,
+                       std::size_t index) const {
+  Step *s = step_->pool->take();
+  *s = Step{kind, 1, step_, step_->pool, key, index};
+  ++step_->refs;
+  return JsonRef(j, s);
 }
 
 std::string JsonRef::path() const {
   std::vector<const Step *> steps;
-  for (const Step *s = step_.get(); s; s = s->parent.get())
+  for (const Step *s = step_; s; s = s->parent)
     steps.push_back(s);
-  std::string p = steps.back()->rootPath;
+  std::string p = steps.back()->pool->rootPath;
   for (auto it = steps.rbegin() + 1; it != steps.rend(); ++it) {
     const Step &s = **it;
     switch (s.kind) {
-    case Step::Kind::Field:
+    case StepKind::Field:
       p = p.empty() ? std::string(s.key) : p + "." + std::string(s.key);
       break;
-    case Step::Kind::Index:
+    case StepKind::Index:
       p += "[" + std::to_string(s.index) + "]";
       break;
-    case Step::Kind::Member:
+    case StepKind::Member:
       p += "[" + OJson(std::string(s.key)).dump() + "]";
       break;
-    case Step::Kind::Union:
+    case StepKind::Union:
       p += "." + std::string(s.key);
       break;
-    case Step::Kind::Root:
+    case StepKind::Root:
       break;
     }
   }
@@ -216,11 +268,8 @@ std::string JsonRef::path() const {
 }
 
 Diagnostic JsonRef::error(const std::string &what) const {
-  const Step *root = step_.get();
-  while (root->parent)
-    root = root->parent.get();
   std::string p = path();
-  return Diagnostic::error(root->record + ": " + (p.empty() ? "<root>" : p) + ": " + what);
+  return Diagnostic::error(step_->pool->record + ": " + (p.empty() ? "<root>" : p) + ": " + what);
 }
 
 Expected<JsonRef> JsonRef::field(const std::string &name) const {
@@ -229,8 +278,7 @@ Expected<JsonRef> JsonRef::field(const std::string &name) const {
   auto it = j_->find(name);
   if (it == j_->end())
     return error("missing required field '" + name + "'");
-  return JsonRef(*it,
-                 std::make_shared<const Step>(Step{Step::Kind::Field, step_, it.key(), 0, {}, {}}));
+  return child(*it, StepKind::Field, it.key(), 0);
 }
 
 Expected<std::optional<JsonRef>> JsonRef::optField(const std::string &name) const {
@@ -239,8 +287,7 @@ Expected<std::optional<JsonRef>> JsonRef::optField(const std::string &name) cons
   auto it = j_->find(name);
   if (it == j_->end() || it->is_null())
     return std::optional<JsonRef>();
-  return std::optional<JsonRef>(JsonRef(
-      *it, std::make_shared<const Step>(Step{Step::Kind::Field, step_, it.key(), 0, {}, {}})));
+  return std::optional<JsonRef>(child(*it, StepKind::Field, it.key(), 0));
 }
 
 Expected<std::vector<JsonRef>> JsonRef::array() const {
@@ -249,8 +296,7 @@ Expected<std::vector<JsonRef>> JsonRef::array() const {
   std::vector<JsonRef> out;
   out.reserve(j_->size());
   for (std::size_t i = 0; i < j_->size(); ++i)
-    out.push_back(JsonRef(
-        (*j_)[i], std::make_shared<const Step>(Step{Step::Kind::Index, step_, {}, i, {}, {}})));
+    out.push_back(child((*j_)[i], StepKind::Index, {}, i));
   return out;
 }
 
@@ -260,9 +306,7 @@ Expected<std::vector<std::pair<std::string, JsonRef>>> JsonRef::members() const 
   std::vector<std::pair<std::string, JsonRef>> out;
   out.reserve(j_->size());
   for (auto it = j_->begin(); it != j_->end(); ++it)
-    out.emplace_back(
-        it.key(), JsonRef(it.value(), std::make_shared<const Step>(
-                                          Step{Step::Kind::Member, step_, it.key(), 0, {}, {}})));
+    out.emplace_back(it.key(), child(it.value(), StepKind::Member, it.key(), 0));
   return out;
 }
 
@@ -272,9 +316,7 @@ Expected<std::pair<std::string, JsonRef>> JsonRef::unionMember() const {
   if (j_->size() != 1)
     return error("a union must have exactly one key, this one has " + std::to_string(j_->size()));
   auto it = j_->begin();
-  return std::make_pair(
-      it.key(), JsonRef(it.value(), std::make_shared<const Step>(
-                                        Step{Step::Kind::Union, step_, it.key(), 0, {}, {}})));
+  return std::make_pair(it.key(), child(it.value(), StepKind::Union, it.key(), 0));
 }
 
 Expected<std::string> JsonRef::str() const {

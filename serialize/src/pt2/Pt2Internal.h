@@ -11,10 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace graft {
@@ -76,9 +78,33 @@ std::string nodeKey(const Node &node, std::map<std::string, int> &zeroOutputCoun
 /// error: a reference keeps the step that reached it (a key or an index,
 /// viewing the document, which outlives its references) and shares its
 /// parent's steps, so walking a model.json of 10^5 fields builds no strings.
+///
+/// Steps come from a pool the root owns, with a plain (not atomic) count of
+/// the references and children holding each: an import takes ~10^6 of them,
+/// and a heap allocation plus atomic counting per field read was a tenth of
+/// loading a model. So the references to one document belong to one thread.
 class JsonRef {
 public:
   JsonRef(const OJson &j, std::string record, std::string path);
+  JsonRef(const JsonRef &o) : j_(o.j_), step_(o.step_) { retain(step_); }
+  JsonRef(JsonRef &&o) noexcept : j_(o.j_), step_(o.step_) { o.step_ = nullptr; }
+  JsonRef &operator=(const JsonRef &o) {
+    retain(o.step_);
+    release(step_);
+    j_ = o.j_;
+    step_ = o.step_;
+    return *this;
+  }
+  JsonRef &operator=(JsonRef &&o) noexcept {
+    if (this != &o) {
+      release(step_);
+      j_ = o.j_;
+      step_ = o.step_;
+      o.step_ = nullptr;
+    }
+    return *this;
+  }
+  ~JsonRef() { release(step_); }
 
   const OJson &json() const { return *j_; }
   std::string path() const;
@@ -102,10 +128,17 @@ public:
 
 private:
   struct Step;
-  JsonRef(const OJson &j, std::shared_ptr<const Step> step) : j_(&j), step_(std::move(step)) {}
+  struct Pool;
+  enum class StepKind : uint8_t;
+  /// Adopts `step`'s count of one.
+  JsonRef(const OJson &j, Step *step) : j_(&j), step_(step) {}
+  /// A child of this reference: `j`, reached by `kind` (`key` or `index`).
+  JsonRef child(const OJson &j, StepKind kind, std::string_view key, std::size_t index) const;
+  static void retain(Step *s);
+  static void release(Step *s);
 
   const OJson *j_;
-  std::shared_ptr<const Step> step_;
+  Step *step_; ///< null only in a moved-from reference
 };
 
 /// Python json.dumps(obj) with default separators and ensure_ascii.
