@@ -2,7 +2,7 @@
 //
 // The goal (issue "constant transforms"): the pack_int4 constant transform on
 // a large int8 weight runs at >= 50 % of the machine's memcpy bandwidth
-// measured in the same run (BM_Memcpy in VulkanBench.cpp). Bytes moved are
+// measured in the same run (BM_HostMemcpy in VulkanBench.cpp). Bytes moved are
 // what the transform must move: every int8 value read once, every packed
 // byte written once (1.5 bytes per element). Two entry points:
 //

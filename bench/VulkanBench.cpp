@@ -1,19 +1,30 @@
-//===- VulkanBench.cpp - Vulkan kernel throughput vs memcpy bandwidth -----===//
+//===- VulkanBench.cpp - Vulkan kernel throughput vs the device's stream bandwidth -===//
 //
-// Per kernel: achieved GB/s against the bytes the kernel must move (every
+// Per kernel: achieved GB/s against the bytes the kernel actually moves (every
 // input read once, every output written once) and GFLOP/s where it computes,
-// next to the machine's memcpy bandwidth measured in the same run. Kernel
-// time is the device's timestamp delta when the queue has timestamps (the
-// submit/wait overhead is not counted), else wall time around submit + wait.
-// Results are recorded in docs/benchmarks.md ("Vulkan kernels").
+// as a fraction of two ceilings measured in the same process:
+//   * BM_VkStream: a vec4 copy shader (stream.glsl), bytes read + written:
+//     what this device and driver can move at all (on lavapipe, what
+//     llvmpipe's per-lane loads and stores cost on the host cores);
+//   * BM_HostMemcpy: one host thread's memcpy, read + written.
+// Each kernel benchmark reports counters "% stream" and "% memcpy"; the
+// ceilings are measured once, the first time a kernel benchmark needs them
+// (best of several runs at 16 MiB in / 16 MiB out), and also run as
+// benchmarks of their own. Kernel time is the device's timestamp delta when
+// the queue has timestamps (submit/wait overhead not counted), else wall time
+// around submit + wait. Kernels with a fast and a bit-exact form take an
+// `exact` argument (0: fast, 1: ContextOptions::exactKernels), so the two are
+// compared in one run. Results are recorded in docs/benchmarks.md ("Vulkan
+// kernels").
 //
-//   graft_bench --benchmark_filter='BM_Vk|BM_Memcpy'
+//   graft_bench --benchmark_filter='BM_Vk|BM_HostMemcpy'
 //
 //===----------------------------------------------------------------------===//
 #include "graft/vulkan/Kernels.h"
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -67,37 +78,110 @@ vk::DeviceTensor upload(const Tensor &t) {
   return orDie(vk::uploadTensor(*context(), t));
 }
 
-/// Times `launch` (which records dispatches) per iteration; reports bytes
-/// and flops per iteration.
+/// Seconds one run of `launch` (recorded dispatches) takes: device timestamps
+/// when the queue has them, else wall time around submit + wait.
+Expected<double> timeOnce(const std::function<Status()> &launch) {
+  vk::Context &ctx = *context();
+  auto t0 = std::chrono::steady_clock::now();
+  GRAFT_CHECK_OK(launch());
+  GRAFT_CHECK_OK(ctx.flush());
+  auto t1 = std::chrono::steady_clock::now();
+  return ctx.info().timestampPeriodNs > 0 ? ctx.lastSubmitDeviceNs() * 1e-9
+                                          : std::chrono::duration<double>(t1 - t0).count();
+}
+
+/// The calibration copy: 16 MiB of vec4s read, 16 MiB written.
+constexpr int64_t kStreamFloats = int64_t(1) << 22;
+
+Status streamCopy(const vk::DeviceTensor &in, const vk::DeviceTensor &out) {
+  int32_t numVec4 = static_cast<int32_t>(in.numel() / 4);
+  return context()->dispatch1D("stream_copy_vec4", {out.buffer.get(), in.buffer.get()}, &numVec4,
+                               sizeof(numVec4), static_cast<uint64_t>(numVec4));
+}
+
+/// Host memcpy GB/s (read + write) of 16 MiB, per CPU second, best of 20.
+double hostMemcpyGBs() {
+  static double gbs = [] {
+    std::size_t n = std::size_t(16) << 20;
+    std::vector<char> a(n, 1), b(n, 0);
+    double best = 0;
+    for (int i = 0; i < 20; ++i) {
+      std::clock_t c0 = std::clock();
+      std::memcpy(b.data(), a.data(), n);
+      benchmark::DoNotOptimize(b.data());
+      std::clock_t c1 = std::clock();
+      double secs = double(c1 - c0) / CLOCKS_PER_SEC;
+      if (secs > 0)
+        best = std::max(best, 2.0 * double(n) * 1e-9 / secs);
+    }
+    return best;
+  }();
+  return gbs;
+}
+
+/// BM_VkStream's GB/s at kStreamFloats, best of 20 runs (0 without a device).
+double streamGBs() {
+  static double gbs = [] {
+    auto in = vk::uploadTensor(*context(), Tensor::empty(DType::F32, {kStreamFloats}));
+    auto out = vk::allocateTensor(*context(), DType::F32, {kStreamFloats});
+    if (!in || !out)
+      return 0.0;
+    double best = 0;
+    for (int i = 0; i < 21; ++i) {
+      auto secs = timeOnce([&] { return streamCopy(*in, *out); });
+      if (!secs)
+        return 0.0;
+      if (i > 0 && *secs > 0) // the first run compiles the shader
+        best = std::max(best, 8.0 * double(kStreamFloats) * 1e-9 / *secs);
+    }
+    return best;
+  }();
+  return gbs;
+}
+
+/// Times `launch` (which records dispatches) per iteration; reports GB/s of
+/// `bytes` moved, its share of the stream and memcpy ceilings, and GFLOP/s.
 void runKernel(benchmark::State &state, const std::function<Status()> &launch, double bytes,
                double flops) {
   vk::Context &ctx = *context();
+  double stream = streamGBs(), memcpyGBs = hostMemcpyGBs();
   // Warm-up: compiles the shader and creates the pipeline.
   if (Status s = launch(); !s || !ctx.flush()) {
     state.SkipWithError("kernel failed");
     return;
   }
-  bool deviceTime = ctx.info().timestampPeriodNs > 0;
+  double total = 0;
+  int64_t iterations = 0;
   for (auto _ : state) {
-    auto t0 = std::chrono::steady_clock::now();
-    Status s = launch();
-    Status f = ctx.flush();
-    auto t1 = std::chrono::steady_clock::now();
-    if (!s || !f) {
+    auto secs = timeOnce(launch);
+    if (!secs) {
       state.SkipWithError("kernel failed");
       return;
     }
-    double secs = deviceTime ? ctx.lastSubmitDeviceNs() * 1e-9
-                             : std::chrono::duration<double>(t1 - t0).count();
-    state.SetIterationTime(secs);
+    state.SetIterationTime(*secs);
+    total += *secs;
+    ++iterations;
   }
-  state.counters["GB/s"] =
-      benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  double gbs = total > 0 ? bytes * double(iterations) * 1e-9 / total : 0;
+  state.counters["GB/s"] = gbs;
+  state.counters["% stream"] = stream > 0 ? 100.0 * gbs / stream : 0;
+  state.counters["% memcpy"] = memcpyGBs > 0 ? 100.0 * gbs / memcpyGBs : 0;
   if (flops > 0)
-    state.counters["GFLOP/s"] =
-        benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GFLOP/s"] = total > 0 ? flops * double(iterations) * 1e-9 / total : 0;
   state.counters["MiB"] = bytes / (1024.0 * 1024.0);
 }
+
+/// Selects the bit-exact or the fast kernels for one benchmark (restored on exit).
+class ExactKernels {
+public:
+  explicit ExactKernels(bool exact) : saved_(context()->exactKernels()) {
+    context()->setExactKernels(exact);
+  }
+  ~ExactKernels() { context()->setExactKernels(saved_); }
+
+private:
+  bool saved_;
+};
 
 #define GRAFT_VK_BENCH_GUARD()                                                                     \
   if (!context()) {                                                                                \
@@ -108,7 +192,7 @@ void runKernel(benchmark::State &state, const std::function<Status()> &launch, d
 /// The machine's memcpy bandwidth (read + write bytes), for comparison; per CPU
 /// second (single thread), so time spent waiting for a shared core is not counted.
 /// Arg 16 touches 32 MiB (cache-resident on large-L3 servers), 64 touches 128 MiB.
-void BM_Memcpy(benchmark::State &state) {
+void BM_HostMemcpy(benchmark::State &state) {
   std::size_t n = static_cast<std::size_t>(state.range(0)) << 20;
   std::vector<char> a(n, 1), b(n, 0);
   for (auto _ : state) {
@@ -118,12 +202,25 @@ void BM_Memcpy(benchmark::State &state) {
   state.counters["GB/s"] =
       benchmark::Counter(2.0 * double(n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_Memcpy)->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HostMemcpy)->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond);
+
+/// The device ceiling: a vec4 copy of n floats (bytes read + written).
+void BM_VkStream(benchmark::State &state) {
+  GRAFT_VK_BENCH_GUARD();
+  int64_t n = state.range(0);
+  auto in = upload(randomTensor(DType::F32, {n}, -1, 1, 20));
+  auto out = orDie(vk::allocateTensor(*context(), DType::F32, {n}));
+  runKernel(
+      state, [&] { return streamCopy(in, out); }, 8.0 * double(n), 0);
+}
+BENCHMARK(BM_VkStream)->Arg(kStreamFloats)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 /// linear_q4gsw: M tokens x K -> N, group 32 (M = 1 is decode's GEMV).
+/// The 4th argument selects the bit-exact kernel (1) or the fast one (0).
 void BM_VkLinearQ4gsw(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();
   int64_t M = state.range(0), K = state.range(1), N = state.range(2), gs = 32;
+  ExactKernels exact(state.range(3) != 0);
   auto w = orDie(vk::prepackQ4(*context(), randomTensor(DType::U8, {N, K / 2}, 0, 256, 1), true));
   auto s = upload(randomTensor(DType::F32, {K / gs, N}, 0.002, 0.02, 2));
   auto x = upload(randomTensor(DType::F32, {M, K}, -1, 1, 3));
@@ -137,9 +234,13 @@ void BM_VkLinearQ4gsw(benchmark::State &state) {
       bytes, 2.0 * double(M * N * K));
 }
 BENCHMARK(BM_VkLinearQ4gsw)
-    ->Args({1, 4096, 4096})
-    ->Args({1, 2048, 8192})
-    ->Args({32, 2048, 2048})
+    ->ArgNames({"M", "K", "N", "exact"})
+    ->Args({1, 4096, 4096, 0})
+    ->Args({1, 4096, 14336, 0})
+    ->Args({1, 2048, 8192, 0})
+    ->Args({32, 2048, 2048, 0})
+    ->Args({1, 4096, 4096, 1})
+    ->Args({32, 2048, 2048, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
@@ -147,6 +248,7 @@ BENCHMARK(BM_VkLinearQ4gsw)
 void BM_VkLinearDq8caQ4gsw(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();
   int64_t M = state.range(0), K = state.range(1), N = state.range(2), gs = 32;
+  ExactKernels exact(state.range(3) != 0);
   auto w = orDie(vk::prepackQ4(*context(), randomTensor(DType::U8, {N, K / 2}, 0, 256, 1), true));
   auto s = upload(randomTensor(DType::F32, {K / gs, N}, 0.002, 0.02, 2));
   auto x = upload(randomTensor(DType::F32, {M, K}, -1, 1, 3));
@@ -163,8 +265,11 @@ void BM_VkLinearDq8caQ4gsw(benchmark::State &state) {
       bytes, 2.0 * double(M * N * K));
 }
 BENCHMARK(BM_VkLinearDq8caQ4gsw)
-    ->Args({1, 4096, 4096})
-    ->Args({32, 2048, 2048})
+    ->ArgNames({"M", "K", "N", "exact"})
+    ->Args({1, 4096, 4096, 0})
+    ->Args({32, 2048, 2048, 0})
+    ->Args({1, 4096, 4096, 1})
+    ->Args({32, 2048, 2048, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
@@ -172,6 +277,7 @@ BENCHMARK(BM_VkLinearDq8caQ4gsw)
 /// rows read, their scales, the f32 rows written).
 void BM_VkEmbeddingQ4gsw(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();
+  ExactKernels exact(state.range(2) != 0);
   int64_t T = state.range(0), V = 32000, D = state.range(1), gs = 32;
   auto w = orDie(vk::uploadRawBytes(*context(), randomTensor(DType::U8, {V, D / 2}, 0, 256, 6)));
   auto s = upload(randomTensor(DType::F32, {V, D / gs}, 0.005, 0.02, 7));
@@ -186,13 +292,16 @@ void BM_VkEmbeddingQ4gsw(benchmark::State &state) {
       bytes, 0);
 }
 BENCHMARK(BM_VkEmbeddingQ4gsw)
-    ->Args({512, 4096})
-    ->Args({4096, 2048})
+    ->ArgNames({"T", "D", "exact"})
+    ->Args({512, 4096, 0})
+    ->Args({4096, 2048, 0})
+    ->Args({512, 4096, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
 void BM_VkAdd(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();
+  ExactKernels exact(state.range(1) != 0);
   int64_t n = state.range(0);
   auto a = upload(randomTensor(DType::F32, {n}, -1, 1, 9));
   auto b = upload(randomTensor(DType::F32, {n}, -1, 1, 10));
@@ -204,10 +313,16 @@ void BM_VkAdd(benchmark::State &state) {
       },
       12.0 * double(n), double(n));
 }
-BENCHMARK(BM_VkAdd)->Arg(1 << 22)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_VkAdd)
+    ->ArgNames({"n", "exact"})
+    ->Args({1 << 22, 0})
+    ->Args({1 << 22, 1})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 void BM_VkSilu(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();
+  ExactKernels exact(state.range(1) != 0);
   int64_t n = state.range(0);
   auto a = upload(randomTensor(DType::F32, {n}, -4, 4, 11));
   runKernel(
@@ -218,7 +333,12 @@ void BM_VkSilu(benchmark::State &state) {
       },
       8.0 * double(n), 0);
 }
-BENCHMARK(BM_VkSilu)->Arg(1 << 22)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_VkSilu)
+    ->ArgNames({"n", "exact"})
+    ->Args({1 << 22, 0})
+    ->Args({1 << 22, 1})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 void BM_VkRmsNorm(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -53,6 +54,59 @@ inline vk::Context *context() {
       FAIL() << "a Vulkan device exists but no context could be created";                          \
     }                                                                                              \
   } while (0)
+
+/// Selects the bit-exact kernels (ContextOptions::exactKernels, the
+/// `+exact` target profile) on the shared context for a scope; tests that
+/// require bit-exactness of kernels whose default form reorders accumulation
+/// run under it.
+class ExactKernelsScope {
+public:
+  ExactKernelsScope() : saved_(context()->exactKernels()) { context()->setExactKernels(true); }
+  ~ExactKernelsScope() { context()->setExactKernels(saved_); }
+  ExactKernelsScope(const ExactKernelsScope &) = delete;
+  ExactKernelsScope &operator=(const ExactKernelsScope &) = delete;
+
+private:
+  bool saved_;
+};
+
+/// gamma_n = n*u / (1 - n*u) for f32 (u = 2^-24): the classic bound on the
+/// relative error of n rounded f32 operations applied to one term of a sum
+/// (Higham, Accuracy and Stability of Numerical Algorithms, 3.1). Any
+/// summation order of n products with at most n roundings each is within
+/// gamma_n * sum |terms| of the exact sum.
+inline double gammaF32(int64_t n) {
+  double nu = double(n) * std::ldexp(1.0, -24);
+  return nu / (1.0 - nu);
+}
+
+/// Whether |actual[i] - expected[i]| <= bound[i] for every element (NaN and
+/// infinities must match); empty when so, else the worst element.
+inline std::string withinBound(const Tensor &actual, const Tensor &expected,
+                               const std::vector<double> &bound) {
+  if (actual.dtype() != expected.dtype() || actual.sizes() != expected.sizes() ||
+      static_cast<int64_t>(bound.size()) != expected.numel())
+    return "got " + actual.proto().str() + ", expected " + expected.proto().str();
+  double worst = 0;
+  int64_t worstAt = -1;
+  for (int64_t i = 0, n = actual.numel(); i < n; ++i) {
+    double a = actual.getDouble(i), e = expected.getDouble(i);
+    if ((std::isnan(e) && std::isnan(a)) || (std::isinf(e) && a == e))
+      continue;
+    double excess = std::abs(a - e) - bound[static_cast<std::size_t>(i)];
+    if (!(excess <= 0) && (worstAt < 0 || excess > worst)) {
+      worst = excess;
+      worstAt = i;
+    }
+  }
+  if (worstAt < 0)
+    return {};
+  return "element " + std::to_string(worstAt) + ": got " +
+         std::to_string(actual.getDouble(worstAt)) + ", expected " +
+         std::to_string(expected.getDouble(worstAt)) + ", error " +
+         std::to_string(std::abs(actual.getDouble(worstAt) - expected.getDouble(worstAt))) +
+         " > bound " + std::to_string(bound[static_cast<std::size_t>(worstAt)]);
+}
 
 struct Tolerance {
   double abs = 0;

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 using namespace graft;
@@ -546,8 +548,12 @@ std::string q4Params(const LinearCase &c, uint64_t seed) {
   return g.str();
 }
 
-TEST(VulkanKernels, LinearQ4gsw) {
+// The bit-exact kernels (the `+exact` target profile): the reference's
+// operations in its order. The default kernels are checked against their
+// error bounds below (LinearQ4gswFastWithinBound and following).
+TEST(VulkanKernels, LinearQ4gswExactProfile) {
   GRAFT_REQUIRE_VULKAN();
+  ExactKernelsScope exact;
   for (const LinearCase &c : kLinearShapes) {
     std::ostringstream g;
     g << "graph @t {\n"
@@ -561,10 +567,11 @@ TEST(VulkanKernels, LinearQ4gsw) {
   }
 }
 
-TEST(VulkanKernels, LinearQ4gswHalf) {
+TEST(VulkanKernels, LinearQ4gswHalfExactProfile) {
   GRAFT_REQUIRE_VULKAN();
   if (!context()->info().storageBuffer16BitAccess)
     GTEST_SKIP() << "device lacks 16-bit storage";
+  ExactKernelsScope exact;
   // f16 activations with f16 scales: the weight is rounded to f16 first,
   // the dot product accumulates in f32, the result is rounded once.
   checkGraph(R"(graph @t {
@@ -577,8 +584,9 @@ TEST(VulkanKernels, LinearQ4gswHalf) {
              kExact, 43);
 }
 
-TEST(VulkanKernels, LinearDq8caQ4gsw) {
+TEST(VulkanKernels, LinearDq8caQ4gswExactProfile) {
   GRAFT_REQUIRE_VULKAN();
+  ExactKernelsScope exact;
   for (const LinearCase &c : kLinearShapes) {
     // The reference computes what the kernel computes (per-token int8
     // quantization with the given qparams, integer group dot products
@@ -600,8 +608,9 @@ TEST(VulkanKernels, LinearDq8caQ4gsw) {
   }
 }
 
-TEST(VulkanKernels, LinearQcs4wAndInt8) {
+TEST(VulkanKernels, LinearQcs4wAndInt8ExactProfile) {
   GRAFT_REQUIRE_VULKAN();
+  ExactKernelsScope exact;
   checkGraph(R"(graph @t {
   param %w4 : u8[70, 48] fqn="w4" = random(seed=7, min=0, max=255)
   param %s4 : f32[72] fqn="s4" = random(seed=8, min=0.002, max=0.02)
@@ -620,6 +629,200 @@ TEST(VulkanKernels, LinearQcs4wAndInt8) {
   output %c
 })",
              kExact, 45);
+}
+
+//===-- Fast quantized linears: within their error bounds -----------------===//
+// The default kernels (linear_q4gsw_fast.glsl) reorder the K reduction and
+// contract to FMA. docs/numerics.md ("Fast kernels") derives their bound
+// against the reference interpreter; these tests compute it per output
+// element from the actual operands and check every element against it, on
+// shapes that exercise partial row and column tiles, several groups per
+// invocation and group sizes above 32.
+
+/// A graph run on the device (default kernels) and the interpreter, with the
+/// inputs and the graph kept for computing bounds.
+struct BoundRun {
+  std::unique_ptr<Graph> graph;
+  std::vector<RuntimeValue> inputs, device, reference;
+  const Tensor &constant(const std::string &name) const {
+    return graph->inputFor(graph->findValue(name))->data();
+  }
+  const Tensor &out(std::size_t i) const { return std::get<Tensor>(device[i]); }
+  const Tensor &ref(std::size_t i) const { return std::get<Tensor>(reference[i]); }
+};
+
+BoundRun runForBound(const std::string &gir, uint64_t seed) {
+  BoundRun r;
+  auto g = parseGraph(gir, "test.gir");
+  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : render(g.diags()));
+  if (!g.ok())
+    return r;
+  r.graph = std::move(*g);
+  auto inputs = makeRandomInputs(*r.graph, seed);
+  EXPECT_TRUE(inputs.ok());
+  r.inputs = std::move(*inputs);
+  auto ref = Interpreter().run(*r.graph, r.inputs);
+  EXPECT_TRUE(ref.ok()) << (ref.ok() ? "" : render(ref.diags()));
+  auto dev = runOnDevice(*r.graph, r.inputs);
+  EXPECT_TRUE(dev.ok()) << (dev.ok() ? "" : render(dev.diags()));
+  if (ref.ok() && dev.ok()) {
+    r.reference = std::move(*ref);
+    r.device = std::move(*dev);
+  }
+  return r;
+}
+
+/// The int4 value of weight row n, column k of a packed [N, K/2] table.
+int q4At(const Tensor &packed, int64_t n, int64_t k, bool lowNibbleFirst) {
+  int64_t b = packed.getInt(n * packed.size(1) + k / 2) & 0xFF;
+  bool low = (k % 2 == 0) == lowNibbleFirst;
+  return int(low ? (b & 0xF) : (b >> 4)) - 8;
+}
+
+/// sum_k |x[m, k] * w[n, k]| per output (m, n), w = q * scale(g(k), n), in
+/// double: the magnitude the bound scales with.
+std::vector<double> q4AbsDot(const Tensor &x, const Tensor &packed, const Tensor &scales,
+                             int64_t groupSize, int64_t scaleStride, bool lowNibbleFirst) {
+  int64_t K = x.sizes().back(), M = x.numel() / K, N = packed.size(0);
+  std::vector<double> mag(static_cast<std::size_t>(M * N), 0.0);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += std::abs(x.getDouble(m * K + k) * q4At(packed, n, k, lowNibbleFirst) *
+                        scales.getDouble((k / groupSize) * scaleStride + n));
+      mag[static_cast<std::size_t>(m * N + n)] = acc;
+    }
+  return mag;
+}
+
+TEST(VulkanKernels, LinearQ4gswFastWithinBound) {
+  GRAFT_REQUIRE_VULKAN();
+  std::vector<LinearCase> shapes = kLinearShapes;
+  shapes.push_back({9, 512, 300, 32});  // two GEMM row tiles, many column tiles
+  shapes.push_back({1, 1024, 520, 64}); // a GEMV with several tiles
+  for (const LinearCase &c : shapes) {
+    std::ostringstream g;
+    g << "graph @t {\n"
+      << q4Params(c, 40) << "  input %x : f32[" << c.M << ", " << c.K << "]\n"
+      << "  %o : f32[" << c.M << ", " << c.N << "] = et_vk.linear_q4gsw.default(%x, %w, %s, "
+      << c.groupSize << ")\n"
+      << "  %ob : f32[" << c.M << ", " << c.N << "] = et_vk.linear_q4gsw.default(%x, %w, %s, "
+      << c.groupSize << ", %bias)\n  output %o\n  output %ob\n}\n";
+    SCOPED_TRACE(g.str());
+    BoundRun r = runForBound(g.str(), 41);
+    ASSERT_EQ(r.device.size(), 2u);
+    const Tensor &s = r.constant("s"), &bias = r.constant("bias");
+    std::vector<double> mag =
+        q4AbsDot(std::get<Tensor>(r.inputs[0]), r.constant("w"), s, c.groupSize, s.size(1), true);
+    // docs/numerics.md: |fast - reference| <= 2 gamma_{K+3} (sum |x w| + |bias|).
+    double gamma = gammaF32(c.K + 3);
+    std::vector<double> b0, b1;
+    for (std::size_t i = 0; i < mag.size(); ++i) {
+      b0.push_back(2 * gamma * mag[i]);
+      b1.push_back(2 * gamma * (mag[i] + std::abs(bias.getDouble(int64_t(i) % c.N))));
+    }
+    EXPECT_EQ(withinBound(r.out(0), r.ref(0), b0), "");
+    EXPECT_EQ(withinBound(r.out(1), r.ref(1), b1), "");
+  }
+}
+
+TEST(VulkanKernels, LinearQ4gswHalfFastWithinBound) {
+  GRAFT_REQUIRE_VULKAN();
+  if (!context()->info().storageBuffer16BitAccess)
+    GTEST_SKIP() << "device lacks 16-bit storage";
+  // f16 x and scales: the reference rounds each dequantized weight to f16
+  // (relative 2^-11) before its f32 dot product, the fast kernel does not;
+  // both round the result to f16 once.
+  BoundRun r = runForBound(R"(graph @t {
+  param %w : u8[67, 64] fqn="w" = random(seed=5, min=0, max=255)
+  param %s : f16[4, 68] fqn="s" = random(seed=6, min=0.002, max=0.02)
+  input %x : f16[9, 128]
+  %o : f16[9, 67] = et_vk.linear_q4gsw.default(%x, %w, %s, 32)
+  output %o
+})",
+                           43);
+  ASSERT_EQ(r.device.size(), 1u);
+  std::vector<double> mag =
+      q4AbsDot(std::get<Tensor>(r.inputs[0]), r.constant("w"), r.constant("s"), 32, 68, true);
+  const double u16 = std::ldexp(1.0, -11);
+  std::vector<double> bound;
+  for (std::size_t i = 0; i < mag.size(); ++i)
+    bound.push_back((2 * gammaF32(128 + 3) + u16) * mag[i] +
+                    2 * u16 * std::abs(r.ref(0).getDouble(int64_t(i))) + std::ldexp(1.0, -24));
+  EXPECT_EQ(withinBound(r.out(0), r.ref(0), bound), "");
+}
+
+TEST(VulkanKernels, LinearQcs4wFastWithinBound) {
+  GRAFT_REQUIRE_VULKAN();
+  // One group spanning K, high nibble first.
+  BoundRun r = runForBound(R"(graph @t {
+  param %w4 : u8[70, 48] fqn="w4" = random(seed=7, min=0, max=255)
+  param %s4 : f32[72] fqn="s4" = random(seed=8, min=0.002, max=0.02)
+  input %x : f32[5, 96]
+  %a : f32[5, 70] = et_vk.linear_qcs4w.default(%x, %w4, %s4)
+  output %a
+})",
+                           45);
+  ASSERT_EQ(r.device.size(), 1u);
+  std::vector<double> mag =
+      q4AbsDot(std::get<Tensor>(r.inputs[0]), r.constant("w4"), r.constant("s4"), 96, 0, false);
+  std::vector<double> bound;
+  for (double m : mag)
+    bound.push_back(2 * gammaF32(96 + 3) * m);
+  EXPECT_EQ(withinBound(r.out(0), r.ref(0), bound), "");
+}
+
+TEST(VulkanKernels, LinearDq8caQ4gswFastWithinBound) {
+  GRAFT_REQUIRE_VULKAN();
+  std::vector<LinearCase> shapes = kLinearShapes;
+  shapes.push_back({9, 512, 300, 32});
+  for (const LinearCase &c : shapes) {
+    int64_t G = c.K / c.groupSize, sumsStride = (c.N + 7) / 8 * 8;
+    std::ostringstream g;
+    g << "graph @t {\n"
+      << q4Params(c, 50) << "  param %sums : i32[" << G << ", " << sumsStride
+      << "] fqn=\"sums\" = random(seed=52, min=-200, max=200)\n"
+      << "  input %x : f32[1, " << c.M << ", " << c.K << "]\n"
+      << "  %xs : f32[1, " << c.M << "], %xz : i8[1, " << c.M
+      << "] = torchao.choose_qparams_affine.default(%x, \"ASYMMETRIC\", [1, 1, " << c.K
+      << "], i8, -128, 127, 1.1920928955078125e-07, f32, i8)\n"
+      << "  %o : f32[1, " << c.M << ", " << c.N
+      << "] = et_vk.linear_dq8ca_q4gsw.default(%x, %xs, %xz, %w, %sums, %s, " << c.groupSize
+      << ", %bias)\n  output %o\n  output %xs\n  output %xz\n}\n";
+    SCOPED_TRACE(g.str());
+    BoundRun r = runForBound(g.str(), 51);
+    ASSERT_EQ(r.device.size(), 3u);
+    // The integer group dot products are exact in both; what differs is the
+    // f32 accumulation of G per-group terms float(idot) * (s_m * scale):
+    // |fast - reference| <= 2 gamma_{G+3} (sum_g |idot_g * s_m * scale| + |bias|).
+    // The terms' magnitudes, from the reference's own qparams (outputs 1, 2).
+    const Tensor &x = std::get<Tensor>(r.inputs[0]);
+    const Tensor &xs = r.ref(1), &xz = r.ref(2);
+    const Tensor &w = r.constant("w"), &s = r.constant("s"), &sums = r.constant("sums"),
+                 &bias = r.constant("bias");
+    std::vector<double> bound;
+    for (int64_t m = 0; m < c.M; ++m) {
+      float sm = static_cast<float>(xs.getDouble(m));
+      float inv = 1.0f / sm;
+      int64_t zp = xz.getInt(m);
+      for (int64_t n = 0; n < c.N; ++n) {
+        double mag = 0;
+        for (int64_t gi = 0; gi < G; ++gi) {
+          int64_t idot = 0;
+          for (int64_t k = gi * c.groupSize; k < (gi + 1) * c.groupSize; ++k) {
+            float v = static_cast<float>(x.getDouble(m * c.K + k)) * inv;
+            int64_t xq = std::clamp<int64_t>(int64_t(std::nearbyint(v)) + zp, -128, 127);
+            idot += xq * q4At(w, n, k, true);
+          }
+          idot -= zp * sums.getInt(gi * sumsStride + n);
+          mag += std::abs(double(idot) * sm * s.getDouble(gi * s.size(1) + n));
+        }
+        bound.push_back(2 * gammaF32(G + 3) * (mag + std::abs(bias.getDouble(n))));
+      }
+    }
+    EXPECT_EQ(withinBound(r.out(0), r.ref(0), bound), "");
+  }
 }
 
 TEST(VulkanKernels, LinearQ8taFloatInput) {

@@ -18,6 +18,7 @@
 #include "graft/serialize/Load.h"
 #include "graft/serialize/ProgramFile.h"
 #include "graft/vulkan/GraphExecutor.h"
+#include "graft/vulkan/Partitioner.h"
 #include "graft/vulkan/ProgramShaders.h"
 
 #include <nlohmann/json.hpp>
@@ -104,7 +105,7 @@ Command makeCompileCommand() {
   Command c;
   c.name = "compile";
   c.usage = "graft compile MODEL.{pt2,gir} -o OUT.vkprog [--rules DIR|FILE]... "
-            "[--no-default-rules] [--allow-lossy] [--target PROFILE] "
+            "[--no-default-rules] [--allow-lossy] [--target PROFILE] [--exact-kernels] "
             "[--report FILE.{json,md,html,xml}] [--json] "
             "[--fused-pt2 OUT.pt2] [--embed-reference] [--shader-cache DIR] [--quiet] "
             "[--print-pipeline]";
@@ -129,6 +130,8 @@ Command makeCompileCommand() {
              {"no-default-rules", false, "leave out the shipped rule library"},
              allowLossyFlag(),
              {"target", true, "device profile (default lavapipe)", "PROFILE"},
+             {"exact-kernels", false,
+              "run the bit-exact kernels (the target's +exact profile) instead of the fast ones"},
              {"device", true, "with --target host: the Vulkan device index", "N"},
              {"report", true, "write a rule-coverage report (.json, .md, .html, .xml)", "FILE"},
              {"json", false, "print the summary as one JSON object"},
@@ -169,6 +172,10 @@ Command makeCompileCommand() {
     opts.rules = splitList(args.all("rules"));
     if (auto t = args.get("target"))
       opts.target = *t;
+    // The kernel policy is part of the target profile (and so recorded in
+    // the program): --exact-kernels is the +exact suffix.
+    if (args.has("exact-kernels") && !vk::parseTargetName(opts.target).exactKernels)
+      opts.target += "+exact";
     auto device = deviceFlag(args);
     if (!device)
       return reportFailure(device.diags());
@@ -290,6 +297,8 @@ int runProgramFile(const Args &args) {
     return reportFailure(inputs.diags());
   vk::ContextOptions copts;
   copts.deviceIndex = deviceIndex;
+  // A program compiled for a +exact profile runs the bit-exact kernels.
+  copts.exactKernels = vk::targetUsesExactKernels(program->target);
   auto ctx = vk::Context::create(copts);
   if (!ctx)
     return reportFailure(ctx.diags());

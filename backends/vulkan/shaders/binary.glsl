@@ -4,11 +4,26 @@
 // Float math is f32 ("opmath") rounded once to the output dtype, with the
 // reference's exact formulas: add/sub `a + alpha*b` (plain `a + b` when
 // alpha == 1), pow only for the exponents PowKernel.cpp special-cases.
+// VEC4 variants (float dtypes, both operands of the output's shape or b a
+// scalar): each invocation computes 4 consecutive elements with vec4 loads
+// and stores, the last invocation the scalar tail; the per-element formula
+// is the same `precise` one, so they are bit-exact too.
 #include "common.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
 layout(set = 0, binding = 1) readonly buffer A { DTYPE t_a[]; };
 layout(set = 0, binding = 2) readonly buffer B { DTYPE t_b[]; };
+#if VEC4
+#if DTYPE_IS_HALF
+#define VEC4_T f16vec4
+#else
+#define VEC4_T vec4
+#endif
+// The same buffers as 16-byte (8-byte for f16) vectors.
+layout(set = 0, binding = 0) buffer Out4 { VEC4_T t_out4[]; };
+layout(set = 0, binding = 1) readonly buffer A4 { VEC4_T t_a4[]; };
+layout(set = 0, binding = 2) readonly buffer B4 { VEC4_T t_b4[]; };
+#endif
 
 layout(push_constant) uniform PushConstants {
   int rank;
@@ -22,6 +37,69 @@ layout(push_constant) uniform PushConstants {
   int bStrides[8];
 } pc;
 
+#if !DTYPE_IS_INT
+float apply(float a, float b) {
+#if defined(OP_add)
+  precise float r = pc.alpha == 1.0 ? a + b : a + pc.alpha * b;
+#elif defined(OP_sub)
+  precise float r = pc.alpha == 1.0 ? a - b : a - pc.alpha * b;
+#elif defined(OP_mul)
+  precise float r = a * b;
+#elif defined(OP_div)
+  precise float r = a / b;
+#elif defined(OP_maximum)
+  // NaN if either is NaN (a + b is); otherwise std::max(a, b) = (a < b ? b :
+  // a) spelled out, since GLSL's max leaves the sign of equal zeros open.
+  float r = (isnan(a) || isnan(b)) ? a + b : (a < b ? b : a);
+#elif defined(OP_minimum)
+  float r = (isnan(a) || isnan(b)) ? a + b : (b < a ? b : a);
+#elif defined(OP_pow)
+  precise float r;
+  if (b == 2.0)
+    r = a * a;
+  else if (b == 3.0)
+    r = a * a * a;
+  else if (b == 0.5)
+    r = sqrt(a);
+  else if (b == -0.5)
+    r = 1.0 / sqrt(a);
+  else if (b == -1.0)
+    r = 1.0 / a;
+  else if (b == -2.0)
+    r = 1.0 / (a * a);
+  else
+    r = pow(a, b);
+#else
+#error "unsupported op"
+#endif
+  return r;
+}
+#endif
+
+#if VEC4
+void main() {
+  uint id = linearId();
+  uint first = 4u * id;
+  if (first >= uint(pc.numel))
+    return;
+  if (first + 4u <= uint(pc.numel)) {
+    vec4 a = vec4(t_a4[id]);
+    vec4 b = pc.bIsScalar != 0 ? vec4(pc.scalar) : vec4(t_b4[id]);
+    vec4 r = vec4(apply(a.x, b.x), apply(a.y, b.y), apply(a.z, b.z), apply(a.w, b.w));
+#if DTYPE_IS_HALF
+    t_out4[id] = f16vec4(vec4(roundToHalf(r.x), roundToHalf(r.y), roundToHalf(r.z), roundToHalf(r.w)));
+#else
+    t_out4[id] = r;
+#endif
+    return;
+  }
+  // The tail: the last numel % 4 elements.
+  for (uint i = first; i < uint(pc.numel); ++i) {
+    float b = pc.bIsScalar != 0 ? pc.scalar : float(t_b[i]);
+    t_out[i] = TO_DTYPE(apply(float(t_a[i]), b));
+  }
+}
+#else
 void main() {
   uint id = linearId();
   if (id >= uint(pc.numel))
@@ -62,39 +140,7 @@ void main() {
 #else
   float a = float(t_a[ia]);
   float b = pc.bIsScalar != 0 ? pc.scalar : float(t_b[ib]);
-#if defined(OP_add)
-  precise float r = pc.alpha == 1.0 ? a + b : a + pc.alpha * b;
-#elif defined(OP_sub)
-  precise float r = pc.alpha == 1.0 ? a - b : a - pc.alpha * b;
-#elif defined(OP_mul)
-  precise float r = a * b;
-#elif defined(OP_div)
-  precise float r = a / b;
-#elif defined(OP_maximum)
-  // NaN if either is NaN (a + b is); otherwise std::max(a, b) = (a < b ? b :
-  // a) spelled out, since GLSL's max leaves the sign of equal zeros open.
-  float r = (isnan(a) || isnan(b)) ? a + b : (a < b ? b : a);
-#elif defined(OP_minimum)
-  float r = (isnan(a) || isnan(b)) ? a + b : (b < a ? b : a);
-#elif defined(OP_pow)
-  precise float r;
-  if (b == 2.0)
-    r = a * a;
-  else if (b == 3.0)
-    r = a * a * a;
-  else if (b == 0.5)
-    r = sqrt(a);
-  else if (b == -0.5)
-    r = 1.0 / sqrt(a);
-  else if (b == -1.0)
-    r = 1.0 / a;
-  else if (b == -2.0)
-    r = 1.0 / (a * a);
-  else
-    r = pow(a, b);
-#else
-#error "unsupported op"
-#endif
-  t_out[id] = TO_DTYPE(r);
+  t_out[id] = TO_DTYPE(apply(a, b));
 #endif
 }
+#endif

@@ -2,10 +2,11 @@
 //   MODE weight_only: et_vk.linear_q4gsw and et_vk.linear_qcs4w (one group);
 //   MODE dq8ca:       et_vk.linear_dq8ca_q4gsw (int8 per-token activations).
 //
-// Weights are prepacked on the host (see Kernels.cpp prepackQ4) into 32-bit
-// words, K-block major so neighbouring invocations (neighbouring n) read
-// neighbouring words: word[k8 * N + n] holds k = 8*k8 .. 8*k8+7 of row n,
-// nibble i = (w + 8) for k = 8*k8 + i. Scales are [groups, scaleStride]
+// The bit-exact kernels, used with ContextOptions::exactKernels and for
+// shapes linear_q4gsw_fast.glsl does not take (K or group size not a
+// multiple of 32). Weights are prepacked on the host (see Kernels.cpp
+// prepackQ4) into 32-bit words, row-major: word[n * rowWords + k8] holds
+// k = 8*k8 .. 8*k8+7 of row n, nibble i = (w + 8) for k = 8*k8 + i. Scales are [groups, scaleStride]
 // (ExecuTorch's transposed [G, N_pad] layout), read as scales[g*stride + n].
 //
 // weight_only matches the reference bit for bit: w = float(q) * scale in
@@ -46,6 +47,7 @@ layout(push_constant) uniform PushConstants {
   int scaleStride;
   int hasBias;
   int sumsStride; // dq8ca: weight_sums is [groups, sumsStride]
+  int rowVec4;    // a weight row is 4 * rowVec4 words
 } pc;
 
 void main() {
@@ -76,7 +78,7 @@ void main() {
   float s = float(t_scales[n]);
 #endif
   for (int k8 = 0; k8 < K8; ++k8) {
-    uint word = t_weight[k8 * pc.N + n];
+    uint word = t_weight[n * 4 * pc.rowVec4 + k8];
     for (int i = 0; i < 8; ++i) {
       int k = k8 * 8 + i;
       if (k >= pc.K)

@@ -4,11 +4,23 @@
 // gelu = x*0.5*(1+erf(x*M_SQRT1_2)), gelu tanh = 0.5*x*(1+tanh(...)).
 // exp/tanh are the driver's (GLSL leaves their precision to the device);
 // erf is computed here (GLSL has none) to ~1e-7 absolute. clamp takes its
-// bounds from the push constants.
+// bounds from the push constants. VEC4 variants compute 4 consecutive
+// elements per invocation with vec4 loads and stores (the last invocation
+// the scalar tail), with the same per-element formula: bit-exact to the
+// scalar variants.
 #include "common.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
 layout(set = 0, binding = 1) readonly buffer In { DTYPE t_in[]; };
+#if VEC4
+#if DTYPE_IS_HALF
+#define VEC4_T f16vec4
+#else
+#define VEC4_T vec4
+#endif
+layout(set = 0, binding = 0) buffer Out4 { VEC4_T t_out4[]; };
+layout(set = 0, binding = 1) readonly buffer In4 { VEC4_T t_in4[]; };
+#endif
 
 layout(push_constant) uniform PushConstants {
   int numel;
@@ -49,11 +61,7 @@ float erfApprox(float x) {
   return x < 0.0 ? -r : r;
 }
 
-void main() {
-  uint id = linearId();
-  if (id >= uint(pc.numel))
-    return;
-  float x = float(t_in[id]);
+float apply(float x) {
 #if defined(OP_neg)
   precise float r = -x;
 #elif defined(OP_abs)
@@ -90,5 +98,33 @@ void main() {
 #else
 #error "unsupported op"
 #endif
-  t_out[id] = TO_DTYPE(r);
+  return r;
 }
+
+#if VEC4
+void main() {
+  uint id = linearId();
+  uint first = 4u * id;
+  if (first >= uint(pc.numel))
+    return;
+  if (first + 4u <= uint(pc.numel)) {
+    vec4 x = vec4(t_in4[id]);
+    vec4 r = vec4(apply(x.x), apply(x.y), apply(x.z), apply(x.w));
+#if DTYPE_IS_HALF
+    t_out4[id] = f16vec4(vec4(roundToHalf(r.x), roundToHalf(r.y), roundToHalf(r.z), roundToHalf(r.w)));
+#else
+    t_out4[id] = r;
+#endif
+    return;
+  }
+  for (uint i = first; i < uint(pc.numel); ++i)
+    t_out[i] = TO_DTYPE(apply(float(t_in[i])));
+}
+#else
+void main() {
+  uint id = linearId();
+  if (id >= uint(pc.numel))
+    return;
+  t_out[id] = TO_DTYPE(apply(float(t_in[id])));
+}
+#endif

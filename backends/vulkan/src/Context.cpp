@@ -345,6 +345,7 @@ struct Context::Impl {
   std::shared_ptr<DeviceCore> core;
   DeviceInfo info;
   bool validation = false;
+  bool exactKernels = false;
   std::unique_ptr<ShaderLibrary> shaders;
   uint32_t queueFamily = 0;
   VkQueue queue = VK_NULL_HANDLE;
@@ -603,6 +604,7 @@ Expected<std::unique_ptr<Context>> Context::create(const ContextOptions &options
   bool debugUtils = false;
   GRAFT_TRY(m.core->instance, createInstance(validation, debugUtils));
   m.validation = validation;
+  m.exactKernels = options.exactKernels;
   if (debugUtils) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
         vkGetInstanceProcAddr(m.core->instance, "vkCreateDebugUtilsMessengerEXT"));
@@ -745,6 +747,12 @@ bool Context::validationEnabled() const {
 }
 ShaderLibrary &Context::shaders() {
   return *impl_->shaders;
+}
+bool Context::exactKernels() const {
+  return impl_->exactKernels;
+}
+void Context::setExactKernels(bool exact) {
+  impl_->exactKernels = exact;
 }
 bool Context::hasPendingWork() const {
   return impl_->pending;

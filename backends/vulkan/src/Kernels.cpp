@@ -291,10 +291,16 @@ Expected<DeviceTensor> binaryImpl(Context &ctx, BinaryKind op, const DeviceTenso
     pc.aStrides[i] = i32(sa[i]);
     pc.bStrides[i] = i32(sb[i]);
   }
-  std::string variant = std::string("binary_") + name(op) + "_" + shaderDType(a.dtype);
+  // Same-shape float operands take the vec4 variant (4 elements per
+  // invocation, bit-exact to the scalar one); broadcasting needs the index
+  // decomposition per element.
+  bool vec4 = !ctx.exactKernels() && isFloatDevice(a.dtype) && pc.contiguous == 3;
+  std::string variant =
+      std::string("binary_") + name(op) + (vec4 ? "_vec4_" : "_") + shaderDType(a.dtype);
+  uint64_t n = static_cast<uint64_t>(out.numel());
   GRAFT_CHECK_OK(ctx.dispatch1D(variant,
                                 {out.buffer.get(), a.buffer.get(), (b ? b : &a)->buffer.get()}, &pc,
-                                sizeof(pc), static_cast<uint64_t>(out.numel())));
+                                sizeof(pc), vec4 ? (n + 3) / 4 : n));
   return out;
 }
 
@@ -323,9 +329,14 @@ Expected<DeviceTensor> unaryImpl(Context &ctx, const char *op, const DeviceTenso
     return kernelError(op, "unsupported dtype " + std::string(name(a.dtype)));
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, a.dtype, a.sizes));
   UnaryPush pc{i32(a.numel()), lo, hi};
-  std::string variant = std::string("unary_") + op + "_" + shaderDType(a.dtype);
+  // The vec4 variant: 4 elements per invocation, bit-exact to the scalar
+  // one (which exactKernels keeps, as the kernel the bit-exactness tests and
+  // benchmarks compare with).
+  bool vec4 = !ctx.exactKernels();
+  std::string variant = std::string("unary_") + op + (vec4 ? "_vec4_" : "_") + shaderDType(a.dtype);
+  uint64_t n = static_cast<uint64_t>(a.numel());
   GRAFT_CHECK_OK(ctx.dispatch1D(variant, {out.buffer.get(), a.buffer.get()}, &pc, sizeof(pc),
-                                static_cast<uint64_t>(a.numel())));
+                                vec4 ? (n + 3) / 4 : n));
   return out;
 }
 } // namespace
@@ -569,15 +580,18 @@ Expected<PackedQ4Weight> prepackQ4(Context &ctx, const Tensor &packed, bool lowN
                                       packed.proto().str());
   Tensor c = packed.contiguous();
   int64_t N = c.size(0), Kb = c.size(1), K = 2 * Kb, K8 = (K + 7) / 8;
-  GRAFT_CHECK_OK(checkInt32("prepack", K8 * N));
+  // Rows padded to whole uvec4s (32 values) so the fast kernels read a row as uvec4.
+  int64_t rowWords = (K8 + 3) / 4 * 4;
+  GRAFT_CHECK_OK(checkInt32("prepack", rowWords * N));
   const uint8_t *bytes = c.data<uint8_t>();
-  std::vector<uint32_t> words(static_cast<std::size_t>(std::max<int64_t>(K8 * N, 1)));
+  std::vector<uint32_t> words(static_cast<std::size_t>(std::max<int64_t>(rowWords * N, 4)),
+                              0x88888888u); // padding decodes to 0
   for (int64_t n = 0; n < N; ++n)
     for (int64_t k8 = 0; k8 < K8; ++k8) {
       uint32_t word = 0;
       for (int64_t i = 0; i < 8; ++i) {
         int64_t k = 8 * k8 + i;
-        uint32_t nib = 8; // padding decodes to 0
+        uint32_t nib = 8;
         if (k < K) {
           uint8_t b = bytes[n * Kb + k / 2];
           bool low = (k % 2 == 0) == lowNibbleFirst;
@@ -585,11 +599,12 @@ Expected<PackedQ4Weight> prepackQ4(Context &ctx, const Tensor &packed, bool lowN
         }
         word |= nib << (4 * i);
       }
-      words[static_cast<std::size_t>(k8 * N + n)] = word;
+      words[static_cast<std::size_t>(n * rowWords + k8)] = word;
     }
   PackedQ4Weight w;
   w.N = N;
   w.K = K;
+  w.rowWords = rowWords;
   GRAFT_TRY(w.words, ctx.allocate(words.size() * 4));
   GRAFT_CHECK_OK(ctx.upload(*w.words, words.data(), words.size() * 4));
   return w;
@@ -598,8 +613,24 @@ Expected<PackedQ4Weight> prepackQ4(Context &ctx, const Tensor &packed, bool lowN
 namespace {
 
 struct Q4Push {
-  int32_t M, N, K, groupSize, scaleStride, hasBias, sumsStride;
+  int32_t M, N, K, groupSize, scaleStride, hasBias, sumsStride, rowVec4;
 };
+
+/// The fast kernels' tiling for this device (linear_q4gsw_fast.yaml): on CPU
+/// drivers (lavapipe) every loaded component costs a scalar access per
+/// invocation, so an invocation takes a wide tile of columns that share its x
+/// loads; GPUs split each tile's K over 16 invocations (coalesced reads).
+struct FastLinearTiling {
+  const char *name;
+  int64_t columnsPerGroup; ///< output columns per workgroup
+  int64_t tileM;           ///< rows per workgroup
+};
+FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M) {
+  bool cpu = ctx.info().type == "cpu";
+  if (M == 1)
+    return cpu ? FastLinearTiling{"cpu_gemv", 8 * 32, 1} : FastLinearTiling{"gpu_gemv", 4 * 2, 1};
+  return cpu ? FastLinearTiling{"cpu_gemm", 8 * 8, 8} : FastLinearTiling{"gpu_gemm", 4 * 4, 4};
+}
 
 constexpr int64_t kTileM = 4;
 
@@ -626,18 +657,35 @@ Expected<DeviceTensor> q4Linear(Context &ctx, const char *kernel, const DeviceTe
             i32(groupSize),
             i32(scaleStride),
             bias ? 1 : 0,
-            sums ? i32(sums->sizes.back()) : 0};
+            sums ? i32(sums->sizes.back()) : 0,
+            i32(w.rowWords / 4)};
   std::vector<Buffer *> bindings = {out.buffer.get(), (xq ? xq : &x)->buffer.get(), w.words.get(),
                                     scales.buffer.get(), (bias ? bias : &x)->buffer.get()};
-  std::string variant = xq ? "linear_dq8ca_q4gsw_" : "linear_q4gsw_";
-  variant += shaderDType(x.dtype) + "_" + shaderDType(scales.dtype);
   if (xq) {
     bindings.push_back(inScales->buffer.get());
     bindings.push_back(inZeros->buffer.get());
     bindings.push_back(sums->buffer.get());
   }
+  std::string dtypes = shaderDType(x.dtype) + "_" + shaderDType(scales.dtype);
+  std::string op = xq ? "linear_dq8ca_q4gsw_" : "linear_q4gsw_";
+  if (M == 0 || w.N == 0)
+    return out;
+  // The fast kernels read whole 32-value blocks, one quantization group at a
+  // time: K and the group size must be multiples of 32.
+  FastLinearTiling tiling = fastLinearTiling(ctx, M);
+  uint64_t groupsX = uint64_t((w.N + tiling.columnsPerGroup - 1) / tiling.columnsPerGroup);
+  uint64_t groupsY = uint64_t((M + tiling.tileM - 1) / tiling.tileM);
+  bool fast = !ctx.exactKernels() && K % 32 == 0 && groupSize % 32 == 0 && K <= w.K &&
+              groupsX <= ctx.info().maxComputeWorkGroupCount[0] &&
+              groupsY <= ctx.info().maxComputeWorkGroupCount[1];
+  if (fast) {
+    GRAFT_CHECK_OK(
+        ctx.dispatch(op + "fast_" + tiling.name + "_" + dtypes, bindings, &pc, sizeof(pc),
+                     {static_cast<uint32_t>(groupsX), static_cast<uint32_t>(groupsY), 1}));
+    return out;
+  }
   uint64_t invocations = uint64_t((M + kTileM - 1) / kTileM) * uint64_t(w.N);
-  GRAFT_CHECK_OK(ctx.dispatch1D(variant, bindings, &pc, sizeof(pc), invocations));
+  GRAFT_CHECK_OK(ctx.dispatch1D(op + dtypes, bindings, &pc, sizeof(pc), invocations));
   return out;
 }
 
@@ -900,13 +948,17 @@ Expected<DeviceTensor> embeddingQ4gsw(Context &ctx, const RawBytes &weight,
     int32_t numIndices, D, rowBytes, V, groupSize, scaleRowStride, groupShift;
   } pc{i32(indices.numel()), i32(D), i32(weight.rowBytes), i32(V), i32(groupSize),
        i32(stride),          shift};
-  std::string variant =
-      std::string(isLinearWeight ? "embedding_q4gsw_linear_weight_" : "embedding_q4gsw_") +
-      shaderDType(scales.dtype);
+  // The vectorized gather takes whole 32-value chunks of one group (bit-exact
+  // like the per-element kernel, which handles the other shapes).
+  bool fast = !ctx.exactKernels() && D % 32 == 0 && groupSize % 32 == 0;
+  std::string variant = std::string(fast ? "embedding_q4gsw_fast" : "embedding_q4gsw") +
+                        (isLinearWeight ? "_linear_weight_" : "_") + shaderDType(scales.dtype);
   GRAFT_CHECK_OK(ctx.dispatch1D(variant,
                                 {out.buffer.get(), indices.buffer.get(), weight.buffer.get(),
                                  scales.buffer.get(), status.get()},
-                                &pc, sizeof(pc), static_cast<uint64_t>(out.numel())));
+                                &pc, sizeof(pc),
+                                fast ? static_cast<uint64_t>(out.numel() / 32)
+                                     : static_cast<uint64_t>(out.numel())));
   return out;
 }
 

@@ -187,6 +187,7 @@ Expected<std::vector<TargetProfile>> builtinTargets() {
       d.shaderFloat16 = e["shaderFloat16"].as<bool>(false);
       d.shaderInt64 = e["shaderInt64"].as<bool>(false);
       d.maxPushConstantsSize = 128;
+      p.exactKernels = e["exactKernels"].as<bool>(false);
       out.push_back(std::move(p));
     }
   } catch (const YAML::Exception &e) {
@@ -195,25 +196,54 @@ Expected<std::vector<TargetProfile>> builtinTargets() {
   return out;
 }
 
+TargetName parseTargetName(const std::string &name) {
+  static const std::string kExact = "+exact";
+  TargetName t{name, false};
+  if (name.size() > kExact.size() &&
+      name.compare(name.size() - kExact.size(), kExact.size(), kExact) == 0) {
+    t.profile = name.substr(0, name.size() - kExact.size());
+    t.exactKernels = true;
+  }
+  return t;
+}
+
 Expected<TargetProfile> findTarget(const std::string &name, int deviceIndex) {
-  if (name == "host") {
+  TargetName tn = parseTargetName(name);
+  if (tn.profile == "host") {
     ContextOptions o;
     o.deviceIndex = deviceIndex;
     GRAFT_TRY(auto ctx, Context::create(o));
     TargetProfile p;
-    p.name = "host";
+    p.name = name;
     p.device = ctx->info();
     p.description = "the running device: " + p.device.name;
+    p.exactKernels = tn.exactKernels;
     return p;
   }
   GRAFT_TRY(auto all, builtinTargets());
   std::string known = "host";
-  for (const TargetProfile &p : all) {
-    if (p.name == name)
-      return p;
+  for (TargetProfile &p : all) {
+    if (p.name == tn.profile) {
+      p.name = name;
+      p.exactKernels = p.exactKernels || tn.exactKernels;
+      return std::move(p);
+    }
     known += ", " + p.name;
   }
-  return Diagnostic::error("unknown target '" + name + "' (known: " + known + ")");
+  return Diagnostic::error("unknown target '" + name + "' (known: " + known +
+                           "; a +exact suffix selects the bit-exact kernels)");
+}
+
+bool targetUsesExactKernels(const std::string &target) {
+  TargetName tn = parseTargetName(target);
+  if (tn.exactKernels)
+    return true;
+  auto all = builtinTargets();
+  if (all)
+    for (const TargetProfile &p : *all)
+      if (p.name == tn.profile)
+        return p.exactKernels;
+  return false;
 }
 
 //===----------------------------------------------------------------------===//

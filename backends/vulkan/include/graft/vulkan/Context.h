@@ -61,6 +61,11 @@ struct ContextOptions {
   /// Enable VK_LAYER_KHRONOS_validation when it is installed. Defaults to on
   /// in Debug builds and when GRAFT_VK_VALIDATION=1.
   bool validation = false;
+  /// Run the bit-exact kernels (the reference interpreter's accumulation
+  /// order, no FMA) instead of the bandwidth-oriented ones, whose reordered
+  /// accumulation stays within the bounds docs/numerics.md states. A target
+  /// profile's `exactKernels` (graft compile --exact-kernels) sets it.
+  bool exactKernels = false;
 };
 
 class Context;
@@ -111,6 +116,9 @@ public:
   const DeviceInfo &info() const;
   bool validationEnabled() const;
   ShaderLibrary &shaders();
+  /// Whether the launchers pick the bit-exact kernels (ContextOptions).
+  bool exactKernels() const;
+  void setExactKernels(bool exact);
 
   /// A buffer of at least `bytes` (a zero-size request gets a small one).
   /// Exceeding the device's maxStorageBufferRange is a user error.

@@ -121,12 +121,15 @@ Expected<DeviceTensor> matmul(Context &ctx, const DeviceTensor &a, const DeviceT
 Expected<DeviceTensor> linear(Context &ctx, const DeviceTensor &x, const DeviceTensor &w,
                               const DeviceTensor *bias);
 
-/// A 4-bit weight prepacked for linear_q4gsw.glsl: words[k8 * N + n] holds
-/// k = 8*k8..8*k8+7 of row n, nibble i = (w + 8) of k = 8*k8 + i.
+/// A 4-bit weight prepacked for linear_q4gsw(_fast).glsl, row-major:
+/// words[n * rowWords + k8] holds k = 8*k8..8*k8+7 of row n, nibble i =
+/// (w + 8) of k = 8*k8 + i; rows are padded with zeros (nibble 8) to whole
+/// uvec4s (rowWords % 4 == 0), so the fast kernels read 32 values at a time.
 struct PackedQ4Weight {
   std::shared_ptr<Buffer> words;
   int64_t N = 0;
-  int64_t K = 0; ///< packed columns (2 * bytes per row)
+  int64_t K = 0;        ///< packed columns (2 * bytes per row)
+  int64_t rowWords = 0; ///< 32-bit words per row, a multiple of 4
 };
 /// Prepacks a serialized packed-int4 weight [N, K/2] (u8 or i8 bytes).
 /// `lowNibbleFirst`: the linear convention (low nibble = even k); false for

@@ -37,13 +37,32 @@ struct TargetProfile {
   std::string name;
   std::string description;
   DeviceInfo device; ///< the limits and features that matter
+  /// Run the bit-exact kernels (ContextOptions::exactKernels): the
+  /// reference's accumulation order, for debugging numerics. Set by
+  /// `exactKernels: true` in targets.yaml or the `+exact` suffix of a target
+  /// name (`graft compile --target lavapipe+exact`, or --exact-kernels).
+  bool exactKernels = false;
 };
+
+/// A target name split into its profile and its kernel-policy suffix:
+/// "lavapipe+exact" is {"lavapipe", true}.
+struct TargetName {
+  std::string profile;
+  bool exactKernels = false;
+};
+TargetName parseTargetName(const std::string &name);
 
 /// Profiles from support/targets.yaml, by name.
 Expected<std::vector<TargetProfile>> builtinTargets();
 /// A builtin profile by name, or `host`: the running device (`deviceIndex`
-/// as for --device; -1 picks as Context does).
+/// as for --device; -1 picks as Context does). A `+exact` suffix selects the
+/// bit-exact kernels and stays part of the returned profile's name, so a
+/// program compiled for it records it.
 Expected<TargetProfile> findTarget(const std::string &name, int deviceIndex = -1);
+/// Whether a program compiled for `target` runs the bit-exact kernels (the
+/// `+exact` suffix, or a builtin profile with exactKernels); for `graft run`,
+/// without opening a device.
+bool targetUsesExactKernels(const std::string &target);
 
 struct PartitionNode {
   const Node *node = nullptr;
