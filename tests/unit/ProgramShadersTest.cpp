@@ -181,6 +181,69 @@ TEST_F(ProgramShadersTest, CompileStoresSpirvAndRunCompilesNothing) {
   }
 }
 
+// The stored variant set covers what every kind of model dispatches: each
+// quantization scheme the synthesizer writes, in f32 and f16, runs from its
+// program's SPIR-V alone (a missing variant would fail the run) and matches
+// the interpreter on the original graph.
+TEST_F(ProgramShadersTest, EveryQuantizationRunsFromItsStoredSpirv) {
+  GRAFT_REQUIRE_VULKAN();
+  const std::pair<SynthQuant, const char *> quants[] = {
+      {SynthQuant::None, "none"},    {SynthQuant::W4, "4w"},
+      {SynthQuant::W8A8W4, "8da4w"}, {SynthQuant::Pt2eW8, "pt2e-8w"},
+      {SynthQuant::QatW4, "qat-4w"}, {SynthQuant::QatW8A8W4, "qat-8da4w"}};
+  for (DType dtype : {DType::F32, DType::F16})
+    for (const auto &[quant, name] : quants) {
+      std::string label = std::string(name) + "/" + std::string(graft::name(dtype));
+      SCOPED_TRACE(label);
+      LlamaSynthOptions o;
+      o.layers = 1;
+      o.dim = 64;
+      o.heads = 4;
+      o.kvHeads = 2;
+      o.vocab = 128;
+      o.maxSeqLen = 16;
+      o.seqLen = 3;
+      o.quant = quant;
+      o.dtype = dtype;
+      o.dynamicSeq = true;
+      auto g = synthesizeLlama(o);
+      ASSERT_TRUE(g.ok()) << render(g.diags());
+      std::string model = path("q.pt2");
+      ASSERT_TRUE(writePt2(**g, model, synthWriteOptions(o)).ok());
+      CompileOptions opts;
+      opts.output = path("q.vkprog");
+      auto r = compile(model, opts);
+      ASSERT_TRUE(r.ok()) << render(r.diags());
+      auto back = readProgram(opts.output);
+      ASSERT_TRUE(back.ok()) << render(back.diags());
+      auto ctx = vk::Context::create();
+      ASSERT_TRUE(ctx.ok()) << render(ctx.diags());
+      ASSERT_TRUE(vk::usePrecompiledShaders(**ctx, *back, opts.output).ok());
+      auto plan = vk::compiledPlan(*back);
+      ASSERT_TRUE(plan.ok()) << render(plan.diags());
+      vk::ExecutorOptions eopts;
+      eopts.plan = std::move(*plan);
+      eopts.allowCpuFallback = true; // a device without f16 storage runs those nodes on the CPU
+      auto exec = vk::GraphExecutor::create(**ctx, *back->graph, eopts);
+      ASSERT_TRUE(exec.ok()) << render(exec.diags());
+      auto original = load(model);
+      ASSERT_TRUE(original.ok()) << render(original.diags());
+      auto inputs = makeRandomInputs(*back->graph, 5);
+      ASSERT_TRUE(inputs.ok()) << render(inputs.diags());
+      auto out = (*exec)->run(*inputs);
+      ASSERT_TRUE(out.ok()) << render(out.diags());
+      auto ref = Interpreter().run(*original->graph, *inputs);
+      ASSERT_TRUE(ref.ok()) << render(ref.diags());
+      vk::Comparison c = vk::compareValues(*out, *ref);
+      EXPECT_EQ(c.firstProblem, "");
+      EXPECT_LT(c.maxAbsError, dtype == DType::F16 ? 5e-2 : 1e-3);
+      EXPECT_EQ((*ctx)->shaders().stats().glslangRuns, 0u);
+      if ((*exec)->numCpuFallbackNodes() == 0) {
+        EXPECT_GT((*ctx)->shaders().stats().precompiledHits, 0u);
+      }
+    }
+}
+
 // A version-1 program has no SPIR-V: the context keeps compiling shaders.
 TEST_F(ProgramShadersTest, VersionOneProgramsCompileAtRunTime) {
   GRAFT_REQUIRE_VULKAN();
