@@ -36,12 +36,16 @@ struct Case {
   SynthKvCache form;
   SynthQuant quant;
   int kvHeads;
+  /// false: a static one-token sequence (--dynamic-pos --seq-len 1), which
+  /// prefills one token per call.
+  bool dynamicSeq = true;
 };
 
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {
   std::string q = std::string(name(info.param.quant));
   q.erase(std::remove(q.begin(), q.end(), '-'), q.end());
-  return std::string(name(info.param.form)) + "_q" + q + "_kv" + std::to_string(info.param.kvHeads);
+  return std::string(name(info.param.form)) + "_q" + q + "_kv" +
+         std::to_string(info.param.kvHeads) + (info.param.dynamicSeq ? "" : "_seq1");
 }
 
 LlamaSynthOptions options(const Case &c, SynthKvCache form) {
@@ -52,10 +56,13 @@ LlamaSynthOptions options(const Case &c, SynthKvCache form) {
   o.kvHeads = c.kvHeads;
   o.vocab = 96;
   o.maxSeqLen = 16;
-  o.seqLen = 4;
+  // The reference model (no cache) always takes the whole prefix.
+  bool dynamic = c.dynamicSeq || form == SynthKvCache::None;
+  o.seqLen = dynamic ? 4 : 1;
   o.quant = c.quant;
   o.tiedEmbeddings = true;
-  o.dynamicSeq = true;
+  o.dynamicSeq = dynamic;
+  o.dynamicPos = !dynamic;
   o.kvCache = form;
   o.seed = 7;
   return o;
@@ -120,7 +127,7 @@ TEST_P(KvCacheDecode, PrefillThenDecodeEqualsFullSequenceLogits) {
   EXPECT_EQ(mutations, 4);
 
   const std::vector<int64_t> ids = {5, 17, 3, 88, 42, 42, 9, 60, 1, 95};
-  const std::size_t prefill = 4;
+  const std::size_t prefill = c.dynamicSeq ? 4 : 1;
   Interpreter interp;
   MutableState state;
   for (std::size_t end = prefill; end <= ids.size(); ++end) {
@@ -174,13 +181,16 @@ TEST_P(KvCacheDecode, StatelessRunsStartFromTheGraphsCaches) {
   auto g = synthesizeLlama(options(c, c.form));
   ASSERT_TRUE(g.ok()) << render(g.diags());
   Interpreter interp;
-  auto a = interp.run(**g, {tokensOf({7}), position(3)});
-  auto b = interp.run(**g, {tokensOf({7}), position(3)});
+  const std::vector<int64_t> first =
+      c.dynamicSeq ? std::vector<int64_t>{1, 2, 3} : std::vector<int64_t>{1};
+  const int64_t next = static_cast<int64_t>(first.size());
+  auto a = interp.run(**g, {tokensOf({7}), position(next)});
+  auto b = interp.run(**g, {tokensOf({7}), position(next)});
   ASSERT_TRUE(a.ok() && b.ok()) << render(a.diags()) << render(b.diags());
   EXPECT_TRUE(logitsOf(*a).equal(logitsOf(*b)));
   MutableState state;
-  ASSERT_TRUE(interp.run(**g, {tokensOf({1, 2, 3}), position(0)}, state).ok());
-  auto c2 = interp.run(**g, {tokensOf({7}), position(3)}, state);
+  ASSERT_TRUE(interp.run(**g, {tokensOf(first), position(0)}, state).ok());
+  auto c2 = interp.run(**g, {tokensOf({7}), position(next)}, state);
   ASSERT_TRUE(c2.ok()) << render(c2.diags());
   EXPECT_FALSE(logitsOf(*a).equal(logitsOf(*c2)));
   // The graph's own cache data is untouched by the stateful runs.
@@ -198,10 +208,12 @@ TEST_P(KvCacheDecode, PositionPastTheCacheIsAnError) {
   const Case c = GetParam();
   auto g = synthesizeLlama(options(c, c.form));
   ASSERT_TRUE(g.ok()) << render(g.diags());
-  auto r = Interpreter().run(**g, {tokensOf({1, 2}), position(15)});
+  auto r = c.dynamicSeq ? Interpreter().run(**g, {tokensOf({1, 2}), position(15)})
+                        : Interpreter().run(**g, {tokensOf({1}), position(16)});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.diags()[0].message.find("node "), std::string::npos) << r.diags()[0].message;
-  EXPECT_NE(r.diags()[0].message.find("<= 16"), std::string::npos) << r.diags()[0].message;
+  EXPECT_NE(r.diags()[0].message.find(c.dynamicSeq ? "<= 16" : "<= 15"), std::string::npos)
+      << r.diags()[0].message;
 }
 
 INSTANTIATE_TEST_SUITE_P(Forms, KvCacheDecode,
@@ -210,7 +222,9 @@ INSTANTIATE_TEST_SUITE_P(Forms, KvCacheDecode,
                                            Case{SynthKvCache::Custom, SynthQuant::W8A8W4, 4},
                                            Case{SynthKvCache::Plain, SynthQuant::W8A8W4, 4},
                                            Case{SynthKvCache::Custom, SynthQuant::W8A8W4, 1},
-                                           Case{SynthKvCache::Plain, SynthQuant::None, 2}),
+                                           Case{SynthKvCache::Plain, SynthQuant::None, 2},
+                                           Case{SynthKvCache::Custom, SynthQuant::W4, 2, false},
+                                           Case{SynthKvCache::Plain, SynthQuant::W8A8W4, 2, false}),
                          caseName);
 
 TEST(KvCacheSynth, OptionsAreChecked) {

@@ -865,13 +865,14 @@ struct SynthCase {
   bool dynamic;
   bool tied;
   DType dtype;
+  SynthKvCache kv = SynthKvCache::None;
 };
 
 // Without it, gtest prints a case as its raw bytes, padding included
 // (uninitialised memory to valgrind).
 void PrintTo(const SynthCase &c, std::ostream *os) {
   *os << name(c.quant) << (c.dynamic ? " dynamic" : "") << (c.tied ? " tied" : "") << " "
-      << name(c.dtype);
+      << name(c.dtype) << (c.kv != SynthKvCache::None ? " kv-" + std::string(name(c.kv)) : "");
 }
 
 class Pt2RoundTrip : public ::testing::TestWithParam<SynthCase> {};
@@ -893,11 +894,12 @@ TEST_P(Pt2RoundTrip, SynthReadWriteReadIsIdentical) {
   o.tiedEmbeddings = c.tied;
   o.checkpointDType = c.dtype;
   o.dtype = c.dtype;
+  o.kvCache = c.kv;
   auto synth = synthesizeLlama(o);
   ASSERT_TRUE(synth.ok()) << diagText(synth.diags());
   EXPECT_TRUE(verify(**synth).empty()) << diagText(verify(**synth));
-  std::string stem =
-      std::string(name(c.quant)) + (c.dynamic ? "_dyn" : "") + (c.tied ? "_tied" : "");
+  std::string stem = std::string(name(c.quant)) + (c.dynamic ? "_dyn" : "") +
+                     (c.tied ? "_tied" : "") + "_kv" + std::string(name(c.kv));
   std::string a = tmp(stem + "_a.pt2"), b = tmp(stem + "_b.pt2");
   ASSERT_TRUE(writePt2(**synth, a, synthWriteOptions(o)).ok());
 
@@ -949,24 +951,33 @@ TEST_P(Pt2RoundTrip, SynthReadWriteReadIsIdentical) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllQuantModes, Pt2RoundTrip,
-                         ::testing::Values(SynthCase{SynthQuant::None, false, false, DType::F32},
-                                           SynthCase{SynthQuant::W4, false, false, DType::F32},
-                                           SynthCase{SynthQuant::W8A8W4, false, false, DType::F32},
-                                           SynthCase{SynthQuant::Pt2eW8, false, false, DType::F32},
-                                           SynthCase{SynthQuant::QatW4, false, false, DType::F32},
-                                           SynthCase{SynthQuant::None, true, true, DType::BF16},
-                                           SynthCase{SynthQuant::W4, true, true, DType::BF16},
-                                           SynthCase{SynthQuant::W8A8W4, true, true, DType::F32},
-                                           SynthCase{SynthQuant::Pt2eW8, true, false, DType::BF16},
-                                           SynthCase{SynthQuant::QatW4, true, true, DType::F32}),
-                         [](const auto &info) {
-                           const SynthCase &c = info.param;
-                           std::string n(name(c.quant));
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n + (c.dynamic ? "_dynamic" : "") + (c.tied ? "_tied" : "") +
-                                  (c.dtype == DType::BF16 ? "_bf16" : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    AllQuantModes, Pt2RoundTrip,
+    ::testing::Values(SynthCase{SynthQuant::None, false, false, DType::F32},
+                      SynthCase{SynthQuant::W4, false, false, DType::F32},
+                      SynthCase{SynthQuant::W8A8W4, false, false, DType::F32},
+                      SynthCase{SynthQuant::Pt2eW8, false, false, DType::F32},
+                      SynthCase{SynthQuant::QatW4, false, false, DType::F32},
+                      SynthCase{SynthQuant::None, true, true, DType::BF16},
+                      SynthCase{SynthQuant::W4, true, true, DType::BF16},
+                      SynthCase{SynthQuant::W8A8W4, true, true, DType::F32},
+                      SynthCase{SynthQuant::Pt2eW8, true, false, DType::BF16},
+                      SynthCase{SynthQuant::QatW4, true, true, DType::F32},
+                      // KV caches: BUFFER_MUTATION outputs (an
+                      // in-place op's result, a buffer placeholder),
+                      // llama.* ops, the inline bool mask.
+                      SynthCase{SynthQuant::W4, true, true, DType::F32, SynthKvCache::Custom},
+                      SynthCase{SynthQuant::W8A8W4, true, true, DType::BF16, SynthKvCache::Custom},
+                      SynthCase{SynthQuant::W4, false, true, DType::F32, SynthKvCache::Plain},
+                      SynthCase{SynthQuant::W8A8W4, true, false, DType::F32, SynthKvCache::Plain}),
+    [](const auto &info) {
+      const SynthCase &c = info.param;
+      std::string n(name(c.quant));
+      std::replace(n.begin(), n.end(), '-', '_');
+      return n + (c.dynamic ? "_dynamic" : "") + (c.tied ? "_tied" : "") +
+             (c.dtype == DType::BF16 ? "_bf16" : "") +
+             (c.kv != SynthKvCache::None ? "_kv_" + std::string(name(c.kv)) : std::string());
+    });
 
 TEST(Pt2Synth, NamesAndShapesFollowTorchExport) {
   LlamaSynthOptions o;
@@ -1325,6 +1336,9 @@ TEST(Pt2Cli, SynthPrintVerifyRun) {
   EXPECT_EQ(runCli("synth llama --dim 30 --heads 4 -o " + tmp("x.pt2"), &err), 1);
   EXPECT_EQ(runCli("synth llama --quant 8da4w --act-qparams f16 -o " + tmp("x.pt2"), &err), 1);
   EXPECT_NE(err.find("--act-qparams: 'f16' is not one of int8"), std::string::npos) << err;
+  EXPECT_EQ(runCli("synth llama --kv-cache paged -o " + tmp("x.pt2"), &err), 1);
+  EXPECT_NE(err.find("--kv-cache: 'paged' is not one of custom"), std::string::npos) << err;
+  EXPECT_EQ(runCli("synth llama --kv-cache none -o " + tmp("x.pt2"), &err), 1);
   EXPECT_FALSE(fs::exists(tmp("x.pt2")));
 }
 

@@ -561,19 +561,23 @@ private:
   /// _local_scalar_dense (a fresh unbacked symbol per call, ranged [0, M - 1]),
   /// then, when the code checks it (`torch._check_is_size(start_pos)`,
   /// `torch._check(start_pos < max_context_len)`), sym_constrain_range_for_size
-  /// and an asserted `<= M - 1`.
+  /// and an asserted `<= M - 1`. `narrowed`: the position starts a
+  /// narrow/update of the sequence length, whose own check (start + S <= M)
+  /// narrows the range to [0, M - S] when S is static (as for the rotary
+  /// tables, ropeTablesAtPosition).
   Expected<Value *> positionItem(const std::vector<std::pair<std::string, std::string>> &mods,
-                                 int64_t index, const std::string &line, bool checked) {
-    const int64_t M = o_.maxSeqLen;
+                                 int64_t index, const std::string &line, bool checked,
+                                 bool narrowed = false) {
+    const int64_t hi = narrowed && seq_.isInt() ? o_.maxSeqLen - seq_.integer() : o_.maxSeqLen - 1;
     b_.scope(mods, line);
     GRAFT_TRY(Value * sel,
               b_.call1("aten.select.int", {{"self", inputPos_}, {"dim", 0}, {"index", index}}));
     GRAFT_TRY(Value * pos, b_.call1("aten._local_scalar_dense.default", {{"self", sel}}));
-    g_.symbols().declare(pos->name(), SymbolRange{0, M - 1});
+    g_.symbols().declare(pos->name(), SymbolRange{0, hi});
     if (checked) {
       GRAFT_TRY(auto none, b_.call("aten.sym_constrain_range_for_size.default", {{"size", pos}}));
       (void)none;
-      GRAFT_CHECK_OK(assertLe(pos, M - 1, pos->name()));
+      GRAFT_CHECK_OK(assertLe(pos, hi, pos->name()));
     }
     return pos;
   }
@@ -611,7 +615,8 @@ private:
                                      const std::string &layer, const KvBuffers &B, Value *q,
                                      Value *k, Value *v) {
     const int64_t M = o_.maxSeqLen;
-    GRAFT_TRY(Value * maskPos, positionItem(attn, -1, "start_pos = input_pos[-1].item()", true));
+    GRAFT_TRY(Value * maskPos,
+              positionItem(attn, -1, "start_pos = input_pos[-1].item()", true, true));
     b_.scope(attn, "attn_mask = self.mask.narrow(0, start_pos, seq_length)");
     GRAFT_TRY(Value * end, b_.call1("operator.add", {{"a", maskPos}, {"b", seq_}}, "add"));
     if (!seq_.isInt())
@@ -685,7 +690,7 @@ private:
     b_.scope(cacheMods, "v_val = v_val.transpose(1, 2)");
     GRAFT_TRY(Value * vt, b_.call1("aten.transpose.int", {{"self", v}, {"dim0", 1}, {"dim1", 2}}));
     GRAFT_TRY(Value * startPos,
-              positionItem(cacheMods, 0, "start_pos = input_pos[0].item()", true));
+              positionItem(cacheMods, 0, "start_pos = input_pos[0].item()", true, true));
     b_.scope(cacheMods, "_ = torch.ops.llama.update_cache(k_val, self.k_cache, start_pos)");
     GRAFT_TRY(Value * end, b_.call1("operator.add", {{"a", startPos}, {"b", seq_}}, "add"));
     GRAFT_CHECK_OK(assertLe(end, M, startPos->name() + " + seq_len"));
