@@ -133,6 +133,15 @@ TEST(KvCacheOps, Arange) {
     EXPECT_EQ(values(r), (std::vector<double>{0, 1, 2}));
   }
   {
+    // An integer dtype computes in int64: the float step truncates to 0
+    // (RangeFactoriesKernel.cpp: step.to<accscalar_t>()), the size does not.
+    OpGraph t;
+    Tensor r = t.result(
+        t.op("aten.arange.start_step", {int64_t(1), int64_t(3), 0.5}, {{"dtype", DType::I64}}));
+    EXPECT_EQ(r.dtype(), DType::I64);
+    EXPECT_EQ(values(r), (std::vector<double>{1, 1, 1, 1}));
+  }
+  {
     OpGraph t;
     auto r = t.tryOp("aten.arange.start_step", {int64_t(0), int64_t(5), int64_t(-1)});
     ASSERT_FALSE(r.ok());

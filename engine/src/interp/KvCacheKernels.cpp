@@ -71,16 +71,30 @@ Results arangeKernel(const KernelArgs &a) {
     return a.error("unsupported range: " + std::to_string(xs) + " -> " + std::to_string(xe));
   if (!((xst > 0 && xe >= xs) || (xst < 0 && xe <= xs)))
     return a.error("upper bound and larger bound inconsistent with step sign");
-  double sized = anyFloat || isFloatingPoint(dt)
-                     ? std::ceil((xe - xs) / xst)
-                     : std::ceil(static_cast<double>(end->toDouble() - s0.toDouble()) / xst);
+  double sized = std::ceil((xe - xs) / xst);
+  if (!(sized >= 0 && sized < 9.2233720368547758e18))
+    return a.error("invalid size, possible overflow?");
   int64_t n = static_cast<int64_t>(sized);
   Tensor t = Tensor::empty(dt, {n});
-  for (int64_t i = 0; i < n; ++i) {
-    if (isIntegral(dt, true) && !anyFloat)
-      t.setInt(i, s0.i + st.i * i);
-    else
-      t.setDouble(i, xs + xst * static_cast<double>(i)); // accscalar_t is double on CPU
+  if (isIntegral(dt, true)) {
+    // accscalar_t of an integer dtype is int64: start and step are converted
+    // first (a float step truncates), then start + step * i.
+    auto toInt = [](const Number &x) -> std::optional<int64_t> {
+      return x.kind == Number::Kind::Float ? truncToInt64(x.f) : std::optional<int64_t>(x.i);
+    };
+    auto is = toInt(s0), ist = toInt(st);
+    if (!is || !ist)
+      return a.error("start or step cannot be converted to " + std::string(name(dt)));
+    for (int64_t i = 0; i < n; ++i)
+      t.setInt(i, *is + *ist * i);
+  } else if (dt == DType::F16 || dt == DType::BF16) {
+    // acc_type<Half/BFloat16, /*is_cuda=*/false> is float.
+    for (int64_t i = 0; i < n; ++i)
+      t.setDouble(i, static_cast<float>(xs) + static_cast<float>(xst) * static_cast<float>(i));
+  } else {
+    // acc_type<float, false> and acc_type<double, false> are double.
+    for (int64_t i = 0; i < n; ++i)
+      t.setDouble(i, xs + xst * static_cast<double>(i));
   }
   return one(std::move(t));
 }
