@@ -54,16 +54,21 @@ def _same(args, kwargs):
     return list(args), dict(kwargs)
 
 
+_EMBEDDING_DEFAULTS = {"padding_idx": None, "max_norm": None, "norm_type": 2.0,
+                      "scale_grad_by_freq": False, "sparse": False}
+
+
 def _embedding(args, kwargs):
-    # F.embedding(input, weight, padding_idx, ...) -> aten.embedding(weight, input, ...)
-    args = list(args)
-    inp = args[0] if args else kwargs.pop("input")
-    weight = args[1] if len(args) > 1 else kwargs.pop("weight")
-    unsupported = {k for k, v in kwargs.items() if v not in (None, False)} | set(
-        i for i, v in enumerate(args[2:]) if v not in (None, False))
+    # F.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq,
+    # sparse) -> aten.embedding(weight, input); only the defaults of the rest
+    # (what a forward pass of nn.Embedding uses) are supported.
+    args, kwargs = list(args), dict(kwargs)
+    inp = args.pop(0) if args else kwargs.pop("input")
+    weight = args.pop(0) if args else kwargs.pop("weight")
+    options = dict(zip(_EMBEDDING_DEFAULTS, args), **kwargs)
+    unsupported = sorted(k for k, v in options.items() if _EMBEDDING_DEFAULTS.get(k, object()) != v)
     if unsupported:
-        raise ConversionError(f"F.embedding arguments {sorted(map(str, unsupported))} are not "
-                              f"supported")
+        raise ConversionError(f"F.embedding with {', '.join(unsupported)} is not supported")
     return [weight, inp], {}
 
 
@@ -109,6 +114,11 @@ def _resolve_packet(packet, args, kwargs) -> torch._ops.OpOverload:
             continue
         ok = True
         for value, arg in zip(args, positional):
+            if value is None:
+                if "?" not in str(arg.type) and "Optional" not in str(arg.type):
+                    ok = False
+                    break
+                continue
             is_node = isinstance(value, torch.fx.Node)
             if is_node != _is_tensor_type(arg.type) and not (
                     isinstance(value, (list, tuple)) and _is_tensor_type(arg.type)):
@@ -298,17 +308,31 @@ def to_graft(gm: torch.fx.GraphModule, example_inputs: Sequence[torch.Tensor]) -
     return _Converter(gm).run()
 
 
-def _set_tensor(root: torch.nn.Module, fqn: str, tensor: torch.Tensor, parameter: bool):
-    *path, leaf = fqn.split(".")
-    mod = root
-    for part in path:
-        if not hasattr(mod, part):
-            mod.add_module(part, torch.nn.Module())
-        mod = getattr(mod, part)
+def _set_tensor(root: torch.nn.Module, fqn: str, tensor: torch.Tensor, parameter: bool) -> str:
+    """Registers `tensor` on `root` under `fqn` and returns the attribute path it
+    got: `fqn` itself, unless a prefix of it is already a tensor (graft derives
+    "w.pack_int4_low_first.group_sums" from "w.pack_int4_low_first"), where a
+    module attribute cannot also be a module: the rest of the FQN from there is
+    then joined with "_" into one attribute name."""
+    parts = fqn.split(".")
+    mod, path = root, []
+    while len(parts) > 1:
+        child = getattr(mod, parts[0], None)
+        if child is None:
+            child = torch.nn.Module()
+            mod.add_module(parts[0], child)
+        elif not isinstance(child, torch.nn.Module):
+            break
+        mod = child
+        path.append(parts.pop(0))
+    leaf = "_".join(parts)
+    while hasattr(mod, leaf):
+        leaf += "_"
     if parameter:
         mod.register_parameter(leaf, torch.nn.Parameter(tensor, requires_grad=tensor.requires_grad))
     else:
         mod.register_buffer(leaf, tensor)
+    return ".".join(path + [leaf])
 
 
 def _used_values(graph: Graph) -> set:
@@ -335,13 +359,16 @@ def from_graft(graph: Graph, original: Optional[torch.nn.Module] = None,
                single_output: bool = False) -> torch.fx.GraphModule:
     """A GraphModule computing ``graph``: every node calls torch.ops.<ns>.<op>.<overload>.
     Constants of ``original`` (by FQN) are its own tensors; the others (what
-    rules made) are copied from graft and registered as buffers under their FQN."""
+    rules made) are copied from graft and registered as buffers under their FQN
+    (``gm.graft_attributes`` maps each FQN to its attribute path, which differs
+    only where a prefix of the FQN is itself a tensor; see _set_tensor)."""
     root = torch.nn.Module()
     fx_graph = torch.fx.Graph()
     env: Dict[str, torch.fx.Node] = {}
     used = _used_values(graph)
     own = dict(original.named_parameters()) if original is not None else {}
     own_buffers = dict(original.named_buffers()) if original is not None else {}
+    attributes: Dict[str, str] = {}
     for inp in graph.inputs:
         if inp.kind == "input":
             env[inp.name] = fx_graph.placeholder(inp.name)
@@ -349,12 +376,13 @@ def from_graft(graph: Graph, original: Optional[torch.nn.Module] = None,
         if inp.name not in used:
             continue  # e.g. the int8 weight a packed one replaced
         if inp.fqn in own:
-            _set_tensor(root, inp.fqn, own[inp.fqn].detach(), parameter=True)
+            path = _set_tensor(root, inp.fqn, own[inp.fqn].detach(), parameter=True)
         elif inp.fqn in own_buffers:
-            _set_tensor(root, inp.fqn, own_buffers[inp.fqn], parameter=False)
+            path = _set_tensor(root, inp.fqn, own_buffers[inp.fqn], parameter=False)
         else:
-            _set_tensor(root, inp.fqn, to_torch_tensor(graph._g.constant(inp.fqn)), False)
-        env[inp.name] = fx_graph.get_attr(inp.fqn)
+            path = _set_tensor(root, inp.fqn, to_torch_tensor(graph._g.constant(inp.fqn)), False)
+        attributes[inp.fqn] = path
+        env[inp.name] = fx_graph.get_attr(path)
     for node in graph.nodes:
         ns, _, rest = node.target.partition(".")
         name, _, overload = rest.partition(".")
@@ -366,17 +394,22 @@ def from_graft(graph: Graph, original: Optional[torch.nn.Module] = None,
         args = tuple(from_graft_arg(a, env) for a in node.args)
         kwargs = {k: from_graft_arg(v, env) for k, v in node.kwargs.items()}
         # graft's value names become the fx node names (uniquified by fx).
-        first = node.outputs[0]["name"] if node.outputs else None
-        call = fx_graph.create_node("call_function", op, args, kwargs, name=first)
-        if len(node.outputs) == 1:
+        single = len(node.outputs) == 1
+        call = fx_graph.create_node("call_function", op, args, kwargs,
+                                    name=node.outputs[0]["name"] if single else None)
+        if single:
             env[node.outputs[0]["name"]] = call
         else:
             for i, r in enumerate(node.outputs):
-                env[r["name"]] = fx_graph.call_function(operator.getitem, (call, i))
+                env[r["name"]] = fx_graph.create_node("call_function", operator.getitem,
+                                                      (call, i), {}, name=r["name"])
     outs = [env[o.name] for o in graph.outputs]
     fx_graph.output(outs[0] if single_output and len(outs) == 1 else tuple(outs))
     gm = torch.fx.GraphModule(root, fx_graph, class_name="GraftFused")
     gm.graph.lint()
+    #: graft FQN -> the attribute path holding it (the FQN unless _set_tensor
+    #: had to flatten it)
+    gm.graft_attributes = attributes
     return gm
 
 

@@ -57,6 +57,42 @@ class TwoLayers(torch.nn.Module):
         return self.down(torch.relu(self.up(x)))
 
 
+class Int8DynInt4Linear(Int4Linear):
+    """torchao 8da4w (Int8DynamicActivationIntxWeightConfig, as exported): the
+    activation is quantized per token with choose_qparams_affine ->
+    quantize_affine -> dequantize_affine, the weight as in Int4Linear."""
+
+    def forward(self, x):
+        qparams = torch.ops.torchao.choose_qparams_affine(
+            x, "ASYMMETRIC", [1, 64], torch.int8, -128, 127, torch.finfo(torch.float32).eps,
+            torch.float32, torch.int8)
+        s, zp = qparams[0], qparams[1]
+        q = torch.ops.torchao.quantize_affine(x, [1, 64], s, zp, torch.int8, -128, 127)
+        xdq = torch.ops.torchao.dequantize_affine(q, [1, 64], s, zp, torch.int8, -128, 127,
+                                                  output_dtype=torch.float32)
+        w = torch.ops.torchao.dequantize_affine(self.weight, [1, self.group], self.scale,
+                                                self.zero_point, torch.int8, -8, 7,
+                                                output_dtype=torch.float32)
+        return F.linear(xdq, w)
+
+
+class Int4Embedding(torch.nn.Module):
+    """torchao int4 weight-only embedding: dequantize_affine -> F.embedding."""
+
+    def __init__(self, vocab, dim, group):
+        super().__init__()
+        q, scale = quantize_int4(torch.randn(vocab, dim, generator=torch.Generator().manual_seed(4)),
+                                 group)
+        self.group = group
+        self.weight = torch.nn.Parameter(q, requires_grad=False)
+        self.scale = torch.nn.Parameter(scale, requires_grad=False)
+
+    def forward(self, tokens):
+        w = torch.ops.torchao.dequantize_affine(self.weight, [1, self.group], self.scale, None,
+                                                torch.int8, -8, 7, output_dtype=torch.float32)
+        return F.embedding(tokens, w)
+
+
 def test_registers_the_ops_graft_knows():
     ops = graft.fx.registered_ops()
     for op in ("et_vk.linear_q4gsw.default", "et_vk.embedding_q4gsw.default",
@@ -179,3 +215,31 @@ def test_conversion_errors_are_graft_errors():
     with pytest.raises(graft.UserError):
         torch.ops.et_vk.linear_q4gsw(torch.randn(2, 64), torch.zeros(4, 3, dtype=torch.uint8),
                                      torch.ones(2, 4), 32)
+
+
+def test_fuse_8da4w_multi_result_ops():
+    gm = torch.fx.symbolic_trace(Int8DynInt4Linear(64, 32, 32))
+    x = torch.randn(3, 64, generator=torch.Generator().manual_seed(5))
+    fused, report = graft.fx.fuse(gm, (x,), graft.RuleSet([PATTERNS / "linear_8da4w.pat"]))
+    assert report.rule_counts == {"torchao_linear_dq8ca_q4gsw": 1}
+    calls = [n.target for n in fused.graph.nodes if n.op == "call_function"]
+    assert torch.ops.et_vk.linear_dq8ca_q4gsw.default in calls
+    assert torch.ops.torchao.choose_qparams_affine.default in calls  # shared: it feeds the op
+    # Derived constants (the weight sums, computed from the packed weight) are
+    # registered too, under their FQN or, where a prefix is a tensor, flattened.
+    assert fused.graft_attributes["weight.pack_int4_low_first"] == "weight.pack_int4_low_first"
+    for fqn, path in fused.graft_attributes.items():
+        assert path.replace(".", "_") == fqn.replace(".", "_")  # same name, dots or not
+        assert isinstance(fused.get_buffer(path), torch.Tensor)
+    # The rule's stated tolerance (patterns/linear_8da4w.pat): atol 1e-3, rtol 1e-5.
+    torch.testing.assert_close(fused(x), gm(x), atol=1e-3, rtol=1e-5)
+
+
+def test_fuse_int4_embedding():
+    gm = torch.fx.symbolic_trace(Int4Embedding(64, 128, 32))
+    tokens = torch.tensor([[0, 5, 63, 7]])
+    fused, report = graft.fx.fuse(gm, (tokens,), graft.RuleSet([PATTERNS / "embedding.pat"]))
+    assert report.rule_counts == {"torchao_embedding_q4gsw": 1}
+    calls = [n.target for n in fused.graph.nodes if n.op == "call_function"]
+    assert calls == [torch.ops.et_vk.embedding_q4gsw.default]
+    torch.testing.assert_close(fused(tokens), gm(tokens), rtol=0, atol=0)
