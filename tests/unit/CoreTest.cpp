@@ -256,6 +256,24 @@ TEST(Storage, MapsFileWithoutCopy) {
   Tensor a(DType::U8, {4}, *s, 0), b(DType::U8, {2, 2}, *s, 0);
   EXPECT_EQ(a.storage().get(), b.storage().get());
   EXPECT_EQ(b.getInt(3), a.getInt(3));
+  // A view of a whole-file mapping (how an archive's weights are mapped):
+  // mapped, read-only, keeps the mapping alive, and reads the same bytes
+  // after its pages (and its neighbours' on shared pages) are released.
+  std::shared_ptr<Storage> v;
+  {
+    auto whole = Storage::mapFile(path, 0, 10000);
+    ASSERT_TRUE(whole.ok());
+    v = Storage::view(*whole, 4099, 16);
+    EXPECT_TRUE(v->isMapped());
+    EXPECT_EQ(v->mutableData(), nullptr);
+    EXPECT_EQ(v->path(), path);
+  }
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(v->size(), 16u);
+    for (std::size_t i = 0; i < v->size(); ++i)
+      EXPECT_EQ(v->data()[i], (4099 + i) & 0xFF);
+    v->releasePages();
+  }
   std::remove(path.c_str());
 }
 

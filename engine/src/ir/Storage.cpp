@@ -74,6 +74,16 @@ Expected<std::shared_ptr<Storage>> Storage::mapFile(const std::string &path, uin
   return s;
 }
 
+std::shared_ptr<Storage> Storage::view(std::shared_ptr<const Storage> whole, uint64_t offset,
+                                       uint64_t length) {
+  std::shared_ptr<Storage> s(new Storage());
+  s->data_ = whole->data() + offset;
+  s->size_ = static_cast<std::size_t>(length);
+  s->path_ = whole->path();
+  s->whole_ = std::move(whole);
+  return s;
+}
+
 Storage::~Storage() {
   if (mapBase_)
     ::munmap(mapBase_, mapLength_);
@@ -82,13 +92,21 @@ Storage::~Storage() {
 void Storage::releasePages() const {
   // The mapping is private and read-only: its pages are clean copies of the
   // file, so dropping them loses nothing.
-  if (mapBase_)
+  if (mapBase_) {
     ::madvise(mapBase_, mapLength_, MADV_DONTNEED);
+  } else if (whole_ && whole_->isMapped() && size_) {
+    // The pages this view touches, whole: a page shared with a neighbouring
+    // view is clean, so dropping it only means faulting it in again.
+    auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    auto begin = reinterpret_cast<uintptr_t>(data_) / page * page;
+    auto end = (reinterpret_cast<uintptr_t>(data_) + size_ + page - 1) / page * page;
+    ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+  }
 }
 
 uint8_t *Storage::mutableData() {
   // Mapped storages are read-only by construction; writing to one is a bug.
-  if (mapBase_)
+  if (mapBase_ || whole_)
     return nullptr;
   return uninitialized_ ? uninitialized_.get() : owned_.data();
 }

@@ -340,10 +340,18 @@ Status ZipReader::verifyCrc(const ZipEntry &entry) const {
 
 Expected<std::shared_ptr<Storage>> ZipReader::map(const ZipEntry &entry) const {
   if (entry.method == 0) {
-    auto s = Storage::mapFile(path_, base_ + entry.dataOffset, entry.size);
-    if (!s)
-      return error("cannot map record '" + entry.name + "': " + s.diags()[0].message);
-    return std::move(*s);
+    if (entry.dataOffset > length_ || entry.size > length_ - entry.dataOffset)
+      return error("cannot map record '" + entry.name + "': " + std::to_string(entry.size) +
+                   " bytes at offset " + std::to_string(entry.dataOffset) +
+                   " lie outside the archive (" + std::to_string(length_) + " bytes)");
+    std::lock_guard<std::mutex> lock(mapMutex_);
+    if (!mapped_) {
+      auto s = Storage::mapFile(path_, base_, length_);
+      if (!s)
+        return error("cannot map record '" + entry.name + "': " + s.diags()[0].message);
+      mapped_ = std::move(*s);
+    }
+    return Storage::view(mapped_, entry.dataOffset, entry.size);
   }
   GRAFT_TRY(std::string bytes, read(entry, true));
   return Storage::owned(std::vector<uint8_t>(bytes.begin(), bytes.end()));

@@ -30,6 +30,12 @@ public:
   /// Maps `length` bytes at `offset` of `path` read-only. Errors name the file.
   static Expected<std::shared_ptr<Storage>> mapFile(const std::string &path, uint64_t offset,
                                                     uint64_t length);
+  /// `length` bytes at `offset` of `whole` (which must hold them), sharing its
+  /// bytes and keeping it alive: the weights of an archive are views of one
+  /// mapping of it, instead of an open + mmap + close per weight and a VMA
+  /// each. A view of a mapped storage is mapped (read-only, releasePages).
+  static std::shared_ptr<Storage> view(std::shared_ptr<const Storage> whole, uint64_t offset,
+                                       uint64_t length);
 
   ~Storage();
   Storage(const Storage &) = delete;
@@ -39,7 +45,7 @@ public:
   /// Writable pointer; only owned storages are writable.
   uint8_t *mutableData();
   std::size_t size() const { return size_; }
-  bool isMapped() const { return mapBase_ != nullptr; }
+  bool isMapped() const { return mapBase_ != nullptr || (whole_ && whole_->isMapped()); }
   /// For mapped storages: the file it came from.
   const std::string &path() const { return path_; }
   /// For mapped storages: tells the kernel this process is done with the
@@ -59,6 +65,7 @@ private:
   void *mapBase_ = nullptr;
   std::size_t mapLength_ = 0;
   std::string path_;
+  std::shared_ptr<const Storage> whole_; ///< what a view() views
 };
 
 } // namespace graft

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -76,7 +77,8 @@ public:
   /// false. The error names the record.
   Expected<std::string> read(const ZipEntry &entry, bool verifyCrc = true) const;
   /// The entry's bytes as a Storage: memory-mapped in place when stored
-  /// (zero copy), inflated into owned memory when deflated.
+  /// (zero copy; a view of one mapping of the whole archive, made on first
+  /// use), inflated into owned memory when deflated.
   Expected<std::shared_ptr<Storage>> map(const ZipEntry &entry) const;
   /// Streams a stored entry through CRC-32 and compares with the directory.
   Status verifyCrc(const ZipEntry &entry) const;
@@ -98,6 +100,9 @@ private:
   /// Entry name -> its first index in entries_ (names view entries_, which
   /// does not change after parse()): a weight-heavy archive has thousands.
   std::unordered_map<std::string_view, std::size_t> byName_;
+  /// The whole archive, mapped once by the first map() of a stored entry.
+  mutable std::shared_ptr<const Storage> mapped_;
+  mutable std::mutex mapMutex_;
 };
 
 /// Writes a PyTorchStreamWriter-style archive (see the file comment).
