@@ -303,6 +303,14 @@ PyGraph loadPath(const std::string &path) {
 }
 
 std::string graphText(PyGraph &pg) {
+  if (pg.pt2) {
+    // As `graft print`: the weights of a .pt2 print as file() references
+    // into the archive (by absolute path: the text has no directory of its
+    // own), not as megabytes of inline values.
+    std::error_code ec;
+    auto abs = std::filesystem::absolute(pg.path, ec);
+    referenceArchiveWeights(pg.g(), *pg.pt2, ec ? pg.path : abs.string());
+  }
   PrintOptions po;
   // In memory there is no sidecar file: every constant is printed inline
   // unless it already has a textual source (file(), random(), ...).
@@ -318,6 +326,14 @@ void saveGraph(PyGraph &pg, const std::string &path, std::optional<std::string> 
       w.provenance = &*pg.pt2;
     check(writePt2(g, path, w));
     return;
+  }
+  if (pg.pt2 && !dataFile) {
+    // As `graft print -o`: archive weights are referenced relative to the
+    // text's directory instead of being copied into a data file.
+    std::error_code ec;
+    auto dir = std::filesystem::absolute(path, ec).parent_path();
+    auto rel = std::filesystem::relative(std::filesystem::absolute(pg.path, ec), dir, ec);
+    referenceArchiveWeights(g, *pg.pt2, !ec && !rel.empty() ? rel.string() : pg.path);
   }
   PrintOptions po;
   po.dataFile =

@@ -68,7 +68,11 @@ def test_save_text_and_pt2_round_trip(tmp_path):
 
 def test_pt2_constants_are_mapped_without_a_copy(llama_pt2):
     g = graft.load(llama_pt2)
-    assert "torch.export" not in str(g)[:0]  # prints (weights as file() references)
+    text = str(g)  # weights print as file() references into the archive, not inline
+    assert f'file("{llama_pt2}", offset=' in text and len(text) < 100_000
+    g.save(llama_pt2.parent / "llama.gir")  # references the archive relative to the text
+    assert 'file("llama.pt2", offset=' in (llama_pt2.parent / "llama.gir").read_text()
+    back = graft.load(llama_pt2.parent / "llama.gir")
     fqn = next(i.fqn for i in g.inputs if i.kind == "param" and i.dtype == "i8")
     data, dtype = g._g.constant(fqn)
     assert data.mapped and dtype == "i8"  # graft's storage is the archive's mapping
@@ -80,6 +84,7 @@ def test_pt2_constants_are_mapped_without_a_copy(llama_pt2):
     constants = g.constants()
     assert set(constants) == {i.fqn for i in g.inputs if i.fqn and i.has_data}
     assert np.shares_memory(constants[fqn], a)
+    np.testing.assert_array_equal(back.constant(fqn), a)
 
 
 def test_ruleset_shipped_and_from_paths():
