@@ -244,8 +244,10 @@ TEST_F(ProgramShadersTest, EveryQuantizationRunsFromItsStoredSpirv) {
     }
 }
 
-// A version-1 program has no SPIR-V: the context keeps compiling shaders.
-TEST_F(ProgramShadersTest, VersionOneProgramsCompileAtRunTime) {
+// A program without SPIR-V (version 1, or built through the API without
+// compileProgramShaders) leaves the context compiling shaders; one with
+// SPIR-V makes it serve those only.
+TEST_F(ProgramShadersTest, ProgramsWithoutSpirvCompileAtRunTime) {
   GRAFT_REQUIRE_VULKAN();
   auto ctx = vk::Context::create();
   ASSERT_TRUE(ctx.ok()) << render(ctx.diags());
@@ -253,10 +255,24 @@ TEST_F(ProgramShadersTest, VersionOneProgramsCompileAtRunTime) {
   old.version = 1;
   ASSERT_TRUE(vk::usePrecompiledShaders(**ctx, old, "old.vkprog").ok());
   EXPECT_FALSE((*ctx)->shaders().precompiledOnly());
-  Program current; // version 2 with no shaders: nothing may be compiled
-  ASSERT_TRUE(vk::usePrecompiledShaders(**ctx, current, "new.vkprog").ok());
+  Program bare; // the current version, but no compileProgramShaders
+  ASSERT_TRUE(vk::usePrecompiledShaders(**ctx, bare, "bare.vkprog").ok());
+  EXPECT_FALSE((*ctx)->shaders().precompiledOnly());
+  auto lib = vk::ShaderLibrary::builtin();
+  ASSERT_TRUE(lib.ok());
+  Program one;
+  one.plan.push_back({"x", "aten.add.Tensor", "device", "binary_add", "", 0});
+  auto stats = vk::compileProgramShaders(one, **lib);
+  ASSERT_TRUE(stats.ok()) << render(stats.diags());
+  ASSERT_FALSE(one.shaders.empty());
+  ASSERT_TRUE(vk::usePrecompiledShaders(**ctx, one, "one.vkprog").ok());
   EXPECT_TRUE((*ctx)->shaders().precompiledOnly());
-  EXPECT_FALSE((*ctx)->shaders().get("copy_float_float").ok());
+  EXPECT_TRUE((*ctx)->shaders().get("binary_add_float").ok());
+  auto other = (*ctx)->shaders().get("rms_norm_float_float");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.diags()[0].message.find("program 'one.vkprog' carries no SPIR-V"),
+            std::string::npos)
+      << other.diags()[0].message;
 }
 
 // Identical variants compile once per process; the on-disk cache, keyed by

@@ -112,8 +112,10 @@ Expected<ShaderCodegenStats> compileProgramShaders(Program &program, ShaderLibra
 }
 
 Status usePrecompiledShaders(Context &ctx, const Program &program, const std::string &origin) {
-  if (program.version < 2)
-    return okStatus(); // predates compiled shaders: compiled at run time, as then
+  // No SPIR-V: a version-1 file, or a Program built through the API without
+  // compileProgramShaders. Its shaders are compiled at run time, as before.
+  if (program.shaders.empty())
+    return okStatus();
   std::vector<CompiledShader> shaders;
   shaders.reserve(program.shaders.size());
   for (const ProgramShader &ps : program.shaders) {

@@ -60,8 +60,9 @@ Expected<ShaderCodegenStats> compileProgramShaders(Program &program, ShaderLibra
 
 /// Makes `ctx` create its pipelines from the program's SPIR-V only: no GLSL
 /// is generated or compiled afterwards, and a variant the program lacks is
-/// an error naming it and `origin` (the program's path). A version-1 program
-/// (no shaders) leaves `ctx` compiling shaders as it always did.
+/// an error naming it and `origin` (the program's path). A program without
+/// SPIR-V (a version-1 file, or one built through the API without
+/// compileProgramShaders) leaves `ctx` compiling shaders as it always did.
 Status usePrecompiledShaders(Context &ctx, const Program &program, const std::string &origin);
 
 } // namespace graft::vk
