@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 using namespace graft;
@@ -696,8 +697,22 @@ std::vector<double> q4AbsDot(const Tensor &x, const Tensor &packed, const Tensor
   return mag;
 }
 
-TEST(VulkanKernels, LinearQ4gswFastWithinBound) {
-  GRAFT_REQUIRE_VULKAN();
+/// Runs `body` with the fast linears' tiling forced to `tiling` ("cpu":
+/// wide column tiles, no K split; "gpu": K split 16 ways with the
+/// shared-memory reduction), whatever the device is.
+template <class F> void withLinearTiling(const char *tiling, F body) {
+  SCOPED_TRACE(std::string("tiling ") + tiling);
+  const char *old = std::getenv("GRAFT_VK_LINEAR_TILING");
+  std::string saved = old ? old : "";
+  ::setenv("GRAFT_VK_LINEAR_TILING", tiling, 1);
+  body();
+  if (old)
+    ::setenv("GRAFT_VK_LINEAR_TILING", saved.c_str(), 1);
+  else
+    ::unsetenv("GRAFT_VK_LINEAR_TILING");
+}
+
+void checkLinearQ4gswFast() {
   std::vector<LinearCase> shapes = kLinearShapes;
   shapes.push_back({9, 512, 300, 32});  // two GEMM row tiles, many column tiles
   shapes.push_back({1, 1024, 520, 64}); // a GEMV with several tiles
@@ -725,6 +740,12 @@ TEST(VulkanKernels, LinearQ4gswFastWithinBound) {
     EXPECT_EQ(withinBound(r.out(0), r.ref(0), b0), "");
     EXPECT_EQ(withinBound(r.out(1), r.ref(1), b1), "");
   }
+}
+
+TEST(VulkanKernels, LinearQ4gswFastWithinBound) {
+  GRAFT_REQUIRE_VULKAN();
+  for (const char *tiling : {"cpu", "gpu"})
+    withLinearTiling(tiling, checkLinearQ4gswFast);
 }
 
 TEST(VulkanKernels, LinearQ4gswHalfFastWithinBound) {
@@ -773,8 +794,7 @@ TEST(VulkanKernels, LinearQcs4wFastWithinBound) {
   EXPECT_EQ(withinBound(r.out(0), r.ref(0), bound), "");
 }
 
-TEST(VulkanKernels, LinearDq8caQ4gswFastWithinBound) {
-  GRAFT_REQUIRE_VULKAN();
+void checkLinearDq8caQ4gswFast() {
   std::vector<LinearCase> shapes = kLinearShapes;
   shapes.push_back({9, 512, 300, 32});
   for (const LinearCase &c : shapes) {
@@ -823,6 +843,12 @@ TEST(VulkanKernels, LinearDq8caQ4gswFastWithinBound) {
     }
     EXPECT_EQ(withinBound(r.out(0), r.ref(0), bound), "");
   }
+}
+
+TEST(VulkanKernels, LinearDq8caQ4gswFastWithinBound) {
+  GRAFT_REQUIRE_VULKAN();
+  for (const char *tiling : {"cpu", "gpu"})
+    withLinearTiling(tiling, checkLinearDq8caQ4gswFast);
 }
 
 TEST(VulkanKernels, LinearQ8taFloatInput) {

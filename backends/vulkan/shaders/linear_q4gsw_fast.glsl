@@ -30,8 +30,14 @@
 // (llvmpipe's SoA code), which makes the per-invocation x loads the cost of
 // a GEMV unless they are shared by many columns: CPU variants take wide
 // TILE_N and K_SPLIT = 1. GPU variants split K 16 ways so 16 consecutive
-// lanes read 16 consecutive groups of a row (coalesced).
+// lanes read 16 consecutive groups of a row (coalesced). WIDE_LOADS (CPU
+// variants, devices with shaderInt64) reads weights and f32/int x as pairs
+// of 64-bit words: llvmpipe's cost is per loaded component, so this halves
+// it; the values are the same bits.
 #extension GL_EXT_control_flow_attributes : require
+#if WIDE_LOADS
+#extension GL_ARB_gpu_shader_int64 : require
+#endif
 #include "common.glslh"
 
 #if DTYPE_IS_HALF
@@ -51,6 +57,13 @@ layout(set = 0, binding = 1) readonly buffer X { VEC4_T t_x4[]; };
 #define ACC_T float
 #endif
 layout(set = 0, binding = 2) readonly buffer W { uvec4 t_w4[]; };
+#if WIDE_LOADS
+layout(set = 0, binding = 1) readonly buffer X64 { u64vec2 t_x64[]; };
+layout(set = 0, binding = 2) readonly buffer W64 { u64vec2 t_w64[]; };
+#define WIDE_X !DTYPE_IS_HALF
+#else
+#define WIDE_X 0
+#endif
 layout(set = 0, binding = 3) readonly buffer Scales { SCALES_DTYPE t_scales[]; };
 layout(set = 0, binding = 4) readonly buffer Bias { DTYPE t_bias[]; };
 #if defined(MODE_dq8ca)
@@ -84,6 +97,31 @@ XV_T unpack4(uint word, uint first) {
   return XV_T(ivec4((uvec4(word) >> (uvec4(0u, 4u, 8u, 12u) + 4u * first)) & 0xFu) - 8);
 }
 
+// 32 int4 weights of row n's block kb.
+uvec4 loadWeights(int index) {
+#if WIDE_LOADS
+  u64vec2 w = t_w64[index];
+  return uvec4(unpackUint2x32(w.x), unpackUint2x32(w.y));
+#else
+  return t_w4[index];
+#endif
+}
+
+// Four x values at vec4 index `index`.
+XV_T loadX(int index) {
+#if WIDE_X
+  u64vec2 v = t_x64[index];
+  uvec4 bits = uvec4(unpackUint2x32(v.x), unpackUint2x32(v.y));
+#if defined(MODE_dq8ca)
+  return ivec4(bits);
+#else
+  return uintBitsToFloat(bits);
+#endif
+#else
+  return XV_T(t_x4[index]);
+#endif
+}
+
 void main() {
   uint lid = gl_LocalInvocationIndex;
   int ky = int(lid % uint(K_SPLIT));
@@ -113,11 +151,11 @@ void main() {
       [[unroll]] for (int t = 0; t < TILE_M; ++t) {
         int xb = (m0 + (t < rows ? t : 0)) * K4 + kb * 8;
         [[unroll]] for (int j = 0; j < 8; ++j)
-          xv[t * 8 + j] = XV_T(t_x4[xb + j]);
+          xv[t * 8 + j] = loadX(xb + j);
       }
       [[unroll]] for (int c = 0; c < TILE_N; ++c) {
         // A column past N re-reads column n0 (its results are not stored).
-        uvec4 w = t_w4[(n0 + (c < cols ? c : 0)) * pc.rowVec4 + kb];
+        uvec4 w = loadWeights((n0 + (c < cols ? c : 0)) * pc.rowVec4 + kb);
         XV_T q[8];
         q[0] = unpack4(w.x, 0u);
         q[1] = unpack4(w.x, 4u);

@@ -11,9 +11,11 @@
 #include "graft/support/FloatBits.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <string_view>
 
 namespace graft::vk {
 
@@ -625,11 +627,20 @@ struct FastLinearTiling {
   int64_t columnsPerGroup; ///< output columns per workgroup
   int64_t tileM;           ///< rows per workgroup
 };
+/// GRAFT_VK_LINEAR_TILING=cpu|gpu overrides the choice (tests run the GPU
+/// tiling on lavapipe with it; benchmarks compare the two).
 FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M) {
   bool cpu = ctx.info().type == "cpu";
+  if (const char *force = std::getenv("GRAFT_VK_LINEAR_TILING"))
+    cpu = std::string_view(force) == "cpu" ? true : std::string_view(force) == "gpu" ? false : cpu;
+  // CPU drivers charge per loaded component: with shaderInt64, 64-bit loads
+  // halve the weight and x loads (the `_wide` variants).
+  bool wide = ctx.info().shaderInt64 && !std::getenv("GRAFT_VK_NO_WIDE_LOADS");
   if (M == 1)
-    return cpu ? FastLinearTiling{"cpu_gemv", 8 * 32, 1} : FastLinearTiling{"gpu_gemv", 4 * 2, 1};
-  return cpu ? FastLinearTiling{"cpu_gemm", 8 * 8, 8} : FastLinearTiling{"gpu_gemm", 4 * 4, 4};
+    return cpu ? FastLinearTiling{wide ? "cpu_gemv_wide" : "cpu_gemv", 8 * 32, 1}
+               : FastLinearTiling{"gpu_gemv", 4 * 2, 1};
+  return cpu ? FastLinearTiling{wide ? "cpu_gemm_wide" : "cpu_gemm", 8 * 8, 8}
+             : FastLinearTiling{"gpu_gemm", 4 * 4, 4};
 }
 
 constexpr int64_t kTileM = 4;
