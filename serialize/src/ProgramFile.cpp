@@ -306,7 +306,7 @@ json planJson(const Program &p) {
     return a;
   };
   return {{"dispatch", "per-node"},
-          {"nodes", nodes},
+          {"nodes", std::move(nodes)}, // one entry per node: not copied
           {"partitions", groups(p.partitions)},
           {"cpu_subgraphs", groups(p.cpuSubgraphs)}};
 }
