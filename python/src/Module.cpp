@@ -771,8 +771,9 @@ struct PyRuleSet {
   std::shared_ptr<SourceManager> sources = std::make_shared<SourceManager>();
 };
 
-/// `paths` as the CLI's --rules takes them: files, or directories standing
-/// for their *.pat files in name order (an empty directory is an error).
+/// `paths` for graft check: files, or directories standing for their *.pat
+/// files in name order (an empty directory is an error), as the CLI expands
+/// its arguments (RuleSet::addPath does the same for rule sets).
 std::vector<std::string> expandPaths(const std::vector<std::string> &paths) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
@@ -816,7 +817,7 @@ PyRuleSet makeRuleSet(const std::optional<std::vector<std::string>> &paths) {
     return rs;
   }
   rs.rules = std::make_shared<RuleSet>();
-  for (const std::string &f : expandPaths(*paths))
+  for (const std::string &f : *paths) // a directory: its *.pat files, sorted
     check(rs.rules->addPath(f, rs.sources.get()), rs.sources.get());
   for (rewrite::RulePhase phase : rewrite::kRulePhases)
     take(rs.rules->compiled(phase), rs.sources.get());
