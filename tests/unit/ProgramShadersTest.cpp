@@ -338,6 +338,14 @@ TEST_F(ProgramShadersTest, RunBenchReportsPrefillDecodeAndFamilies) {
   EXPECT_NE(out.find("--warmup and --prefill go with --bench"), std::string::npos) << out;
 
   GRAFT_REQUIRE_VULKAN();
+  // graft run itself: every pipeline from the program, no glslang call.
+  out = runCli("run " + prog + " --json", status);
+  ASSERT_EQ(status, 0) << out;
+  nlohmann::json run = nlohmann::json::parse(out);
+  EXPECT_GT(run["shaders"]["stored"].get<int>(), 0) << out;
+  EXPECT_GT(run["shaders"]["precompiled_used"].get<int>(), 0) << out;
+  EXPECT_EQ(run["shaders"]["glslang_runs"], 0) << out;
+
   out = runCli("run " + prog + " --bench 2 --warmup 1 --prefill 6 --json", status);
   ASSERT_EQ(status, 0) << out;
   nlohmann::json j = nlohmann::json::parse(out);

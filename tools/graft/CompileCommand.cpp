@@ -344,6 +344,12 @@ int runProgramFile(const Args &args) {
     j["cpu_nodes"] = (*exec)->numCpuNodes();
     j["cpu_fallback_nodes"] = (*exec)->numCpuFallbackNodes();
     j["dispatches"] = stats.dispatches;
+    // Where the pipelines came from: the program's SPIR-V (glslang_runs 0),
+    // or, for a program without SPIR-V, compiles at run time.
+    vk::ShaderLibrary::Stats shaders = (*ctx)->shaders().stats();
+    j["shaders"] = {{"stored", program->shaders.size()},
+                    {"precompiled_used", shaders.precompiledHits},
+                    {"glslang_runs", shaders.glslangRuns}};
     nlohmann::json outs = nlohmann::json::array();
     for (std::size_t i = 0; i < outputs->size(); ++i) {
       nlohmann::json oj = valueJson((*outputs)[i], all);
