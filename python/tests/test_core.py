@@ -1,7 +1,6 @@
 """graft's Python API without torch: graphs, rules, fusion, explain, coverage,
 verify-rules, the interpreter and errors."""
 
-import json
 import re
 
 import numpy as np
