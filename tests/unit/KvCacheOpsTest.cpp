@@ -259,6 +259,65 @@ TEST(KvCacheOps, IndexPut) {
   }
 }
 
+TEST(KvCacheOps, Index) {
+  {
+    // ExecuTorch's static-shape reads: mask[input_pos] of a tril mask.
+    OpGraph t;
+    Value *ones =
+        t.op("aten.ones.default", {list({int64_t(4), int64_t(4)})}, {{"dtype", DType::Bool}});
+    Value *mask = t.op("aten.tril.default", {ones});
+    Value *pos = t.input("pos", i64({2}, {1, -1}));
+    Tensor r = t.result(t.op("aten.index.Tensor", {mask, list({pos})}));
+    EXPECT_EQ(r.sizes(), (std::vector<int64_t>{2, 4}));
+    EXPECT_EQ(values(r), (std::vector<double>{1, 1, 0, 0, 1, 1, 1, 1}));
+  }
+  {
+    // x[:, [[2], [0]]]: an index of shape [2, 1] replaces dim 1 in place.
+    OpGraph t;
+    Value *x = t.input("x", f32({2, 3}, {1, 2, 3, 4, 5, 6}));
+    Value *i = t.input("i", i64({2, 1}, {2, 0}));
+    Tensor r = t.result(t.op("aten.index.Tensor", {x, list({Argument(), i})}));
+    EXPECT_EQ(r.sizes(), (std::vector<int64_t>{2, 2, 1}));
+    EXPECT_EQ(values(r), (std::vector<double>{3, 1, 6, 4}));
+  }
+  {
+    // Non-adjacent indexed dims: the index shape goes first. x[[0, 1], :, [1, 0]].
+    OpGraph t;
+    Value *x = t.input("x", f32({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7}));
+    Value *i0 = t.input("i0", i64({2}, {0, 1}));
+    Value *i2 = t.input("i2", i64({2}, {1, 0}));
+    Tensor r = t.result(t.op("aten.index.Tensor", {x, list({i0, Argument(), i2})}));
+    EXPECT_EQ(r.sizes(), (std::vector<int64_t>{2, 2}));
+    EXPECT_EQ(values(r), (std::vector<double>{1, 3, 4, 6}));
+  }
+  {
+    OpGraph t;
+    Value *x = t.input("x", f32({3}, {1, 2, 3}));
+    Value *m = t.input("m", boolean({3}, {1, 0, 1}));
+    auto r = t.tryOp("aten.index.Tensor", {x, list({m})});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.diags()[0].message.find("data-dependent shape"), std::string::npos);
+  }
+  {
+    OpGraph t;
+    Value *x = t.input("x", f32({3}, {1, 2, 3}));
+    Value *i = t.input("i", i64({1}, {-4}));
+    Value *r = t.op("aten.index.Tensor", {x, list({i})});
+    EXPECT_EQ(t.error(r), "node %" + r->name() +
+                              " (aten.index.Tensor): index -4 is out of bounds for dimension 0 "
+                              "with size 3");
+  }
+  {
+    // index_put accumulate on integers wraps in the element type.
+    OpGraph t;
+    Value *x = t.input("x", Tensor::fromInts(DType::I8, {2}, {120, 0}));
+    Value *i = t.input("i", i64({2}, {0, 0}));
+    Value *v = t.input("v", Tensor::fromInts(DType::I8, {2}, {5, 5}));
+    Tensor r = t.result(t.op("aten.index_put.default", {x, list({i}), v, true}));
+    EXPECT_EQ(values(r), (std::vector<double>{-126, 0}));
+  }
+}
+
 TEST(KvCacheOps, IndexCopyAndSliceScatter) {
   {
     OpGraph t;

@@ -150,17 +150,16 @@ void setNumber(Tensor &t, int64_t i, const Number &n) {
     t.setDouble(i, n.toDouble());
 }
 
-/// index_put / index_put_ (TensorAdvancedIndexing.cpp, numpy advanced
-/// indexing): returns self with self[indices] = values.
-Expected<Tensor> indexPut(const KernelArgs &a) {
-  const Tensor &self = a.tensor("self");
-  const Tensor &values = a.tensor("values");
-  bool accumulate = a.boolean("accumulate");
-  if (values.dtype() != self.dtype())
-    return a.error("Index put requires the source and destination dtypes match, got " +
-                   std::string(name(self.dtype())) + " for the destination and " +
-                   std::string(name(values.dtype())) + " for the source.");
-  // Expand bool indices into their nonzero() positions, one long index per dim.
+/// self[indices] with numpy's advanced indexing (TensorAdvancedIndexing.cpp):
+/// the result's shape and, per result element in row-major order, the
+/// logical element of self it is.
+struct IndexMap {
+  std::vector<int64_t> shape;
+  std::vector<int64_t> selfLinear;
+};
+
+Expected<IndexMap> advancedIndex(const KernelArgs &a, const Tensor &self) {
+  // Bool indices become their nonzero() positions, one long index per dim.
   std::vector<Tensor> idx;
   for (const Tensor &t : a.tensorList("indices")) {
     if (!t.defined()) {
@@ -193,50 +192,34 @@ Expected<Tensor> indexPut(const KernelArgs &a) {
   // Broadcast the index tensors; find whether the indexed dims are adjacent.
   std::vector<int64_t> bshape;
   int first = -1, last = -1;
-  bool any = false;
   for (std::size_t d = 0; d < idx.size(); ++d) {
     if (!idx[d].defined())
       continue;
-    if (!any) {
+    if (first < 0) {
       bshape = idx[d].sizes();
       first = static_cast<int>(d);
-      any = true;
     } else {
       GRAFT_TRY(bshape, broadcastSizes(bshape, idx[d].sizes()));
     }
     last = static_cast<int>(d);
   }
-  Tensor out = copy(self);
-  if (!any) { // self[...] = values
-    Tensor v = expandTo(values, self.sizes());
-    for (int64_t i = 0, n = out.numel(); i < n; ++i) {
-      if (accumulate) {
-        GRAFT_TRY(Tensor s, binary(BinaryOp::Add, Tensor::scalar(self.dtype(), out.getDouble(i)),
-                                   Tensor::scalar(self.dtype(), v.getDouble(i))));
-        out.setDouble(i, s.getDouble(0));
-      } else {
-        copyElement(out, i, v, i);
-      }
-    }
-    return out;
-  }
   bool adjacent = true;
-  for (int d = first; d <= last; ++d)
+  for (int d = first; first >= 0 && d <= last; ++d)
     adjacent = adjacent && idx[static_cast<std::size_t>(d)].defined();
   for (Tensor &t : idx)
     if (t.defined())
       t = expandTo(t, bshape);
-  // The indexed result's shape: kept dims, with the broadcast index shape in
+  // The result's shape: the kept dims, with the broadcast index shape in
   // place of the indexed dims (adjacent) or in front of them.
-  std::vector<int64_t> rshape;
+  IndexMap m;
   std::vector<int> srcDim; // per result dim: self dim, or -1 for an index dim
   auto pushIndex = [&] {
     for (int64_t s : bshape) {
-      rshape.push_back(s);
+      m.shape.push_back(s);
       srcDim.push_back(-1);
     }
   };
-  if (!adjacent)
+  if (first >= 0 && !adjacent)
     pushIndex();
   for (std::size_t d = 0; d < idx.size(); ++d) {
     if (idx[d].defined()) {
@@ -244,38 +227,25 @@ Expected<Tensor> indexPut(const KernelArgs &a) {
         pushIndex();
       continue;
     }
-    rshape.push_back(self.size(static_cast<int64_t>(d)));
+    m.shape.push_back(self.size(static_cast<int64_t>(d)));
     srcDim.push_back(static_cast<int>(d));
   }
-  auto vb = broadcastSizes(values.sizes(), rshape);
-  if (!vb.ok() || *vb != rshape)
-    return a.error(
-        "shape mismatch: value tensor of shape " +
-        TensorProto(values.dtype(), Shape(values.sizes().begin(), values.sizes().end())).str() +
-        " cannot be broadcast to indexing result of shape " +
-        TensorProto(self.dtype(), Shape(rshape.begin(), rshape.end())).str());
-  Tensor v = expandTo(values, rshape);
-  std::vector<int64_t> rst = rowMajor(rshape), sst = rowMajor(self.sizes()), bst = rowMajor(bshape);
+  std::vector<int64_t> rst = rowMajor(m.shape), sst = rowMajor(self.sizes()),
+                       bst = rowMajor(bshape);
   int64_t total = 1;
-  for (int64_t s : rshape)
+  for (int64_t s : m.shape)
     total *= s;
-  std::size_t bRank = bshape.size();
+  m.selfLinear.reserve(static_cast<std::size_t>(total));
   for (int64_t r = 0; r < total; ++r) {
-    // Decompose r; collect the index position (within bshape) and kept dims.
-    std::vector<int64_t> coord(rshape.size());
-    for (std::size_t i = 0; i < rshape.size(); ++i)
-      coord[i] = r / rst[i] % rshape[i];
-    int64_t bLinear = 0;
+    int64_t bLinear = 0, selfLinear = 0;
     std::size_t bi = 0;
-    int64_t selfLinear = 0;
-    for (std::size_t i = 0; i < rshape.size(); ++i) {
-      if (srcDim[i] < 0) {
-        bLinear += coord[i] * bst[bi++];
-      } else {
-        selfLinear += coord[i] * sst[static_cast<std::size_t>(srcDim[i])];
-      }
+    for (std::size_t i = 0; i < m.shape.size(); ++i) {
+      int64_t coord = r / rst[i] % m.shape[i];
+      if (srcDim[i] < 0)
+        bLinear += coord * bst[bi++];
+      else
+        selfLinear += coord * sst[static_cast<std::size_t>(srcDim[i])];
     }
-    (void)bRank;
     for (std::size_t d = 0; d < idx.size(); ++d) {
       if (!idx[d].defined())
         continue;
@@ -286,16 +256,60 @@ Expected<Tensor> indexPut(const KernelArgs &a) {
                        std::to_string(d) + " with size " + std::to_string(n));
       selfLinear += (k < 0 ? k + n : k) * sst[d];
     }
-    if (accumulate) {
-      GRAFT_TRY(Tensor s,
-                binary(BinaryOp::Add, Tensor::scalar(self.dtype(), out.getDouble(selfLinear)),
-                       Tensor::scalar(self.dtype(), v.getDouble(r))));
-      out.setDouble(selfLinear, s.getDouble(0));
+    m.selfLinear.push_back(selfLinear);
+  }
+  return m;
+}
+
+std::string shapeText(DType dtype, const std::vector<int64_t> &sizes) {
+  return TensorProto(dtype, Shape(sizes.begin(), sizes.end())).str();
+}
+
+/// index_put / index_put_: self with self[indices] = values, written in
+/// row-major order of the indexed result (a repeated index keeps the last
+/// value); accumulate adds in self's dtype instead.
+Expected<Tensor> indexPut(const KernelArgs &a) {
+  const Tensor &self = a.tensor("self");
+  const Tensor &values = a.tensor("values");
+  bool accumulate = a.boolean("accumulate");
+  if (values.dtype() != self.dtype())
+    return a.error("Index put requires the source and destination dtypes match, got " +
+                   std::string(name(self.dtype())) + " for the destination and " +
+                   std::string(name(values.dtype())) + " for the source.");
+  GRAFT_TRY(IndexMap m, advancedIndex(a, self));
+  auto vb = broadcastSizes(values.sizes(), m.shape);
+  if (!vb.ok() || *vb != m.shape)
+    return a.error(
+        "shape mismatch: value tensor of shape " + shapeText(values.dtype(), values.sizes()) +
+        " cannot be broadcast to indexing result of shape " + shapeText(self.dtype(), m.shape));
+  Tensor v = expandTo(values, m.shape);
+  Tensor out = copy(self);
+  for (std::size_t r = 0; r < m.selfLinear.size(); ++r) {
+    int64_t at = m.selfLinear[r], from = static_cast<int64_t>(r);
+    if (!accumulate) {
+      copyElement(out, at, v, from);
+    } else if (isIntegral(self.dtype(), true) && self.dtype() != DType::Bool) {
+      // Integer accumulation wraps in the element type (setInt narrows).
+      out.setInt(at, static_cast<int64_t>(static_cast<uint64_t>(out.getInt(at)) +
+                                          static_cast<uint64_t>(v.getInt(from))));
     } else {
-      copyElement(out, selfLinear, v, r);
+      GRAFT_TRY(Tensor s, binary(BinaryOp::Add, Tensor::scalar(self.dtype(), out.getDouble(at)),
+                                 Tensor::scalar(self.dtype(), v.getDouble(from))));
+      out.setDouble(at, s.getDouble(0));
     }
   }
   return out;
+}
+
+/// index.Tensor: self[indices] (ExecuTorch's static-shape KV cache reads
+/// `self.mask[input_pos]`, Rope `freqs_cos[input_pos]`).
+Results indexKernel(const KernelArgs &a) {
+  const Tensor &self = a.tensor("self");
+  GRAFT_TRY(IndexMap m, advancedIndex(a, self));
+  Tensor out = Tensor::empty(self.dtype(), m.shape);
+  for (std::size_t r = 0; r < m.selfLinear.size(); ++r)
+    copyElement(out, static_cast<int64_t>(r), self, m.selfLinear[r]);
+  return one(std::move(out));
 }
 
 /// index_copy / index_copy_ (TensorAdvancedIndexing.cpp index_copy_out).
@@ -517,6 +531,7 @@ void registerKvCacheKernels(KernelRegistry &r) {
   r.add("aten.zeros.default", [](const KernelArgs &a) { return fillKernel(a, 0.0); });
   r.add("aten.scalar_tensor.default", scalarTensorKernel);
   r.add("aten.tril.default", trilKernel);
+  r.add("aten.index.Tensor", indexKernel);
   r.add("aten.index_put.default", [](const KernelArgs &a) -> Results {
     GRAFT_TRY(Tensor t, indexPut(a));
     return one(std::move(t));

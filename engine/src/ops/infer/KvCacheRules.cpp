@@ -132,6 +132,67 @@ Results indexPutRule(const InferContext &ctx) {
   return one(tensorResult(self.dtype, self.shape, &self));
 }
 
+// index.Tensor(self, indices): numpy advanced indexing. The integer index
+// tensors broadcast together; their shape replaces the indexed dims when
+// those are adjacent, else it goes first. A bool index's size is its number
+// of true elements, which only the data knows.
+Results indexRule(const InferContext &ctx) {
+  const TensorProto &self = ctx.tensor("self");
+  const Argument &idx = ctx.arg("indices");
+  if (!idx.isList())
+    return ctx.error("indices must be a list of tensors or None");
+  const auto &list = idx.list();
+  if (static_cast<int64_t>(list.size()) > self.rank())
+    return ctx.error("too many indices for tensor of dimension " + std::to_string(self.rank()) +
+                     " (got " + std::to_string(list.size()) + ")");
+  std::optional<Shape> bshape;
+  int first = -1, last = -1;
+  for (std::size_t d = 0; d < list.size(); ++d) {
+    if (list[d].isNone())
+      continue;
+    const TensorProto *t = tensorOrNull(list[d]);
+    if (!t)
+      return ctx.error("indices must be tensors or None");
+    if (t->dtype == DType::Bool || t->dtype == DType::U8)
+      return ctx.error("a bool index gives a data-dependent shape (its number of true elements)");
+    if (t->dtype != DType::I64 && t->dtype != DType::I32)
+      return ctx.error("tensors used as indices must be long, int, byte or bool tensors, got " +
+                       std::string(name(t->dtype)));
+    if (!bshape) {
+      bshape = t->shape;
+      first = static_cast<int>(d);
+    } else {
+      auto b = broadcastShapes(*bshape, t->shape);
+      if (!b)
+        return ctx.error("shape mismatch: indexing tensors could not be broadcast together with "
+                         "shapes " +
+                         shapeStr(*bshape) + ", " + shapeStr(t->shape));
+      bshape = *b;
+    }
+    last = static_cast<int>(d);
+  }
+  bool adjacent = true;
+  for (int d = first; first >= 0 && d <= last; ++d)
+    adjacent = adjacent && !list[static_cast<std::size_t>(d)].isNone();
+  Shape out;
+  auto pushIndex = [&] {
+    for (const Dim &d : *bshape)
+      out.push_back(d);
+  };
+  if (bshape && !adjacent)
+    pushIndex();
+  for (std::size_t d = 0; d < static_cast<std::size_t>(self.rank()); ++d) {
+    bool indexed = d < list.size() && !list[d].isNone();
+    if (indexed) {
+      if (adjacent && static_cast<int>(d) == first)
+        pushIndex();
+      continue;
+    }
+    out.push_back(self.shape[d]);
+  }
+  return one(tensorResult(self.dtype, out, &self));
+}
+
 // index_copy(self, dim, index, source) (TensorAdvancedIndexing.cpp
 // index_copy meta): index 0-/1-D int64; source has self's rank with
 // source.size(dim) == index.numel(), the other dims equal; dtypes equal.
@@ -322,6 +383,7 @@ void registerKvCacheRules(InferenceRules &rules) {
   rules.add("arange", arangeRule);
   rules.add("scalar_tensor", scalarTensorRule);
   rules.add("tril", trilRule);
+  rules.add("index", indexRule);
   rules.add("index_put", indexPutRule);
   rules.add("index_copy", indexCopyRule);
   rules.add("slice_scatter", sliceScatterRule);
