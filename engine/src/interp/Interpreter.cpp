@@ -453,11 +453,13 @@ std::optional<int64_t> indexBound(const Value *v) {
 } // namespace
 
 /// The declared symbol an integer input is read into by
-/// `_local_scalar_dense` (directly or through select / select_copy): graft
-/// names an unbacked symbol after that value (docs/pt2.md).
+/// `_local_scalar_dense` (directly or through select / select_copy), or by
+/// et_vk.select_as_symint, their fusion: graft names an unbacked symbol
+/// after that value (docs/pt2.md).
 static std::optional<std::string> readSymbol(const Value &v, const SymbolTable &symbols) {
   auto symbolOf = [&](const Node *user) -> std::optional<std::string> {
-    if (canonicalTarget(user->target()) == "aten._local_scalar_dense.default" &&
+    std::string t = canonicalTarget(user->target());
+    if ((t == "aten._local_scalar_dense.default" || t == "et_vk.select_as_symint.default") &&
         user->numOutputs() == 1 && symbols.find(user->output()->name()))
       return std::string(user->output()->name());
     return std::nullopt;

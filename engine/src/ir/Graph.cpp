@@ -510,6 +510,20 @@ Value *Graph::findValue(std::string_view name, uint64_t hash) const {
   return v && isLive(*v) ? *v : nullptr;
 }
 
+bool Graph::renameValue(Value *v, std::string_view name) {
+  if (v->name_ == name)
+    return true;
+  if (name.empty() || findValue(name))
+    return false;
+  // The old entry goes first: setValueName may write the new name over the
+  // bytes the entry's key views.
+  valuesByName_.eraseEntry(v->nameHash_, v);
+  setValueName(v, name);
+  v->nameHash_ = valuesByName_.hash(v->name_);
+  valuesByName_.insertOrAssign(v->name_, v, v->nameHash_);
+  return true;
+}
+
 std::string Graph::uniqueName(std::string_view base) const {
   std::string b(base);
   if (!findValue(b))

@@ -468,6 +468,7 @@ private:
   std::vector<std::pair<Value *, Value *>> replace_;
   std::vector<const Node *> matched_;
   std::vector<Node *> created_, touched_, candidates_, producers_;
+  std::vector<std::pair<Value *, std::string>> symbolNames_;
   std::vector<const Tensor *> dataInputs_; ///< a staged constant's input data
   /// The staged constants' strings (source FQNs, argument text, keys,
   /// FQNs): reset per transaction, so no heap string per staged constant.
@@ -1434,11 +1435,19 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
   }
   std::vector<Node *> &touched = touched_;
   touched.clear();
+  // A replaced symbolic scalar that a declared symbol is bound to (`sym u0`
+  // names the value %u0) hands its name to the new value once it is gone,
+  // so shapes and ranges that mention the symbol still find it.
+  std::vector<std::pair<Value *, std::string>> &symbolNames = symbolNames_;
+  symbolNames.clear();
   for (const auto &[orig, sv] : replace) {
     // A forwarded value that already exists maps to itself.
     Value *nv = realOf(sv);
     if (!nv)
       nv = sv;
+    if (!orig->isTensor() && graph_.symbols().find(std::string(orig->name())) &&
+        std::find(created.begin(), created.end(), nv->producer()) != created.end())
+      symbolNames.emplace_back(nv, std::string(orig->name()));
     for (Node *u : orig->users())
       touched.push_back(u);
     graph_.replaceAllUsesWith(orig, nv);
@@ -1449,6 +1458,13 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     if (b.kind == NodeBinding::Kind::Node && b.node != root)
       candidates.push_back(b.node);
   eraseDead(root, candidates, options_.recordLog ? &log.removed : nullptr);
+  for (auto &[nv, symbol] : symbolNames) {
+    std::string made(nv->name());
+    if (!graph_.renameValue(nv, symbol))
+      continue; // still held by a node the rewrite left (not the root)
+    if (options_.recordLog)
+      std::replace(log.created.begin(), log.created.end(), made, symbol);
+  }
   // Re-examine what the rewrite may have enabled: the new nodes (roots of
   // other rules), their users (their patterns may now include a new node).
   for (Node *n : touched)

@@ -651,10 +651,25 @@ BuildResult InstanceBuilder::build(int stopAfter) {
     // Keyword-only and positional parameters alike bind by name.
     std::vector<Graph::ResultSpec> specs;
     for (const SchemaReturn &r : schema.returns) {
-      ValueKind kind = r.type.base == SchemaType::Base::SymInt  ? ValueKind::SymInt
-                       : r.type.base == SchemaType::Base::Float ? ValueKind::SymFloat
-                       : r.type.base == SchemaType::Base::Bool  ? ValueKind::SymBool
-                                                                : ValueKind::Tensor;
+      ValueKind kind =
+          r.type.base == SchemaType::Base::SymInt || r.type.base == SchemaType::Base::Int
+              ? ValueKind::SymInt
+          : r.type.base == SchemaType::Base::Float ? ValueKind::SymFloat
+          : r.type.base == SchemaType::Base::Bool  ? ValueKind::SymBool
+                                                   : ValueKind::Tensor;
+      if (r.type.base == SchemaType::Base::Scalar) {
+        // A Scalar result (aten._local_scalar_dense, `.item()`) is an int,
+        // float or bool by the dtype of the tensor it is read from.
+        kind = ValueKind::SymInt;
+        for (const Argument &a : positional)
+          if (a.isValue() && a.value()->isTensor()) {
+            DType dt = a.value()->proto().dtype;
+            kind = dt == DType::Bool     ? ValueKind::SymBool
+                   : isFloatingPoint(dt) ? ValueKind::SymFloat
+                                         : ValueKind::SymInt;
+            break;
+          }
+      }
       specs.push_back({"", kind, TensorProto()});
     }
     for (std::size_t r = 0; r < specs.size() && r < cn.src->results.size(); ++r)

@@ -448,6 +448,11 @@ public:
   std::string uniqueName(std::string_view base) const;
   /// Every value: inputs first, then node results in order.
   std::vector<Value *> allValues() const;
+  /// Gives `v` the name `name`, which no live value may have (false, and
+  /// nothing changes, if one does). A symbolic scalar's name is its
+  /// symbol's (`sym u0 : [0, 56]` is bound by the value %u0), so a rewrite
+  /// that replaces such a value renames its replacement to keep the symbol.
+  bool renameValue(Value *v, std::string_view name);
 
 private:
   Value *newValue(std::string_view name, ValueKind kind, const TensorProto &proto,
