@@ -162,7 +162,9 @@ private:
         }
       });
       // The order messages come in: by value address, as the map gave it.
-      std::sort(operandCounts.begin(), operandCounts.end());
+      std::sort(operandCounts.begin(), operandCounts.end(), [](const auto &a, const auto &b) {
+        return std::less<const Value *>()(a.first, b.first);
+      });
       for (const auto &[v, count] : operandCounts) {
         auto uses = recordedUses(v, &n);
         if (uses != count)
