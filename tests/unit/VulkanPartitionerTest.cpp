@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 
 using namespace graft;
 using namespace graft::vktest;
@@ -262,6 +263,43 @@ TEST(VulkanPartitioner, ConstraintGroupsAreNeverSplit) {
 }
 
 using graft::testing::runCli;
+
+// The kernel policy is part of the target: "+exact" (or --exact-kernels)
+// selects the bit-exact kernels, keeps the profile's limits, and is recorded
+// as the program's target, which graft run follows.
+TEST(VulkanPartitioner, ExactKernelsProfile) {
+  auto fast = vk::findTarget("lavapipe");
+  auto exact = vk::findTarget("lavapipe+exact");
+  ASSERT_TRUE(fast.ok() && exact.ok());
+  EXPECT_FALSE(fast->exactKernels);
+  EXPECT_TRUE(exact->exactKernels);
+  EXPECT_EQ(exact->name, "lavapipe+exact");
+  EXPECT_EQ(exact->device.maxStorageBufferRange, fast->device.maxStorageBufferRange);
+  EXPECT_TRUE(vk::targetUsesExactKernels("mali+exact"));
+  EXPECT_FALSE(vk::targetUsesExactKernels("mali"));
+  EXPECT_EQ(vk::parseTargetName("adreno+exact").profile, "adreno");
+  auto bad = vk::findTarget("voodoo2+exact");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.diags()[0].message.find("unknown target 'voodoo2+exact'"), std::string::npos)
+      << bad.diags()[0].message;
+}
+
+TEST(VulkanPartitioner, CliCompileExactKernels) {
+  GRAFT_REQUIRE_VULKAN();
+  std::string file = std::string(GRAFT_TEST_DATA_DIR) + "/golden/vulkan/llama_block_4w_et_vk.gir";
+  std::string prog = (std::filesystem::temp_directory_path() /
+                      ("graft-exact-" + std::to_string(::getpid()) + ".vkprog"))
+                         .string();
+  int status = 0;
+  std::string out = runCli("compile " + file + " -o " + prog + " --exact-kernels --quiet", status);
+  ASSERT_EQ(status, 0) << out;
+  std::string run = runCli("run " + prog + " --json", status);
+  std::filesystem::remove(prog);
+  ASSERT_EQ(status, 0) << run;
+  auto j = nlohmann::json::parse(run, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << run;
+  EXPECT_EQ(j["target"], "lavapipe+exact");
+}
 
 TEST(VulkanPartitioner, CliTextAndJson) {
   std::string file =
