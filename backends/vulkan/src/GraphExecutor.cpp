@@ -64,6 +64,15 @@ const Tensor *GraphExecutor::State::constantData(const Value *v) const {
 }
 
 Expected<DeviceTensor> GraphExecutor::State::deviceTensor(const Value *v) {
+  // A buffer an in-place op mutated in this run lives in env, ahead of its
+  // constant data.
+  if (auto it = env.find(v); it != env.end() && it->second.isTensor && constantData(v)) {
+    Slot &s = it->second;
+    if (!s.device.defined()) {
+      GRAFT_TRY(s.device, uploadTensor(*ctx, s.host));
+    }
+    return s.device;
+  }
   if (auto it = constants.find(v); it != constants.end())
     return it->second;
   if (const Tensor *c = constantData(v)) {
@@ -82,9 +91,9 @@ Expected<DeviceTensor> GraphExecutor::State::deviceTensor(const Value *v) {
 }
 
 Expected<Tensor> GraphExecutor::State::hostTensor(const Value *v) {
-  if (const Tensor *c = constantData(v))
-    return *c;
   auto it = env.find(v);
+  if (const Tensor *c = constantData(v); c && it == env.end())
+    return *c;
   if (it == env.end() || !it->second.isTensor)
     return Diagnostic::internal("value %" + v->name() + " is not a defined tensor");
   Slot &s = it->second;
@@ -266,8 +275,10 @@ Tensor metadataTensor(DType dtype, const std::vector<int64_t> &sizes) {
   return Tensor(dtype, sizes, dummy, 0, {});
 }
 
-Expected<std::vector<RuntimeValue>> runReferenceKernel(const Node &node, const BoundArgs &bound,
-                                                       const std::vector<RuntimeValue> &resolved) {
+Expected<std::vector<RuntimeValue>>
+runReferenceKernel(const Node &node, const BoundArgs &bound,
+                   const std::vector<RuntimeValue> &resolved,
+                   std::vector<std::pair<std::string, Tensor>> *mutated) {
   const KernelRegistry &kernels = KernelRegistry::builtin();
   const OpSchema *schema = node.schema();
   const Kernel *kernel = nullptr;
@@ -280,11 +291,20 @@ Expected<std::vector<RuntimeValue>> runReferenceKernel(const Node &node, const B
   if (!kernel)
     return Diagnostic::error("no reference kernel for op '" + node.target() + "'");
   KernelArgs kargs(bound, resolved, node.numOutputs() ? node.name() : node.target());
+  Expected<std::vector<RuntimeValue>> out = Diagnostic::internal("unreachable");
   try {
-    return (*kernel)(kargs);
+    out = (*kernel)(kargs);
   } catch (const std::exception &e) {
     return Diagnostic::internal("reference kernel of " + node.target() + " failed: " + e.what());
   }
+  if (!kargs.mutated().empty()) {
+    if (!mutated)
+      return Diagnostic::internal("the reference kernel of " + node.target() +
+                                  " mutates its argument '" + kargs.mutated().front().first +
+                                  "', which this caller cannot apply");
+    *mutated = kargs.mutated();
+  }
+  return out;
 }
 
 //===----------------------------------------------------------------------===//
@@ -566,9 +586,30 @@ GraphExecutor::run(const std::vector<RuntimeValue> &userInputs) {
         });
       if (!status.ok())
         return prefixed(node, status.takeFailure());
-      auto r = runReferenceKernel(node, bound, resolved);
+      std::vector<std::pair<std::string, Tensor>> mutated;
+      auto r = runReferenceKernel(node, bound, resolved, &mutated);
       if (!r.ok())
         return prefixed(node, r.takeFailure());
+      // In-place ops (llama.update_cache, index_copy_, copy_ ...): later
+      // readers of the mutated value see the new data, as the interpreter
+      // does. The graph's own buffer data is never written, so every run
+      // starts from it.
+      for (auto &[argName, data] : mutated) {
+        const Argument *arg = bound.find(argName);
+        if (!arg || !arg->isValue() || !arg->value()->isTensor())
+          return prefixed(node, Diagnostic::internal("the kernel mutated '" + argName +
+                                                     "', which is not a tensor argument"));
+        const Value *target = arg->value();
+        if (const Node *producer = target->producer())
+          if (producer->schema() && producer->schema()->properties.view)
+            return prefixed(node, Diagnostic::error("mutates %" + target->name() +
+                                                    ", a view made by " + producer->target() +
+                                                    "; mutation through a view is not supported"));
+        Slot slot;
+        slot.isTensor = true;
+        slot.host = std::move(data);
+        st.env[target] = std::move(slot);
+      }
       for (RuntimeValue &v : *r) {
         if (Tensor *t = std::get_if<Tensor>(&v))
           results.emplace_back(*t);

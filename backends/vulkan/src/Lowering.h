@@ -126,8 +126,13 @@ const std::map<std::string, Lowering, std::less<>> &allLowerings();
 
 /// Runs a node's reference kernel on resolved runtime values (tensors as
 /// given: real data, or data-free metadata tensors for view/shape kernels).
-Expected<std::vector<RuntimeValue>> runReferenceKernel(const Node &node, const BoundArgs &bound,
-                                                       const std::vector<RuntimeValue> &resolved);
+/// An in-place op's new argument values (schema argument name, data) go to
+/// `mutated`; without it, a kernel that mutates an argument is an error
+/// rather than a lost update.
+Expected<std::vector<RuntimeValue>>
+runReferenceKernel(const Node &node, const BoundArgs &bound,
+                   const std::vector<RuntimeValue> &resolved,
+                   std::vector<std::pair<std::string, Tensor>> *mutated = nullptr);
 /// A data-free tensor with `sizes` (for running view kernels on shapes only).
 Tensor metadataTensor(DType dtype, const std::vector<int64_t> &sizes);
 
