@@ -8,6 +8,9 @@
 // scalar): each invocation computes 4 consecutive elements with vec4 loads
 // and stores, the last invocation the scalar tail; the per-element formula
 // is the same `precise` one, so they are bit-exact too.
+#if VEC4_WIDE
+#extension GL_ARB_gpu_shader_int64 : require
+#endif
 #include "common.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
@@ -23,6 +26,26 @@ layout(set = 0, binding = 2) readonly buffer B { DTYPE t_b[]; };
 layout(set = 0, binding = 0) buffer Out4 { VEC4_T t_out4[]; };
 layout(set = 0, binding = 1) readonly buffer A4 { VEC4_T t_a4[]; };
 layout(set = 0, binding = 2) readonly buffer B4 { VEC4_T t_b4[]; };
+#endif
+#if VEC4_WIDE && !DTYPE_IS_HALF
+// VEC4_WIDE (CPU drivers with shaderInt64): the vec4s moved as two 64-bit
+// words, because llvmpipe's cost is per loaded or stored component; the
+// values are the same bits.
+#define WIDE 1
+layout(set = 0, binding = 0) buffer Out64 { u64vec2 t_out64[]; };
+layout(set = 0, binding = 1) readonly buffer A64 { u64vec2 t_a64[]; };
+layout(set = 0, binding = 2) readonly buffer B64 { u64vec2 t_b64[]; };
+#else
+#define WIDE 0
+#endif
+#if WIDE
+vec4 load64(u64vec2 v) {
+  return uintBitsToFloat(uvec4(unpackUint2x32(v.x), unpackUint2x32(v.y)));
+}
+u64vec2 store64(vec4 v) {
+  uvec4 b = floatBitsToUint(v);
+  return u64vec2(packUint2x32(b.xy), packUint2x32(b.zw));
+}
 #endif
 
 layout(push_constant) uniform PushConstants {
@@ -83,10 +106,17 @@ void main() {
   if (first >= uint(pc.numel))
     return;
   if (first + 4u <= uint(pc.numel)) {
+#if WIDE
+    vec4 a = load64(t_a64[id]);
+    vec4 b = pc.bIsScalar != 0 ? vec4(pc.scalar) : load64(t_b64[id]);
+#else
     vec4 a = vec4(t_a4[id]);
     vec4 b = pc.bIsScalar != 0 ? vec4(pc.scalar) : vec4(t_b4[id]);
+#endif
     vec4 r = vec4(apply(a.x, b.x), apply(a.y, b.y), apply(a.z, b.z), apply(a.w, b.w));
-#if DTYPE_IS_HALF
+#if WIDE
+    t_out64[id] = store64(r);
+#elif DTYPE_IS_HALF
     t_out4[id] = f16vec4(vec4(roundToHalf(r.x), roundToHalf(r.y), roundToHalf(r.z), roundToHalf(r.w)));
 #else
     t_out4[id] = r;

@@ -8,6 +8,9 @@
 // elements per invocation with vec4 loads and stores (the last invocation
 // the scalar tail), with the same per-element formula: bit-exact to the
 // scalar variants.
+#if VEC4_WIDE
+#extension GL_ARB_gpu_shader_int64 : require
+#endif
 #include "common.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
@@ -20,6 +23,25 @@ layout(set = 0, binding = 1) readonly buffer In { DTYPE t_in[]; };
 #endif
 layout(set = 0, binding = 0) buffer Out4 { VEC4_T t_out4[]; };
 layout(set = 0, binding = 1) readonly buffer In4 { VEC4_T t_in4[]; };
+#endif
+#if VEC4_WIDE && !DTYPE_IS_HALF
+// VEC4_WIDE (CPU drivers with shaderInt64): the vec4s moved as two 64-bit
+// words, because llvmpipe's cost is per loaded or stored component; the
+// values are the same bits.
+#define WIDE 1
+layout(set = 0, binding = 0) buffer Out64 { u64vec2 t_out64[]; };
+layout(set = 0, binding = 1) readonly buffer In64 { u64vec2 t_in64[]; };
+#else
+#define WIDE 0
+#endif
+#if WIDE
+vec4 load64(u64vec2 v) {
+  return uintBitsToFloat(uvec4(unpackUint2x32(v.x), unpackUint2x32(v.y)));
+}
+u64vec2 store64(vec4 v) {
+  uvec4 b = floatBitsToUint(v);
+  return u64vec2(packUint2x32(b.xy), packUint2x32(b.zw));
+}
 #endif
 
 layout(push_constant) uniform PushConstants {
@@ -108,9 +130,15 @@ void main() {
   if (first >= uint(pc.numel))
     return;
   if (first + 4u <= uint(pc.numel)) {
+#if WIDE
+    vec4 x = load64(t_in64[id]);
+#else
     vec4 x = vec4(t_in4[id]);
+#endif
     vec4 r = vec4(apply(x.x), apply(x.y), apply(x.z), apply(x.w));
-#if DTYPE_IS_HALF
+#if WIDE
+    t_out64[id] = store64(r);
+#elif DTYPE_IS_HALF
     t_out4[id] = f16vec4(vec4(roundToHalf(r.x), roundToHalf(r.y), roundToHalf(r.z), roundToHalf(r.w)));
 #else
     t_out4[id] = r;

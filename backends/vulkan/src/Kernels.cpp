@@ -229,6 +229,13 @@ const char *name(UnaryKind kind) {
 
 namespace {
 
+/// Whether the vec4 elementwise kernels move f32 vec4s as two 64-bit words
+/// (the `vec4w` variants): on CPU drivers each loaded or stored component
+/// costs a scalar access per invocation, so this halves them.
+bool wideVec4(const Context &ctx, DType dtype) {
+  return dtype == DType::F32 && ctx.info().shaderInt64 && ctx.info().type == "cpu";
+}
+
 struct BinaryPush {
   int32_t rank, numel, bIsScalar, contiguous;
   float alpha, scalar;
@@ -297,8 +304,9 @@ Expected<DeviceTensor> binaryImpl(Context &ctx, BinaryKind op, const DeviceTenso
   // invocation, bit-exact to the scalar one); broadcasting needs the index
   // decomposition per element.
   bool vec4 = !ctx.exactKernels() && isFloatDevice(a.dtype) && pc.contiguous == 3;
-  std::string variant =
-      std::string("binary_") + name(op) + (vec4 ? "_vec4_" : "_") + shaderDType(a.dtype);
+  std::string variant = std::string("binary_") + name(op) +
+                        (vec4 ? (wideVec4(ctx, a.dtype) ? "_vec4w_" : "_vec4_") : "_") +
+                        shaderDType(a.dtype);
   uint64_t n = static_cast<uint64_t>(out.numel());
   GRAFT_CHECK_OK(ctx.dispatch1D(variant,
                                 {out.buffer.get(), a.buffer.get(), (b ? b : &a)->buffer.get()}, &pc,
@@ -335,7 +343,9 @@ Expected<DeviceTensor> unaryImpl(Context &ctx, const char *op, const DeviceTenso
   // one (which exactKernels keeps, as the kernel the bit-exactness tests and
   // benchmarks compare with).
   bool vec4 = !ctx.exactKernels();
-  std::string variant = std::string("unary_") + op + (vec4 ? "_vec4_" : "_") + shaderDType(a.dtype);
+  std::string variant = std::string("unary_") + op +
+                        (vec4 ? (wideVec4(ctx, a.dtype) ? "_vec4w_" : "_vec4_") : "_") +
+                        shaderDType(a.dtype);
   uint64_t n = static_cast<uint64_t>(a.numel());
   GRAFT_CHECK_OK(ctx.dispatch1D(variant, {out.buffer.get(), a.buffer.get()}, &pc, sizeof(pc),
                                 vec4 ? (n + 3) / 4 : n));
