@@ -270,25 +270,35 @@ std::vector<const rewrite::Rule *> RuleSet::heldBack() const {
   return out;
 }
 
-Status RuleSet::addPath(const std::string &path, SourceManager *sources) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    std::vector<std::string> pats;
-    for (const auto &e : fs::directory_iterator(path, ec))
-      if (e.path().extension() == ".pat")
-        pats.push_back(e.path().string());
+Expected<std::vector<std::string>> expandRulePaths(const std::vector<std::string> &paths) {
+  std::vector<std::string> out;
+  for (const std::string &path : paths) {
+    std::error_code ec;
+    if (!fs::is_directory(path, ec)) {
+      out.push_back(path);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const fs::directory_entry &e : fs::directory_iterator(path, ec))
+      if (e.is_regular_file() && e.path().extension() == ".pat")
+        found.push_back(e.path().string());
     if (ec)
-      return Diagnostic::error("cannot read rule directory '" + path + "': " + ec.message());
-    std::sort(pats.begin(), pats.end());
-    if (pats.empty())
-      return Diagnostic::error("rule directory '" + path + "' holds no .pat files");
-    for (const std::string &p : pats)
-      GRAFT_CHECK_OK(addPath(p, sources));
-    return okStatus();
+      return Diagnostic::error("cannot list rule directory '" + path + "': " + ec.message());
+    if (found.empty())
+      return Diagnostic::error("rule directory '" + path + "' has no .pat files");
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
   }
-  GRAFT_TRY(dsl::RuleSet set, dsl::parsePatFile(path, sources));
-  warnings.insert(warnings.end(), set.warnings.begin(), set.warnings.end());
-  take(std::move(set.rules), set.files);
+  return out;
+}
+
+Status RuleSet::addPath(const std::string &path, SourceManager *sources) {
+  GRAFT_TRY(std::vector<std::string> files, expandRulePaths({path}));
+  for (const std::string &file : files) {
+    GRAFT_TRY(dsl::RuleSet set, dsl::parsePatFile(file, sources));
+    warnings.insert(warnings.end(), set.warnings.begin(), set.warnings.end());
+    take(std::move(set.rules), set.files);
+  }
   return okStatus();
 }
 

@@ -191,10 +191,22 @@ def parse(text: str, name: str = "<text>") -> Graph:
 class RuleSet:
     """Fusion rules: ``RuleSet()`` / ``RuleSet(None)`` is the shipped library;
     ``RuleSet(paths)`` the .pat files (with their imports) and directories (their
-    *.pat files in name order) given, and nothing else."""
+    *.pat files in name order) given, and nothing else. Rules tagged ``lossy``
+    (e.g. ``qdq_fold_q_dq``) are loaded but run only with ``allow_lossy=True``,
+    as ``graft fuse --allow-lossy``; ``verify_rules`` checks them anyway."""
 
-    def __init__(self, paths: Union[None, PathLike, Iterable[PathLike]] = None):
-        self._r = _graft.RuleSet(None if paths is None else _paths(paths))
+    def __init__(self, paths: Union[None, PathLike, Iterable[PathLike]] = None, *,
+                 allow_lossy: bool = False):
+        self._r = _graft.RuleSet(None if paths is None else _paths(paths), bool(allow_lossy))
+
+    @property
+    def allow_lossy(self) -> bool:
+        return self._r.allow_lossy
+
+    @property
+    def held_back(self) -> List[str]:
+        """Names of the lossy rules this set does not run."""
+        return self._r.held_back()
 
     def __len__(self) -> int:
         return len(self._r)
@@ -378,13 +390,16 @@ def verify_rules(paths=None, instances: int = 8, seed: int = 1,
 
 def compile(src: PathLike, out: PathLike, target: str = "lavapipe",
             report: Optional[PathLike] = None, *, rules: Sequence[PathLike] = (),
-            default_rules: bool = True, embed_reference: bool = False) -> dict:
+            default_rules: bool = True, embed_reference: bool = False,
+            allow_lossy: bool = False) -> dict:
     """Compiles a model (.pt2 or .gir) into a Vulkan program file ``out`` and
     returns the summary ``graft compile --json`` prints (the same keys).
-    ``report`` also writes a rule-coverage report (format by extension)."""
+    ``report`` also writes a rule-coverage report (format by extension);
+    ``allow_lossy`` also runs the rules tagged lossy (``--allow-lossy``)."""
     text = _graft.compile(os.fspath(src), os.fspath(out), target,
                           None if report is None else os.fspath(report),
-                          [os.fspath(r) for r in rules], default_rules, embed_reference)
+                          [os.fspath(r) for r in rules], default_rules, embed_reference,
+                          allow_lossy)
     return json.loads(text)
 
 

@@ -771,54 +771,35 @@ struct PyRuleSet {
   std::shared_ptr<SourceManager> sources = std::make_shared<SourceManager>();
 };
 
-/// `paths` for graft check: files, or directories standing for their *.pat
-/// files in name order (an empty directory is an error), as the CLI expands
-/// its arguments (RuleSet::addPath does the same for rule sets).
-std::vector<std::string> expandPaths(const std::vector<std::string> &paths) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> out;
-  for (const std::string &p : paths) {
-    std::error_code ec;
-    if (!fs::is_directory(p, ec)) {
-      out.push_back(p);
-      continue;
-    }
-    std::vector<std::string> found;
-    for (const fs::directory_entry &e : fs::directory_iterator(p, ec))
-      if (e.is_regular_file() && e.path().extension() == ".pat")
-        found.push_back(e.path().string());
-    if (found.empty())
-      fail("rule directory '" + p + "' has no .pat files");
-    std::sort(found.begin(), found.end());
-    out.insert(out.end(), found.begin(), found.end());
-  }
-  return out;
-}
-
-PyRuleSet makeRuleSet(const std::optional<std::vector<std::string>> &paths) {
+PyRuleSet makeRuleSet(const std::optional<std::vector<std::string>> &paths, bool allowLossy) {
   PyRuleSet rs;
   if (!paths) {
-    // The shipped library is parsed once per process: every RuleSet(None)
-    // shares it (a RuleSet is read-only once its phases are compiled).
+    // The shipped library is parsed once per process (once with its lossy
+    // rules allowed, once without): every RuleSet(None) shares it (a RuleSet
+    // is read-only once its phases are compiled).
     static std::mutex mu;
-    static std::shared_ptr<RuleSet> shipped;
+    static std::shared_ptr<RuleSet> shipped[2];
     static std::shared_ptr<SourceManager> shippedSources;
     std::lock_guard<std::mutex> lock(mu);
-    if (!shipped) {
-      auto src = std::make_shared<SourceManager>();
-      auto r = std::make_shared<RuleSet>(take(RuleSet::shipped(src.get()), src.get()));
+    if (!shippedSources)
+      shippedSources = std::make_shared<SourceManager>();
+    std::shared_ptr<RuleSet> &slot = shipped[allowLossy ? 1 : 0];
+    if (!slot) {
+      auto r = std::make_shared<RuleSet>(
+          take(RuleSet::shipped(shippedSources.get()), shippedSources.get()));
+      r->allowLossy(allowLossy);
       for (rewrite::RulePhase phase : rewrite::kRulePhases)
-        take(r->compiled(phase), src.get());
-      shipped = r;
-      shippedSources = src;
+        take(r->compiled(phase), shippedSources.get());
+      slot = r;
     }
-    rs.rules = shipped;
+    rs.rules = slot;
     rs.sources = shippedSources;
     return rs;
   }
   rs.rules = std::make_shared<RuleSet>();
   for (const std::string &f : *paths) // a directory: its *.pat files, sorted
     check(rs.rules->addPath(f, rs.sources.get()), rs.sources.get());
+  rs.rules->allowLossy(allowLossy);
   for (rewrite::RulePhase phase : rewrite::kRulePhases)
     take(rs.rules->compiled(phase), rs.sources.get());
   return rs;
@@ -842,7 +823,7 @@ py::list checkPaths(const std::vector<std::string> &paths, bool werror) {
   SourceManager sources;
   std::set<std::tuple<std::string, uint32_t, uint32_t, std::string>> seen;
   std::vector<Diagnostic> all;
-  for (const std::string &path : expandPaths(paths))
+  for (const std::string &path : take(expandRulePaths(paths), nullptr))
     for (Diagnostic &d : dsl::checkPatFile(path, &sources, options)) {
       // A file imported by several files is checked once per importer.
       SourceLoc at = d.range ? d.range->begin : SourceLoc{};
@@ -971,10 +952,14 @@ py::list verifyRulesOf(const PyRuleSet &rs, unsigned instances, uint64_t seed,
   vo.seed = seed;
   vo.onlyRules = onlyRules;
   std::vector<rewrite::RuleVerification> results;
+  // Lossy rules are verified too (within their stated tolerance), as
+  // `graft verify-rules` does: a copy with them allowed.
+  RuleSet all = *rs.rules;
+  all.allowLossy();
   for (rewrite::RulePhase phase : rewrite::kRulePhases) {
-    if (rs.rules->rules(phase).empty())
+    if (all.rules(phase).empty())
       continue;
-    const rewrite::CompiledRules *compiled = take(rs.rules->compiled(phase), rs.sources.get());
+    const rewrite::CompiledRules *compiled = take(all.compiled(phase), rs.sources.get());
     py::gil_scoped_release release;
     std::vector<rewrite::RuleVerification> r = rewrite::verifyRules(*compiled, vo);
     results.insert(results.end(), std::make_move_iterator(r.begin()),
@@ -1011,12 +996,13 @@ py::list verifyRulesOf(const PyRuleSet &rs, unsigned instances, uint64_t seed,
 std::string compileModel(const std::string &src, const std::string &out, const std::string &target,
                          const std::optional<std::string> &report,
                          const std::vector<std::string> &rules, bool defaultRules,
-                         bool embedReference) {
+                         bool embedReference, bool allowLossy) {
   CompileOptions opts;
   opts.output = out;
   opts.target = target;
   opts.rules = rules;
   opts.defaultRules = defaultRules;
+  opts.allowLossy = allowLossy;
   opts.embedReference = embedReference;
   std::optional<CoverageFormat> reportFormat;
   if (report) {
@@ -1175,7 +1161,16 @@ PYBIND11_MODULE(_graft, m) {
   m.def("op_schemas", &opSchemas);
 
   py::class_<PyRuleSet>(m, "RuleSet")
-      .def(py::init(&makeRuleSet), py::arg("paths") = py::none())
+      .def(py::init(&makeRuleSet), py::arg("paths") = py::none(), py::arg("allow_lossy") = false)
+      .def_property_readonly("allow_lossy",
+                             [](const PyRuleSet &r) { return r.rules->lossyAllowed(); })
+      .def("held_back",
+           [](const PyRuleSet &r) {
+             std::vector<std::string> names;
+             for (const rewrite::Rule *rule : r.rules->heldBack())
+               names.push_back(rule->name);
+             return names;
+           })
       .def("__len__", [](const PyRuleSet &r) { return r.rules->size(); })
       .def_property_readonly("files", [](const PyRuleSet &r) { return r.rules->files(); })
       .def("rules", &ruleNames)
@@ -1193,7 +1188,8 @@ PYBIND11_MODULE(_graft, m) {
   m.def("verify_rules", &verifyRulesOf, py::arg("rules"), py::arg("instances") = 8,
         py::arg("seed") = 1, py::arg("only_rules") = std::vector<std::string>{});
   m.def("compile", &compileModel, py::arg("src"), py::arg("out"), py::arg("target"),
-        py::arg("report"), py::arg("rules"), py::arg("default_rules"), py::arg("embed_reference"));
+        py::arg("report"), py::arg("rules"), py::arg("default_rules"), py::arg("embed_reference"),
+        py::arg("allow_lossy") = false);
 
   py::class_<PyProgram>(m, "Program")
       .def(py::init(&openProgram), py::arg("path"), py::arg("device") = -1)

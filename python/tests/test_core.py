@@ -97,6 +97,24 @@ def test_ruleset_shipped_and_from_paths():
     assert len(graft.RuleSet(PATTERNS)) == len(shipped)  # a directory: its *.pat files
 
 
+def test_lossy_rules_are_opt_in():
+    # qdq_fold_q_dq drops a simulated quantization (error up to s/2): it is
+    # loaded but runs only with allow_lossy=True, as graft fuse --allow-lossy.
+    src = PATTERNS.parent / "tests/golden/rules/qdq_q_dq_fold/input.gir"
+    default = graft.RuleSet()
+    assert not default.allow_lossy and default.held_back == ["qdq_fold_q_dq"]
+    assert "qdq_fold_q_dq" not in default.names
+    kept = graft.load(src)
+    assert kept.fuse(default).rule_counts == {}
+    lossy = graft.RuleSet(allow_lossy=True)
+    assert lossy.held_back == [] and "qdq_fold_q_dq" in lossy.names
+    folded = graft.load(src)
+    assert folded.fuse(lossy).rule_counts == {"qdq_fold_q_dq": 1}
+    # verify_rules checks a lossy rule anyway, within its stated tolerance.
+    (v,) = graft.verify_rules(PATTERNS / "qdq_fold.pat", instances=2, rules=["qdq_fold_q_dq"])
+    assert v.ok
+
+
 def test_check_returns_diagnostics(tmp_path):
     assert [d for d in graft.check(EMBEDDING_RULES) if d.severity == "error"] == []
     bad = tmp_path / "bad.pat"

@@ -80,9 +80,8 @@ Expected<RunFlags> runFlags(const Args &args);
 /// and returns the exit code they call for (1 user, 2 internal).
 int reportFailure(const std::vector<Diagnostic> &diags, const SourceManager *sources = nullptr);
 
-/// Rule paths from flag values: comma-separated, a directory standing for its
-/// *.pat files in name order (RuleFiles.cpp).
-Expected<std::vector<std::string>> expandRulePaths(const std::vector<std::string> &values);
+/// Flag values split at commas (`--rules a.pat,b.pat`), empty parts dropped.
+std::vector<std::string> splitList(const std::vector<std::string> &values);
 /// The rules a command runs: the .pat files and directories in `values`
 /// (imports included, each rule once), or the shipped library when there are
 /// none; one graft::RuleSet, every phase compiled, as `graft compile` loads

@@ -33,18 +33,6 @@
 namespace graft::cli {
 namespace {
 
-std::vector<std::string> splitList(const std::vector<std::string> &values) {
-  std::vector<std::string> out;
-  for (const std::string &v : values) {
-    std::stringstream ss(v);
-    std::string part;
-    while (std::getline(ss, part, ','))
-      if (!part.empty())
-        out.push_back(part);
-  }
-  return out;
-}
-
 /// A one-line progress indicator on stderr, only on a terminal.
 class Progress {
 public:

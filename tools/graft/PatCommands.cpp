@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "Cli.h"
 
+#include "graft/Compiler.h"
 #include "graft/dsl/Pat.h"
 #include "graft/support/FileIO.h"
 
@@ -43,7 +44,7 @@ Command makeCheckCommand() {
     std::set<std::tuple<std::string, uint32_t, uint32_t, std::string>> printed;
     std::size_t errors = 0, warnings = 0;
     bool internal = false;
-    auto paths = expandRulePaths(args.positional);
+    auto paths = expandRulePaths(splitList(args.positional));
     if (!paths) {
       std::cerr << "graft check: ";
       return reportFailure(paths.diags());

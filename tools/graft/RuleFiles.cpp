@@ -23,30 +23,14 @@ namespace graft::cli {
 
 namespace fs = std::filesystem;
 
-Expected<std::vector<std::string>> expandRulePaths(const std::vector<std::string> &values) {
+std::vector<std::string> splitList(const std::vector<std::string> &values) {
   std::vector<std::string> out;
   for (const std::string &v : values) {
     std::stringstream ss(v);
     std::string part;
-    while (std::getline(ss, part, ',')) {
-      if (part.empty())
-        continue;
-      std::error_code ec;
-      if (!fs::is_directory(part, ec)) {
+    while (std::getline(ss, part, ','))
+      if (!part.empty())
         out.push_back(part);
-        continue;
-      }
-      std::vector<std::string> found;
-      for (const fs::directory_entry &e : fs::directory_iterator(part, ec))
-        if (e.is_regular_file() && e.path().extension() == ".pat")
-          found.push_back(e.path().string());
-      if (ec)
-        return Diagnostic::error("cannot list rule directory '" + part + "': " + ec.message());
-      if (found.empty())
-        return Diagnostic::error("rule directory '" + part + "' has no .pat files");
-      std::sort(found.begin(), found.end());
-      out.insert(out.end(), found.begin(), found.end());
-    }
   }
   return out;
 }
@@ -59,7 +43,7 @@ FlagSpec allowLossyFlag() {
 
 std::optional<RuleSet> loadRuleSet(const std::vector<std::string> &values, const char *cmd,
                                    SourceManager &sources, int &status, bool allowLossy) {
-  auto files = expandRulePaths(values);
+  auto files = expandRulePaths(splitList(values));
   if (!files) {
     std::cerr << "graft " << cmd << ": ";
     status = reportFailure(files.diags());

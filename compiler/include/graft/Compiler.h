@@ -55,6 +55,11 @@ struct Model {
 /// Reads a .pt2 or .gir (diagnostics render against `sources` when given).
 Expected<Model> load(const std::string &path, SourceManager *sources = nullptr);
 
+/// Rule paths as every command and the Python API take them: a file stands
+/// for itself, a directory for its *.pat files in name order (a directory
+/// without any is an error, never a silent empty rule set).
+Expected<std::vector<std::string>> expandRulePaths(const std::vector<std::string> &paths);
+
 /// Fusion rules: the shipped library and/or user .pat files. Rules of files
 /// declaring `phase legalize` form a first pass that runs to a fixpoint
 /// before all other rules (rewrite::RulePhase).
