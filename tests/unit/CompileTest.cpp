@@ -16,6 +16,7 @@
 #include "graft/vulkan/GraphExecutor.h"
 
 #include "CliTestUtil.h"
+#include "SynthTestUtil.h"
 #include "VulkanTestUtil.h"
 
 #include <gtest/gtest.h>
@@ -39,24 +40,10 @@ protected:
   /// A tiny 2-layer Llama with tied embeddings, written as a .pt2.
   std::string synth(SynthQuant quant, bool dynamicSeq, const std::string &name,
                     DType checkpointDType = DType::F32) {
-    LlamaSynthOptions o;
+    LlamaSynthOptions o = graft::testing::tinyLlama(quant);
     o.checkpointDType = checkpointDType;
-    o.layers = 2;
-    o.dim = 64;
-    o.heads = 4;
-    o.kvHeads = 2;
-    o.vocab = 128;
-    o.maxSeqLen = 16;
-    o.seqLen = 4;
-    o.quant = quant;
-    o.tiedEmbeddings = true;
     o.dynamicSeq = dynamicSeq;
-    auto g = synthesizeLlama(o);
-    EXPECT_TRUE(g.ok()) << (g.ok() ? "" : render(g.diags()));
-    std::string p = path(name);
-    Status s = writePt2(**g, p, synthWriteOptions(o));
-    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : render(s.diags()));
-    return p;
+    return graft::testing::writeSynthesizedPt2(o, path(name));
   }
 
   fs::path dir_;
@@ -258,21 +245,10 @@ TEST_F(CompileTest, Bf16Checkpoint8da4wIsOnePartitionWithNoBf16Left) {
 // interpreter does (it once ran the kernel on the CPU and dropped the update:
 // max error 0.72), for a prefill and for a decode step at a later position.
 TEST_F(CompileTest, KvCacheUpdatesInPlaceReachTheAttention) {
-  LlamaSynthOptions o;
-  o.layers = 2;
-  o.dim = 64;
-  o.heads = 4;
-  o.kvHeads = 2;
-  o.vocab = 128;
-  o.maxSeqLen = 16;
-  o.quant = SynthQuant::W8A8W4;
-  o.tiedEmbeddings = true;
-  o.dynamicSeq = true;
+  LlamaSynthOptions o = graft::testing::tinyLlama(SynthQuant::W8A8W4);
   o.kvCache = SynthKvCache::Custom;
-  auto g = synthesizeLlama(o);
-  ASSERT_TRUE(g.ok()) << render(g.diags());
-  std::string model = path("kv_custom.pt2");
-  ASSERT_TRUE(writePt2(**g, model, synthWriteOptions(o)).ok());
+  std::string model = graft::testing::writeSynthesizedPt2(o, path("kv_custom.pt2"));
+  ASSERT_FALSE(::testing::Test::HasFailure());
   CompileOptions opts;
   opts.output = path("kv_custom.vkprog");
   auto r = compile(model, opts);

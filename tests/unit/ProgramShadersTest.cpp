@@ -19,6 +19,7 @@
 #include "graft/vulkan/ProgramShaders.h"
 
 #include "CliTestUtil.h"
+#include "SynthTestUtil.h"
 #include "VulkanTestUtil.h"
 
 #include <gtest/gtest.h>
@@ -37,23 +38,7 @@ class ProgramShadersTest : public graft::testing::ScratchDirTest {
 protected:
   /// A tiny 2-layer Llama with a symbolic sequence length.
   std::string synth(SynthQuant quant, const std::string &name) {
-    LlamaSynthOptions o;
-    o.layers = 2;
-    o.dim = 64;
-    o.heads = 4;
-    o.kvHeads = 2;
-    o.vocab = 128;
-    o.maxSeqLen = 16;
-    o.seqLen = 4;
-    o.quant = quant;
-    o.tiedEmbeddings = true;
-    o.dynamicSeq = true;
-    auto g = synthesizeLlama(o);
-    EXPECT_TRUE(g.ok()) << (g.ok() ? "" : render(g.diags()));
-    std::string p = path(name);
-    Status s = writePt2(**g, p, synthWriteOptions(o));
-    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : render(s.diags()));
-    return p;
+    return graft::testing::writeSynthesizedPt2(graft::testing::tinyLlama(quant), path(name));
   }
 
   static double stat(const CompileSummary &s, const std::string &pass, const std::string &key) {
@@ -195,21 +180,13 @@ TEST_F(ProgramShadersTest, EveryQuantizationRunsFromItsStoredSpirv) {
     for (const auto &[quant, name] : quants) {
       std::string label = std::string(name) + "/" + std::string(graft::name(dtype));
       SCOPED_TRACE(label);
-      LlamaSynthOptions o;
+      LlamaSynthOptions o = graft::testing::tinyLlama(quant);
       o.layers = 1;
-      o.dim = 64;
-      o.heads = 4;
-      o.kvHeads = 2;
-      o.vocab = 128;
-      o.maxSeqLen = 16;
       o.seqLen = 3;
-      o.quant = quant;
       o.dtype = dtype;
-      o.dynamicSeq = true;
-      auto g = synthesizeLlama(o);
-      ASSERT_TRUE(g.ok()) << render(g.diags());
-      std::string model = path("q.pt2");
-      ASSERT_TRUE(writePt2(**g, model, synthWriteOptions(o)).ok());
+      o.tiedEmbeddings = false;
+      std::string model = graft::testing::writeSynthesizedPt2(o, path("q.pt2"));
+      ASSERT_FALSE(::testing::Test::HasFailure());
       CompileOptions opts;
       opts.output = path("q.vkprog");
       auto r = compile(model, opts);
