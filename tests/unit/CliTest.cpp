@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,9 +44,21 @@ RunResult graft(const std::string &args) {
   return r;
 }
 
+/// Files writeTemp made, removed when the test process exits (each test
+/// runs as its own process under CTest).
+struct TempFiles {
+  std::vector<std::string> paths;
+  ~TempFiles() {
+    for (const std::string &p : paths)
+      std::remove(p.c_str());
+  }
+};
+
 std::string writeTemp(const std::string &name, const std::string &text) {
+  static TempFiles made;
   std::string path = ::testing::TempDir() + std::to_string(::getpid()) + "_" + name;
   std::ofstream(path) << text;
+  made.paths.push_back(path);
   return path;
 }
 
@@ -96,6 +109,7 @@ TEST(Cli, PrintIsCanonicalAndAtomic) {
   auto f = graft("print " + bad + " -o " + out);
   EXPECT_EQ(f.code, 1);
   EXPECT_EQ(slurp(out), kGoodGraph);
+  std::remove(out.c_str());
 }
 
 TEST(Cli, ParseErrorsAreLocatedWithCaret) {
