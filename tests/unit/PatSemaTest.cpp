@@ -634,7 +634,7 @@ TEST(PatCli, CheckReportsEveryDiagnostic) {
   EXPECT_NE(r.err.find("warning: capture $b is never used"), std::string::npos) << r.err;
   r = graft("check --werror " + warn);
   EXPECT_EQ(r.code, 1) << r.err;
-  r = graft("check");
+  r = graft("check " + (patDir("errors") / "no_such_file.pat").string());
   EXPECT_EQ(r.code, 1);
 }
 

@@ -169,6 +169,14 @@ TEST(RewriteCli, LossyRulesRunOnlyWithAllowLossy) {
       << folded.out << folded.err;
 }
 
+// Without FILEs, check checks the shipped rules compiled into graft.
+TEST(RewriteCli, CheckDefaultsToTheShippedRules) {
+  RunResult r = graft("check");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("patterns/embedding.pat: ok"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("patterns/select_as_symint.pat: ok"), std::string::npos) << r.out;
+}
+
 // Without FILEs, verify-rules checks the shipped rules of every phase.
 TEST(RewriteCli, VerifyRulesDefaultsToTheShippedRules) {
   RunResult r = graft("verify-rules --instances 1 --rule dequantize_affine_f64_scale "
