@@ -68,7 +68,8 @@ TEST_P(RuleLibraryGolden, FusesToTheExpectedGraph) {
       if (option == "allow-lossy")
         rules.allowLossy();
       else if (!option.empty())
-        FAIL() << dir / "options.txt" << ": unknown option '" << option << "'";
+        FAIL() << dir / "options.txt"
+               << ": unknown option '" << option << "'";
     }
   }
   auto graph = parseGraphFile((dir / "input.gir").string(), &sources);
