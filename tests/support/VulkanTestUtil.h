@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -197,8 +198,10 @@ inline void checkGraph(const std::string &gir, Tolerance tol, uint64_t seed = 1,
 }
 
 /// Runs a graph on inputs: on the device (runOnDevice) or the interpreter.
-using GraphRunner = Expected<std::vector<RuntimeValue>> (*)(const Graph &,
-                                                            const std::vector<RuntimeValue> &);
+/// Runs a graph (the device, the interpreter, or an executor built for a
+/// program's plan, which ignores the graph it is given).
+using GraphRunner = std::function<Expected<std::vector<RuntimeValue>>(
+    const Graph &, const std::vector<RuntimeValue> &)>;
 
 /// The graph on the device, strictly as planned: a node that cannot run there
 /// is an error, never a silent CPU fallback.

@@ -205,15 +205,11 @@ TEST_F(ProgramShadersTest, EveryQuantizationRunsFromItsStoredSpirv) {
       ASSERT_TRUE(exec.ok()) << render(exec.diags());
       auto original = load(model);
       ASSERT_TRUE(original.ok()) << render(original.diags());
-      auto inputs = makeRandomInputs(*back->graph, 5);
-      ASSERT_TRUE(inputs.ok()) << render(inputs.diags());
-      auto out = (*exec)->run(*inputs);
-      ASSERT_TRUE(out.ok()) << render(out.diags());
-      auto ref = Interpreter().run(*original->graph, *inputs);
-      ASSERT_TRUE(ref.ok()) << render(ref.diags());
-      vk::Comparison c = vk::compareValues(*out, *ref);
-      EXPECT_EQ(c.firstProblem, "");
-      EXPECT_LT(c.maxAbsError, dtype == DType::F16 ? 5e-2 : 1e-3);
+      auto asCompiled = [&](const Graph &, const std::vector<RuntimeValue> &in) {
+        return (*exec)->run(in);
+      };
+      EXPECT_LT(vktest::maxAbsErrorVsReference(*back->graph, *original->graph, asCompiled, {}, 5),
+                dtype == DType::F16 ? 5e-2 : 1e-3);
       EXPECT_EQ((*ctx)->shaders().stats().glslangRuns, 0u);
       if ((*exec)->numCpuFallbackNodes() == 0) {
         EXPECT_GT((*ctx)->shaders().stats().precompiledHits, 0u);
