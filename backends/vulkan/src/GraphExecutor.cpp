@@ -291,20 +291,19 @@ runReferenceKernel(const Node &node, const BoundArgs &bound,
   if (!kernel)
     return Diagnostic::error("no reference kernel for op '" + node.target() + "'");
   KernelArgs kargs(bound, resolved, node.numOutputs() ? node.name() : node.target());
-  Expected<std::vector<RuntimeValue>> out = Diagnostic::internal("unreachable");
   try {
-    out = (*kernel)(kargs);
+    Expected<std::vector<RuntimeValue>> out = (*kernel)(kargs);
+    if (!kargs.mutated().empty()) {
+      if (!mutated)
+        return Diagnostic::internal("the reference kernel of " + node.target() +
+                                    " mutates its argument '" + kargs.mutated().front().first +
+                                    "', which this caller cannot apply");
+      *mutated = kargs.mutated();
+    }
+    return out;
   } catch (const std::exception &e) {
     return Diagnostic::internal("reference kernel of " + node.target() + " failed: " + e.what());
   }
-  if (!kargs.mutated().empty()) {
-    if (!mutated)
-      return Diagnostic::internal("the reference kernel of " + node.target() +
-                                  " mutates its argument '" + kargs.mutated().front().first +
-                                  "', which this caller cannot apply");
-    *mutated = kargs.mutated();
-  }
-  return out;
 }
 
 //===----------------------------------------------------------------------===//
@@ -595,20 +594,13 @@ GraphExecutor::run(const std::vector<RuntimeValue> &userInputs) {
       // does. The graph's own buffer data is never written, so every run
       // starts from it.
       for (auto &[argName, data] : mutated) {
-        const Argument *arg = bound.find(argName);
-        if (!arg || !arg->isValue() || !arg->value()->isTensor())
-          return prefixed(node, Diagnostic::internal("the kernel mutated '" + argName +
-                                                     "', which is not a tensor argument"));
-        const Value *target = arg->value();
-        if (const Node *producer = target->producer())
-          if (producer->schema() && producer->schema()->properties.view)
-            return prefixed(node, Diagnostic::error("mutates %" + target->name() +
-                                                    ", a view made by " + producer->target() +
-                                                    "; mutation through a view is not supported"));
+        auto target = mutationTarget(*st.graph, node, bound, argName);
+        if (!target.ok())
+          return prefixed(node, target.takeFailure());
         Slot slot;
         slot.isTensor = true;
         slot.host = std::move(data);
-        st.env[target] = std::move(slot);
+        st.env[*target] = std::move(slot);
       }
       for (RuntimeValue &v : *r) {
         if (Tensor *t = std::get_if<Tensor>(&v))

@@ -282,31 +282,12 @@ Interpreter::runImpl(const Graph &graph, const std::vector<RuntimeValue> &userIn
       return nameNode(result.takeFailure(), label, node.target());
     // In-place ops: rebind each mutated argument's Value to its new data.
     for (const auto &[argName, newValue] : kargs.mutated()) {
-      int index = schema->argIndex(argName);
-      const Argument *arg = bound->find(argName);
-      if (index < 0 || !schema->args[static_cast<std::size_t>(index)].type.isMutable() || !arg ||
-          !arg->isValue())
-        return Diagnostic::internal("node " + label + " (" + node.target() +
-                                    "): the kernel mutated '" + argName +
-                                    "', which is not a mutable tensor argument");
-      const Value *target = arg->value();
-      if (const Node *producer = target->producer())
-        if (producer->schema() && producer->schema()->properties.view)
-          // Eager PyTorch would write through the view into its base; the
-          // interpreter's values do not share storage, so say so instead of
-          // silently losing the update.
-          return Diagnostic::error("node " + label + " (" + node.target() + "): mutates %" +
-                                   target->name() + ", a view made by " + producer->target() +
-                                   "; mutation through a view is not supported");
-      if (const GraphInput *in = graph.inputFor(target)) {
-        if (in->kind == InputKind::Buffer)
-          mutatedBuffers[target] = std::string(in->fqn);
-        else if (in->isConstant())
-          return Diagnostic::error("node " + label + " (" + node.target() + "): mutates " +
-                                   std::string(name(in->kind)) + " %" + target->name() +
-                                   "; only buffers and user inputs are mutable");
-      }
-      env[target] = newValue;
+      auto target = mutationTarget(graph, node, *bound, argName);
+      if (!target.ok())
+        return nameNode(target.takeFailure(), label, node.target());
+      if (const GraphInput *in = graph.inputFor(*target); in && in->kind == InputKind::Buffer)
+        mutatedBuffers[*target] = std::string(in->fqn);
+      env[*target] = newValue;
     }
     std::vector<RuntimeValue> &outs = *result;
     if (outs.size() != node.numOutputs())
@@ -451,6 +432,30 @@ std::optional<int64_t> indexBound(const Value *v) {
 }
 
 } // namespace
+
+Expected<const Value *> mutationTarget(const Graph &graph, const Node &node, const BoundArgs &bound,
+                                       const std::string &argName) {
+  const OpSchema *schema = node.schema();
+  int index = schema ? schema->argIndex(argName) : -1;
+  const Argument *arg = bound.find(argName);
+  if (index < 0 || !schema->args[static_cast<std::size_t>(index)].type.isMutable() || !arg ||
+      !arg->isValue() || !arg->value()->isTensor())
+    return Diagnostic::internal("the kernel mutated '" + argName +
+                                "', which is not a mutable tensor argument");
+  const Value *target = arg->value();
+  if (const Node *producer = target->producer())
+    if (producer->schema() && producer->schema()->properties.view)
+      // Eager PyTorch would write through the view into its base; separate
+      // values do not share storage, so say so instead of silently losing
+      // the update.
+      return Diagnostic::error("mutates %" + target->name() + ", a view made by " +
+                               producer->target() + "; mutation through a view is not supported");
+  if (const GraphInput *in = graph.inputFor(target);
+      in && in->isConstant() && in->kind != InputKind::Buffer)
+    return Diagnostic::error("mutates " + std::string(name(in->kind)) + " %" + target->name() +
+                             "; only buffers and user inputs are mutable");
+  return target;
+}
 
 /// The declared symbol an integer input is read into by
 /// `_local_scalar_dense` (directly or through select / select_copy), or by

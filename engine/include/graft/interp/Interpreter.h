@@ -131,6 +131,16 @@ private:
   InterpreterOptions options_;
 };
 
+/// The value an in-place kernel of `node` rebinds when it reports argument
+/// `argName` mutated (KernelArgs::setMutated), checked once for every
+/// executor: the argument must be a mutable (`Tensor(a!)`) tensor value
+/// (else an internal error); not made by a view op (eager PyTorch would
+/// write through to the base, which separate values cannot do); and not a
+/// parameter or constant (only buffers and user inputs are mutable). Errors
+/// do not name the node; callers prefix it.
+Expected<const Value *> mutationTarget(const Graph &graph, const Node &node, const BoundArgs &bound,
+                                       const std::string &argName);
+
 /// Random user inputs matching the graph's user-input prototypes: floats
 /// uniform in [-1, 1), integer (index) inputs in [0, bound) where bound is
 /// taken from the consumers when recognizable (embedding vocab), else [0, 16).
