@@ -221,7 +221,15 @@ Expected<const rewrite::CompiledRules *> RuleSet::compiled(rewrite::RulePhase ph
   return slot.get();
 }
 
+namespace {
+bool isLossy(const rewrite::Rule &r) {
+  return std::find(r.tags.begin(), r.tags.end(), "lossy") != r.tags.end();
+}
+} // namespace
+
 void RuleSet::take(std::vector<rewrite::Rule> rules, const std::vector<std::string> &files) {
+  compiled_[0].reset();
+  compiled_[1].reset();
   for (std::size_t i = 0; i < rules.size(); ++i) {
     rewrite::Rule &r = rules[i];
     // A file imported by several loaded files contributes its rules once.
@@ -230,19 +238,14 @@ void RuleSet::take(std::vector<rewrite::Rule> rules, const std::vector<std::stri
     if (std::find(seen_.begin(), seen_.end(), id) != seen_.end())
       continue;
     seen_.push_back(id);
+    if (allowLossy_ || !isLossy(r))
+      (r.phase == rewrite::RulePhase::Legalize ? legalize_ : fuse_).push_back(r);
     all_.push_back(std::move(r));
   }
   for (const std::string &f : files)
     if (std::find(files_.begin(), files_.end(), f) == files_.end())
       files_.push_back(f);
-  select();
 }
-
-namespace {
-bool isLossy(const rewrite::Rule &r) {
-  return std::find(r.tags.begin(), r.tags.end(), "lossy") != r.tags.end();
-}
-} // namespace
 
 void RuleSet::select() {
   compiled_[0].reset();

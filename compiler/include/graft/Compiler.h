@@ -101,7 +101,8 @@ public:
 
 private:
   void take(std::vector<rewrite::Rule> rules, const std::vector<std::string> &files);
-  /// Rebuilds legalize_ and fuse_ from all_ (load order kept).
+  /// Rebuilds legalize_ and fuse_ from all_ (load order kept) when
+  /// allowLossy changes; take() appends to them directly.
   void select();
   std::vector<rewrite::Rule> all_;             ///< every rule loaded, in load order
   std::vector<rewrite::Rule> legalize_, fuse_; ///< the rules that run, per phase
