@@ -264,14 +264,17 @@ TEST_F(CompileTest, KvCacheUpdatesInPlaceReachTheAttention) {
     if (sym != "s0")
       pos = sym;
   ASSERT_FALSE(pos.empty()) << "no position symbol";
-  // The program as compiled: update_cache and custom_sdpa are planned for
-  // the CPU (no Vulkan kernel yet), everything else for the device.
+  // The program as compiled: update_cache and custom_sdpa run on the
+  // device (the cache writes in place into the buffers' device copies), as
+  // does everything else. Each run starts from the graph's caches
+  // (MutableBuffers::PerRun), as the stateless reference does.
   auto plan = vk::compiledPlan(*back);
   ASSERT_TRUE(plan.ok()) << render(plan.diags());
   vk::ExecutorOptions eo;
   eo.plan = *plan;
   auto exec = vk::GraphExecutor::create(*vktest::context(), *back->graph, eo);
   ASSERT_TRUE(exec.ok()) << render(exec.diags());
+  EXPECT_EQ((*exec)->numCpuNodes(), 0u);
   auto asCompiled = [&](const Graph &, const std::vector<RuntimeValue> &in) {
     return (*exec)->run(in);
   };

@@ -64,14 +64,17 @@ const Tensor *GraphExecutor::State::constantData(const Value *v) const {
 }
 
 Expected<DeviceTensor> GraphExecutor::State::deviceTensor(const Value *v) {
-  // A buffer an in-place op mutated in this run lives in env, ahead of its
-  // constant data.
-  if (auto it = env.find(v); it != env.end() && it->second.isTensor && constantData(v)) {
-    Slot &s = it->second;
-    if (!s.device.defined()) {
-      GRAFT_TRY(s.device, uploadTensor(*ctx, s.host));
-    }
-    return s.device;
+  // A mutable buffer has its own device copy, never shared with the
+  // constant caches, so writing it in place leaves every other value alone.
+  if (mutableInputs.count(v)) {
+    if (auto it = mutableValues.find(v); it != mutableValues.end())
+      return it->second;
+    const Tensor *c = constantData(v);
+    if (!c)
+      return Diagnostic::error("mutable buffer %" + v->name() + " has no data");
+    GRAFT_TRY(DeviceTensor t, uploadTensor(*ctx, *c));
+    mutableValues[v] = t;
+    return t;
   }
   if (auto it = constants.find(v); it != constants.end())
     return it->second;
@@ -91,6 +94,14 @@ Expected<DeviceTensor> GraphExecutor::State::deviceTensor(const Value *v) {
 }
 
 Expected<Tensor> GraphExecutor::State::hostTensor(const Value *v) {
+  if (mutableInputs.count(v)) {
+    // Downloaded on every read: kernels may have written it since.
+    if (auto m = mutableValues.find(v); m != mutableValues.end())
+      return downloadTensor(*ctx, m->second);
+    if (const Tensor *c = constantData(v))
+      return *c;
+    return Diagnostic::error("mutable buffer %" + v->name() + " has no data");
+  }
   auto it = env.find(v);
   if (const Tensor *c = constantData(v); c && it == env.end())
     return *c;
@@ -160,6 +171,55 @@ Expected<RawBytes> GraphExecutor::State::rawBytes(const Value *v) {
   return r;
 }
 
+Status GraphExecutor::State::rebindMutated(const Value *target, Tensor data) {
+  if (mutableInputs.count(target)) {
+    GRAFT_TRY(DeviceTensor t, uploadTensor(*ctx, data));
+    mutableValues[target] = std::move(t);
+    return okStatus();
+  }
+  Slot slot;
+  slot.isTensor = true;
+  slot.host = std::move(data);
+  env[target] = std::move(slot);
+  return okStatus();
+}
+
+namespace {
+std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &sizes) {
+  std::vector<int64_t> st(sizes.size(), 1);
+  for (std::size_t i = sizes.size(); i-- > 1;)
+    st[i - 1] = st[i] * sizes[i];
+  return st;
+}
+} // namespace
+
+Status GraphExecutor::State::commitBufferMutation(const Value *buffer, const Value *result) {
+  if (buffer == result)
+    return okStatus(); // mutated in place (llama.update_cache): nothing to do
+  GRAFT_TRY(DeviceTensor cur, deviceTensor(buffer));
+  GRAFT_TRY(DeviceTensor t, deviceTensor(result));
+  if (t.buffer == cur.buffer)
+    return okStatus(); // an in-place op's result (index_copy_) is the buffer itself
+  if (t.dtype != cur.dtype || t.numel() != cur.numel())
+    return Diagnostic::error("the BUFFER_MUTATION value %" + result->name() +
+                             " does not fit buffer %" + buffer->name());
+  // A functional update (index_put, slice_scatter) made a new tensor: it
+  // becomes the buffer, unless its storage is shared with something that
+  // outlives the run (a constant, another buffer), which a later in-place
+  // write must not reach.
+  bool shared = false;
+  for (const auto &[v, c] : constants)
+    shared = shared || c.buffer == t.buffer;
+  for (const auto &[v, m] : mutableValues)
+    shared = shared || (v != buffer && m.buffer == t.buffer);
+  if (shared) {
+    GRAFT_TRY(t, gather(*ctx, t, t.sizes, rowMajorStrides(t.sizes), 0));
+  }
+  t.sizes = cur.sizes;
+  mutableValues[buffer] = std::move(t);
+  return okStatus();
+}
+
 //===----------------------------------------------------------------------===//
 // NodeArgs
 //===----------------------------------------------------------------------===//
@@ -184,6 +244,20 @@ Expected<DeviceTensor> NodeArgs::tensor(std::string_view name) {
   if (!v || !v->isTensor())
     return error("argument '" + std::string(name) + "' is not a tensor");
   return state_.deviceTensor(v);
+}
+
+Expected<DeviceTensor> NodeArgs::mutableTensor(std::string_view name) {
+  GRAFT_TRY(const Value *target, mutationTarget(*state_.graph, node_, bound_, std::string(name)));
+  GRAFT_TRY(DeviceTensor current, state_.deviceTensor(target));
+  if (state_.mutableInputs.count(target))
+    return current;
+  GRAFT_TRY(DeviceTensor copy,
+            gather(ctx(), current, current.sizes, rowMajorStrides(current.sizes), 0));
+  Slot slot;
+  slot.isTensor = true;
+  slot.device = copy;
+  state_.env[target] = std::move(slot);
+  return copy;
 }
 
 Expected<std::optional<DeviceTensor>> NodeArgs::optionalTensor(std::string_view name) {
@@ -356,6 +430,39 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(Context &ctx, con
   exec->state_ = std::make_unique<State>();
   exec->state_->ctx = &ctx;
   exec->state_->graph = &graph;
+  exec->mutableMode_ = options.mutableBuffers;
+  // The mutable buffers: those the signature's BUFFER_MUTATION outputs name,
+  // and those an in-place op's mutable argument reaches.
+  {
+    std::map<std::string, const Value *, std::less<>> buffers;
+    for (const GraphInput &in : graph.inputs())
+      if (in.kind == InputKind::Buffer)
+        buffers.emplace(std::string(in.fqn), in.value);
+    for (const GraphOutput &o : graph.outputs()) {
+      if (o.kind != OutputKind::BufferMutation)
+        continue;
+      auto it = buffers.find(o.target);
+      if (it == buffers.end())
+        return Diagnostic::error("graph @" + graph.name() + " mutates buffer '" + o.target +
+                                 "', which is not one of its inputs");
+      exec->state_->mutableInputs[it->second] = o.target;
+    }
+    for (const Node &node : graph.nodes()) {
+      if (!node.schema())
+        continue;
+      auto bound = BoundArgs::bind(node);
+      if (!bound.ok())
+        continue; // reported below
+      for (std::size_t i = 0; i < bound->size(); ++i) {
+        const Argument &a = bound->at(i);
+        if (!bound->schema().args[i].type.isMutable() || !a.isValue())
+          continue;
+        const GraphInput *in = graph.inputFor(a.value());
+        if (in && in->kind == InputKind::Buffer)
+          exec->state_->mutableInputs[a.value()] = std::string(in->fqn);
+      }
+    }
+  }
   std::vector<NodeInfo> &infos = exec->state_->nodes;
   std::map<const Value *, std::size_t> lastUse;
   std::size_t index = 0;
@@ -476,6 +583,37 @@ Expected<std::vector<PlannedPlacement>> compiledPlan(const Program &program) {
 
 GraphExecutor::~GraphExecutor() = default;
 
+std::vector<std::string> GraphExecutor::mutableBufferNames() const {
+  std::vector<std::string> out;
+  for (const GraphInput &in : graph_->inputs())
+    if (auto it = state_->mutableInputs.find(in.value); it != state_->mutableInputs.end())
+      out.push_back(it->second);
+  return out;
+}
+
+Expected<Tensor> GraphExecutor::mutableBuffer(std::string_view fqn) {
+  for (const auto &[v, name] : state_->mutableInputs)
+    if (name == fqn)
+      return state_->hostTensor(v);
+  return Diagnostic::error("graph @" + graph_->name() + " has no mutable buffer '" +
+                           std::string(fqn) + "'");
+}
+
+Expected<MutableState> GraphExecutor::mutableState() {
+  MutableState out;
+  for (const auto &[v, fqn] : state_->mutableInputs) {
+    if (!state_->mutableValues.count(v))
+      continue; // still the graph's data, as for the interpreter's state
+    GRAFT_TRY(Tensor t, state_->hostTensor(v));
+    out.buffers[fqn] = std::move(t);
+  }
+  return out;
+}
+
+void GraphExecutor::resetMutableBuffers() {
+  state_->mutableValues.clear();
+}
+
 std::size_t GraphExecutor::numCpuNodes() const {
   std::size_t n = 0;
   for (const NodePlan &p : plan_)
@@ -497,6 +635,8 @@ GraphExecutor::run(const std::vector<RuntimeValue> &userInputs) {
   ContextStats before = ctx.stats();
   stats_ = ExecutorStats{};
   st.env.clear();
+  if (mutableMode_ == ExecutorOptions::MutableBuffers::PerRun)
+    st.mutableValues.clear();
 
   // User inputs: dtype and shape checked against the prototypes.
   std::size_t numUser = 0;
@@ -591,16 +731,14 @@ GraphExecutor::run(const std::vector<RuntimeValue> &userInputs) {
         return prefixed(node, r.takeFailure());
       // In-place ops (llama.update_cache, index_copy_, copy_ ...): later
       // readers of the mutated value see the new data, as the interpreter
-      // does. The graph's own buffer data is never written, so every run
-      // starts from it.
+      // does. The graph's own buffer data is never written: a mutable
+      // buffer's new value goes to its device copy.
       for (auto &[argName, data] : mutated) {
         auto target = mutationTarget(*st.graph, node, bound, argName);
         if (!target.ok())
           return prefixed(node, target.takeFailure());
-        Slot slot;
-        slot.isTensor = true;
-        slot.host = std::move(data);
-        st.env[*target] = std::move(slot);
+        if (Status s = st.rebindMutated(*target, std::move(data)); !s.ok())
+          return prefixed(node, s.takeFailure());
       }
       for (RuntimeValue &v : *r) {
         if (Tensor *t = std::get_if<Tensor>(&v))
@@ -646,8 +784,19 @@ GraphExecutor::run(const std::vector<RuntimeValue> &userInputs) {
       st.env.erase(v);
   }
 
+  // The signature's buffer mutations become the buffers' device values.
+  for (const GraphOutput &o : graph_->outputs()) {
+    if (o.kind != OutputKind::BufferMutation)
+      continue;
+    for (const auto &[buffer, fqn] : st.mutableInputs)
+      if (fqn == o.target)
+        GRAFT_CHECK_OK(st.commitBufferMutation(buffer, o.value));
+  }
+  bool onDevice = mutableMode_ == ExecutorOptions::MutableBuffers::OnDevice;
   std::vector<RuntimeValue> outs;
   for (const GraphOutput &o : graph_->outputs()) {
+    if (onDevice && o.kind != OutputKind::UserOutput)
+      continue;
     if (o.value->isTensor()) {
       GRAFT_TRY(Tensor t, st.hostTensor(o.value));
       outs.emplace_back(std::move(t));

@@ -62,6 +62,14 @@ struct GraphExecutor::State {
   /// different FQNs (a tied embedding / lm_head) share one device copy.
   std::map<std::pair<uint64_t, std::string>, PackedQ4Weight> q4ByHash;
   std::map<uint64_t, RawBytes> rawByHash;
+  /// The graph's mutable buffers (Buffer inputs named by a BUFFER_MUTATION
+  /// output or mutated by an in-place op), by FQN, found at create().
+  std::map<const Value *, std::string> mutableInputs;
+  /// Their current device values: uploaded from the graph's data on first
+  /// use, written in place by in-place kernels, replaced by a run's
+  /// BUFFER_MUTATION results. Kept across runs under
+  /// MutableBuffers::OnDevice, cleared before each run otherwise.
+  std::map<const Value *, DeviceTensor> mutableValues;
 
   /// The device tensor of a value (uploading constants / host tensors).
   Expected<DeviceTensor> deviceTensor(const Value *v);
@@ -72,6 +80,12 @@ struct GraphExecutor::State {
   Expected<PackedQ4Weight> packedQ4(const Value *v, bool lowNibbleFirst);
   Expected<PackedQ8Weight> packedQ8(const Value *v);
   Expected<RawBytes> rawBytes(const Value *v);
+  /// Makes `data` the value of a mutable buffer, or of any other value an
+  /// in-place op rebinds (a CPU node's result).
+  Status rebindMutated(const Value *target, Tensor data);
+  /// Makes the result of a run's BUFFER_MUTATION output the buffer's value,
+  /// on the device (no copy when the result already is the buffer).
+  Status commitBufferMutation(const Value *buffer, const Value *result);
 };
 
 /// Argument access for a lowering's run function.
@@ -93,6 +107,13 @@ public:
   /// nullopt for None.
   Expected<std::optional<DeviceTensor>> optionalTensor(std::string_view name);
   Expected<std::vector<DeviceTensor>> tensorList(std::string_view name);
+  /// The device tensor an in-place kernel writes for mutable argument
+  /// `name` (Tensor(a!)): a mutable buffer's own storage, so the update
+  /// stays on the device and reaches every later reader; any other target
+  /// (a user input, an intermediate) is first copied and rebound to the
+  /// copy, as the interpreter rebinds it, so values sharing its buffer keep
+  /// their data. Checked by graft::mutationTarget, as for the interpreter.
+  Expected<DeviceTensor> mutableTensor(std::string_view name);
   /// An Int / SymInt (resolved) / Bool argument; nullopt for None or others.
   std::optional<int64_t> integer(std::string_view name) const;
   /// A number (Int, Float, Bool, or a resolved symbolic scalar).
@@ -119,6 +140,9 @@ struct Lowering {
   CheckFn check; ///< empty reason: supported
   RunFn run;
 };
+
+/// Adds the KV-cache ops' lowerings (KvCacheLowerings.cpp) to the table.
+void addKvCacheLowerings(std::map<std::string, Lowering, std::less<>> &table);
 
 /// The lowering of an op target ("aten.add.Tensor"), or null.
 const Lowering *findLowering(std::string_view target);

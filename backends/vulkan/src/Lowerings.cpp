@@ -1087,7 +1087,7 @@ Lowering scalarReadLowering(bool select) {
 Lowering sdpaLowering() {
   Lowering l;
   l.kernel = "sdpa";
-  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+  l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &) -> std::string {
     for (const char *n : {"query", "key", "value"}) {
       const TensorProto *p = protoOf(b, n);
       if (!p || !isFloatDT(p->dtype) || p->rank() < 3 || p->rank() > 6)
@@ -1097,8 +1097,6 @@ Lowering sdpaLowering() {
     if (drop && drop->number().value_or(0.0) != 0.0)
       return "dropout_p != 0";
     const TensorProto *mask = protoOf(b, "attn_mask");
-    if (mask && mask->dtype == DType::Bool && !isConstantValue(node, b, "attn_mask"))
-      return "a bool attn_mask computed at run time";
     if (mask && mask->dtype != DType::Bool && !isFloatDT(mask->dtype))
       return "attn_mask dtype " + std::string(name(mask->dtype)) + " is unsupported";
     return {};
@@ -1180,14 +1178,22 @@ Lowering sdpaLowering() {
     } else if (!a.isNone("attn_mask")) {
       const Value *mv = a.value("attn_mask");
       DeviceTensor mask;
-      if (mv->proto().dtype == DType::Bool) {
-        const Tensor *c = a.state().constantData(mv);
-        if (!c)
-          return a.error("a bool attn_mask must be a constant");
+      if (const Tensor *c = a.state().constantData(mv); c && mv->proto().dtype == DType::Bool) {
         Tensor add = Tensor::empty(DType::F32, c->sizes());
         for (int64_t i = 0, n = c->numel(); i < n; ++i)
           add.setDouble(i, c->getInt(i) ? 0.0 : -std::numeric_limits<double>::infinity());
         GRAFT_TRY(mask, uploadTensor(ctx, add));
+      } else if (mv->proto().dtype == DType::Bool) {
+        // A mask computed at run time (a KV cache's tril rows narrowed at the
+        // position): where(mask, 0, -inf) on the device, the additive mask
+        // the reference builds.
+        GRAFT_TRY(DeviceTensor m, a.tensor("attn_mask"));
+        GRAFT_TRY(DeviceTensor zero, uploadTensor(ctx, Tensor::fromDoubles(DType::F32, {}, {0.0})));
+        GRAFT_TRY(
+            DeviceTensor ninf,
+            uploadTensor(ctx, Tensor::fromDoubles(DType::F32, {},
+                                                  {-std::numeric_limits<double>::infinity()})));
+        GRAFT_TRY(mask, where(ctx, m, zero, ninf));
       } else {
         GRAFT_TRY(mask, a.tensor("attn_mask"));
         GRAFT_TRY(mask, asDType(ctx, mask, DType::F32));
@@ -1299,6 +1305,12 @@ std::map<std::string, Lowering, std::less<>> buildLowerings() {
   m["torchao.quantize_affine.default"] = quantizeLowering(true);
   m["torchao.dequantize_affine.default"] = quantizeLowering(false);
   m["quantized_decomposed.dequantize_per_channel.default"] = dequantizePerChannelLowering();
+  // Factories of the KV-cache export's indices (arange(seq_len) + start_pos):
+  // computed on the host from per-call scalars and uploaded.
+  m["aten.arange.default"] = hostLowering("host_arange", false, true);
+  m["aten.arange.start"] = hostLowering("host_arange", false, true);
+  m["aten.arange.start_step"] = hostLowering("host_arange", false, true);
+  addKvCacheLowerings(m);
   return m;
 }
 

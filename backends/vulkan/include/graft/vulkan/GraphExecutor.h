@@ -74,6 +74,21 @@ struct ExecutorOptions {
   /// fail, naming the node and why. When true it runs on the CPU through the
   /// reference interpreter instead (Placement::CpuFallback, with the reason).
   bool allowCpuFallback = false;
+  /// What happens to the graph's mutable buffers (a KV cache: the buffers of
+  /// BUFFER_MUTATION outputs and of in-place ops) between run() calls.
+  enum class MutableBuffers {
+    /// Every run starts from the graph's data, as Interpreter::run without a
+    /// state does; run() returns every graph output, the buffer mutations
+    /// downloaded (for comparing whole runs).
+    PerRun,
+    /// The buffers live on the device across runs and mutations are applied
+    /// there in place, as Interpreter::run with a MutableState does: decode
+    /// steps continue the cache. run() returns only the user outputs, in
+    /// graph-output order; a buffer is downloaded only when mutableBuffer()
+    /// or mutableState() asks for it.
+    OnDevice,
+  };
+  MutableBuffers mutableBuffers = MutableBuffers::PerRun;
 };
 
 /// The plan a program file records for its graph, validated against it (one
@@ -106,10 +121,22 @@ public:
   std::size_t numCpuFallbackNodes() const;
 
   /// Runs the graph. `userInputs` are in graph user-input order, as for
-  /// Interpreter::run; results are in graph-output order.
+  /// Interpreter::run; results are in graph-output order (only the user
+  /// outputs under MutableBuffers::OnDevice).
   Expected<std::vector<RuntimeValue>> run(const std::vector<RuntimeValue> &userInputs);
   /// Counters of the last run.
   const ExecutorStats &stats() const { return stats_; }
+
+  /// The FQNs of the graph's mutable buffers, in graph-input order.
+  std::vector<std::string> mutableBufferNames() const;
+  /// The current value of a mutable buffer, downloaded: the graph's data
+  /// before the first OnDevice run (or after resetMutableBuffers()).
+  Expected<Tensor> mutableBuffer(std::string_view fqn);
+  /// Every mutable buffer, downloaded, in the interpreter's form (to go on
+  /// with Interpreter::run, or to compare with its state).
+  Expected<MutableState> mutableState();
+  /// Drops the device values: the next run starts from the graph's data.
+  void resetMutableBuffers();
 
   struct State;
 
@@ -118,6 +145,7 @@ private:
   Context *ctx_ = nullptr;
   const Graph *graph_ = nullptr;
   std::vector<NodePlan> plan_;
+  ExecutorOptions::MutableBuffers mutableMode_ = ExecutorOptions::MutableBuffers::PerRun;
   std::unique_ptr<State> state_;
   ExecutorStats stats_;
 };

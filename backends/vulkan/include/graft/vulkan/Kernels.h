@@ -225,6 +225,27 @@ Expected<DeviceTensor> dequantizePerChannel(Context &ctx, const DeviceTensor &q,
                                             const DeviceTensor *zeroPoints, int64_t axis,
                                             DType outDType);
 
+//===-- KV caches (KvCacheKernels.cpp) ---------------------------------===//
+
+/// dst.narrow(dim, start, n) = src, written in place into dst's buffer
+/// (llama.update_cache: dim 1 of [B, M, H, D]). src has dst's dtype and its
+/// sizes except at dim (n there); start + n beyond dst is a user error.
+Status copyIntoSlice(Context &ctx, const DeviceTensor &dst, const DeviceTensor &src, int64_t dim,
+                     int64_t start);
+/// aten.index_copy_ in place: dst.select(dim, index[i]) = src.select(dim, i)
+/// for the n entries of the integer index (a repeated index keeps the last
+/// slice, as the reference's loop does); an index outside dst is a user
+/// error at the next flush.
+Status indexCopyInto(Context &ctx, const DeviceTensor &dst, const DeviceTensor &src, int64_t dim,
+                     const DeviceTensor &index);
+/// llama.custom_sdpa without attn_mask: q [B, S, H, D] against the caches
+/// [B, M, Hkv, D] (H a multiple of Hkv), keys [0, startPos + S), causal with
+/// query i at position startPos + i; scale defaults to 1/sqrt(D). f32 or
+/// f16 (computed in f32). Result [B, S, H, D] in q's dtype.
+Expected<DeviceTensor> customSdpa(Context &ctx, const DeviceTensor &q, const DeviceTensor &kCache,
+                                  const DeviceTensor &vCache, int64_t startPos, bool causal,
+                                  std::optional<double> scale);
+
 //===-- Layout ---------------------------------------------------------===//
 
 /// A strided read of `src` (any view: permute, slice, select, expand)

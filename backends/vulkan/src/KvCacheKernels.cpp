@@ -1,0 +1,178 @@
+//===- KvCacheKernels.cpp - KV-cache writes and attention over the caches -===//
+//
+// The device kernels of a Llama export with a KV cache (ExecuTorch's
+// export_llama, both forms; docs/vulkan-backend.md):
+//
+//   llama.update_cache(value, cache, start_pos)   copyIntoSlice(cache, value, 1, start_pos)
+//   aten.index_copy_(cache, dim, index, source)   indexCopyInto(cache, source, dim, index)
+//   llama.custom_sdpa(q, k_cache, v_cache, pos)   customSdpa: sdpa_kv scores -> softmax
+//                                                 (safe) -> sdpa_kv output
+//
+// The writes go into the destination's own buffer (the executor hands them
+// a mutable buffer's device storage), so a KV cache never leaves the device.
+// start_pos is a per-call value (push constants), never part of a pipeline.
+//
+//===----------------------------------------------------------------------===//
+#include "graft/vulkan/Kernels.h"
+
+#include <cmath>
+#include <limits>
+
+namespace graft::vk {
+
+namespace {
+
+Diagnostic kvError(const char *kernel, const std::string &message) {
+  return Diagnostic::error(std::string("vulkan ") + kernel + ": " + message);
+}
+
+std::string sizesStr(const std::vector<int64_t> &sizes) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
+bool fitsInt32(int64_t n) {
+  return n >= 0 && n <= std::numeric_limits<int32_t>::max();
+}
+
+struct IndexCopyPush {
+  int32_t numel, n, inner, dstLen, start;
+};
+
+/// The [outer, dstLen, inner] view of `dst` and [outer, n, inner] of `src`
+/// around `dim`, after checking that they differ only there.
+Expected<IndexCopyPush> sliceGeometry(const char *kernel, const DeviceTensor &dst,
+                                      const DeviceTensor &src, int64_t dim) {
+  int64_t rank = static_cast<int64_t>(dst.sizes.size());
+  if (rank == 0 || dim < 0 || dim >= rank)
+    return kvError(kernel,
+                   "dim " + std::to_string(dim) + " is out of range for " + sizesStr(dst.sizes));
+  if (src.dtype != dst.dtype)
+    return kvError(kernel, "source " + std::string(name(src.dtype)) + " and destination " +
+                               std::string(name(dst.dtype)) + " differ in dtype");
+  if (!deviceElem(dst.dtype))
+    return kvError(kernel, "dtype " + std::string(name(dst.dtype)) + " has no device form");
+  if (src.sizes.size() != dst.sizes.size())
+    return kvError(kernel, "source " + sizesStr(src.sizes) + " and destination " +
+                               sizesStr(dst.sizes) + " differ in rank");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    std::size_t k = static_cast<std::size_t>(d);
+    if (d != dim && src.sizes[k] != dst.sizes[k])
+      return kvError(kernel, "source " + sizesStr(src.sizes) + " does not fit destination " +
+                                 sizesStr(dst.sizes) + " outside dim " + std::to_string(dim));
+    if (d < dim)
+      outer *= dst.sizes[k];
+    else if (d > dim)
+      inner *= dst.sizes[k];
+  }
+  if (!fitsInt32(dst.numel()) || !fitsInt32(src.numel()))
+    return kvError(kernel, "tensors beyond int32 indexing");
+  IndexCopyPush pc{};
+  pc.numel = static_cast<int32_t>(src.numel());
+  pc.n = static_cast<int32_t>(src.sizes[static_cast<std::size_t>(dim)]);
+  pc.inner = static_cast<int32_t>(inner);
+  pc.dstLen = static_cast<int32_t>(dst.sizes[static_cast<std::size_t>(dim)]);
+  (void)outer;
+  return pc;
+}
+
+} // namespace
+
+Status copyIntoSlice(Context &ctx, const DeviceTensor &dst, const DeviceTensor &src, int64_t dim,
+                     int64_t start) {
+  GRAFT_TRY(IndexCopyPush pc, sliceGeometry("update_cache", dst, src, dim));
+  if (start < 0 || start + pc.n > pc.dstLen)
+    return kvError("update_cache", "start_pos " + std::to_string(start) + " + " +
+                                       std::to_string(pc.n) + " positions exceed the cache's " +
+                                       std::to_string(pc.dstLen));
+  if (pc.numel == 0)
+    return okStatus();
+  pc.start = static_cast<int32_t>(start);
+  return ctx.dispatch1D("index_copy_offset_" + shaderDType(dst.dtype),
+                        {dst.buffer.get(), src.buffer.get()}, &pc, sizeof(pc),
+                        static_cast<uint64_t>(pc.numel));
+}
+
+Status indexCopyInto(Context &ctx, const DeviceTensor &dst, const DeviceTensor &src, int64_t dim,
+                     const DeviceTensor &index) {
+  GRAFT_TRY(IndexCopyPush pc, sliceGeometry("index_copy", dst, src, dim));
+  if (deviceElem(index.dtype) != DeviceElem::I32 || index.dtype == DType::Bool)
+    return kvError("index_copy", "index must be an integer tensor");
+  if (index.sizes.size() > 1 || index.numel() != pc.n)
+    return kvError("index_copy", "index " + sizesStr(index.sizes) + " must list the " +
+                                     std::to_string(pc.n) + " slices of the source");
+  if (pc.numel == 0)
+    return okStatus();
+  GRAFT_TRY(auto status,
+            ctx.statusBuffer("vulkan index_copy_: an index is out of bounds for dimension " +
+                             std::to_string(dim) + " with size " + std::to_string(pc.dstLen)));
+  return ctx.dispatch1D("index_copy_index_" + shaderDType(dst.dtype),
+                        {dst.buffer.get(), src.buffer.get(), index.buffer.get(), status.get()}, &pc,
+                        sizeof(pc), static_cast<uint64_t>(pc.numel));
+}
+
+Expected<DeviceTensor> customSdpa(Context &ctx, const DeviceTensor &q, const DeviceTensor &kCache,
+                                  const DeviceTensor &vCache, int64_t startPos, bool causal,
+                                  std::optional<double> scale) {
+  const char *k = "custom_sdpa";
+  if (q.sizes.size() != 4 || kCache.sizes.size() != 4 || vCache.sizes.size() != 4)
+    return kvError(k, "query, key and value must be 4-D [B, S, H, D]");
+  if ((q.dtype != DType::F32 && q.dtype != DType::F16) || kCache.dtype != q.dtype ||
+      vCache.dtype != q.dtype)
+    return kvError(k, "query, key and value must all be f32 or all f16");
+  int64_t B = q.sizes[0], S = q.sizes[1], H = q.sizes[2], D = q.sizes[3];
+  int64_t M = kCache.sizes[1], Hkv = kCache.sizes[2];
+  if (kCache.sizes != vCache.sizes || kCache.sizes[0] != B || kCache.sizes[3] != D)
+    return kvError(k, "caches " + sizesStr(kCache.sizes) + " and " + sizesStr(vCache.sizes) +
+                          " do not fit query " + sizesStr(q.sizes));
+  if (Hkv == 0 || H % Hkv != 0)
+    return kvError(k, "query heads " + std::to_string(H) + " are not a multiple of key heads " +
+                          std::to_string(Hkv));
+  int64_t keys = startPos + S;
+  if (startPos < 0 || keys > M)
+    return kvError(k, "start_pos " + std::to_string(startPos) + " + " + std::to_string(S) +
+                          " positions exceed the cache's " + std::to_string(M));
+  GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, q.dtype, q.sizes));
+  if (out.numel() == 0)
+    return out;
+  if (keys == 0)
+    return kvError(k, "no key to attend to");
+  int64_t numScores = B * H * S * keys;
+  if (!fitsInt32(numScores) || !fitsInt32(kCache.numel()) || !fitsInt32(q.numel()))
+    return kvError(k, "tensors beyond int32 indexing");
+  // sdpaMath: s = |scale| (default 1/sqrt(D)), each of q and k^T scaled by
+  // sqrt(s) rounded to the f32 opmath; a negative scale negates q's factor.
+  bool negative = scale && *scale < 0;
+  double s = scale ? std::abs(*scale) : 1.0 / std::sqrt(static_cast<double>(D));
+  double sf = std::sqrt(s);
+  struct {
+    int32_t total, S, H, D, M, Hkv, keys, startPos, causal;
+    float sfQ, sfK;
+  } pc{static_cast<int32_t>(numScores),
+       static_cast<int32_t>(S),
+       static_cast<int32_t>(H),
+       static_cast<int32_t>(D),
+       static_cast<int32_t>(M),
+       static_cast<int32_t>(Hkv),
+       static_cast<int32_t>(keys),
+       static_cast<int32_t>(startPos),
+       causal ? 1 : 0,
+       static_cast<float>(negative ? 0.0 - sf : sf),
+       static_cast<float>(sf)};
+  GRAFT_TRY(DeviceTensor scores, allocateTensor(ctx, DType::F32, {B, H, S, keys}));
+  std::string dt = shaderDType(q.dtype);
+  GRAFT_CHECK_OK(ctx.dispatch1D("sdpa_kv_scores_" + dt,
+                                {scores.buffer.get(), q.buffer.get(), kCache.buffer.get()}, &pc,
+                                sizeof(pc), static_cast<uint64_t>(numScores)));
+  GRAFT_TRY(DeviceTensor p, softmaxLast(ctx, scores, DType::F32, /*safe=*/true));
+  pc.total = static_cast<int32_t>(out.numel());
+  GRAFT_CHECK_OK(ctx.dispatch1D("sdpa_kv_output_" + dt,
+                                {out.buffer.get(), p.buffer.get(), vCache.buffer.get()}, &pc,
+                                sizeof(pc), static_cast<uint64_t>(pc.total)));
+  return out;
+}
+
+} // namespace graft::vk
