@@ -1,9 +1,9 @@
-//===- Json.cpp - Linear-time JSON parsing into nlohmann::ordered_json ----===//
+//===- Json.cpp - Linear-time JSON parsing into a read-only document ------===//
 //
 // An iterative recursive-descent parser (no recursion: nesting depth is
 // bounded only by memory, as with nlohmann's parser). Open containers keep
 // their members on two scratch stacks (values, and keys for objects); closing
-// one moves its members into a container reserved to their exact count. The
+// one copies its members into one arena block of their exact count. The
 // grammar, string validation (escapes, surrogate pairs, UTF-8 byte ranges)
 // and number typing follow nlohmann's lexer, so both accept the same texts
 // and build equal documents; tests/unit/JsonTest.cpp checks that on a corpus.
@@ -13,25 +13,30 @@
 //===----------------------------------------------------------------------===//
 #include "graft/serialize/Json.h"
 
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 namespace graft {
 
-namespace {
+static_assert(std::endian::native == std::endian::little,
+              "JsonBuilder::skipPlain reads the text a word at a time, first byte lowest");
 
 using OJson = nlohmann::ordered_json;
 
-class Parser {
+/// The parser (a friend of JsonValue and JsonDocument: it fills them in).
+class JsonBuilder {
 public:
-  explicit Parser(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+  explicit JsonBuilder(JsonDocument &doc)
+      : p_(doc.text_->data()), end_(doc.text_->data() + doc.text_->size()), arena_(doc.arena_) {}
 
-  /// The document, or false on any syntax error.
-  bool parse(OJson &out) {
+  /// The document's root, or false on any syntax error.
+  bool parse(JsonValue &out) {
     // A UTF-8 byte order mark is skipped, as nlohmann's lexer does.
     if (end_ - p_ >= 3 && static_cast<unsigned char>(p_[0]) == 0xEF &&
         static_cast<unsigned char>(p_[1]) == 0xBB && static_cast<unsigned char>(p_[2]) == 0xBF)
@@ -72,7 +77,7 @@ public:
           skipSpace();
           if (p_ != end_ || values_.size() != 1)
             return false;
-          out = std::move(values_.back());
+          out = values_.back();
           return true;
         }
         Frame &f = frames.back();
@@ -94,9 +99,9 @@ public:
           ++p_;
         }
         closed = false; // the parent has a complete member
-        OJson done = f.object ? closeObject(f.values, f.keys) : closeArray(f.values);
+        JsonValue done = f.object ? closeObject(f.values, f.keys) : closeArray(f.values);
         frames.pop_back();
-        values_.push_back(std::move(done));
+        values_.push_back(done);
       }
     }
   }
@@ -121,17 +126,18 @@ private:
     return true;
   }
 
-  OJson closeArray(std::size_t first) {
-    OJson out = OJson::array();
-    auto &a = out.get_ref<OJson::array_t &>();
-    a.reserve(values_.size() - first);
-    for (std::size_t i = first; i < values_.size(); ++i)
-      a.push_back(std::move(values_[i]));
+  JsonValue closeArray(std::size_t first) {
+    JsonValue out;
+    out.kind_ = JsonValue::Kind::Array;
+    out.size_ = static_cast<uint32_t>(values_.size() - first);
+    std::span<JsonValue> a = arena_.array<JsonValue>(out.size_);
+    std::copy(values_.begin() + static_cast<std::ptrdiff_t>(first), values_.end(), a.begin());
+    out.elements_ = a.data();
     values_.resize(first);
     return out;
   }
 
-  OJson closeObject(std::size_t firstValue, std::size_t firstKey) {
+  JsonValue closeObject(std::size_t firstValue, std::size_t firstKey) {
     const std::size_t n = keys_.size() - firstKey;
     // A repeated key keeps its first position and takes the last value (what
     // nlohmann's operator[] insertion does); its later occurrences are dropped.
@@ -139,7 +145,7 @@ private:
     auto drop = [&](std::size_t firstAt, std::size_t later) {
       if (dropped.empty())
         dropped.assign(n, 0);
-      values_[firstValue + firstAt] = std::move(values_[firstValue + later]);
+      values_[firstValue + firstAt] = values_[firstValue + later];
       dropped[later] = 1;
     };
     if (n <= 16) {
@@ -158,15 +164,17 @@ private:
           drop(it->second, i);
       }
     }
-    OJson out = OJson::object();
-    // ordered_map is a vector of (key, value) pairs; appending to it directly
-    // skips the per-insertion duplicate scan, done above once for all.
-    auto &members = static_cast<std::vector<std::pair<const std::string, OJson>> &>(
-        out.get_ref<OJson::object_t &>());
-    members.reserve(n);
-    for (std::size_t i = 0; i < n; ++i)
+    std::size_t kept = n;
+    for (char d : dropped)
+      kept -= d;
+    JsonValue out;
+    out.kind_ = JsonValue::Kind::Object;
+    out.size_ = static_cast<uint32_t>(kept);
+    std::span<JsonMember> members = arena_.array<JsonMember>(kept);
+    for (std::size_t i = 0, k = 0; i < n; ++i)
       if (dropped.empty() || !dropped[i])
-        members.emplace_back(std::move(keys_[firstKey + i]), std::move(values_[firstValue + i]));
+        members[k++] = JsonMember{keys_[firstKey + i], values_[firstValue + i]};
+    out.members_ = members.data();
     keys_.resize(firstKey);
     values_.resize(firstValue);
     return out;
@@ -180,23 +188,26 @@ private:
     return true;
   }
 
-  bool scalar(OJson &out) {
+  bool scalar(JsonValue &out) {
     switch (*p_) {
     case '"': {
-      std::string s;
+      std::string_view s;
       if (!string(s))
         return false;
-      out = std::move(s);
+      out.kind_ = JsonValue::Kind::String;
+      out.size_ = static_cast<uint32_t>(s.size());
+      out.s_ = s.data();
       return true;
     }
     case 't':
-      out = true;
+      out.kind_ = JsonValue::Kind::Boolean;
+      out.b_ = true;
       return literal("true");
     case 'f':
-      out = false;
+      out.kind_ = JsonValue::Kind::Boolean;
+      out.b_ = false;
       return literal("false");
     case 'n':
-      out = nullptr;
       return literal("null");
     default:
       return number(out);
@@ -274,16 +285,50 @@ private:
     return 0;
   }
 
-  /// A string at p_ (on its opening quote).
-  bool string(std::string &out) {
+  /// Skips the string bytes that need no look (printable ASCII but '"' and
+  /// the backslash), eight at a time: they are most of a model.json, and the
+  /// loop in string() takes a few branches per byte. Stops on the first
+  /// other byte, which that loop reads.
+  void skipPlain() {
+    constexpr uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+    // (v - kOnes) & ~v has the high bit of v's lowest zero byte set, and none
+    // below it (a borrow only runs upward, from a zero byte): the lowest
+    // flag is exact. The same holds for bytes below 0x20 with 0x20 * kOnes.
+    auto zeroBytes = [&](uint64_t v) { return (v - kOnes) & ~v; };
+    while (end_ - p_ >= 8) {
+      uint64_t w;
+      std::memcpy(&w, p_, 8); // little-endian: the lowest byte is the first
+      uint64_t look = (((w - kOnes * 0x20) & ~w) | zeroBytes(w ^ (kOnes * '"')) |
+                       zeroBytes(w ^ (kOnes * '\\')) | w) &
+                      kHighs; // w: bytes >= 0x80
+      if (look) {
+        p_ += std::countr_zero(look) / 8;
+        return;
+      }
+      p_ += 8;
+    }
+  }
+
+  /// A string at p_ (on its opening quote): a view of the text, or of its
+  /// unescaped copy in the arena when it has escapes.
+  bool string(std::string_view &out) {
     ++p_;
-    const char *run = p_; // start of the bytes not yet appended
+    const char *start = p_;
+    const char *run = p_; // start of the bytes not yet appended to `unescaped`
+    std::string &unescaped = scratch_;
+    bool escapes = false;
     for (;;) {
+      skipPlain();
       if (p_ == end_)
         return false;
       unsigned char c = static_cast<unsigned char>(*p_);
       if (c == '"') {
-        out.append(run, p_);
+        if (escapes) {
+          unescaped.append(run, p_);
+          out = arena_.copy(unescaped);
+        } else {
+          out = std::string_view(start, static_cast<std::size_t>(p_ - start));
+        }
         ++p_;
         return true;
       }
@@ -301,7 +346,11 @@ private:
         continue;
       }
       // An escape.
-      out.append(run, p_);
+      if (!escapes) {
+        escapes = true;
+        unescaped.clear();
+      }
+      unescaped.append(run, p_);
       if (++p_ == end_)
         return false;
       char e = *p_++;
@@ -309,22 +358,22 @@ private:
       case '"':
       case '\\':
       case '/':
-        out += e;
+        unescaped += e;
         break;
       case 'b':
-        out += '\b';
+        unescaped += '\b';
         break;
       case 'f':
-        out += '\f';
+        unescaped += '\f';
         break;
       case 'n':
-        out += '\n';
+        unescaped += '\n';
         break;
       case 'r':
-        out += '\r';
+        unescaped += '\r';
         break;
       case 't':
-        out += '\t';
+        unescaped += '\t';
         break;
       case 'u': {
         long cp = hex4();
@@ -340,7 +389,7 @@ private:
             return false;
           cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
         }
-        appendUtf8(out, cp);
+        appendUtf8(unescaped, cp);
         break;
       }
       default:
@@ -352,7 +401,7 @@ private:
 
   /// A number at p_, typed as nlohmann types it: an integer without a sign
   /// is unsigned, with one signed, and either is a float when it overflows.
-  bool number(OJson &out) {
+  bool number(JsonValue &out) {
     const char *start = p_;
     bool negative = false;
     if (p_ != end_ && *p_ == '-') {
@@ -392,14 +441,16 @@ private:
         int64_t v = 0;
         auto r = std::from_chars(start, p_, v);
         if (r.ec == std::errc() && r.ptr == p_) {
-          out = v;
+          out.kind_ = JsonValue::Kind::Integer;
+          out.i_ = v;
           return true;
         }
       } else {
         uint64_t v = 0;
         auto r = std::from_chars(start, p_, v);
         if (r.ec == std::errc() && r.ptr == p_) {
-          out = v;
+          out.kind_ = JsonValue::Kind::Unsigned;
+          out.u_ = v;
           return true;
         }
       }
@@ -416,31 +467,105 @@ private:
     }
     if (!std::isfinite(d))
       return false; // nlohmann: "number overflow parsing '1e400'"
-    out = d;
+    out.kind_ = JsonValue::Kind::Float;
+    out.d_ = d;
     return true;
   }
 
   const char *p_;
   const char *end_;
-  std::vector<OJson> values_;
-  std::vector<std::string> keys_;
+  StringArena &arena_;
+  std::vector<JsonValue> values_;
+  std::vector<std::string_view> keys_;
+  std::string scratch_; ///< a string with escapes, unescaped
 };
 
-} // namespace
-
-Expected<nlohmann::ordered_json> parseOrderedJson(std::string_view text) {
-  OJson doc;
-  if (Parser(text).parse(doc))
+Expected<JsonDocument> JsonDocument::parse(std::string text) {
+  JsonDocument doc;
+  doc.text_ = std::make_unique<const std::string>(std::move(text));
+  if (JsonBuilder(doc).parse(doc.root_))
     return doc;
   // Invalid: nlohmann words the error (where and what), as it always has.
   try {
-    OJson accepted = OJson::parse(text.begin(), text.end());
+    OJson accepted = OJson::parse(doc.text_->begin(), doc.text_->end());
     (void)accepted;
   } catch (const nlohmann::json::exception &e) {
     // parse_error, or out_of_range for a number too large for a double.
     return Diagnostic::error(e.what());
   }
   return Diagnostic::internal("JSON text rejected by graft's parser but accepted by nlohmann's");
+}
+
+OJson toOrderedJson(const JsonValue &v) {
+  // Iterative, like the parser: nesting depth is bounded only by memory.
+  // Each container is reserved to its final size first, so the addresses of
+  // its elements (the frames' destinations) stay put while it fills.
+  struct Frame {
+    const JsonValue *src;
+    OJson *dst;
+    std::size_t next;
+  };
+  std::vector<Frame> stack;
+  auto start = [&](const JsonValue &src, OJson &dst) {
+    switch (src.kind()) {
+    case JsonValue::Kind::Null:
+      dst = nullptr;
+      return;
+    case JsonValue::Kind::Boolean:
+      dst = src.boolean();
+      return;
+    case JsonValue::Kind::Integer:
+      dst = src.integer();
+      return;
+    case JsonValue::Kind::Unsigned:
+      dst = src.unsignedInteger();
+      return;
+    case JsonValue::Kind::Float:
+      dst = src.number();
+      return;
+    case JsonValue::Kind::String:
+      dst = std::string(src.string());
+      return;
+    case JsonValue::Kind::Array:
+      dst = OJson::array();
+      dst.get_ref<OJson::array_t &>().reserve(src.size());
+      break;
+    case JsonValue::Kind::Object:
+      dst = OJson::object();
+      dst.get_ref<OJson::object_t &>().reserve(src.size());
+      break;
+    }
+    stack.push_back(Frame{&src, &dst, 0});
+  };
+  OJson out;
+  start(v, out);
+  while (!stack.empty()) {
+    Frame f = stack.back();
+    if (f.next == f.src->size()) {
+      stack.pop_back();
+      continue;
+    }
+    ++stack.back().next;
+    if (f.src->isArray()) {
+      auto &a = f.dst->get_ref<OJson::array_t &>();
+      a.emplace_back();
+      start(f.src->elements()[f.next], a.back());
+    } else {
+      // ordered_map is a vector of (key, value) pairs; appending to it
+      // directly skips its per-insertion duplicate scan (keys are unique).
+      auto &members = static_cast<std::vector<std::pair<const std::string, OJson>> &>(
+          f.dst->get_ref<OJson::object_t &>());
+      const JsonMember &m = f.src->members()[f.next];
+      members.emplace_back(std::string(m.key), OJson());
+      start(m.value, members.back().second);
+    }
+  }
+  return out;
+}
+
+Expected<nlohmann::ordered_json> parseOrderedJson(std::string_view text) {
+  GRAFT_TRY(JsonDocument doc, JsonDocument::parse(std::string(text)));
+  return toOrderedJson(doc.root());
 }
 
 } // namespace graft

@@ -1,6 +1,7 @@
-// parseOrderedJson against nlohmann::ordered_json::parse: the same texts are
-// accepted, and they build the same documents (member order, number types,
-// float bits), including on random mutations of valid documents.
+// parseOrderedJson (JsonDocument::parse, then toOrderedJson) against
+// nlohmann::ordered_json::parse: the same texts are accepted, and they build
+// the same documents (member order, number types, float bits), including on
+// random mutations of valid documents. Then JsonDocument's own accessors.
 #include "graft/serialize/Json.h"
 
 #include <gtest/gtest.h>
@@ -200,4 +201,88 @@ TEST(Json, AgreesOnRandomMutations) {
       }
       expectAgree(t);
     }
+}
+
+TEST(JsonDocument, KindsViewsAndLookups) {
+  std::string text =
+      R"({"s": "plain", "e": "a\nb\u00e9", "i": -3, "u": 7, "f": 0.5, "t": true, "n": null,)"
+      R"( "a": [1, "x", []], "o": {"k": 1, "k": 2, "j": {}}})";
+  auto doc = JsonDocument::parse(text);
+  ASSERT_TRUE(doc.ok()) << doc.diags().front().message;
+  const JsonValue &root = doc->root();
+  ASSERT_TRUE(root.isObject());
+  ASSERT_EQ(root.size(), 9u);
+  EXPECT_EQ(root.members()[0].key, "s");
+  EXPECT_EQ(root.members()[8].key, "o");
+  EXPECT_EQ(root.find("s")->string(), "plain");
+  EXPECT_EQ(root.find("e")->string(), "a\nb\xc3\xa9");
+  EXPECT_EQ(root.find("i")->kind(), JsonValue::Kind::Integer);
+  EXPECT_EQ(root.find("i")->integer(), -3);
+  EXPECT_EQ(root.find("u")->kind(), JsonValue::Kind::Unsigned);
+  EXPECT_EQ(root.find("u")->unsignedInteger(), 7u);
+  EXPECT_TRUE(root.find("u")->isInteger());
+  EXPECT_EQ(root.find("u")->number(), 7.0);
+  EXPECT_EQ(root.find("f")->kind(), JsonValue::Kind::Float);
+  EXPECT_EQ(root.find("f")->number(), 0.5);
+  EXPECT_TRUE(root.find("t")->isBoolean() && root.find("t")->boolean());
+  EXPECT_TRUE(root.find("n")->isNull());
+  EXPECT_EQ(root.find("missing"), nullptr);
+  const JsonValue &a = *root.find("a");
+  ASSERT_TRUE(a.isArray());
+  ASSERT_EQ(a.elements().size(), 3u);
+  EXPECT_EQ(a.elements()[1].string(), "x");
+  EXPECT_TRUE(a.elements()[2].isArray() && a.elements()[2].size() == 0);
+  EXPECT_EQ(a.find("x"), nullptr); // not an object
+  EXPECT_TRUE(a.members().empty());
+  // A repeated key keeps its first position and its last value.
+  const JsonValue &o = *root.find("o");
+  ASSERT_EQ(o.size(), 2u);
+  EXPECT_EQ(o.members()[0].key, "k");
+  EXPECT_EQ(o.find("k")->unsignedInteger(), 2u);
+  // Scalars have no elements or members.
+  EXPECT_EQ(root.find("s")->size(), 0u);
+  EXPECT_TRUE(root.find("s")->elements().empty());
+}
+
+TEST(JsonDocument, MovingKeepsViewsValid) {
+  // A short text lives inside a std::string; the document keeps its own.
+  auto doc = JsonDocument::parse(R"(["ab"])");
+  ASSERT_TRUE(doc.ok());
+  JsonDocument moved = std::move(*doc);
+  JsonDocument again = std::move(moved);
+  EXPECT_EQ(again.root().elements()[0].string(), "ab");
+}
+
+TEST(JsonDocument, DeepNestingNeedsNoRecursion) {
+  // Parsing and converting are iterative: depth is bounded by memory only.
+  const int depth = 200000;
+  std::string text(depth, '[');
+  text += "1";
+  text.append(depth, ']');
+  auto doc = JsonDocument::parse(text);
+  ASSERT_TRUE(doc.ok());
+  const JsonValue *v = &doc->root();
+  for (int i = 0; i < depth; ++i) {
+    ASSERT_TRUE(v->isArray());
+    v = &v->elements()[0];
+  }
+  EXPECT_EQ(v->unsignedInteger(), 1u);
+  OJson j = toOrderedJson(doc->root());
+  const OJson *w = &j;
+  for (int i = 0; i < depth; ++i)
+    w = &(*w)[0];
+  EXPECT_EQ(w->get<int>(), 1);
+}
+
+TEST(JsonDocument, ErrorsAreNlohmanns) {
+  for (const std::string &t : kInvalid) {
+    auto doc = JsonDocument::parse(t);
+    ASSERT_FALSE(doc.ok()) << t;
+    try {
+      OJson accepted = OJson::parse(t);
+      ADD_FAILURE() << "nlohmann accepts " << t << " as " << accepted.dump();
+    } catch (const nlohmann::json::exception &e) {
+      EXPECT_EQ(doc.diags().front().message, e.what()) << t;
+    }
+  }
 }

@@ -147,26 +147,25 @@ std::string nodeKey(const Node &node, std::map<std::string, int> &zeroOutputCoun
 //===----------------------------------------------------------------------===//
 
 namespace {
-std::string typeName(const OJson &j) {
-  switch (j.type()) {
-  case OJson::value_t::null:
+std::string typeName(const JsonValue &j) {
+  switch (j.kind()) {
+  case JsonValue::Kind::Null:
     return "null";
-  case OJson::value_t::object:
+  case JsonValue::Kind::Object:
     return "an object";
-  case OJson::value_t::array:
+  case JsonValue::Kind::Array:
     return "an array";
-  case OJson::value_t::string:
+  case JsonValue::Kind::String:
     return "a string";
-  case OJson::value_t::boolean:
+  case JsonValue::Kind::Boolean:
     return "a boolean";
-  case OJson::value_t::number_integer:
-  case OJson::value_t::number_unsigned:
+  case JsonValue::Kind::Integer:
+  case JsonValue::Kind::Unsigned:
     return "an integer";
-  case OJson::value_t::number_float:
+  case JsonValue::Kind::Float:
     return "a float";
-  default:
-    return "a binary value";
   }
+  return "a binary value";
 }
 } // namespace
 
@@ -205,7 +204,7 @@ struct JsonRef::Pool {
   }
 };
 
-JsonRef::JsonRef(const OJson &j, std::string record, std::string path) : j_(&j) {
+JsonRef::JsonRef(const JsonValue &j, std::string record, std::string path) : j_(&j) {
   auto *pool = new Pool;
   pool->record = std::move(record);
   pool->rootPath = std::move(path);
@@ -232,7 +231,7 @@ void JsonRef::release(Step *s) {
   }
 }
 
-JsonRef JsonRef::child(const OJson &j, StepKind kind, std::string_view key,
+JsonRef JsonRef::child(const JsonValue &j, StepKind kind, std::string_view key,
                        std::size_t index) const {
   Step *s = step_->pool->take();
   *s = Step{kind, 1, step_, step_->pool, key, index};
@@ -272,82 +271,86 @@ Diagnostic JsonRef::error(const std::string &what) const {
   return Diagnostic::error(step_->pool->record + ": " + (p.empty() ? "<root>" : p) + ": " + what);
 }
 
-Expected<JsonRef> JsonRef::field(const std::string &name) const {
-  if (!j_->is_object())
+Expected<JsonRef> JsonRef::field(std::string_view name) const {
+  if (!j_->isObject())
     return error("expected an object, got " + typeName(*j_));
-  auto it = j_->find(name);
-  if (it == j_->end())
-    return error("missing required field '" + name + "'");
-  return child(*it, StepKind::Field, it.key(), 0);
+  for (const JsonMember &m : j_->members())
+    if (m.key == name)
+      return child(m.value, StepKind::Field, m.key, 0);
+  return error("missing required field '" + std::string(name) + "'");
 }
 
-Expected<std::optional<JsonRef>> JsonRef::optField(const std::string &name) const {
-  if (!j_->is_object())
+Expected<std::optional<JsonRef>> JsonRef::optField(std::string_view name) const {
+  if (!j_->isObject())
     return error("expected an object, got " + typeName(*j_));
-  auto it = j_->find(name);
-  if (it == j_->end() || it->is_null())
-    return std::optional<JsonRef>();
-  return std::optional<JsonRef>(child(*it, StepKind::Field, it.key(), 0));
+  for (const JsonMember &m : j_->members())
+    if (m.key == name) {
+      if (m.value.isNull())
+        break;
+      return std::optional<JsonRef>(child(m.value, StepKind::Field, m.key, 0));
+    }
+  return std::optional<JsonRef>();
 }
 
 Expected<std::vector<JsonRef>> JsonRef::array() const {
-  if (!j_->is_array())
+  if (!j_->isArray())
     return error("expected an array, got " + typeName(*j_));
+  std::span<const JsonValue> elements = j_->elements();
   std::vector<JsonRef> out;
-  out.reserve(j_->size());
-  for (std::size_t i = 0; i < j_->size(); ++i)
-    out.push_back(child((*j_)[i], StepKind::Index, {}, i));
+  out.reserve(elements.size());
+  for (std::size_t i = 0; i < elements.size(); ++i)
+    out.push_back(child(elements[i], StepKind::Index, {}, i));
   return out;
 }
 
 Expected<std::vector<std::pair<std::string, JsonRef>>> JsonRef::members() const {
-  if (!j_->is_object())
+  if (!j_->isObject())
     return error("expected an object, got " + typeName(*j_));
   std::vector<std::pair<std::string, JsonRef>> out;
   out.reserve(j_->size());
-  for (auto it = j_->begin(); it != j_->end(); ++it)
-    out.emplace_back(it.key(), child(it.value(), StepKind::Member, it.key(), 0));
+  for (const JsonMember &m : j_->members())
+    out.emplace_back(std::string(m.key), child(m.value, StepKind::Member, m.key, 0));
   return out;
 }
 
 Expected<std::pair<std::string, JsonRef>> JsonRef::unionMember() const {
-  if (!j_->is_object())
+  if (!j_->isObject())
     return error("expected a single-key union object, got " + typeName(*j_));
   if (j_->size() != 1)
     return error("a union must have exactly one key, this one has " + std::to_string(j_->size()));
-  auto it = j_->begin();
-  return std::make_pair(it.key(), child(it.value(), StepKind::Union, it.key(), 0));
+  const JsonMember &m = j_->members()[0];
+  return std::make_pair(std::string(m.key), child(m.value, StepKind::Union, m.key, 0));
 }
 
 Expected<std::string> JsonRef::str() const {
-  if (!j_->is_string())
+  if (!j_->isString())
     return error("expected a string, got " + typeName(*j_));
-  return j_->get<std::string>();
+  return std::string(j_->string());
 }
 
 Expected<int64_t> JsonRef::integer() const {
-  if (j_->is_number_unsigned()) {
-    uint64_t u = j_->get<uint64_t>();
+  if (j_->kind() == JsonValue::Kind::Unsigned) {
+    uint64_t u = j_->unsignedInteger();
     if (u > static_cast<uint64_t>(INT64_MAX))
       return error("integer " + std::to_string(u) + " is out of the int64 range");
     return static_cast<int64_t>(u);
   }
-  if (!j_->is_number_integer())
+  if (!j_->isInteger())
     return error("expected an integer, got " + typeName(*j_));
-  return j_->get<int64_t>();
+  return j_->integer();
 }
 
 Expected<bool> JsonRef::boolean() const {
-  if (!j_->is_boolean())
+  if (!j_->isBoolean())
     return error("expected a boolean, got " + typeName(*j_));
-  return j_->get<bool>();
+  return j_->boolean();
 }
 
 Expected<double> JsonRef::number() const {
-  if (j_->is_number())
-    return j_->get<double>();
-  if (j_->is_string()) {
-    const std::string &s = j_->get_ref<const std::string &>();
+  if (j_->isNumber())
+    return j_->number();
+  if (j_->isString()) {
+    std::string_view s = j_->string();
     if (s == "Infinity" || s == "inf")
       return HUGE_VAL;
     if (s == "-Infinity" || s == "-inf")
@@ -489,8 +492,8 @@ std::string dumpPythonJson(const OJson &j) {
   return out;
 }
 
-Expected<OJson> parseJson(const std::string &text, const std::string &record) {
-  auto doc = parseOrderedJson(text);
+Expected<JsonDocument> parseJson(std::string text, const std::string &record) {
+  auto doc = JsonDocument::parse(std::move(text));
   if (!doc.ok()) {
     Diagnostic d = doc.diags().front();
     d.message = record + ": not valid JSON: " + d.message;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "graft/serialize/Json.h"
 #include "graft/serialize/Pt2.h"
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace graft {
@@ -59,8 +61,9 @@ struct Pt2Extras {
   /// default (true for parameters, false otherwise).
   std::set<std::string> requiresGradFlipped;
   /// Keyed by the node's first output name, or "#<target>#<k>" for the k-th
-  /// node of that target without outputs.
-  std::map<std::string, Pt2NodeInfo> nodes;
+  /// node of that target without outputs. Hashed: one insertion per node of
+  /// a model, and only ever looked up by key.
+  std::unordered_map<std::string, Pt2NodeInfo> nodes;
   std::shared_ptr<Storage> sampleInputs; ///< data/sample_inputs/<model>.pt
   std::vector<std::pair<std::string, std::shared_ptr<Storage>>> extraFiles; ///< extra/<name>
 };
@@ -73,7 +76,8 @@ inline constexpr const char *kArchiveVersion = "archive_version";
 /// Key of a node in Pt2Extras::nodes.
 std::string nodeKey(const Node &node, std::map<std::string, int> &zeroOutputCounts);
 
-/// A position in a JSON document, for error messages. The path
+/// A position in a JSON document (a JsonDocument: the reader never builds
+/// the nlohmann form of a whole model.json), for error messages. The path
 /// ("graph_module.graph.nodes[3].inputs[0].arg") is only spelled out for an
 /// error: a reference keeps the step that reached it (a key or an index,
 /// viewing the document, which outlives its references) and shares its
@@ -85,7 +89,7 @@ std::string nodeKey(const Node &node, std::map<std::string, int> &zeroOutputCoun
 /// loading a model. So the references to one document belong to one thread.
 class JsonRef {
 public:
-  JsonRef(const OJson &j, std::string record, std::string path);
+  JsonRef(const JsonValue &j, std::string record, std::string path);
   JsonRef(const JsonRef &o) : j_(o.j_), step_(o.step_) { retain(step_); }
   JsonRef(JsonRef &&o) noexcept : j_(o.j_), step_(o.step_) { o.step_ = nullptr; }
   JsonRef &operator=(const JsonRef &o) {
@@ -106,14 +110,14 @@ public:
   }
   ~JsonRef() { release(step_); }
 
-  const OJson &json() const { return *j_; }
+  const JsonValue &json() const { return *j_; }
   std::string path() const;
   Diagnostic error(const std::string &what) const;
 
   /// Required field of an object.
-  Expected<JsonRef> field(const std::string &name) const;
+  Expected<JsonRef> field(std::string_view name) const;
   /// Optional field; null pointer result when absent or JSON null.
-  Expected<std::optional<JsonRef>> optField(const std::string &name) const;
+  Expected<std::optional<JsonRef>> optField(std::string_view name) const;
   Expected<std::vector<JsonRef>> array() const;
   /// Members of an object in order.
   Expected<std::vector<std::pair<std::string, JsonRef>>> members() const;
@@ -124,20 +128,20 @@ public:
   Expected<bool> boolean() const;
   /// A number, or "Infinity" / "-Infinity" / "NaN".
   Expected<double> number() const;
-  bool isNull() const { return j_->is_null(); }
+  bool isNull() const { return j_->isNull(); }
 
 private:
   struct Step;
   struct Pool;
   enum class StepKind : uint8_t;
   /// Adopts `step`'s count of one.
-  JsonRef(const OJson &j, Step *step) : j_(&j), step_(step) {}
+  JsonRef(const JsonValue &j, Step *step) : j_(&j), step_(step) {}
   /// A child of this reference: `j`, reached by `kind` (`key` or `index`).
-  JsonRef child(const OJson &j, StepKind kind, std::string_view key, std::size_t index) const;
+  JsonRef child(const JsonValue &j, StepKind kind, std::string_view key, std::size_t index) const;
   static void retain(Step *s);
   static void release(Step *s);
 
-  const OJson *j_;
+  const JsonValue *j_;
   Step *step_; ///< null only in a moved-from reference
 };
 
@@ -145,7 +149,7 @@ private:
 std::string dumpPythonJson(const OJson &j);
 
 /// Parses JSON text; the error names `record`.
-Expected<OJson> parseJson(const std::string &text, const std::string &record);
+Expected<JsonDocument> parseJson(std::string text, const std::string &record);
 
 /// ExportedProgram enum <-> IR.
 std::optional<Layout> layoutFromExport(int64_t v);

@@ -78,20 +78,17 @@ std::string innerFqn(const std::string &fqn, std::size_t i) {
 }
 
 /// Whether JSON `j` (an Argument) names the value `valueName` anywhere.
-bool mentions(const OJson &j, const std::string &valueName) {
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      if ((it.key() == "name" || it.key() == "as_name") && it.value().is_string() &&
-          it.value().get_ref<const std::string &>() == valueName)
-        return true;
-      if (mentions(it.value(), valueName))
-        return true;
-    }
-  } else if (j.is_array()) {
-    for (const OJson &x : j)
-      if (mentions(x, valueName))
-        return true;
+bool mentions(const JsonValue &j, const std::string &valueName) {
+  for (const JsonMember &m : j.members()) {
+    if ((m.key == "name" || m.key == "as_name") && m.value.isString() &&
+        m.value.string() == valueName)
+      return true;
+    if (mentions(m.value, valueName))
+      return true;
   }
+  for (const JsonValue &x : j.elements())
+    if (mentions(x, valueName))
+      return true;
   return false;
 }
 
@@ -100,33 +97,71 @@ constexpr const char *kAccessInner = "torch.ops.export.access_subclass_inner_ten
 /// The placeholder and attribute of an `export.access_subclass_inner_tensor`
 /// node (torch/export/custom_ops.py: `(Tensor src_subclass_tensor, str attr)
 /// -> Tensor`), or nullopt when `node` is another node or spelled otherwise.
-std::optional<std::pair<std::string, std::string>> innerAccess(const OJson &node) {
-  if (!node.is_object() || !node.contains("target") || !node.at("target").is_string() ||
-      node.at("target").get_ref<const std::string &>() != kAccessInner || !node.contains("inputs"))
+std::optional<std::pair<std::string, std::string>> innerAccess(const JsonValue &node) {
+  // find() is null on anything but an object holding the key.
+  const JsonValue *target = node.find("target");
+  if (!target || !target->isString() || target->string() != kAccessInner)
     return std::nullopt;
-  const OJson &ins = node.at("inputs");
-  if (!ins.is_array() || ins.size() != 2)
+  const JsonValue *ins = node.find("inputs");
+  if (!ins || !ins->isArray() || ins->size() != 2)
     return std::nullopt;
-  auto arg = [&](std::size_t i, const char *member) -> const OJson * {
-    const OJson &na = ins.at(i);
-    if (!na.is_object() || !na.contains("arg") || !na.at("arg").is_object() ||
-        !na.at("arg").contains(member))
-      return nullptr;
-    return &na.at("arg").at(member);
+  auto arg = [&](std::size_t i, const char *member) -> const JsonValue * {
+    const JsonValue *a = ins->elements()[i].find("arg");
+    return a ? a->find(member) : nullptr;
   };
-  const OJson *src = arg(0, "as_tensor"), *attr = arg(1, "as_string");
-  if (!src || !attr || !src->is_object() || !src->contains("name") ||
-      !src->at("name").is_string() || !attr->is_string())
+  const JsonValue *src = arg(0, "as_tensor"), *attr = arg(1, "as_string");
+  const JsonValue *srcName = src ? src->find("name") : nullptr;
+  if (!srcName || !srcName->isString() || !attr || !attr->isString())
     return std::nullopt;
-  return std::make_pair(src->at("name").get<std::string>(), attr->get<std::string>());
+  return std::make_pair(std::string(srcName->string()), std::string(attr->string()));
+}
+
+/// The example value of a SymInt's `hint` ({"as_int": n}), when it has one.
+std::optional<int64_t> symIntHint(const std::optional<JsonRef> &hint) {
+  const JsonValue *v = hint ? hint->json().find("as_int") : nullptr;
+  if (!v || !v->isInteger())
+    return std::nullopt;
+  // nlohmann's get<int64_t> of an unsigned value, as this was read before.
+  return v->kind() == JsonValue::Kind::Unsigned ? static_cast<int64_t>(v->unsignedInteger())
+                                                : v->integer();
 }
 
 std::string fmtShape(DType dt, const std::vector<int64_t> &sizes);
 
+/// What an argument error is about: "node 'add_1' (aten.add.Tensor)", with
+/// " argument 'other'" for one of its arguments, or "graph output 3". Spelled
+/// out only for an error: a string per argument was an allocation for every
+/// argument of every node. Views its node's name, target and argument name.
+class Where {
+public:
+  Where(std::string_view node, std::string_view target) : node_(node), target_(target) {}
+  explicit Where(std::size_t graphOutput) : output_(graphOutput) {}
+  /// The argument `name` of this node.
+  Where argument(std::string_view name) const {
+    Where w = *this;
+    w.arg_ = name;
+    return w;
+  }
+  std::string str() const {
+    if (output_ != kNoOutput)
+      return "graph output " + std::to_string(output_);
+    std::string s = "node '" + std::string(node_) + "' (" + std::string(target_) + ")";
+    if (arg_)
+      s += " argument '" + std::string(*arg_) + "'";
+    return s;
+  }
+
+private:
+  static constexpr std::size_t kNoOutput = ~std::size_t(0);
+  std::string_view node_, target_;
+  std::optional<std::string_view> arg_;
+  std::size_t output_ = kNoOutput;
+};
+
 class Importer {
 public:
   /// `subclasses`: decoded subclass weights to unwrap (null: none).
-  Importer(const OJson &doc, std::string record, const Pt2ReadOptions &opts, Pt2Extras &extras,
+  Importer(const JsonValue &doc, std::string record, const Pt2ReadOptions &opts, Pt2Extras &extras,
            const SubclassMap *subclasses)
       : doc_(doc), record_(std::move(record)), opts_(opts), extras_(extras),
         registry_(opts.registry ? *opts.registry : OpRegistry::builtin()), subclasses_(subclasses) {
@@ -157,7 +192,7 @@ public:
     auto keep = [&](const char *name, OJson &dst) -> Status {
       GRAFT_TRY(auto f, root.optField(name));
       if (f)
-        dst = f->json();
+        dst = toOrderedJson(f->json());
       return okStatus();
     };
     GRAFT_CHECK_OK(keep("opset_version", extras_.opsetVersion));
@@ -166,14 +201,14 @@ public:
     GRAFT_TRY(JsonRef gm, root.field("graph_module"));
     GRAFT_TRY(auto gmMeta, gm.optField("metadata"));
     if (gmMeta)
-      extras_.graphModuleMetadata = gmMeta->json();
+      extras_.graphModuleMetadata = toOrderedJson(gmMeta->json());
     GRAFT_TRY(auto tnf, gm.optField("treespec_namedtuple_fields"));
     if (tnf)
-      extras_.treespecNamedtupleFields = tnf->json();
+      extras_.treespecNamedtupleFields = toOrderedJson(tnf->json());
     GRAFT_TRY(JsonRef mcg, gm.field("module_call_graph"));
     GRAFT_TRY(auto mcgItems, mcg.array());
     (void)mcgItems;
-    extras_.moduleCallGraph = mcg.json();
+    extras_.moduleCallGraph = toOrderedJson(mcg.json());
 
     GRAFT_TRY(JsonRef graphJ, gm.field("graph"));
     GRAFT_TRY(JsonRef sig, gm.field("signature"));
@@ -209,18 +244,19 @@ private:
       GRAFT_TRY(std::string target, t.str());
       GRAFT_TRY(JsonRef outs, n.field("outputs"));
       GRAFT_TRY(auto outList, outs.array());
-      for (const JsonRef &o : outList)
-        if (o.json().is_object() && o.json().contains("as_sym_int") &&
-            o.json()["as_sym_int"].is_object() && o.json()["as_sym_int"].contains("as_name") &&
-            o.json()["as_sym_int"]["as_name"].is_string())
-          producer[o.json()["as_sym_int"]["as_name"].get<std::string>()] = irTarget(target);
+      for (const JsonRef &o : outList) {
+        const JsonValue *symInt = o.json().find("as_sym_int");
+        const JsonValue *name = symInt ? symInt->find("as_name") : nullptr;
+        if (name && name->isString())
+          producer[std::string(name->string())] = irTarget(target);
+      }
     }
     GRAFT_TRY(auto symInts, graphJ.optField("sym_int_values"));
     if (!symInts)
       return okStatus();
     GRAFT_TRY(auto members, symInts->members());
     for (const auto &[valueName, v] : members) {
-      extras_.symValues[valueName] = v.json();
+      extras_.symValues[valueName] = toOrderedJson(v.json());
       GRAFT_TRY(auto u, v.unionMember());
       if (u.first != "as_expr")
         continue;
@@ -228,9 +264,8 @@ private:
       GRAFT_TRY(std::string expr, es.str());
       std::string sym = pt2::bareSymbolName(expr);
       GRAFT_TRY(auto hint, u.second.optField("hint"));
-      if (!sym.empty() && hint && hint->json().is_object() && hint->json().contains("as_int") &&
-          hint->json()["as_int"].is_number_integer())
-        extras_.symbolHints[sym] = hint->json()["as_int"].get<int64_t>();
+      if (auto h = symIntHint(hint); h && !sym.empty())
+        extras_.symbolHints[sym] = *h;
       auto it = producer.find(valueName);
       bool fromSymSize = it != producer.end() && it->second == "aten.sym_size.int";
       if (sym.empty() || fromSymSize || renamed_.count(sym) || sym == valueName)
@@ -264,9 +299,8 @@ private:
       return es.error(d.diags()[0].message);
     GRAFT_TRY(auto hint, u.second.optField("hint"));
     std::string sym = pt2::bareSymbolName(expr);
-    if (hint && !sym.empty() && hint->json().is_object() && hint->json().contains("as_int") &&
-        hint->json()["as_int"].is_number_integer())
-      extras_.symbolHints[sym] = hint->json()["as_int"].get<int64_t>();
+    if (auto h = symIntHint(hint); h && !sym.empty())
+      extras_.symbolHints[sym] = *h;
     if (d->isOpaque())
       extras_.opaqueExprs[d->opaqueExpr()] = expr;
     return d;
@@ -352,6 +386,7 @@ private:
   Status readValueMetas(const JsonRef &graphJ) {
     GRAFT_TRY(JsonRef tv, graphJ.field("tensor_values"));
     GRAFT_TRY(auto members, tv.members());
+    metas_.reserve(members.size());
     for (const auto &[n, m] : members) {
       ValueMetaInfo info;
       GRAFT_TRY(info.proto, tensorMeta(m, &info.requiresGrad));
@@ -368,7 +403,7 @@ private:
         ValueMetaInfo info;
         info.kind = kind;
         metas_[n] = info;
-        extras_.symValues[n] = v.json();
+        extras_.symValues[n] = toOrderedJson(v.json());
       }
       return okStatus();
     };
@@ -376,7 +411,9 @@ private:
     GRAFT_CHECK_OK(scalars("sym_bool_values", ValueKind::SymBool));
     GRAFT_CHECK_OK(scalars("sym_float_values", ValueKind::SymFloat));
     GRAFT_TRY(auto customs, graphJ.optField("custom_obj_values"));
-    if (customs && !customs->json().empty())
+    // Anything but an empty container (nlohmann's empty() on a scalar is false).
+    if (customs &&
+        !((customs->json().isObject() || customs->json().isArray()) && customs->json().size() == 0))
       return customs->error("custom objects (torchbind) are not supported");
     return okStatus();
   }
@@ -415,11 +452,12 @@ private:
       return specs.error("lists " + std::to_string(specList.size()) +
                          " input specs but graph.inputs has " + std::to_string(inputList.size()));
     // FQNs the file names, which an unwrapped inner tensor must not take.
+    // (A spec that is not an object fails unionMember below.)
     for (const JsonRef &spec : specList)
       for (const char *f : {"parameter_name", "buffer_name", "tensor_constant_name"})
-        for (const auto &[k, v] : spec.json().items())
-          if (v.is_object() && v.contains(f) && v.at(f).is_string())
-            specFqns_.insert(v.at(f).get<std::string>());
+        for (const JsonMember &m : spec.json().members())
+          if (const JsonValue *v = m.value.find(f); v && v->isString())
+            specFqns_.insert(std::string(v->string()));
     for (std::size_t i = 0; i < specList.size(); ++i) {
       GRAFT_TRY(auto spec, specList[i].unionMember());
       const std::string &kind = spec.first;
@@ -535,10 +573,11 @@ private:
                       fmtShape(d.dtype, d.sizes) + " but the graph's placeholder '" + n + "' is " +
                       placeholder.str());
     GRAFT_TRY(JsonRef nodes, graphJ.field("nodes"));
-    if (!nodes.json().is_array())
+    if (!nodes.json().isArray())
       return false; // readNodes reports it
-    for (const OJson &node : nodes.json()) {
-      if (!node.is_object() || !node.contains("inputs") || !mentions(node.at("inputs"), n))
+    for (const JsonValue &node : nodes.json().elements()) {
+      const JsonValue *inputs = node.find("inputs");
+      if (!inputs || !mentions(*inputs, n))
         continue;
       auto access = innerAccess(node);
       if (!access || access->first != n)
@@ -627,7 +666,7 @@ private:
   //===-- Arguments -------------------------------------------------------===//
 
   Expected<Value *> lookup(const JsonRef &at, const std::string &valueName, ValueKind kind,
-                           const std::string &where) {
+                           const Where &where) {
     Value *v = graph_->findValue(valueName);
     if (!v) {
       auto alias = aliases_.find(valueName);
@@ -635,14 +674,14 @@ private:
         v = alias->second;
     }
     if (!v)
-      return at.error(where + " refers to undefined value '" + valueName + "'");
+      return at.error(where.str() + " refers to undefined value '" + valueName + "'");
     if (v->kind() != kind)
-      return at.error(where + " uses " + std::string(name(v->kind())) + " '" + valueName +
+      return at.error(where.str() + " uses " + std::string(name(v->kind())) + " '" + valueName +
                       "' as a " + std::string(name(kind)));
     return v;
   }
 
-  Expected<Argument> symArg(const JsonRef &j, ValueKind kind, const std::string &where) {
+  Expected<Argument> symArg(const JsonRef &j, ValueKind kind, const Where &where) {
     GRAFT_TRY(auto u, j.unionMember());
     if (u.first == "as_name") {
       GRAFT_TRY(std::string n, u.second.str());
@@ -664,7 +703,7 @@ private:
     return j.error("unknown member '" + u.first + "'");
   }
 
-  Expected<Argument> tensorRef(const JsonRef &j, const std::string &where) {
+  Expected<Argument> tensorRef(const JsonRef &j, const Where &where) {
     GRAFT_TRY(std::string n, argName(j));
     GRAFT_TRY(Value * v, lookup(j, n, ValueKind::Tensor, where));
     return Argument(v);
@@ -683,7 +722,7 @@ private:
 
   /// One Argument union member -> an IR Argument. `isOperator` reports
   /// as_operator (kept as a string).
-  Expected<Argument> argument(const JsonRef &j, const std::string &where, bool *isOperator) {
+  Expected<Argument> argument(const JsonRef &j, const Where &where, bool *isOperator) {
     GRAFT_TRY(auto u, j.unionMember());
     const std::string &k = u.first;
     const JsonRef &v = u.second;
@@ -809,10 +848,10 @@ private:
     }
     if (k == "as_graph" || k == "as_custom_obj" || k == "as_complex" ||
         k == "as_string_to_argument")
-      return j.error(where + ": argument kind '" + k +
+      return j.error(where.str() + ": argument kind '" + k +
                      "' cannot be represented in graft's IR (subgraphs, torchbind objects, "
                      "complex scalars and string-keyed dicts are not supported)");
-    return j.error(where + ": unknown Argument member '" + k + "'");
+    return j.error(where.str() + ": unknown Argument member '" + k + "'");
   }
 
   //===-- Nodes -----------------------------------------------------------===//
@@ -820,6 +859,7 @@ private:
   Status readNodes(const JsonRef &graphJ) {
     GRAFT_TRY(JsonRef nodes, graphJ.field("nodes"));
     GRAFT_TRY(auto nodeList, nodes.array());
+    extras_.nodes.reserve(nodeList.size());
     std::map<std::string, int> zeroOutputs;
     for (const JsonRef &n : nodeList) {
       if (!unwrappedByName_.empty()) {
@@ -837,10 +877,10 @@ private:
       info.spelling = fileTarget;
       GRAFT_TRY(auto hop, n.optField("is_hop_single_tensor_return"));
       if (hop)
-        info.isHopSingleTensorReturn = hop->json();
+        info.isHopSingleTensorReturn = toOrderedJson(hop->json());
       GRAFT_TRY(auto nodeName, n.optField("name"));
       if (nodeName)
-        info.name = nodeName->json();
+        info.name = toOrderedJson(nodeName->json());
 
       // Outputs first, to name the node in messages.
       GRAFT_TRY(JsonRef outs, n.field("outputs"));
@@ -885,8 +925,7 @@ private:
           return o.error("node output of kind '" + u.first + "' is not supported");
         }
       }
-      std::string where =
-          "node '" + (results.empty() ? target : results[0].name) + "' (" + target + ")";
+      const Where where(results.empty() ? target : results[0].name, target);
 
       // Python sym ops have no overload in the file (`_operator.add`); the
       // registry declares them as operator.add.default.
@@ -902,7 +941,7 @@ private:
         GRAFT_TRY(std::string argNm, nameJ.str());
         GRAFT_TRY(JsonRef argJ, na.field("arg"));
         bool isOp = false;
-        GRAFT_TRY(Argument a, argument(argJ, where + " argument '" + argNm + "'", &isOp));
+        GRAFT_TRY(Argument a, argument(argJ, where.argument(argNm), &isOp));
         GRAFT_TRY(auto kindJ, na.optField("kind"));
         int64_t kind = 0;
         if (kindJ) {
@@ -923,7 +962,7 @@ private:
         }
         if (positional) {
           if (!kwargs.empty())
-            return na.error(where + ": positional argument '" + argNm +
+            return na.error(where.str() + ": positional argument '" + argNm +
                             "' follows a keyword argument");
           if (isOp)
             info.operatorArgs.push_back(static_cast<int>(args.size()));
@@ -931,12 +970,12 @@ private:
           args.push_back(std::move(a));
         } else {
           if (argNm.empty())
-            return nameJ.error(where + ": keyword argument without a name");
+            return nameJ.error(where.str() + ": keyword argument without a name");
           for (const auto &kv : kwargs)
             if (kv.first == argNm)
-              return nameJ.error(where + ": duplicate argument '" + argNm + "'");
+              return nameJ.error(where.str() + ": duplicate argument '" + argNm + "'");
           if (isOp)
-            return na.error(where + ": operator arguments must be positional");
+            return na.error(where.str() + ": operator arguments must be positional");
           kwargs.emplace_back(argNm, std::move(a));
         }
       }
@@ -978,6 +1017,11 @@ private:
     if (!bound)
       return;
     const OpSchema &s = bound->schema();
+    bool complete = true;
+    for (std::size_t i = 0; i < s.args.size() && complete; ++i)
+      complete = bound->provided(i);
+    if (complete)
+      return; // most nodes: nothing to append, nothing to copy
     std::vector<Argument> args = node.args();
     std::vector<std::pair<std::string, Argument>> kwargs = node.kwargs();
     for (std::size_t i = 0; i < s.args.size(); ++i) {
@@ -994,7 +1038,7 @@ private:
 
   //===-- Outputs ---------------------------------------------------------===//
 
-  Expected<Value *> outputValue(const JsonRef &arg, const std::string &where) {
+  Expected<Value *> outputValue(const JsonRef &arg, const Where &where) {
     GRAFT_TRY(auto u, arg.unionMember());
     if (u.first == "as_tensor") {
       GRAFT_TRY(std::string n, argName(u.second));
@@ -1003,14 +1047,14 @@ private:
     if (u.first == "as_sym_int" || u.first == "as_sym_float" || u.first == "as_sym_bool") {
       GRAFT_TRY(auto sm, u.second.unionMember());
       if (sm.first != "as_name")
-        return arg.error(where + ": constant outputs are not supported");
+        return arg.error(where.str() + ": constant outputs are not supported");
       GRAFT_TRY(std::string n, sm.second.str());
       ValueKind vk = u.first == "as_sym_int"     ? ValueKind::SymInt
                      : u.first == "as_sym_float" ? ValueKind::SymFloat
                                                  : ValueKind::SymBool;
       return lookup(sm.second, n, vk, where);
     }
-    return arg.error(where + ": output of kind '" + u.first +
+    return arg.error(where.str() + ": output of kind '" + u.first +
                      "' is not supported (graft outputs are values)");
   }
 
@@ -1027,7 +1071,7 @@ private:
       GRAFT_TRY(extras_.isSingleTensorReturn, single->boolean());
     }
     for (std::size_t i = 0; i < specList.size(); ++i) {
-      std::string where = "graph output " + std::to_string(i);
+      const Where where(i);
       GRAFT_TRY(Value * v, outputValue(outList[i], where));
       GRAFT_TRY(auto spec, specList[i].unionMember());
       const JsonRef &s = spec.second;
@@ -1065,7 +1109,7 @@ private:
     return okStatus();
   }
 
-  const OJson &doc_;
+  const JsonValue &doc_;
   std::string record_;
   const Pt2ReadOptions &opts_;
   Pt2Extras &extras_;
@@ -1281,14 +1325,17 @@ public:
     auto text = zip_->read(*ce);
     if (!text)
       return okStatus();
-    auto doc = pt2::parseJson(*text, configRecord);
-    if (!doc || !doc->is_object() || !doc->contains("config") || !doc->at("config").is_object())
+    auto doc = pt2::parseJson(std::move(*text), configRecord);
+    const JsonValue *config = doc ? doc->root().find("config") : nullptr;
+    if (!config)
       return okStatus();
-    for (const auto &[fqn, meta] : doc->at("config").items()) {
-      if (!meta.is_object() || !meta.contains("use_pickle") || !meta.contains("path_name") ||
-          meta.at("use_pickle") != true || !meta.at("path_name").is_string())
+    for (const JsonMember &m : config->members()) {
+      const std::string fqn(m.key);
+      const JsonValue *usePickle = m.value.find("use_pickle"), *path = m.value.find("path_name");
+      if (!usePickle || !path || !usePickle->isBoolean() || !usePickle->boolean() ||
+          !path->isString())
         continue;
-      std::string pathName = meta.at("path_name").get<std::string>();
+      std::string pathName(path->string());
       if (pathName.rfind("custom_obj_", 0) == 0 || pathName.find('/') != std::string::npos ||
           pathName.find("..") != std::string::npos)
         continue;
@@ -1367,8 +1414,8 @@ public:
     if (!ce)
       return Diagnostic::error(zip_->displayName() + ": missing record '" + configRecord + "'");
     GRAFT_TRY(std::string text, zip_->read(*ce));
-    GRAFT_TRY(OJson doc, pt2::parseJson(text, configRecord));
-    JsonRef root(doc, configRecord, "");
+    GRAFT_TRY(JsonDocument doc, pt2::parseJson(std::move(text), configRecord));
+    JsonRef root(doc.root(), configRecord, "");
     GRAFT_TRY(JsonRef config, root.field("config"));
     GRAFT_TRY(auto members, config.members());
     for (const auto &[fqn, meta] : members) {
@@ -1664,7 +1711,7 @@ Expected<Pt2Program> readPt2(const std::string &path, const Pt2ReadOptions &opti
   if (!me)
     return Diagnostic::error(path + ": missing record '" + modelRecord + "'");
   GRAFT_TRY(std::string jsonText, zip->read(*me));
-  GRAFT_TRY(OJson doc, pt2::parseJson(jsonText, modelRecord));
+  GRAFT_TRY(JsonDocument doc, pt2::parseJson(std::move(jsonText), modelRecord));
   // Subclass weights are decoded first: unwrapping them changes the graph.
   SubclassScanner scanner(zip);
   if (options.unwrapSubclassWeights) {
@@ -1688,7 +1735,7 @@ Expected<Pt2Program> readPt2(const std::string &path, const Pt2ReadOptions &opti
                           r + "data/constants/" + prov.modelName + "_constants_config.json", true));
     }
   }
-  Importer importer(doc, modelRecord, options, *extras,
+  Importer importer(doc.root(), modelRecord, options, *extras,
                     options.unwrapSubclassWeights ? &scanner.subclasses() : nullptr);
   GRAFT_TRY(program.graph, importer.run(prov.schemaMajor, prov.schemaMinor, prov.torchVersion));
   program.graph->setName(prov.modelName);
