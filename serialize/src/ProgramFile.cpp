@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <set>
 #include <sys/stat.h>
@@ -110,31 +111,13 @@ struct Section {
 // Writing
 //===----------------------------------------------------------------------===//
 
-/// Detaches every constant initializer of a graph for printing the structure
-/// (constants then print as data-free inputs) and restores them afterwards.
-class DetachedInits {
-public:
-  explicit DetachedInits(Graph &g) : graph_(g) {
-    for (GraphInput &in : g.inputs()) {
-      saved_.push_back(std::move(in.init));
-      in.init.reset();
-    }
-  }
-  ~DetachedInits() {
-    std::size_t i = 0;
-    for (GraphInput &in : graph_.inputs())
-      in.init = std::move(saved_[i++]);
-  }
-
-private:
-  Graph &graph_;
-  std::vector<BoxedOptional<ConstantInit>> saved_;
-};
-
-Expected<std::string> structureText(Graph &g) {
-  DetachedInits detached(g);
+/// The graph's structure: constants print as data-free inputs. Reads the
+/// graph and nothing else (no constant's data), so it can run while another
+/// thread loads the constants.
+Expected<std::string> structureText(const Graph &g) {
   PrintOptions opts;
   opts.printMetadata = true;
+  opts.printInitializers = false;
   return printGraph(g, opts);
 }
 
@@ -359,6 +342,113 @@ json provenanceJson(const Program &p) {
                  {"requests", e.requests},
                  {"origins", e.origins}});
   return a;
+}
+
+/// `s` as nlohmann's dump() writes a JSON string (UTF-8 as it is).
+void appendJsonString(std::string &out, std::string_view s) {
+  bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return u >= 0x20 && u < 0x7f && c != '"' && c != '\\';
+  });
+  if (plain) {
+    out += '"';
+    out += s;
+    out += '"';
+  } else {
+    out += json(std::string(s)).dump(); // escapes, and refuses invalid UTF-8
+  }
+}
+
+/// CONSTS, byte for byte what dump(1) of its nlohmann document gives (keys
+/// sorted, one space of indent per level), written directly: the document
+/// (a std::map per blob and binding, ~6,000 for a 128-layer model) cost more
+/// to build and free than the text, on the path that waits for DATA.
+std::string constsText(const Program &program, const std::vector<Blob> &blobs,
+                       const std::vector<Binding> &bindings) {
+  std::string out =
+      "{\n \"alignment\": " + std::to_string(kProgramAlignment) + ",\n \"bindings\": ";
+  // A list of objects at depth 1, each written by `each` at depth 2.
+  auto list = [&](std::size_t n, auto &&each) {
+    if (n == 0) {
+      out += "[]";
+      return;
+    }
+    out += "[\n";
+    for (std::size_t i = 0; i < n; ++i) {
+      out += i ? ",\n  {\n" : "  {\n";
+      each(i);
+      out += "\n  }";
+    }
+    out += "\n ]";
+  };
+  list(bindings.size(), [&](std::size_t i) {
+    const Binding &b = bindings[i];
+    const Graph &g = b.graph == "main" ? *program.graph : *program.reference;
+    const GraphInput &in = g.inputs()[b.input];
+    if (b.recipe.is_null())
+      out += "   \"blob\": " + std::to_string(b.blob) + ",\n";
+    out += "   \"dtype\": ";
+    appendJsonString(out, name(in.value->proto().dtype));
+    out += ",\n   \"fqn\": ";
+    appendJsonString(out, in.fqn);
+    out += ",\n   \"graph\": ";
+    appendJsonString(out, b.graph);
+    out += ",\n   \"input\": " + std::to_string(b.input);
+    if (!b.recipe.is_null()) {
+      // The recipe as dump(1) writes it three levels down: its own lines,
+      // indented three more spaces (its strings hold no raw newline).
+      out += ",\n   \"recipe\": ";
+      for (char c : b.recipe.dump(1)) {
+        out += c;
+        if (c == '\n')
+          out += "   ";
+      }
+    }
+  });
+  out += ",\n \"blobs\": ";
+  list(blobs.size(), [&](std::size_t i) {
+    const Blob &b = blobs[i];
+    out += "   \"hash\": \"" + hex64(b.hash) + "\",\n   \"offset\": " + std::to_string(b.offset) +
+           ",\n   \"size\": " + std::to_string(b.size);
+  });
+  out += "\n}";
+  return out;
+}
+
+/// A metadata section: its tag, its bytes and their FNV-1a hash.
+struct SectionBytes {
+  std::string tag;
+  std::string bytes;
+  uint64_t hash = 0;
+
+  static SectionBytes of(std::string tag, std::string bytes) {
+    uint64_t h = contentHash(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
+    return SectionBytes{std::move(tag), std::move(bytes), h};
+  }
+};
+
+/// How many sections structureSections makes for a program without a
+/// reference graph (GRAPH, PLAN, PROV, SHADERS, SPIRV; REFGRAPH is one more).
+constexpr uint32_t kStructureSections = 5;
+
+/// The sections describing the program's structure, in file order, hashed:
+/// GRAPH, [REFGRAPH], PLAN, PROV, SHADERS, SPIRV. Reads the program's
+/// structure only, never a constant's data.
+Expected<std::vector<SectionBytes>> structureSections(const Program &p, ProgramStats &shaderStats) {
+  std::vector<SectionBytes> out;
+  // GRAPH first: it fails on graphs that cannot be printed.
+  GRAFT_TRY(std::string graphText, structureText(*p.graph));
+  out.push_back(SectionBytes::of("GRAPH", std::move(graphText)));
+  if (p.reference) {
+    GRAFT_TRY(std::string refText, structureText(*p.reference));
+    out.push_back(SectionBytes::of("REFGRAPH", std::move(refText)));
+  }
+  out.push_back(SectionBytes::of("PLAN", planJson(p).dump(1)));
+  out.push_back(SectionBytes::of("PROV", provenanceJson(p).dump(1)));
+  auto [shaderIndex, spirv] = shaderSections(p, shaderStats);
+  out.push_back(SectionBytes::of("SHADERS", shaderIndex.dump(1)));
+  out.push_back(SectionBytes::of("SPIRV", std::move(spirv)));
+  return out;
 }
 
 /// A temp file next to the destination, removed unless committed.
@@ -966,161 +1056,148 @@ Expected<ProgramStats> writeProgram(const Program &program, const std::string &p
     return Diagnostic::internal("program plan has " + std::to_string(program.plan.size()) +
                                 " entries for " + std::to_string(program.graph->numNodes()) +
                                 " nodes");
-  // Structure first (it fails on graphs that cannot be printed).
-  std::vector<std::pair<std::string, std::string>> sections;
   json meta = {{"format", "graft-vkprog"},
                {"version", kProgramVersion},
                {"target", program.target},
                {"source", {{"path", program.sourcePath}, {"bytes", program.sourceBytes}}},
                {"has_reference", program.reference != nullptr},
                {"summary", json::parse(program.summaryJson.empty() ? "{}" : program.summaryJson)}};
-  sections.emplace_back("META", meta.dump(1));
-  GRAFT_TRY(std::string graphText, structureText(*program.graph));
-  sections.emplace_back("GRAPH", std::move(graphText));
-  if (program.reference) {
-    GRAFT_TRY(std::string refText, structureText(*program.reference));
-    sections.emplace_back("REFGRAPH", std::move(refText));
-  }
-
-  sections.emplace_back("PLAN", planJson(program).dump(1));
-  sections.emplace_back("PROV", provenanceJson(program).dump(1));
+  // The structure sections (printing the graphs, PLAN, PROV, SHADERS and
+  // their hashes: a fifth of writing a 128-layer model) are built on a second
+  // thread while this one streams the constants: they read only the
+  // program's structure, the DATA loop only its constants' data. The
+  // structure's errors still come first, as when it was built first.
   ProgramStats shaderStats;
-  auto [shaderIndex, spirv] = shaderSections(program, shaderStats);
-  sections.emplace_back("SHADERS", shaderIndex.dump(1));
-  sections.emplace_back("SPIRV", std::move(spirv));
+  std::future<Expected<std::vector<SectionBytes>>> structure =
+      std::async(std::launch::async,
+                 [&program, &shaderStats] { return structureSections(program, shaderStats); });
 
   // Layout: header, table, DATA, then the metadata sections. DATA comes
   // first so that constants stream: each is loaded (a mapped weight, or a
   // deferred repack computed now), hashed, written and dropped before the
   // next, and CONSTS (which lists their hashes and offsets) is written after
   // them. The header and table are filled in last.
-  const uint32_t count = static_cast<uint32_t>(sections.size() + 2); // + CONSTS, DATA
+  const uint32_t count = static_cast<uint32_t>(kStructureSections + (program.reference ? 1 : 0) +
+                                               3); // + META, CONSTS, DATA
   const uint64_t dataOffset = alignUp(kHeaderBytes + count * kTableEntryBytes, kProgramAlignment);
   TempFile out;
-  GRAFT_CHECK_OK(out.open(path));
-  GRAFT_CHECK_OK(out.pad(dataOffset));
-
-  ProgramStats stats = shaderStats;
+  ProgramStats stats;
   std::vector<Blob> blobs;
   std::vector<Binding> bindings;
-  std::multimap<std::pair<uint64_t, uint64_t>, std::size_t> index;
-  // Progress counts prototype bytes (known before any data is touched).
-  uint64_t total = 0, done = 0;
-  auto isStored = [](const Graph &g, const GraphInput &in) {
-    // A constant nothing reads (an original weight every use of which a
-    // rule replaced) stays in the graph's signature but costs no bytes.
-    return in.isConstant() && in.hasData() && isRead(g, in);
-  };
-  auto protoBytes = [](const GraphInput &in) -> uint64_t {
-    Dim n = in.value->proto().numel();
-    return n.isConstant()
-               ? static_cast<uint64_t>(n.constant()) * elementSize(in.value->proto().dtype)
-               : 0;
-  };
-  for (const Graph *g : {program.graph.get(), program.reference.get()})
-    if (g)
-      for (const GraphInput &in : g->inputs())
-        if (isStored(*g, in))
-          total += protoBytes(in);
-  const std::vector<json> recipes = planRecipes(
-      *program.graph, [&](const GraphInput &in) { return isStored(*program.graph, in); });
-  auto addGraph = [&](const Graph &g, const std::string &which) -> Status {
-    for (std::size_t i = 0; i < g.inputs().size(); ++i) {
-      const GraphInput &in = g.inputs()[i];
-      if (!isStored(g, in))
-        continue;
-      if (which == "main" && !recipes[i].is_null()) {
-        // Computed at load from constants stored as bytes: no blob.
+  auto writeData = [&]() -> Status {
+    GRAFT_CHECK_OK(out.open(path));
+    GRAFT_CHECK_OK(out.pad(dataOffset));
+    std::multimap<std::pair<uint64_t, uint64_t>, std::size_t> index;
+    // Progress counts prototype bytes (known before any data is touched).
+    uint64_t total = 0, done = 0;
+    auto isStored = [](const Graph &g, const GraphInput &in) {
+      // A constant nothing reads (an original weight every use of which a
+      // rule replaced) stays in the graph's signature but costs no bytes.
+      return in.isConstant() && in.hasData() && isRead(g, in);
+    };
+    auto protoBytes = [](const GraphInput &in) -> uint64_t {
+      Dim n = in.value->proto().numel();
+      return n.isConstant()
+                 ? static_cast<uint64_t>(n.constant()) * elementSize(in.value->proto().dtype)
+                 : 0;
+    };
+    for (const Graph *g : {program.graph.get(), program.reference.get()})
+      if (g)
+        for (const GraphInput &in : g->inputs())
+          if (isStored(*g, in))
+            total += protoBytes(in);
+    const std::vector<json> recipes = planRecipes(
+        *program.graph, [&](const GraphInput &in) { return isStored(*program.graph, in); });
+    auto addGraph = [&](const Graph &g, const std::string &which) -> Status {
+      for (std::size_t i = 0; i < g.inputs().size(); ++i) {
+        const GraphInput &in = g.inputs()[i];
+        if (!isStored(g, in))
+          continue;
+        if (which == "main" && !recipes[i].is_null()) {
+          // Computed at load from constants stored as bytes: no blob.
+          ++stats.constants;
+          ++stats.recipes;
+          bindings.push_back(Binding{which, i, 0, recipes[i]});
+          done += protoBytes(in);
+          continue;
+        }
+        auto loaded = in.load();
+        if (!loaded.ok())
+          return Diagnostic::error("cannot write '" + path + "': constant '" + in.fqn +
+                                   "': " + loaded.diags().front().message);
+        Tensor t = std::move(*loaded);
+        if (!t.defined())
+          continue;
+        if (!t.isContiguous() || t.offset() != 0)
+          t = t.contiguous();
+        const uint8_t *p = t.rawData();
+        uint64_t size = t.nbytes();
+        uint64_t h = blobHash(kProgramVersion, p, size);
         ++stats.constants;
-        ++stats.recipes;
-        bindings.push_back(Binding{which, i, 0, recipes[i]});
+        std::size_t found = blobs.size();
+        auto [lo, hi] = index.equal_range({h, size});
+        for (auto it = lo; it != hi && found == blobs.size(); ++it) {
+          GRAFT_TRY(bool same, out.equalsWritten(dataOffset + blobs[it->second].offset, p, size));
+          if (same)
+            found = it->second;
+        }
+        if (found == blobs.size()) {
+          uint64_t at = alignUp(out.written(), kProgramAlignment);
+          GRAFT_CHECK_OK(out.pad(at));
+          GRAFT_CHECK_OK(out.write(p, size));
+          blobs.push_back(Blob{size, h, at - dataOffset});
+          index.emplace(std::make_pair(h, size), found);
+          stats.blobBytes += size;
+          if (which == "main")
+            stats.graphBlobBytes += size;
+        } else {
+          stats.dedupedBytes += size;
+        }
+        // Written: a mapped weight's pages leave the RSS; a computed one is freed.
+        t.releasePages();
+        bindings.push_back(Binding{which, i, found, nullptr});
         done += protoBytes(in);
-        continue;
+        if (options.progress && total)
+          options.progress(double(std::min(done, total)) / double(total));
       }
-      auto loaded = in.load();
-      if (!loaded.ok())
-        return Diagnostic::error("cannot write '" + path + "': constant '" + in.fqn +
-                                 "': " + loaded.diags().front().message);
-      Tensor t = std::move(*loaded);
-      if (!t.defined())
-        continue;
-      if (!t.isContiguous() || t.offset() != 0)
-        t = t.contiguous();
-      const uint8_t *p = t.rawData();
-      uint64_t size = t.nbytes();
-      uint64_t h = blobHash(kProgramVersion, p, size);
-      ++stats.constants;
-      std::size_t found = blobs.size();
-      auto [lo, hi] = index.equal_range({h, size});
-      for (auto it = lo; it != hi && found == blobs.size(); ++it) {
-        GRAFT_TRY(bool same, out.equalsWritten(dataOffset + blobs[it->second].offset, p, size));
-        if (same)
-          found = it->second;
-      }
-      if (found == blobs.size()) {
-        uint64_t at = alignUp(out.written(), kProgramAlignment);
-        GRAFT_CHECK_OK(out.pad(at));
-        GRAFT_CHECK_OK(out.write(p, size));
-        blobs.push_back(Blob{size, h, at - dataOffset});
-        index.emplace(std::make_pair(h, size), found);
-        stats.blobBytes += size;
-        if (which == "main")
-          stats.graphBlobBytes += size;
-      } else {
-        stats.dedupedBytes += size;
-      }
-      // Written: a mapped weight's pages leave the RSS; a computed one is freed.
-      t.releasePages();
-      bindings.push_back(Binding{which, i, found, nullptr});
-      done += protoBytes(in);
-      if (options.progress && total)
-        options.progress(double(std::min(done, total)) / double(total));
-    }
+      return okStatus();
+    };
+    GRAFT_CHECK_OK(addGraph(*program.graph, "main"));
+    if (program.reference)
+      GRAFT_CHECK_OK(addGraph(*program.reference, "reference"));
     return okStatus();
   };
-  GRAFT_CHECK_OK(addGraph(*program.graph, "main"));
-  if (program.reference)
-    GRAFT_CHECK_OK(addGraph(*program.reference, "reference"));
+  Status data = writeData();
+  GRAFT_TRY(std::vector<SectionBytes> structureBytes, structure.get());
+  GRAFT_CHECK_OK(data);
+  stats.shaderVariants = shaderStats.shaderVariants;
+  stats.spirvModules = shaderStats.spirvModules;
+  stats.spirvBytes = shaderStats.spirvBytes;
   stats.blobs = blobs.size();
   const uint64_t dataSize = out.written() - dataOffset;
 
-  json consts = {
-      {"alignment", kProgramAlignment}, {"blobs", json::array()}, {"bindings", json::array()}};
-  for (const Blob &b : blobs)
-    consts["blobs"].push_back({{"offset", b.offset}, {"size", b.size}, {"hash", hex64(b.hash)}});
-  for (const Binding &b : bindings) {
-    const Graph &g = b.graph == "main" ? *program.graph : *program.reference;
-    const GraphInput &in = g.inputs()[b.input];
-    json j = {{"graph", b.graph},
-              {"input", b.input},
-              {"fqn", in.fqn},
-              {"dtype", std::string(name(in.value->proto().dtype))}};
-    if (b.recipe.is_null())
-      j["blob"] = b.blob;
-    else
-      j["recipe"] = b.recipe;
-    consts["bindings"].push_back(std::move(j));
-  }
   if (options.summaryJson) {
     json summary = json::parse(options.summaryJson(stats), nullptr, /*allow_exceptions=*/false);
     if (summary.is_discarded())
       return Diagnostic::internal("program summary is not valid JSON");
     meta["summary"] = std::move(summary);
-    sections.front().second = meta.dump(1);
   }
-  // CONSTS in its usual place among the metadata sections (after REFGRAPH).
-  auto plan = std::find_if(sections.begin(), sections.end(),
-                           [](const auto &sec) { return sec.first == "PLAN"; });
-  sections.emplace(plan, "CONSTS", consts.dump(1));
+  // META first, CONSTS in its usual place among the structure sections
+  // (before PLAN, after REFGRAPH).
+  std::vector<SectionBytes> sections;
+  sections.push_back(SectionBytes::of("META", meta.dump(1)));
+  for (SectionBytes &sec : structureBytes) {
+    if (sec.tag == "PLAN")
+      sections.push_back(SectionBytes::of("CONSTS", constsText(program, blobs, bindings)));
+    sections.push_back(std::move(sec));
+  }
 
   // The table lists DATA last, as readers have always seen it; its position
   // in the file is free (readers go by the table's offsets).
   std::vector<Section> table;
-  for (const auto &[tag, bytes] : sections) {
-    table.push_back(
-        Section{tag, out.written(), bytes.size(),
-                contentHash(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size())});
-    GRAFT_CHECK_OK(out.write(bytes.data(), bytes.size()));
+  for (const SectionBytes &sec : sections) {
+    table.push_back(Section{sec.tag, out.written(), sec.bytes.size(), sec.hash});
+    GRAFT_CHECK_OK(out.write(sec.bytes.data(), sec.bytes.size()));
   }
   table.push_back(Section{"DATA", dataOffset, dataSize, 0});
   const uint64_t fileSize = out.written();

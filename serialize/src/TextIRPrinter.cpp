@@ -229,7 +229,7 @@ private:
       line += " fqn=" + quote(in.fqn);
       if (in.kind == InputKind::Buffer && !in.persistent)
         line += " persistent=false";
-      if (in.init) {
+      if (in.init && options_.printInitializers) {
         GRAFT_TRY(std::string init, initializer(in));
         line += " = " + init;
       }

@@ -140,9 +140,9 @@ struct ProgramWriteOptions {
 };
 
 /// Writes `program` atomically (temp file in the same directory, fsync,
-/// rename): on failure nothing is left at `path`. While printing, the
-/// constants' initializers are detached and restored, so the graphs must not
-/// be used concurrently.
+/// rename): on failure nothing is left at `path`. The graphs are only read,
+/// by two threads (one prints the structure while the other streams the
+/// constants); `options`' callbacks are called on the calling thread.
 Expected<ProgramStats> writeProgram(const Program &program, const std::string &path,
                                     const ProgramWriteOptions &options = {});
 

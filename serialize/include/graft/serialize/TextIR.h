@@ -40,6 +40,10 @@ struct PrintOptions {
   std::string dataFile;
   /// Print node metadata (stack_trace, nn_module_stack, ...).
   bool printMetadata = true;
+  /// Print constants' initializers. Without them constants print as
+  /// data-free inputs (a program file's structure), and printing reads
+  /// nothing but the graph's structure: no constant is generated or loaded.
+  bool printInitializers = true;
   /// How the printed text names `dataFile` in file("..."); it resolves
   /// against the directory of the .gir that will hold the text. Empty: the
   /// data file's name without its directory (the two live side by side).
