@@ -177,6 +177,8 @@ std::string printInline(const Syn &n) {
     for (const Syn &k : n.kids) {
       if (k.kind == SK::Shared)
         out += "shared ";
+      else if (k.kind == SK::RootMark)
+        out += "root ";
       else if (k.kind == SK::Results)
         out += printInline(k) + " = ";
       else
@@ -478,6 +480,8 @@ private:
     for (const Syn &k : stmt.kids) {
       if (k.kind == SK::Shared)
         out += "shared ";
+      else if (k.kind == SK::RootMark)
+        out += "root ";
       else if (k.kind == SK::Results || k.kind == SK::CaptureDef)
         return out + printInline(k);
     }

@@ -176,10 +176,11 @@ GRAFT_EXPECT(ExpectResultRef, "expected a result name such as %out (or _)", Resu
 struct Results : peg::seq<ResultName, peg::star<Comma, peg::must<ExpectResultRef>>>,
                  Tag<SK::Results> {};
 struct Shared : GRAFT_KW("shared"), Tag<SK::Shared> {};
+struct RootMark : GRAFT_KW("root"), Tag<SK::RootMark> {};
 GRAFT_EXPECT(ExpectPatternRhs,
              "expected an op pattern such as aten.linear($x, param $w, _) after '='", NodeAlt);
-struct MatchStmt : peg::seq<peg::opt<Shared, Nl>, Results, Nl, peg::must<ExpectAssign>, Nl,
-                            peg::must<ExpectPatternRhs>>,
+struct MatchStmt : peg::seq<peg::opt<peg::sor<Shared, RootMark>, Nl>, Results, Nl,
+                            peg::must<ExpectAssign>, Nl, peg::must<ExpectPatternRhs>>,
                    Tag<SK::MatchStmt> {};
 
 //===----------------------------------------------------------------------===//

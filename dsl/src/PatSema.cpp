@@ -244,6 +244,7 @@ private:
     std::vector<PatternNode> variants;
     std::vector<std::string> results;
     std::set<std::size_t> producers; ///< statements whose results it uses
+    bool isRoot = false;             ///< marked `root` (a multi-root match)
   };
 
   //===-- Match ----------------------------------------------------------===//
@@ -450,13 +451,27 @@ void RuleSema::run(const Syn &r, std::vector<Rule> &out) {
     for (std::size_t i = 0; i < stmts_.size(); ++i)
       copy.nodes.push_back(stmts_[i].variants[pick[i]]);
     copy.root = copy.nodes.size() - 1;
+    for (std::size_t i = 0; i + 1 < stmts_.size(); ++i)
+      if (stmts_[i].isRoot)
+        copy.extraRoots.push_back(i);
     // Later statements vary fastest: variants follow source order.
     for (std::size_t i = stmts_.size(); i-- > 0;) {
       if (++pick[i] < stmts_[i].variants.size())
         break;
       pick[i] = 0;
     }
-    std::vector<Diagnostic> protoDiags = checkRewritePrototypes(copy, ctx_);
+    std::vector<Diagnostic> protoDiags;
+    if (!copy.extraRoots.empty()) {
+      auto plan = rewrite::planRootSearch(copy, [&](const std::string &nm) {
+        auto it = captures_.find(nm);
+        return it != captures_.end() && it->second.type == ExprType::Tensor;
+      });
+      if (!plan.ok())
+        for (Diagnostic &d : plan.takeFailure().diags)
+          protoDiags.push_back(std::move(d));
+    }
+    if (protoDiags.empty())
+      protoDiags = checkRewritePrototypes(copy, ctx_);
     bool bad = false;
     for (Diagnostic &d : protoDiags) {
       bad |= d.severity == Severity::Error;
@@ -486,15 +501,49 @@ void RuleSema::matchSection(const Syn &sec) {
   }
   for (std::size_t i = 0; i < sec.kids.size(); ++i)
     matchStmt(sec.kids[i], i);
+  // A multi-root match marks each of its roots; the last statement is then
+  // one of them (the one the engine finds first).
+  bool multi =
+      std::any_of(stmts_.begin(), stmts_.end(), [](const MatchStmtInfo &s) { return s.isRoot; });
+  const Syn &lastRes = *stmts_.back().syn->find(SK::Results);
+  if (multi && !stmts_.back().isRoot) {
+    const Syn &firstRoot = *std::find_if(stmts_.begin(), stmts_.end(), [](const MatchStmtInfo &s) {
+                              return s.isRoot;
+                            })->syn->find(SK::RootMark);
+    error(lastRes, "the last statement of a match with 'root' statements must be a root too")
+        .note(loc(firstRoot), "this match marks its roots with 'root'; mark " +
+                                  printInline(lastRes) +
+                                  " 'root' as well, or move a root statement to the end");
+  } else if (multi && std::count_if(stmts_.begin(), stmts_.end(),
+                                    [](const MatchStmtInfo &s) { return s.isRoot; }) == 1) {
+    warning(loc(*stmts_.back().syn->find(SK::RootMark)),
+            "'root' on the only root of the match has no effect (the last statement is the root)");
+  }
+  // A root's results leave the match: no other statement may consume them.
+  for (std::size_t j = 0; j < stmts_.size(); ++j)
+    for (std::size_t p : stmts_[j].producers)
+      if (p != j && stmts_[p].isRoot) {
+        const Syn &rootRes = *stmts_[p].syn->find(SK::Results);
+        error(*stmts_[j].syn->find(SK::Results),
+              "pattern node " + printInline(*stmts_[j].syn->find(SK::Results)) + " uses the root " +
+                  printInline(rootRes))
+            .note(loc(rootRes), "a root's results are replaced by the rewrite, so nothing in the "
+                                "match may consume them; drop 'root' here or use another result");
+      }
   checkConnected();
-  // The root (last statement) is replaced: it may be neither optional nor shared.
-  const MatchStmtInfo &root = stmts_.back();
-  const Syn &rootSyn = *root.syn;
-  if (rootSyn.find(SK::Shared))
-    warning(loc(*rootSyn.find(SK::Shared)),
-            "'shared' has no effect on the root of the match (its results are replaced)");
-  if (const Syn *alt = rootSyn.find(SK::NodeAlt); alt && alt->find(SK::Optional))
-    error(*alt->find(SK::Optional), "the root of a match (its last statement) cannot be optional");
+  // Roots are replaced: they may be neither optional nor shared.
+  for (std::size_t i = 0; i < stmts_.size(); ++i) {
+    if (i + 1 != stmts_.size() && !stmts_[i].isRoot)
+      continue;
+    const Syn &rootSyn = *stmts_[i].syn;
+    if (rootSyn.find(SK::Shared))
+      warning(loc(*rootSyn.find(SK::Shared)),
+              "'shared' has no effect on the root of the match (its results are replaced)");
+    if (const Syn *alt = rootSyn.find(SK::NodeAlt); alt && alt->find(SK::Optional))
+      error(*alt->find(SK::Optional),
+            multi ? "a root of a match cannot be optional"
+                  : "the root of a match (its last statement) cannot be optional");
+  }
 }
 
 std::vector<const OpSchema *> RuleSema::resolvePatternTarget(const Syn &opName, bool &insensitive) {
@@ -1209,6 +1258,7 @@ void RuleSema::matchStmt(const Syn &stmt, std::size_t index) {
   const Syn &alt = *stmt.find(SK::NodeAlt);
   const Syn *optional = alt.find(SK::Optional);
   bool shared = stmt.find(SK::Shared) != nullptr;
+  info.isRoot = stmt.find(SK::RootMark) != nullptr;
 
   // Statement-level alternatives; inside an optional node every binding is
   // conditional.
@@ -1387,6 +1437,13 @@ void RuleSema::checkConnected() {
   std::vector<bool> seen(stmts_.size(), false);
   std::vector<std::size_t> work{stmts_.size() - 1};
   seen.back() = true;
+  bool multi = false;
+  for (std::size_t i = 0; i < stmts_.size(); ++i)
+    if (stmts_[i].isRoot && !seen[i]) {
+      seen[i] = true;
+      work.push_back(i);
+      multi = true;
+    }
   while (!work.empty()) {
     std::size_t s = work.back();
     work.pop_back();
@@ -1401,10 +1458,16 @@ void RuleSema::checkConnected() {
     if (seen[i])
       continue;
     const Syn &res = *stmts_[i].syn->find(SK::Results);
-    error(res, "pattern node " + printInline(res) + " is disconnected from its root " +
-                   printInline(rootRes) + " (nothing in the match uses it)")
-        .note(loc(rootRes), "the root of a match is its last statement; every other statement "
-                            "must feed it");
+    if (multi)
+      error(res, "pattern node " + printInline(res) +
+                     " is disconnected from the roots of the match (nothing in the match uses it)")
+          .note(loc(rootRes), "every statement of a multi-root match must feed a statement "
+                              "marked 'root' (or mark this one 'root')");
+    else
+      error(res, "pattern node " + printInline(res) + " is disconnected from its root " +
+                     printInline(rootRes) + " (nothing in the match uses it)")
+          .note(loc(rootRes), "the root of a match is its last statement; every other statement "
+                              "must feed it");
   }
 }
 
@@ -1816,19 +1879,24 @@ void RuleSema::rewriteSection(const Syn &sec) {
             it->second.replacedAt = &r;
   for (const Syn &s : sec.kids)
     rewriteStmt(s);
-  // Every named result of the root must be replaced.
-  const MatchStmtInfo &root = stmts_.back();
-  for (std::size_t r = 0; r < root.results.size(); ++r) {
-    const std::string &nm = root.results[r];
-    if (nm.empty())
+  // Every named result of every root must be replaced.
+  for (std::size_t si = 0; si < stmts_.size(); ++si) {
+    const MatchStmtInfo &root = stmts_[si];
+    if (si + 1 != stmts_.size() && !root.isRoot)
       continue;
-    auto it = results_.find(nm);
-    if (it == results_.end() || it->second.replacedAt)
-      continue;
-    const Syn &anchor = sec.kids.empty() ? sec : sec.kids.back();
-    error(anchor, "the rewrite does not replace %" + nm + ", the result of the match's root")
-        .note(it->second.loc, "%" + nm + " is defined here; give the rewrite a statement '%" + nm +
-                                  " = ns.op(...)'");
+    for (std::size_t r = 0; r < root.results.size(); ++r) {
+      const std::string &nm = root.results[r];
+      if (nm.empty())
+        continue;
+      auto it = results_.find(nm);
+      if (it == results_.end() || it->second.replacedAt)
+        continue;
+      const Syn &anchor = sec.kids.empty() ? sec : sec.kids.back();
+      error(anchor, "the rewrite does not replace %" + nm + ", the result of " +
+                        (root.isRoot ? "a root of the match" : "the match's root"))
+          .note(it->second.loc, "%" + nm + " is defined here; give the rewrite a statement '%" +
+                                    nm + " = ns.op(...)'");
+    }
   }
 }
 

@@ -37,8 +37,9 @@ enum class SK : uint8_t {
   BackendName,
 
   Match,     ///< `match { stmts }`: MatchStmt*
-  MatchStmt, ///< [Shared] Results NodeAlt
+  MatchStmt, ///< [Shared | RootMark] Results NodeAlt
   Shared,
+  RootMark,   ///< `root`: one of the roots of a multi-root match
   Results,    ///< ResultName+ (text `%x` or `_`)
   ResultName, ///< `%x` or `_`
   NodeAlt,    ///< NodeCall ('|' NodeCall)* [Optional]

@@ -500,6 +500,17 @@ void Graph::renumber() {
     n.order_ = i++;
 }
 
+Node *Graph::nextNode(const Node *node) const {
+  auto it = std::next(node->self_);
+  return it == nodes_.end() ? nullptr : &*it;
+}
+
+Node *Graph::prevNode(const Node *node) const {
+  if (node->self_ == nodes_.begin())
+    return nullptr;
+  return &*std::prev(node->self_);
+}
+
 Value *Graph::findValue(std::string_view name) const {
   Value *const *v = valuesByName_.find(name);
   return v && isLive(*v) ? *v : nullptr;

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 #include <unordered_map>
 
 namespace graft::rewrite::detail {
@@ -353,6 +354,16 @@ Status RuleCompiler::checkConnected() {
   std::vector<bool> seen(cr_.nodes.size(), false);
   std::vector<int> stack{cr_.root};
   seen[static_cast<std::size_t>(cr_.root)] = true;
+  for (std::size_t r : rule_.extraRoots) {
+    if (r >= cr_.nodes.size())
+      return errorAt(rule_.loc, "rule '" + rule_.name + "': root index out of range");
+    if (rule_.nodes[r].optional)
+      return errorAt(rule_.nodes[r].loc, "a root of a match cannot be optional");
+    if (!seen[r]) {
+      seen[r] = true;
+      stack.push_back(static_cast<int>(r));
+    }
+  }
   std::function<void(const CArg &)> visit = [&](const CArg &a) {
     if (a.kind == ArgPattern::Kind::PatResult && !seen[static_cast<std::size_t>(a.patNode)]) {
       seen[static_cast<std::size_t>(a.patNode)] = true;
@@ -376,7 +387,8 @@ Status RuleCompiler::checkConnected() {
                      "pattern node " +
                          (rule_.nodes[i].results.empty() ? rule_.nodes[i].targets[0]
                                                          : "%" + bare(rule_.nodes[i].results[0])) +
-                         " is not connected to the root of the match");
+                         " is not connected to " +
+                         (rule_.extraRoots.empty() ? "the root" : "a root") + " of the match");
   return okStatus();
 }
 
@@ -599,6 +611,41 @@ Status RuleCompiler::run() {
     cr_.whereSites.push_back(cr_.addSite(w->loc, "where " + exprText(*w)));
   }
   GRAFT_CHECK_OK(compileRewrite());
+  if (!rule_.extraRoots.empty()) {
+    // Only tensor values have users to walk: an anchor capture must be bound
+    // at a Tensor parameter (or an element of a Tensor[]) of some accepted
+    // schema, and not as a number (`: scalar`).
+    std::set<std::string> tensorCaptures;
+    std::function<void(const CArg &, bool)> collect = [&](const CArg &a, bool tensor) {
+      if (a.kind == ArgPattern::Kind::Var && tensor && a.scalar == ArgPattern::Scalar::None)
+        tensorCaptures.insert(cr_.slotNames[static_cast<std::size_t>(a.slot)]);
+      if (a.kind == ArgPattern::Kind::List)
+        for (const CArg &e : a.elements)
+          collect(e, tensor);
+    };
+    for (const CNode &cn : cr_.nodes)
+      for (const Accept &a : cn.accepts)
+        for (const Accept::Param &p : a.constrained) {
+          if (!p.pat || p.index < 0 || !a.layoutSchema)
+            continue;
+          const SchemaType &t = a.layoutSchema->args[static_cast<std::size_t>(p.index)].type;
+          collect(*p.pat, t.base == SchemaType::Base::Tensor);
+        }
+    GRAFT_TRY(cr_.rootSearches,
+              planRootSearch(rule_, [&](const std::string &n) { return tensorCaptures.count(n); }));
+    for (const RootSearch &rs : cr_.rootSearches) {
+      int slot = -1;
+      if (!rs.anchorCapture.empty())
+        slot = static_cast<int>(
+            std::find(cr_.slotNames.begin(), cr_.slotNames.end(), rs.anchorCapture) -
+            cr_.slotNames.begin());
+      cr_.rootSearchSlots.push_back(slot);
+      const PatternNode &rn = rule_.nodes[rs.root];
+      std::string nm = rn.results.empty() || rn.results[0].empty() ? rn.targets.front()
+                                                                   : "%" + bare(rn.results[0]);
+      cr_.rootSearchSites.push_back(cr_.addSite(rn.loc, "root " + nm));
+    }
+  }
   const CNode &root = cr_.nodes[static_cast<std::size_t>(cr_.root)];
   for (const Accept &a : root.accepts) {
     if (a.schema) {
@@ -640,6 +687,162 @@ Expected<std::unique_ptr<CompiledRule>> compileRule(const Rule &rule, const OpRe
   }
   return cr;
 }
+
+} // namespace graft::rewrite::detail
+
+//===----------------------------------------------------------------------===//
+// Multi-root search plans
+//===----------------------------------------------------------------------===//
+
+namespace graft::rewrite {
+
+namespace {
+
+/// Calls f on every argument pattern of `n` that is matched unconditionally
+/// (top level and list elements; not inside `|` alternatives, where a
+/// capture may stay unbound).
+template <class F> void forEachDefiniteArg(const PatternNode &n, F &&f) {
+  std::function<void(const ArgPattern &)> walk = [&](const ArgPattern &a) {
+    f(a);
+    if (a.kind == ArgPattern::Kind::List)
+      for (const ArgPattern &e : a.elements)
+        walk(e);
+  };
+  for (const ArgPattern &a : n.args)
+    walk(a);
+  for (const auto &kv : n.kwargs)
+    walk(kv.second);
+}
+
+int nodeOfResult(const Rule &rule, const std::string &name) {
+  for (std::size_t i = 0; i < rule.nodes.size(); ++i)
+    for (const std::string &r : rule.nodes[i].results)
+      if (!r.empty() && r == name)
+        return static_cast<int>(i);
+  return -1;
+}
+
+std::string rootName(const Rule &rule, std::size_t r) {
+  const PatternNode &n = rule.nodes[r];
+  return n.results.empty() || n.results[0].empty() ? n.targets.front() : "%" + n.results[0];
+}
+
+} // namespace
+
+Expected<std::vector<RootSearch>>
+planRootSearch(const Rule &rule, const std::function<bool(const std::string &)> &isTensorCapture) {
+  std::vector<RootSearch> plan;
+  // What the matched roots bind: their nodes (reached through non-optional
+  // nodes: a node behind an absent optional one is never bound) and the
+  // tensor captures of those nodes.
+  std::vector<bool> boundNode(rule.nodes.size(), false);
+  std::set<std::string> boundCapture;
+  auto addSubtree = [&](std::size_t r) {
+    std::vector<std::size_t> work{r};
+    boundNode[r] = true;
+    while (!work.empty()) {
+      std::size_t n = work.back();
+      work.pop_back();
+      if (rule.nodes[n].optional)
+        continue;
+      forEachDefiniteArg(rule.nodes[n], [&](const ArgPattern &a) {
+        if (a.kind == ArgPattern::Kind::Var && isTensorCapture(a.name))
+          boundCapture.insert(a.name);
+        if (a.kind == ArgPattern::Kind::PatResult)
+          if (int p = nodeOfResult(rule, a.name); p >= 0 && !boundNode[std::size_t(p)]) {
+            boundNode[std::size_t(p)] = true;
+            work.push_back(std::size_t(p));
+          }
+      });
+    }
+  };
+  addSubtree(rule.root);
+  // Breadth first from the root down through non-optional nodes to the
+  // nearest node or tensor capture the matched roots bind.
+  auto findPath = [&](std::size_t r) -> std::optional<RootSearch> {
+    std::vector<int> parent(rule.nodes.size(), -2);
+    std::vector<unsigned> viaResult(rule.nodes.size(), 0);
+    std::vector<std::size_t> queue{r};
+    parent[r] = -1;
+    for (std::size_t qi = 0; qi < queue.size(); ++qi) {
+      std::size_t n = queue[qi];
+      std::optional<RootSearch> found;
+      forEachDefiniteArg(rule.nodes[n], [&](const ArgPattern &a) {
+        if (found)
+          return;
+        if (a.kind == ArgPattern::Kind::Var && boundCapture.count(a.name)) {
+          found = RootSearch{};
+          found->anchorCapture = a.name;
+        } else if (a.kind == ArgPattern::Kind::PatResult) {
+          int p = nodeOfResult(rule, a.name);
+          if (p < 0)
+            return;
+          const PatternNode &pn = rule.nodes[std::size_t(p)];
+          unsigned res = static_cast<unsigned>(
+              std::find(pn.results.begin(), pn.results.end(), a.name) - pn.results.begin());
+          if (boundNode[std::size_t(p)]) {
+            found = RootSearch{};
+            found->anchorNode = std::size_t(p);
+            found->anchorResult = res;
+          } else if (!pn.optional && parent[std::size_t(p)] == -2) {
+            parent[std::size_t(p)] = static_cast<int>(n);
+            viaResult[std::size_t(p)] = res;
+            queue.push_back(std::size_t(p));
+          }
+        }
+      });
+      if (!found)
+        continue;
+      found->root = r;
+      // n consumes the anchor; its parents lead up to the root.
+      for (int k = static_cast<int>(n); k >= 0; k = parent[std::size_t(k)]) {
+        unsigned via = 0;
+        if (!found->path.empty())
+          via = viaResult[found->path.back().first];
+        found->path.emplace_back(std::size_t(k), via);
+      }
+      return found;
+    }
+    return std::nullopt;
+  };
+  std::vector<std::size_t> pending = rule.extraRoots;
+  while (!pending.empty()) {
+    bool progress = false;
+    for (auto it = pending.begin(); it != pending.end(); ++it) {
+      if (auto found = findPath(*it)) {
+        addSubtree(*it);
+        plan.push_back(std::move(*found));
+        pending.erase(it);
+        progress = true;
+        break;
+      }
+    }
+    if (progress)
+      continue;
+    std::size_t r = pending.front();
+    std::string matched = rootName(rule, rule.root);
+    for (const RootSearch &p : plan)
+      matched += ", " + rootName(rule, p.root);
+    Diagnostic d = rule.nodes[r].loc.begin.valid() ? Diagnostic::error(rule.nodes[r].loc, "")
+                                                   : Diagnostic::error("");
+    d.message = "root " + rootName(rule, r) + " shares no input with the other roots of the " +
+                "match (" + matched + ")";
+    std::string why = "the matcher finds the other roots of a match from a tensor capture or "
+                      "a pattern node they share with a root it has matched (through "
+                      "non-optional statements); make the roots use the same $capture or "
+                      "%result, or split the rule";
+    if (rule.nodes[rule.root].loc.begin.valid())
+      d.note(rule.nodes[rule.root].loc, why);
+    else
+      d.note(why);
+    return Failure(std::move(d));
+  }
+  return plan;
+}
+
+} // namespace graft::rewrite
+
+namespace graft::rewrite::detail {
 
 //===----------------------------------------------------------------------===//
 // Expression text

@@ -233,12 +233,102 @@ bool Matcher::match(const CompiledRule &rule, Node *root) {
     return false;
   }
   nodes_[static_cast<std::size_t>(rule.root)] = {NodeBinding::Kind::Node, root, nullptr};
+  // A multi-root rule continues with its other roots once the first root's
+  // subtree is bound (their anchors are in it).
+  int next = -1;
+  for (std::size_t i = rule.rootSearches.size(); i-- > 0;) {
+    Goal r;
+    r.kind = Goal::Kind::Root;
+    r.patNode = static_cast<int>(i);
+    r.next = next;
+    next = push(r);
+  }
   Goal g;
   g.kind = Goal::Kind::Node;
   g.patNode = rule.root;
   g.node = root;
-  g.next = -1;
+  g.next = next;
   return solve(push(g), 1);
+}
+
+bool Matcher::taken(const Node *n) const {
+  for (const NodeBinding &b : nodes_)
+    if (b.kind == NodeBinding::Kind::Node && b.node == n)
+      return true;
+  return false;
+}
+
+bool Matcher::matchRoot(const Goal &g, int depth) {
+  const std::size_t i = static_cast<std::size_t>(g.patNode);
+  const RootSearch &rs = rule_->rootSearches[i];
+  const int slot = rule_->rootSearchSlots[i];
+  const int site = rule_->rootSearchSites[i];
+  const CNode &rn = rule_->nodes[rs.root];
+  const Value *anchor = nullptr;
+  std::string anchorName;
+  if (slot >= 0) {
+    const Capture &c = captures_[static_cast<std::size_t>(slot)];
+    if (c.kind == Capture::Kind::Arg && c.arg->isValue())
+      anchor = c.arg->value();
+    anchorName = "$" + rule_->slotNames[static_cast<std::size_t>(slot)];
+  } else {
+    anchor = patternValue(static_cast<int>(rs.anchorNode), static_cast<int>(rs.anchorResult));
+    anchorName = "%" + rule_->rule().nodes[rs.anchorNode].results[rs.anchorResult];
+  }
+  if (!anchor) {
+    fail(site, depth, [&] {
+      return rule_->sites[static_cast<std::size_t>(site)].what + ": the shared " + anchorName +
+             " is not bound to a graph value, so nothing leads to this root";
+    });
+    return false;
+  }
+  // Up the path: the users of the anchor the first path node accepts, then
+  // the users of their results the next one accepts, and so on.
+  std::vector<Node *> frontier, up;
+  auto addAccepted = [&](std::vector<Node *> &to, const Value *v, std::size_t patNode) {
+    const Accept *acc = nullptr;
+    for (Node *u : v->users())
+      if (accepts(rule_->nodes[patNode], *u, &acc) &&
+          std::find(to.begin(), to.end(), u) == to.end())
+        to.push_back(u);
+  };
+  addAccepted(frontier, anchor, rs.path.front().first);
+  for (std::size_t k = 1; k < rs.path.size() && !frontier.empty(); ++k) {
+    up.clear();
+    for (const Node *f : frontier)
+      if (rs.path[k].second < f->numOutputs())
+        addAccepted(up, f->output(rs.path[k].second), rs.path[k].first);
+    frontier.swap(up);
+  }
+  std::size_t trailMark = trail_.size(), cellMark = cells_.size();
+  bool tried = false;
+  for (Node *c : frontier) {
+    if (taken(c))
+      continue;
+    tried = true;
+    trail_.push_back({Undo::Kind::Node, static_cast<int>(rs.root), nodes_[rs.root], {}});
+    nodes_[rs.root] = {NodeBinding::Kind::Node, c, nullptr};
+    Goal ng;
+    ng.kind = Goal::Kind::Node;
+    ng.patNode = static_cast<int>(rs.root);
+    ng.node = c;
+    ng.next = g.next;
+    if (solve(push(ng), depth + 1))
+      return true;
+    undoTo(trailMark);
+    cells_.resize(cellMark);
+  }
+  if (!tried)
+    fail(site, depth, [&] {
+      std::string through;
+      for (std::size_t k = 0; k + 1 < rs.path.size(); ++k)
+        through += (k ? " -> " : "") + rule_->nodes[rs.path[k].first].targetsText;
+      return rule_->sites[static_cast<std::size_t>(site)].what + ": no unmatched " +
+             rn.targetsText + " is reached from " + anchorName + " (%" +
+             std::string(anchor->name()) + ")" + (through.empty() ? "" : " through " + through) +
+             "; the roots of a match must share it";
+    });
+  return false;
 }
 
 bool Matcher::accepts(const CNode &n, const Node &node, const Accept **which) const {
@@ -288,6 +378,8 @@ bool Matcher::solve(int goal, int depth) {
   Goal g = cells_[static_cast<std::size_t>(goal)];
   if (g.kind == Goal::Kind::Node)
     return matchNode(g, depth);
+  if (g.kind == Goal::Kind::Root)
+    return matchRoot(g, depth);
   return matchArg(g, depth);
 }
 
@@ -570,11 +662,7 @@ bool Matcher::matchArg(const Goal &g, int depth) {
     const Accept *acc = nullptr;
     if (producer && v->resultIndex() == static_cast<unsigned>(p.result) &&
         accepts(cn, *producer, &acc)) {
-      bool taken = false;
-      for (const NodeBinding &other : nodes_)
-        if (other.kind == NodeBinding::Kind::Node && other.node == producer)
-          taken = true;
-      if (!taken && checkType()) {
+      if (!taken(producer) && checkType()) {
         trail_.push_back({Undo::Kind::Node, p.patNode, nb, {}});
         nodes_[static_cast<std::size_t>(p.patNode)] = {NodeBinding::Kind::Node, producer, nullptr};
         Goal ng;
@@ -621,7 +709,7 @@ bool Matcher::finish(int depth) {
   // match would have to stay alive next to the fused node (duplicated work,
   // or worse, a rewrite that silently drops a use) unless marked `shared`.
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (static_cast<int>(i) == rule_->root || nodes_[i].kind != NodeBinding::Kind::Node)
+    if (rule_->isRoot(static_cast<int>(i)) || nodes_[i].kind != NodeBinding::Kind::Node)
       continue;
     const CNode &cn = rule_->nodes[i];
     if (cn.shared)

@@ -215,6 +215,21 @@ public:
   int numRewriteValues = 0;
   std::vector<std::string> rewriteValueNames;
   std::vector<Site> sites;
+  /// Multi-root rules: how each extra root is found (Rule.h, RootSearch),
+  /// in search order; the anchor capture's slot (-1: a pattern result) and
+  /// the explain site of each.
+  std::vector<RootSearch> rootSearches;
+  std::vector<int> rootSearchSlots;
+  std::vector<int> rootSearchSites;
+  /// True for the pattern nodes that are roots (their results leave the match).
+  bool isRoot(int patNode) const {
+    if (patNode == root)
+      return true;
+    for (const RootSearch &rs : rootSearches)
+      if (static_cast<int>(rs.root) == patNode)
+        return true;
+    return false;
+  }
   /// Root schemas (and opaque root targets) this rule is indexed under.
   std::vector<const OpSchema *> rootSchemas;
   std::vector<std::string> rootOpaqueTargets;  ///< exact
@@ -308,8 +323,9 @@ public:
 
 private:
   struct Goal {
-    enum class Kind : uint8_t { Arg, Node } kind = Kind::Arg;
-    int patNode = -1;                 ///< Node
+    /// Root: find the extra root rootSearches[patNode] from its anchor.
+    enum class Kind : uint8_t { Arg, Node, Root } kind = Kind::Arg;
+    int patNode = -1;                 ///< Node; Root: index into rootSearches
     Node *node = nullptr;             ///< Node: the graph node; Arg: the node owning the argument
     const CArg *pat = nullptr;        ///< Arg
     const Argument *arg = nullptr;    ///< Arg (never null: absent arguments are None)
@@ -329,6 +345,10 @@ private:
   bool solve(int goal, int depth);
   bool matchArg(const Goal &g, int depth);
   bool matchNode(const Goal &g, int depth);
+  /// Walks up from the anchor's users along the search path and tries each
+  /// node it reaches as the extra root (a few use lists: linear).
+  bool matchRoot(const Goal &g, int depth);
+  bool taken(const Node *n) const;
   bool matchValueConstraints(const Goal &g, const Value *v, int depth);
   /// `$x : scalar float|int`: the argument is a number, not a tensor value.
   bool matchScalar(const Goal &g, int depth);

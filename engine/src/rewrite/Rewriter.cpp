@@ -291,6 +291,10 @@ private:
 
   bool processNode(Node *n, Status &error);
   Outcome apply(const CompiledRule &rule, Node *root, Status &error);
+  /// Multi-root rules: where the fused nodes go (before the first or the
+  /// last root in graph order), or null with `reason` set when neither
+  /// keeps the graph in order.
+  Node *multiRootInsertionPoint(std::string &reason);
   bool stage(const CompiledRule &rule, Txn &t);
   bool stageConst(const CompiledRule &rule, const CStmt *stmt, const ConstantTransform &tf,
                   const std::vector<CExpr> &args,
@@ -467,6 +471,7 @@ private:
   std::vector<uint32_t> opaqueScratch_;
   std::vector<std::pair<Value *, Value *>> replace_;
   std::vector<const Node *> matched_;
+  std::vector<Node *> roots_; ///< the matched roots (several for a multi-root rule)
   std::vector<Node *> created_, touched_, candidates_, producers_;
   std::vector<std::pair<Value *, std::string>> symbolNames_;
   std::vector<const Tensor *> dataInputs_; ///< a staged constant's input data
@@ -1207,6 +1212,18 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     if (b.kind == NodeBinding::Kind::Node)
       matched.push_back(b.node);
   std::string reason;
+  auto &roots = roots_;
+  roots.assign(1, root);
+  for (const RootSearch &rs : rule.rootSearches)
+    roots.push_back(matcher_.nodes()[rs.root].node);
+  auto isRoot = [&](const Node *n) {
+    return n && std::find(roots.begin(), roots.end(), n) != roots.end();
+  };
+  // New nodes go just before the root, or for several roots before the
+  // first or the last of them.
+  Node *at = root;
+  if (roots.size() > 1)
+    at = multiRootInsertionPoint(reason);
   for (const StagedNode &sn : t.nodes) {
     for (std::size_t i = 0; i < sn.stmt->replaces.size() && reason.empty(); ++i) {
       auto [pn, pr] = sn.stmt->replaces[i];
@@ -1242,7 +1259,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       break;
     }
     Value *orig = b.node->output(static_cast<unsigned>(pr));
-    if (fv == orig || fv->producer() == root) {
+    if (fv == orig || isRoot(fv->producer())) {
       reason = "would create a cycle: %" + orig->name() + " is forwarded to a result of the node " +
                "it replaces";
       break;
@@ -1257,22 +1274,22 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     }
     replace.emplace_back(orig, fv);
   }
-  // Escapes: every used result of the root must be replaced.
-  if (reason.empty())
-    for (Value *out : root->outputs()) {
+  // Escapes: every used result of every root must be replaced.
+  for (const Node *r : roots)
+    for (Value *out : r->outputs()) {
+      if (!reason.empty())
+        break;
       bool used = out->hasUses() || out->isGraphOutput();
       bool replaced = std::any_of(replace.begin(), replace.end(),
-                                  [&](const auto &r) { return r.first == out; });
-      if (used && !replaced) {
+                                  [&](const auto &rp) { return rp.first == out; });
+      if (used && !replaced)
         reason = "the rewrite drops %" + out->name() + ", which is still used";
-        break;
-      }
     }
-  // Cycles: new nodes are inserted just before the root.
+  // Cycles: new nodes are inserted just before `at`.
   if (reason.empty())
     for (const StagedNode &sn : t.nodes) {
       auto check = [&](Value *v) {
-        if (v && v->producer() == root && reason.empty())
+        if (v && isRoot(v->producer()) && reason.empty())
           reason = "would create a cycle: a new node consumes %" + v->name() +
                    ", a result of the node it replaces";
       };
@@ -1280,19 +1297,20 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     }
   if (reason.empty()) {
     bool needOrder = false;
+    // Roots' results are handled by the choice of `at`.
     for (const auto &[orig, nv] : replace)
-      if (orig->producer() != root)
+      if (!isRoot(orig->producer()))
         needOrder = true;
     if (needOrder) {
       // A redefined interior value: users outside the match must come after
-      // the root (rare; renumbering is linear, so only done here).
+      // the insertion point (rare; renumbering is linear, so only done here).
       graph_.renumber();
       for (const auto &[orig, nv] : replace) {
-        if (orig->producer() == root)
+        if (isRoot(orig->producer()))
           continue;
         for (const Node *u : orig->users())
           if (std::find(matched.begin(), matched.end(), u) == matched.end() &&
-              u->order() < root->order() && reason.empty())
+              u->order() < at->order() && reason.empty())
             reason = "would create a cycle: %" + orig->name() + " is used by %" + u->name() +
                      " before the fused node";
       }
@@ -1424,7 +1442,7 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       results[i].protoRef = &r.proto; // interned by the graph, not copied
     }
     Node *n = graph_.createNodeWithSpecs(sn.stmt->target, std::move(sn.args), std::move(sn.kwargs),
-                                         std::span<Graph::ResultSpec>(results), root);
+                                         std::span<Graph::ResultSpec>(results), at);
     n->setSchema(sn.stmt->schema);
     n->metadata() = root->metadata();
     for (std::size_t i = 0; i < sn.scratch().size(); ++i)
@@ -1485,6 +1503,66 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
     }
   }
   return Outcome::Applied;
+}
+
+Node *Driver::multiRootInsertionPoint(std::string &reason) {
+  auto &roots = roots_;
+  // Graph order among the roots by walking from one towards the other in
+  // both directions at once: as many steps as they are apart, where
+  // renumbering the graph would cost a pass over it per rewrite.
+  auto precedes = [&](const Node *a, const Node *b) {
+    const Node *fwd = a, *back = a;
+    while (fwd || back) {
+      if (fwd && (fwd = graph_.nextNode(fwd)) == b)
+        return true;
+      if (back && (back = graph_.prevNode(back)) == b)
+        return false;
+    }
+    return false;
+  };
+  std::vector<Node *> sorted(roots.begin(), roots.end());
+  for (std::size_t i = 1; i < sorted.size(); ++i)
+    for (std::size_t j = i; j > 0 && precedes(sorted[j], sorted[j - 1]); --j)
+      std::swap(sorted[j], sorted[j - 1]);
+  Node *first = sorted.front(), *last = sorted.back();
+  const auto &matched = matched_;
+  auto inMatch = [&](const Node *n) {
+    return std::find(matched.begin(), matched.end(), n) != matched.end();
+  };
+  // Before the last root: every outside user of another root must follow it.
+  const Node *lateUser = nullptr;
+  const Value *lateValue = nullptr;
+  for (const Node *n = graph_.nextNode(first); n && n != last && !lateUser;
+       n = graph_.nextNode(n)) {
+    if (inMatch(n))
+      continue;
+    n->forEachOperand([&](Value *v) {
+      if (!lateUser && v->producer() != last &&
+          std::find(roots.begin(), roots.end(), v->producer()) != roots.end()) {
+        lateUser = n;
+        lateValue = v;
+      }
+    });
+  }
+  if (!lateUser)
+    return last;
+  // Before the first root: nothing the fused nodes read may be computed
+  // after it. The staged nodes read captures and match results; those are
+  // produced by matched nodes or outside nodes, so check every value the
+  // rewrite statements name.
+  bool early = true;
+  for (const StagedNode &sn : txn_.nodes)
+    sn.forEachValue([&](Value *v) {
+      for (const Node *n = graph_.nextNode(first); early && n && n != last; n = graph_.nextNode(n))
+        if (v && v->producer() == n)
+          early = false;
+    });
+  if (early)
+    return first;
+  reason = "the roots cannot be fused into one node in order: %" + lateValue->name() +
+           " (a root result) is used by %" + lateUser->name() + " before root %" + last->name() +
+           ", and the fused node reads values computed after %" + first->name();
+  return nullptr;
 }
 
 void Driver::eraseDead(Node *root, std::vector<Node *> &candidates,

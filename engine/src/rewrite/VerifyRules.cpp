@@ -695,6 +695,13 @@ BuildResult InstanceBuilder::build(int stopAfter) {
   for (Value *v : outs)
     if (v)
       g_->addOutput(v);
+  // A multi-root instance: every root's results are outputs (compared
+  // before and after the rewrite like the first root's).
+  if (stopAfter < 0)
+    for (const RootSearch &rs : cr_.rootSearches)
+      for (Value *v : results_[rs.root])
+        if (v)
+          g_->addOutput(v);
   return res;
 }
 

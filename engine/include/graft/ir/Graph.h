@@ -438,6 +438,11 @@ public:
   std::size_t numNodes() const { return nodes_.size(); }
   /// Assigns Node::order() 0..n-1 in list order.
   void renumber();
+  /// The node after / before `node` in list order, or null at the end. For
+  /// a local walk (how far apart two nodes are) where renumbering the whole
+  /// graph per question would make a pass quadratic.
+  Node *nextNode(const Node *node) const;
+  Node *prevNode(const Node *node) const;
 
   //===-- Values --------------------------------------------------------===//
   Value *findValue(std::string_view name) const;

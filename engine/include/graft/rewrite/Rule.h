@@ -39,7 +39,9 @@
 //  * Only rules that pass every semantic check (docs/dsl-errors.md) are
 //    produced: ops and overloads exist, arities and argument kinds fit the
 //    schema, every name is bound before use, the match is a connected DAG whose
-//    last node is the root, and the rewrite replaces the root's results.
+//    last node is the root (plus, in a multi-root match, `extraRoots`, each
+//    sharing a tensor capture or pattern node with another root), and the
+//    rewrite replaces the results of every root.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -47,8 +49,10 @@
 #include "graft/ir/Argument.h"
 #include "graft/ir/DType.h"
 #include "graft/support/Diagnostic.h"
+#include "graft/support/Expected.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -208,6 +212,12 @@ struct Rule {
   /// are not consumed by another pattern node.
   std::vector<PatternNode> nodes;
   std::size_t root = 0;
+  /// A multi-root match (`root %a = ...` statements, docs/dsl.md): the roots
+  /// other than `root`, in source order. The matcher finds `root` first and
+  /// each of these from a value an already matched root's subtree binds (a
+  /// capture or pattern result the roots share), so the search stays local;
+  /// the rewrite replaces the results of every root. Empty for a single root.
+  std::vector<std::size_t> extraRoots;
   std::vector<ExprPtr> where;
   std::vector<RewriteStmt> rewrite;
   ExampleDomain example;
@@ -222,5 +232,27 @@ struct Rule {
   /// order (0: the rule has a single form).
   unsigned variant = 0;
 };
+
+/// How the matcher reaches one extra root of a multi-root rule: from an
+/// anchor (a tensor capture or a pattern result bound while matching the
+/// roots before it) up through the users of each value to the root. `path`
+/// runs from the node that consumes the anchor to the root; `path[i].second`
+/// (i >= 1) is the result of `path[i - 1]` that `path[i]` consumes. Every
+/// node on the path is non-optional, so each step is one use-list walk.
+struct RootSearch {
+  std::size_t root = 0;
+  std::string anchorCapture; ///< "" when the anchor is a pattern result
+  std::size_t anchorNode = 0;
+  unsigned anchorResult = 0;
+  std::vector<std::pair<std::size_t, unsigned>> path;
+};
+
+/// The order in which the extra roots are searched, each with its anchor
+/// and path (shortest first). `isTensorCapture` says whether a capture binds
+/// a tensor value (only those have users to walk). Fails with the first
+/// extra root that shares nothing with the roots before it: the diagnostic
+/// is at that root and names the roots it was compared with.
+Expected<std::vector<RootSearch>>
+planRootSearch(const Rule &rule, const std::function<bool(const std::string &)> &isTensorCapture);
 
 } // namespace graft::rewrite
