@@ -306,6 +306,45 @@ TEST(VulkanKvCache, IndexCopyRepeatedAndOutOfRangeIndices) {
       << out.diags()[0].message;
 }
 
+/// KVCache.update without dynamic shapes: k_out[:, :, input_pos] = k_val,
+/// an index_put_ on the cache buffer at positions read from an input (the
+/// random positions repeat: the last write wins, as in the reference).
+TEST(VulkanKvCache, IndexPutOnCacheAcrossCalls) {
+  GRAFT_REQUIRE_VULKAN();
+  std::string g = R"(graph @t {
+  buffer %kc : f32[1, 2, 16, 8] fqn="k_cache" = random(seed=3, min=-1, max=1)
+  input %k : f32[1, 2, 5, 8]
+  input %p : i64[5]
+  %kn : f32[1, 2, 16, 8] = aten.index_put_.default(%kc, [none, none, %p], %k)
+  %o : f32[1, 2, 16, 8] = aten.mul.Scalar(%kn, 2.0)
+  mutate buffer "k_cache" = %kn
+  output %o
+}
+)";
+  checkSteps(g, {{{}, 31}, {{}, 32}, {{}, 33}}, kExact);
+}
+
+TEST(VulkanKvCache, IndexPutNegativeIndicesAndSliceScatter) {
+  GRAFT_REQUIRE_VULKAN();
+  // Functional forms: negative indices count from the end; slice_scatter
+  // with a negative start and an end past the dim (clamped).
+  checkGraph(R"(graph @t {
+  const %idx : i64[3] fqn="idx" = [-1, 2, -7]
+  input %x : f32[4, 7, 3]
+  input %v : f32[4, 3, 3]
+  input %xi : i32[5, 9]
+  input %si : i32[5, 4]
+  %o : f32[4, 7, 3] = aten.index_put.default(%x, [none, %idx], %v)
+  %s : i32[5, 9] = aten.slice_scatter.default(%xi, %si, 1, -4, 100)
+  %s0 : f32[4, 7, 3] = aten.slice_scatter.default(%x, %v, 1, 2, 5)
+  output %o
+  output %s
+  output %s0
+}
+)",
+             kExact, 29);
+}
+
 TEST(VulkanKvCache, UpdateCachePastTheCacheIsAnError) {
   GRAFT_REQUIRE_VULKAN();
   auto g = parseGraph(customGraph("f32", 4, 2, 8, 16), "t.gir");
@@ -392,6 +431,14 @@ TEST_P(VulkanKvCacheLlama, OnePartitionDecodesLikeTheInterpreter) {
     EXPECT_EQ(cmp.firstProblem, "");
     EXPECT_LT(cmp.maxAbsError, 1e-4);
     EXPECT_EQ(cmp.mismatchedNonFinite, 0);
+    if (begin > 0) {
+      // A decode step moves its tokens, position, scalar reads and logits:
+      // less than one cache ([1, 16, 2, 16] f32, 2 KiB), so no cache made a
+      // host round trip.
+      const uint64_t cacheBytes = 16 * 2 * 16 * 4;
+      EXPECT_LT((*exec)->stats().bytesUploaded, cacheBytes);
+      EXPECT_LT((*exec)->stats().bytesDownloaded, cacheBytes);
+    }
   }
   // The device caches are the interpreter's (up to the kernels' rounding
   // upstream of the writes).

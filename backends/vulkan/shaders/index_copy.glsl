@@ -3,7 +3,9 @@
 //   dst[o, pos(i), r] = src[o, i, r]
 // with pos(i) = start + i (MODE offset: llama.update_cache, whose start_pos
 // the host checked and passes per call) or pos(i) = index[i] (MODE index:
-// aten.index_copy_). Elements are copied unchanged (same dtype).
+// aten.index_copy_, and aten.index_put_ with one index tensor, whose
+// negative indices count from the end). Elements are copied unchanged (same
+// dtype).
 //
 // As the reference writes index i after index i - 1, a repeated index keeps
 // the last source slice: an invocation skips its element when a later
@@ -25,7 +27,8 @@ layout(push_constant) uniform PushConstants {
   int n;
   int inner;
   int dstLen;
-  int start; // MODE offset
+  int start;        // MODE offset
+  int wrapNegative; // MODE index: a negative index counts from the end (index_put)
 } pc;
 
 void main() {
@@ -37,13 +40,19 @@ void main() {
   int o = int(id / (uint(pc.inner) * uint(pc.n)));
 #if defined(MODE_index)
   int pos = t_index[i];
+  if (pos < 0 && pc.wrapNegative != 0)
+    pos += pc.dstLen;
   if (pos < 0 || pos >= pc.dstLen) {
     t_status[0] = 1u;
     return;
   }
-  for (int j = i + 1; j < pc.n; ++j)
-    if (t_index[j] == pos)
+  for (int j = i + 1; j < pc.n; ++j) {
+    int later = t_index[j];
+    if (later < 0 && pc.wrapNegative != 0)
+      later += pc.dstLen;
+    if (later == pos)
       return;
+  }
 #else
   int pos = pc.start + i;
 #endif

@@ -5,6 +5,8 @@
 //
 //   llama.update_cache(value, cache, start_pos)   copyIntoSlice(cache, value, 1, start_pos)
 //   aten.index_copy_(cache, dim, index, source)   indexCopyInto(cache, source, dim, index)
+//   aten.index_put_(cache, [None.., idx], v)       indexCopyInto(..., wrapNegative)
+//   aten.slice_scatter(self, src, dim, start)      copyIntoSlice on a copy of self
 //   llama.custom_sdpa(q, k_cache, v_cache, pos)   customSdpa: sdpa_kv scores -> softmax
 //                                                 (safe) -> sdpa_kv output
 //
@@ -38,7 +40,7 @@ bool fitsInt32(int64_t n) {
 }
 
 struct IndexCopyPush {
-  int32_t numel, n, inner, dstLen, start;
+  int32_t numel, n, inner, dstLen, start, wrapNegative;
 };
 
 /// The [outer, dstLen, inner] view of `dst` and [outer, n, inner] of `src`
@@ -97,8 +99,9 @@ Status copyIntoSlice(Context &ctx, const DeviceTensor &dst, const DeviceTensor &
 }
 
 Status indexCopyInto(Context &ctx, const DeviceTensor &dst, const DeviceTensor &src, int64_t dim,
-                     const DeviceTensor &index) {
+                     const DeviceTensor &index, bool wrapNegative) {
   GRAFT_TRY(IndexCopyPush pc, sliceGeometry("index_copy", dst, src, dim));
+  pc.wrapNegative = wrapNegative ? 1 : 0;
   if (deviceElem(index.dtype) != DeviceElem::I32 || index.dtype == DType::Bool)
     return kvError("index_copy", "index must be an integer tensor");
   if (index.sizes.size() > 1 || index.numel() != pc.n)
@@ -107,8 +110,10 @@ Status indexCopyInto(Context &ctx, const DeviceTensor &dst, const DeviceTensor &
   if (pc.numel == 0)
     return okStatus();
   GRAFT_TRY(auto status,
-            ctx.statusBuffer("vulkan index_copy_: an index is out of bounds for dimension " +
-                             std::to_string(dim) + " with size " + std::to_string(pc.dstLen)));
+            ctx.statusBuffer(std::string("vulkan ") +
+                             (wrapNegative ? "index_put_" : "index_copy_") +
+                             ": an index is out of bounds for dimension " + std::to_string(dim) +
+                             " with size " + std::to_string(pc.dstLen)));
   return ctx.dispatch1D("index_copy_index_" + shaderDType(dst.dtype),
                         {dst.buffer.get(), src.buffer.get(), index.buffer.get(), status.get()}, &pc,
                         sizeof(pc), static_cast<uint64_t>(pc.numel));

@@ -9,6 +9,8 @@
 //   plain:   %i = aten.arange(%s0) ; add(%i, %pos)              host factory, binary
 //            %kc = aten.index_copy_(%k_cache, 2, %i, %k)        index_copy (index), in place
 //            aten.index_copy (functional)                       copy + index_copy
+//   static:  %kc = aten.index_put_(%k_cache, [None, None, %p], %k)  index_copy (index), in place
+//            aten.index_put, aten.slice_scatter (functional)    copy + index_copy
 //
 // In-place writes go through NodeArgs::mutableTensor: a mutable buffer's own
 // device storage, so the caches stay on the device between calls. The
@@ -17,6 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Lowering.h"
+
+#include <algorithm>
 
 namespace graft::vk {
 
@@ -201,6 +205,129 @@ Lowering indexCopyLowering(bool inPlace) {
   return l;
 }
 
+/// A contiguous copy of `t` (the functional forms write into it).
+Expected<DeviceTensor> copyOf(Context &ctx, const DeviceTensor &t) {
+  std::vector<int64_t> strides(t.sizes.size(), 1);
+  for (std::size_t i = t.sizes.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * t.sizes[i];
+  return gather(ctx, t, t.sizes, strides, 0);
+}
+
+/// The one index tensor of an index_put whose other entries are None, and
+/// the dim it indexes; nullopt for any other spelling.
+std::optional<std::pair<const Value *, int64_t>> singleIndex(const Argument &indices) {
+  if (!indices.isList())
+    return std::nullopt;
+  std::optional<std::pair<const Value *, int64_t>> found;
+  int64_t d = 0;
+  for (const Argument &e : indices.list()) {
+    if (!e.isNone()) {
+      if (found || !e.isValue() || !e.value()->isTensor())
+        return std::nullopt;
+      found = std::make_pair(e.value(), d);
+    }
+    ++d;
+  }
+  return found;
+}
+
+/// aten.index_put(_) with one integer index tensor at some dim and None
+/// elsewhere (self[:, :, idx] = values: KVCache.update without dynamic
+/// shapes), values of the indexed shape, accumulate=False: index_copy's
+/// kernel with negative indices counted from the end. Every other spelling
+/// (several index tensors, bool masks, broadcast values, accumulate) stays
+/// with the reference kernel.
+Lowering indexPutLowering(bool inPlace) {
+  Lowering l;
+  l.kernel = "index_copy";
+  l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &) -> std::string {
+    const TensorProto *self = argProto(b, "self"), *values = argProto(b, "values");
+    if (!self || !values || self->dtype != values->dtype)
+      return "self and values must be tensors of one dtype";
+    if (const Argument *acc = b.find("accumulate"); acc && !(acc->isBool() && !acc->boolean()))
+      return "accumulate=True";
+    const Argument *indices = b.find("indices");
+    auto idx = indices ? singleIndex(*indices) : std::nullopt;
+    if (!idx)
+      return "indices other than one index tensor with None elsewhere";
+    const TensorProto &ip = idx->first->proto();
+    if ((ip.dtype != DType::I64 && ip.dtype != DType::I32) || ip.rank() != 1)
+      return "the index must be a 1-D i64/i32 tensor";
+    int64_t d = idx->second;
+    if (d >= self->rank() || values->rank() != self->rank())
+      return "values must have self's rank";
+    for (int64_t k = 0; k < self->rank(); ++k) {
+      const Dim &want = k == d ? ip.shape[0] : self->shape[static_cast<std::size_t>(k)];
+      if (!(values->shape[static_cast<std::size_t>(k)] == want))
+        return "values are broadcast to the indexed shape";
+    }
+    return {};
+  };
+  l.run = [inPlace](NodeArgs &a) -> Results {
+    auto idx = singleIndex(a.arg("indices"));
+    if (!idx)
+      return a.error("index_put: expected one index tensor");
+    GRAFT_TRY(DeviceTensor values, a.tensor("values"));
+    GRAFT_TRY(DeviceTensor index, a.state().deviceTensor(idx->first));
+    DeviceTensor dst;
+    if (inPlace) {
+      GRAFT_TRY(dst, a.mutableTensor("self"));
+    } else {
+      GRAFT_TRY(DeviceTensor self, a.tensor("self"));
+      GRAFT_TRY(dst, copyOf(a.ctx(), self));
+    }
+    GRAFT_CHECK_OK(indexCopyInto(a.ctx(), dst, values, idx->second, index, /*wrapNegative=*/true));
+    return std::vector<LoweredValue>{std::move(dst)};
+  };
+  return l;
+}
+
+/// aten.slice_scatter with step 1: a copy of self with the slice [start,
+/// end) of `dim` replaced by src (start/end clamped as torch's slice does).
+Lowering sliceScatterLowering() {
+  Lowering l;
+  l.kernel = "index_copy";
+  l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &) -> std::string {
+    const TensorProto *self = argProto(b, "self"), *src = argProto(b, "src");
+    if (!self || !src || self->dtype != src->dtype || self->rank() == 0 ||
+        src->rank() != self->rank())
+      return "self and src must have one dtype and one rank >= 1";
+    if (const Argument *st = b.find("step"); st && !(st->isInt() && st->integer() == 1))
+      return "step != 1";
+    if (const Argument *d = b.find("dim"); d && !d->isInt())
+      return "dim must be an int";
+    return {};
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    GRAFT_TRY(DeviceTensor self, a.tensor("self"));
+    GRAFT_TRY(DeviceTensor src, a.tensor("src"));
+    int64_t rank = static_cast<int64_t>(self.sizes.size());
+    int64_t dim = a.integer("dim").value_or(0);
+    if (dim < -rank || dim >= rank)
+      return a.error("slice_scatter dim " + std::to_string(dim) + " is out of range");
+    if (dim < 0)
+      dim += rank;
+    int64_t size = self.sizes[static_cast<std::size_t>(dim)];
+    auto clampPos = [&](std::optional<int64_t> v, int64_t dflt) {
+      int64_t x = v.value_or(dflt);
+      if (x < 0)
+        x += size;
+      return std::clamp<int64_t>(x, 0, size);
+    };
+    int64_t start = a.isNone("start") ? 0 : clampPos(a.integer("start"), 0);
+    int64_t end = a.isNone("end") ? size : clampPos(a.integer("end"), size);
+    end = std::max(end, start);
+    std::vector<int64_t> slice = self.sizes;
+    slice[static_cast<std::size_t>(dim)] = end - start;
+    if (src.sizes != slice)
+      return a.error("expected src to have a size equal to the slice of self");
+    GRAFT_TRY(DeviceTensor out, copyOf(a.ctx(), self));
+    GRAFT_CHECK_OK(copyIntoSlice(a.ctx(), out, src, dim, start));
+    return std::vector<LoweredValue>{std::move(out)};
+  };
+  return l;
+}
+
 } // namespace
 
 void addKvCacheLowerings(std::map<std::string, Lowering, std::less<>> &m) {
@@ -209,6 +336,9 @@ void addKvCacheLowerings(std::map<std::string, Lowering, std::less<>> &m) {
   m["llama.sdpa_with_kv_cache.default"] = sdpaWithKvCacheLowering();
   m["aten.index_copy_.default"] = indexCopyLowering(true);
   m["aten.index_copy.default"] = indexCopyLowering(false);
+  m["aten.index_put_.default"] = indexPutLowering(true);
+  m["aten.index_put.default"] = indexPutLowering(false);
+  m["aten.slice_scatter.default"] = sliceScatterLowering();
 }
 
 } // namespace graft::vk

@@ -235,9 +235,10 @@ Status copyIntoSlice(Context &ctx, const DeviceTensor &dst, const DeviceTensor &
 /// aten.index_copy_ in place: dst.select(dim, index[i]) = src.select(dim, i)
 /// for the n entries of the integer index (a repeated index keeps the last
 /// slice, as the reference's loop does); an index outside dst is a user
-/// error at the next flush.
+/// error at the next flush. `wrapNegative`: a negative index counts from
+/// the end (index_put_'s advanced indexing; index_copy_ rejects it).
 Status indexCopyInto(Context &ctx, const DeviceTensor &dst, const DeviceTensor &src, int64_t dim,
-                     const DeviceTensor &index);
+                     const DeviceTensor &index, bool wrapNegative = false);
 /// llama.custom_sdpa without attn_mask: q [B, S, H, D] against the caches
 /// [B, M, Hkv, D] (H a multiple of Hkv), keys [0, startPos + S), causal with
 /// query i at position startPos + i; scale defaults to 1/sqrt(D). f32 or
