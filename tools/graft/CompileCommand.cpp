@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "BenchProgram.h"
 #include "Cli.h"
+#include "GenerateProgram.h"
 
 #include "graft/Compiler.h"
 #include "graft/interp/Interpreter.h"
@@ -271,6 +272,8 @@ int runProgramFile(const Args &args) {
     std::cerr << "graft run: error: --reference and --atol go with --check\n";
     return int(kUserError);
   }
+  if (args.has("generate"))
+    return generateProgram(args, path, *program, reference, referenceFrom);
   if (args.has("bench") && args.has("check")) {
     std::cerr << "graft run: error: --bench and --check are separate runs; pass one\n";
     return int(kUserError);

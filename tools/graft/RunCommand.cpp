@@ -223,7 +223,9 @@ Command makeRunCommand() {
       "[--all-values]\n       graft run PROGRAM.vkprog [--inputs ...] [--seed N] [--device N] "
       "[--check [--reference MODEL] [--atol X]] [--allow-cpu-fallback] [--json]\n"
       "       graft run PROGRAM.vkprog --bench N [--warmup W] [--prefill M] [--sym NAME=INT]... "
-      "[--json]";
+      "[--json]\n"
+      "       graft run PROGRAM.vkprog --generate N --inputs tokens=[ID, ...] [--warmup W] "
+      "[--check [--reference MODEL] [--atol X]] [--json]";
   c.summary = "Execute a graph with the reference interpreter (a .vkprog on the Vulkan device).";
   c.details =
       "User inputs not given with --inputs are random, generated from their prototypes with\n"
@@ -242,7 +244,15 @@ Command makeRunCommand() {
       "throughput (tokens per second) and every dispatch's device time from timestamp\n"
       "queries, by op family; a program with a symbolic token count (graft synth llama\n"
       "--dynamic-seq) is measured as prefill (M = --prefill, else its --sym value, else 32)\n"
-      "and decode (M = 1). See docs/cli.md.";
+      "and decode (M = 1).\n"
+      "--generate N runs a KV-cache program (graft synth llama --kv-cache custom|plain):\n"
+      "a prefill of the prompt given as --inputs tokens=[...] at position 0, then N greedy\n"
+      "decode steps, each feeding the token chosen last at the next input_pos; it prints the\n"
+      "N + 1 chosen tokens and tokens/s for prefill and decode. With --check the reference\n"
+      "interpreter runs the original graph alongside with its own cache and the run fails\n"
+      "at the first step whose token differs or whose logits differ by more than --atol.\n"
+      "--warmup W first runs the prefill and one decode step W times, untimed.\n"
+      "See docs/cli.md.";
   c.flags = {{"seed", true, "seed for random inputs (default 0)", "N"},
              {"inputs", true, "value for one user input (repeatable)", "NAME=VALUES"},
              {"sym", true, "value of a symbolic dim (repeatable)", "NAME=INT"},
@@ -259,8 +269,14 @@ Command makeRunCommand() {
              {"allow-cpu-fallback", false,
               "PROGRAM: run a device node this device cannot run on the CPU instead of failing"},
              {"bench", true, "PROGRAM: time N runs per phase (device time by op family)", "N"},
-             {"warmup", true, "PROGRAM: with --bench, untimed runs first (default 1)", "W"},
-             {"prefill", true, "PROGRAM: with --bench, the prefill token count (default 32)", "M"}};
+             {"warmup", true,
+              "PROGRAM: with --bench, untimed runs first (default 1); with --generate, "
+              "untimed prefill + decode passes first (default 0)",
+              "W"},
+             {"prefill", true, "PROGRAM: with --bench, the prefill token count (default 32)", "M"},
+             {"generate", true,
+              "PROGRAM: prefill the prompt (--inputs tokens=[...]), then N greedy decode steps",
+              "N"}};
   c.run = [](const Args &args) {
     if (args.positional.size() != 1) {
       std::cerr << "graft run: error: expected exactly one FILE\n";
@@ -269,7 +285,7 @@ Command makeRunCommand() {
     if (isProgramFile(args.positional[0]))
       return runProgramFile(args);
     for (const char *flag : {"device", "check", "reference", "atol", "allow-cpu-fallback", "bench",
-                             "warmup", "prefill"})
+                             "warmup", "prefill", "generate"})
       if (args.has(flag)) {
         std::cerr << "graft run: error: --" << flag
                   << " applies to program files (.vkprog); use `graft run-vk` for a graph\n";
