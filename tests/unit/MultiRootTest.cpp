@@ -8,11 +8,13 @@
 // says why), where the fused node goes when a root's user sits between the
 // roots, the refusal when no place keeps the graph in order, and that the
 // search for the other roots stays local (many pairs fuse, one rewrite
-// each). ExecuTorch's RoPE rule (patterns/rope.pat) is the real user.
+// each), and that coverage counts one rewrite covering both chains. ExecuTorch's RoPE rule
+// (patterns/rope.pat) is the real user.
 //
 //===----------------------------------------------------------------------===//
 #include "graft/dsl/Pat.h"
 #include "graft/interp/Interpreter.h"
+#include "graft/rewrite/Coverage.h"
 #include "graft/rewrite/Rewriter.h"
 #include "graft/serialize/TextIR.h"
 
@@ -247,4 +249,21 @@ TEST(MultiRoot, ManyPairsFuseEachWithItsOwnSharedInput) {
   ASSERT_EQ(res.stats.size(), 1u);
   EXPECT_EQ(res.stats[0].applied, static_cast<uint64_t>(kPairs));
   EXPECT_EQ(maxDiff(*before, *g), 0.0);
+}
+
+TEST(MultiRoot, CoverageCountsOneRewriteCoveringEveryChain) {
+  auto g = parse(kPair);
+  auto rules = compile(loadRules(kPairRule));
+  CoverageReport report = emptyCoverage(rules);
+  ASSERT_TRUE(addCoverage(report, "pair", *g, rules).ok());
+  ASSERT_EQ(report.rules.size(), 1u);
+  EXPECT_EQ(report.rules[0].fired, 1u);
+  EXPECT_EQ(report.graphs[0].rewrites, 1u);
+  ASSERT_EQ(report.matches.size(), 1u);
+  EXPECT_EQ(report.matches[0].removed.size(), 4u) << "both negs and both muls";
+  for (const NodeCoverage &n : report.nodes) {
+    EXPECT_EQ(n.fate, NodeFate::Fused) << n.node;
+    EXPECT_EQ(n.rule, "paired_scale") << n.node;
+  }
+  EXPECT_EQ(report.fusedNodes(), 4u);
 }

@@ -484,8 +484,9 @@ public:
       GRAFT_TRY(v,
                 b_.call1("aten.view.default", {{"self", v}, {"size", dims({1, seq, kv_, hd_})}}));
       b_.scope(attn, "q, k = self.rope.forward(q, k, freqs_cos, freqs_sin)");
-      GRAFT_TRY(q, rope(q, o_.heads, seq, cos, sin));
-      GRAFT_TRY(k, rope(k, kv_, seq, cos, sin));
+      GRAFT_TRY(auto qk, rope(q, k, seq, cos, sin));
+      q = qk.first;
+      k = qk.second;
       b_.scope(attn, "q = q.transpose(1, 2)  # (bs, n_local_heads, seqlen, head_dim)");
       GRAFT_TRY(q, b_.call1("aten.transpose.int", {{"self", q}, {"dim0", 1}, {"dim1", 2}}));
       GRAFT_TRY(k, b_.call1("aten.transpose.int", {{"self", k}, {"dim0", 1}, {"dim1", 2}}));
@@ -1128,29 +1129,60 @@ private:
     return std::pair{cos, sin};
   }
 
-  /// apply_rotary_emb on [1, S, heads, hd]: pairs (even, odd) rotated by (cos, sin).
-  Expected<Value *> rope(Value *x, int heads, const Argument &seq, Value *cos, Value *sin) {
-    GRAFT_TRY(Value * pairs, b_.call1("aten.view.default",
-                                      {{"self", x}, {"size", dims({1, seq, heads, hd_ / 2, 2})}}));
-    GRAFT_TRY(Value * re,
-              b_.call1("aten.select.int", {{"self", pairs}, {"dim", -1}, {"index", 0}}));
-    GRAFT_TRY(Value * im,
-              b_.call1("aten.select.int", {{"self", pairs}, {"dim", -1}, {"index", 1}}));
+  /// apply_rotary_emb(xq, xk, freqs_cos, freqs_sin) on [1, S, heads, hd]:
+  /// pairs (even, odd) rotated by (cos, sin), in the order torch.export
+  /// records ExecuTorch's extension/llm/modeling/text_decoder/rope.py
+  /// (formerly examples/models/llama/rope.py):
+  ///   xq_r, xq_i = xq.float().reshape(xq.shape[:-1] + (-1, 2)).unbind(-1)
+  ///   xk_r, xk_i = (the same for xk)
+  ///   freqs_cos = reshape_for_broadcast(freqs_cos, xq_r)   one view each,
+  ///   freqs_sin = reshape_for_broadcast(freqs_sin, xq_r)   read by q and k
+  ///   xq_out_r = xq_r * freqs_cos - xq_i * freqs_sin
+  ///   xq_out_i = xq_r * freqs_sin + xq_i * freqs_cos       (then xk)
+  ///   xq_out = torch.stack([xq_out_r, xq_out_i], dim=-1).flatten(3)  (then xk)
+  /// `.float()` and `type_as` are no-ops for f32; unbind is recorded as the
+  /// selects of ATen's unbind kernel, stack as unsqueeze + cat, the reshape
+  /// and flatten as views.
+  Expected<std::pair<Value *, Value *>> rope(Value *xq, Value *xk, const Argument &seq, Value *cos,
+                                             Value *sin) {
+    auto split = [&](Value *x, int heads) -> Expected<std::pair<Value *, Value *>> {
+      GRAFT_TRY(Value * pairs,
+                b_.call1("aten.view.default",
+                         {{"self", x}, {"size", dims({1, seq, heads, hd_ / 2, 2})}}));
+      GRAFT_TRY(Value * re,
+                b_.call1("aten.select.int", {{"self", pairs}, {"dim", -1}, {"index", 0}}));
+      GRAFT_TRY(Value * im,
+                b_.call1("aten.select.int", {{"self", pairs}, {"dim", -1}, {"index", 1}}));
+      return std::pair{re, im};
+    };
+    GRAFT_TRY(auto q, split(xq, o_.heads));
+    GRAFT_TRY(auto k, split(xk, kv_));
     GRAFT_TRY(Value * c,
               b_.call1("aten.view.default", {{"self", cos}, {"size", dims({1, seq, 1, hd_ / 2})}}));
     GRAFT_TRY(Value * s,
               b_.call1("aten.view.default", {{"self", sin}, {"size", dims({1, seq, 1, hd_ / 2})}}));
-    GRAFT_TRY(Value * rc, b_.call1("aten.mul.Tensor", {{"self", re}, {"other", c}}));
-    GRAFT_TRY(Value * is, b_.call1("aten.mul.Tensor", {{"self", im}, {"other", s}}));
-    GRAFT_TRY(Value * outR, b_.call1("aten.sub.Tensor", {{"self", rc}, {"other", is}}));
-    GRAFT_TRY(Value * rs, b_.call1("aten.mul.Tensor", {{"self", re}, {"other", s}}));
-    GRAFT_TRY(Value * ic, b_.call1("aten.mul.Tensor", {{"self", im}, {"other", c}}));
-    GRAFT_TRY(Value * outI, b_.call1("aten.add.Tensor", {{"self", rs}, {"other", ic}}));
-    GRAFT_TRY(Value * ur, b_.call1("aten.unsqueeze.default", {{"self", outR}, {"dim", -1}}));
-    GRAFT_TRY(Value * ui, b_.call1("aten.unsqueeze.default", {{"self", outI}, {"dim", -1}}));
-    GRAFT_TRY(Value * st, b_.call1("aten.cat.default",
-                                   {{"tensors", Argument(Argument::List{ur, ui})}, {"dim", -1}}));
-    return b_.call1("aten.view.default", {{"self", st}, {"size", dims({1, seq, heads, hd_})}});
+    auto rotate = [&](std::pair<Value *, Value *> x) -> Expected<std::pair<Value *, Value *>> {
+      auto [re, im] = x;
+      GRAFT_TRY(Value * rc, b_.call1("aten.mul.Tensor", {{"self", re}, {"other", c}}));
+      GRAFT_TRY(Value * is, b_.call1("aten.mul.Tensor", {{"self", im}, {"other", s}}));
+      GRAFT_TRY(Value * outR, b_.call1("aten.sub.Tensor", {{"self", rc}, {"other", is}}));
+      GRAFT_TRY(Value * rs, b_.call1("aten.mul.Tensor", {{"self", re}, {"other", s}}));
+      GRAFT_TRY(Value * ic, b_.call1("aten.mul.Tensor", {{"self", im}, {"other", c}}));
+      GRAFT_TRY(Value * outI, b_.call1("aten.add.Tensor", {{"self", rs}, {"other", ic}}));
+      return std::pair{outR, outI};
+    };
+    GRAFT_TRY(auto qo, rotate(q));
+    GRAFT_TRY(auto ko, rotate(k));
+    auto stack = [&](std::pair<Value *, Value *> x, int heads) -> Expected<Value *> {
+      GRAFT_TRY(Value * ur, b_.call1("aten.unsqueeze.default", {{"self", x.first}, {"dim", -1}}));
+      GRAFT_TRY(Value * ui, b_.call1("aten.unsqueeze.default", {{"self", x.second}, {"dim", -1}}));
+      GRAFT_TRY(Value * st, b_.call1("aten.cat.default",
+                                     {{"tensors", Argument(Argument::List{ur, ui})}, {"dim", -1}}));
+      return b_.call1("aten.view.default", {{"self", st}, {"size", dims({1, seq, heads, hd_})}});
+    };
+    GRAFT_TRY(Value * qOut, stack(qo, o_.heads));
+    GRAFT_TRY(Value * kOut, stack(ko, kv_));
+    return std::pair{qOut, kOut};
   }
 
   Graph &g_;

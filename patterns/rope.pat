@@ -1,0 +1,95 @@
+// ExecuTorch's RoPE -> et_vk.apply_rotary_emb (pytorch/executorch
+// backends/vulkan/patterns/rope.py, RotaryEmbeddingPattern / export_llama_rope;
+// the op: backends/vulkan/custom_ops_lib.py,
+// `apply_rotary_emb(Tensor xq, Tensor xk, Tensor freqs_cos, Tensor freqs_sin)
+// -> (Tensor, Tensor)`). The graph is what torch.export records for
+// extension/llm/modeling/text_decoder/rope.py `apply_rotary_emb` (formerly
+// examples/models/llama/rope.py):
+//
+//   xq_r, xq_i = xq.float().reshape(xq.shape[:-1] + (-1, 2)).unbind(-1)
+//   xk_r, xk_i = xk.float().reshape(xk.shape[:-1] + (-1, 2)).unbind(-1)
+//   freqs_cos = reshape_for_broadcast(freqs_cos, xq_r)      // one view, used by both
+//   freqs_sin = reshape_for_broadcast(freqs_sin, xq_r)
+//   xq_out_r = xq_r * freqs_cos - xq_i * freqs_sin
+//   xq_out_i = xq_r * freqs_sin + xq_i * freqs_cos
+//   (xk likewise)
+//   xq_out = torch.stack([xq_out_r, xq_out_i], dim=-1).flatten(3)
+//   return xq_out.type_as(xq), xk_out.type_as(xk)
+//
+// Before (f32, Llama shapes; the xk chain is the same on %xk with 2 heads):
+//   %qv  : f32[1, s0, 4, 16, 2] = aten.view.default(%xq, [1, s0, 4, 16, 2])
+//   %qr  : f32[1, s0, 4, 16]    = aten.select.int(%qv, -1, 0)
+//   %qi  : f32[1, s0, 4, 16]    = aten.select.int(%qv, -1, 1)
+//   %c   : f32[1, s0, 1, 16]    = aten.view.default(%freqs_cos, [1, s0, 1, 16])
+//   %s   : f32[1, s0, 1, 16]    = aten.view.default(%freqs_sin, [1, s0, 1, 16])
+//   %qor = aten.sub.Tensor(aten.mul.Tensor(%qr, %c), aten.mul.Tensor(%qi, %s))
+//   %qoi = aten.add.Tensor(aten.mul.Tensor(%qr, %s), aten.mul.Tensor(%qi, %c))
+//   %qst : f32[1, s0, 4, 16, 2] = aten.cat.default([unsqueeze(%qor, -1), unsqueeze(%qoi, -1)], -1)
+//   %q_out : f32[1, s0, 4, 32]  = aten.view.default(%qst, [1, s0, 4, 32])
+//   %k_out : f32[1, s0, 2, 32]  = (the same on %xk, reading the same %c and %s)
+// After:
+//   %rope  = et_vk.apply_rotary_emb.default(%xq, %xk, %freqs_cos, %freqs_sin)
+//   %q_out = result 0 of %rope, %k_out = result 1
+//
+// The xq and xk chains never join: they only share the two frequency views,
+// so the rule has two roots (`root`, docs/dsl.md "Several roots"). The
+// matcher finds %k_out first, then %q_out from the shared %c. torch.stack is
+// recorded as unsqueeze + cat and unbind as the two selects (ATen's unbind
+// kernel); the edge dialect's *_copy spellings are accepted as well.
+// ExecuTorch's to_edge instead decomposes unbind into slice_copy + squeeze_copy
+// (the form rope.py's SubgraphMatcher sees); graft does not match that form.
+//
+// Conditions, from upstream's identify_rotary_emb_io_nodes: xq and xk are 4-D
+// with the same batch, sequence and head dim, freqs are [S, D/2] viewed as
+// [1, S, 1, D/2] (reshape_for_broadcast of 2-D freqs), xq has at least as many
+// heads as xk (grouped-query attention), D % 8 == 0 (the Vulkan shader works
+// on 4-wide pairs of pairs), everything f32 (upstream also takes f16; its
+// export casts with `.float()`/`type_as`, which this rule does not match).
+//
+// Numerics: the fused op computes exactly these products, differences and
+// sums, each rounded to f32 (no FMA), then interleaves them (a copy):
+// bit-exact (tolerance 0). docs/numerics.md, `apply_rotary_emb`.
+
+/// ExecuTorch's Llama RoPE on xq and xk (two roots sharing the frequency
+/// views) -> et_vk.apply_rotary_emb. Bit-exact.
+rule et_apply_rotary_emb benefit 40 tags(rope) backend vulkan {
+  match {
+    %qv         = (aten.view | aten.view_copy)($xq : f32[$B, $S, $HQ, $D], [$B, $S, $HQ, $D2, 2])
+    %qr         = (aten.select.int | aten.select_copy.int)(%qv, -1, 0)
+    %qi         = (aten.select.int | aten.select_copy.int)(%qv, -1, 1)
+    %kv         = (aten.view | aten.view_copy)($xk : f32[$B, $S, $HK, $D], [$B, $S, $HK, $D2, 2])
+    %kr         = (aten.select.int | aten.select_copy.int)(%kv, -1, 0)
+    %ki         = (aten.select.int | aten.select_copy.int)(%kv, -1, 1)
+    %c          = (aten.view | aten.view_copy)($cos : f32[$S, $D2], [1, $S, 1, $D2])
+    %s          = (aten.view | aten.view_copy)($sin : f32[$S, $D2], [1, $S, 1, $D2])
+    %qrc        = aten.mul.Tensor(%qr, %c)
+    %qis        = aten.mul.Tensor(%qi, %s)
+    %qor        = aten.sub.Tensor(%qrc, %qis)
+    %qrs        = aten.mul.Tensor(%qr, %s)
+    %qic        = aten.mul.Tensor(%qi, %c)
+    %qoi        = aten.add.Tensor(%qrs, %qic)
+    %krc        = aten.mul.Tensor(%kr, %c)
+    %kis        = aten.mul.Tensor(%ki, %s)
+    %kor        = aten.sub.Tensor(%krc, %kis)
+    %krs        = aten.mul.Tensor(%kr, %s)
+    %kic        = aten.mul.Tensor(%ki, %c)
+    %koi        = aten.add.Tensor(%krs, %kic)
+    %qur        = (aten.unsqueeze | aten.unsqueeze_copy)(%qor, -1)
+    %qui        = (aten.unsqueeze | aten.unsqueeze_copy)(%qoi, -1)
+    %qst        = aten.cat([%qur, %qui], -1)
+    root %q_out = (aten.view | aten.view_copy)(%qst, [$B, $S, $HQ, $D])
+    %kur        = (aten.unsqueeze | aten.unsqueeze_copy)(%kor, -1)
+    %kui        = (aten.unsqueeze | aten.unsqueeze_copy)(%koi, -1)
+    %kst        = aten.cat([%kur, %kui], -1)
+    root %k_out = (aten.view | aten.view_copy)(%kst, [$B, $S, $HK, $D])
+  }
+  where {
+    $D2 == $D / 2
+    $D % 8 == 0
+    $HQ >= $HK
+  }
+  rewrite {
+    %q_out, %k_out = et_vk.apply_rotary_emb($xq, $xk, $cos, $sin)
+  }
+  example { B = [1, 2], S = [1, 5], HQ = 4, HK = [2, 4], D = [16, 32] }
+}
