@@ -16,6 +16,18 @@ DEMO_SYNTH ?= --layers 2 --dim 128 --heads 4 --kv-heads 2 --vocab 256 --quant 8d
 # The fused graph computes the weights in f32 where the original rounds them
 # to bf16 first (that is what legalization removes), hence the tolerance.
 DEMO_ATOL  ?= 0.05
+# Generation: ExecuTorch's KV-cache Llama (export_llama --use_sdpa_with_kv_cache:
+# llama.update_cache + llama.custom_sdpa, caches as mutated buffers), torchao
+# 4w with an f32 checkpoint, so the program's logits agree with the
+# interpreter's to ~1e-6 and greedy decoding picks the same token at every
+# step (a bf16 checkpoint's 0.02 or 8da4w's activation rounding can flip a
+# near-tie). Untied embeddings: a random model with tied ones tends to echo
+# one token.
+DEMO_KV_MODEL := $(DEMO_DIR)/llama_kv_4w.pt2
+DEMO_KV_SYNTH ?= --layers 2 --dim 128 --heads 4 --kv-heads 2 --vocab 256 --quant 4w \
+                 --dynamic-seq --kv-cache custom --max-seq-len 64 --seed 2
+DEMO_PROMPT   ?= [1,2,3,4,5,6,7,8]
+DEMO_GENERATE ?= 32
 
 .PHONY: all deps configure build demo test test-asan bench format check-format clean
 
@@ -36,15 +48,21 @@ build: configure
 # (legalize, fuse with the shipped rules, partition, codegen) into a Vulkan
 # program with a rule-coverage report, run it on the Vulkan device (lavapipe
 # when there is no GPU) and check it against the reference interpreter on the
-# original graph.
+# original graph; then generate with a KV-cache Llama (prefill + greedy decode
+# steps on the device, every step checked against the interpreter).
 demo: build
 	@mkdir -p $(DEMO_DIR)
 	$(GRAFT) synth llama $(DEMO_SYNTH) -o $(DEMO_MODEL)
 	$(GRAFT) compile $(DEMO_MODEL) -o $(DEMO_DIR)/llama_8da4w_bf16.vkprog \
 	    --report $(DEMO_DIR)/coverage.html
 	$(GRAFT) run $(DEMO_DIR)/llama_8da4w_bf16.vkprog --check --atol $(DEMO_ATOL) --sym s0=8 --seed 0
+	$(GRAFT) synth llama $(DEMO_KV_SYNTH) -o $(DEMO_KV_MODEL)
+	$(GRAFT) compile $(DEMO_KV_MODEL) -o $(DEMO_DIR)/llama_kv_4w.vkprog
+	$(GRAFT) run $(DEMO_DIR)/llama_kv_4w.vkprog --generate $(DEMO_GENERATE) \
+	    --inputs 'tokens=$(DEMO_PROMPT)' --check --atol 1e-4
 	@echo
 	@echo "demo: program      $(DEMO_DIR)/llama_8da4w_bf16.vkprog"
+	@echo "demo: KV cache     $(DEMO_DIR)/llama_kv_4w.vkprog (graft run ... --generate N --inputs tokens=[...])"
 	@echo "demo: coverage     $(DEMO_DIR)/coverage.html (open it in a browser)"
 	@echo "demo: explain a rule: $(GRAFT) explain $(DEMO_MODEL) --rules patterns/ --rule torchao_embedding_q4gsw"
 
