@@ -9,13 +9,16 @@
 //   * BM_HostMemcpy: one host thread's memcpy, read + written.
 // Each kernel benchmark reports counters "% stream" and "% memcpy"; the
 // ceilings are measured once, the first time a kernel benchmark needs them
-// (best of several runs at 16 MiB in / 16 MiB out), and also run as
+// (best of several runs at 16 MiB in / 16 MiB out on CPU devices, 256 MiB
+// each way on GPUs, past their caches), and also run as
 // benchmarks of their own. Kernel time is the device's timestamp delta when
 // the queue has timestamps (submit/wait overhead not counted), else wall time
 // around submit + wait. Kernels with a fast and a bit-exact form take an
 // `exact` argument (0: fast, 1: ContextOptions::exactKernels), so the two are
-// compared in one run. Results are recorded in docs/benchmarks.md ("Vulkan
-// kernels").
+// compared in one run. On GPUs the linear benchmarks rotate through copies
+// of their weights (counter "copies") so no run finds them in L2.
+// GRAFT_VK_LINEAR_TILING=<tiling> (Kernels.cpp) sweeps the GEMV tilings.
+// Results are recorded in docs/benchmarks.md ("Vulkan kernels").
 //
 //   graft_bench --benchmark_filter='BM_Vk|BM_HostMemcpy'
 //
@@ -90,8 +93,30 @@ Expected<double> timeOnce(const std::function<Status()> &launch) {
                                           : std::chrono::duration<double>(t1 - t0).count();
 }
 
-/// The calibration copy: 16 MiB of vec4s read, 16 MiB written.
+/// The calibration copy: 16 MiB of vec4s read, 16 MiB written, on CPU
+/// devices (lavapipe's numbers have always been taken at that size); 256 MiB
+/// each way on GPUs, whose last-level caches hold 16 MiB (an H100 has 50 MB of
+/// L2), so the ceiling is device memory's, not the cache's.
 constexpr int64_t kStreamFloats = int64_t(1) << 22;
+constexpr int64_t kGpuStreamFloats = int64_t(1) << 26;
+
+bool cpuDevice() {
+  return context() && context()->info().type == "cpu";
+}
+
+int64_t streamFloats() {
+  return cpuDevice() ? kStreamFloats : kGpuStreamFloats;
+}
+
+/// How many copies of a kernel's weights a benchmark rotates through, one
+/// per run, so that each run reads its weights from device memory rather
+/// than from a cache the previous run left warm: one on CPU devices (as
+/// before), enough to span 256 MiB on GPUs.
+std::size_t rotationCopies(double weightBytes) {
+  if (cpuDevice() || weightBytes <= 0)
+    return 1;
+  return static_cast<std::size_t>(std::clamp(256.0 * 1024 * 1024 / weightBytes, 1.0, 64.0) + 0.5);
+}
 
 Status streamCopy(const vk::DeviceTensor &in, const vk::DeviceTensor &out) {
   int32_t numVec4 = static_cast<int32_t>(in.numel() / 4);
@@ -119,11 +144,12 @@ double hostMemcpyGBs() {
   return gbs;
 }
 
-/// BM_VkStream's GB/s at kStreamFloats, best of 20 runs (0 without a device).
+/// BM_VkStream's GB/s at streamFloats(), best of 20 runs (0 without a device).
 double streamGBs() {
   static double gbs = [] {
-    auto in = vk::uploadTensor(*context(), Tensor::empty(DType::F32, {kStreamFloats}));
-    auto out = vk::allocateTensor(*context(), DType::F32, {kStreamFloats});
+    const int64_t n = streamFloats();
+    auto in = vk::uploadTensor(*context(), Tensor::empty(DType::F32, {n}));
+    auto out = vk::allocateTensor(*context(), DType::F32, {n});
     if (!in || !out)
       return 0.0;
     double best = 0;
@@ -132,7 +158,7 @@ double streamGBs() {
       if (!secs)
         return 0.0;
       if (i > 0 && *secs > 0) // the first run compiles the shader
-        best = std::max(best, 8.0 * double(kStreamFloats) * 1e-9 / *secs);
+        best = std::max(best, 8.0 * double(n) * 1e-9 / *secs);
     }
     return best;
   }();
@@ -204,16 +230,17 @@ void BM_HostMemcpy(benchmark::State &state) {
 }
 BENCHMARK(BM_HostMemcpy)->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond);
 
-/// The device ceiling: a vec4 copy of n floats (bytes read + written).
+/// The device ceiling: a vec4 copy of n floats (bytes read + written); n = 0
+/// is the calibration size for this device (streamFloats()).
 void BM_VkStream(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();
-  int64_t n = state.range(0);
+  int64_t n = state.range(0) ? state.range(0) : streamFloats();
   auto in = upload(randomTensor(DType::F32, {n}, -1, 1, 20));
   auto out = orDie(vk::allocateTensor(*context(), DType::F32, {n}));
   runKernel(
       state, [&] { return streamCopy(in, out); }, 8.0 * double(n), 0);
 }
-BENCHMARK(BM_VkStream)->Arg(kStreamFloats)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_VkStream)->Arg(0)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 /// linear_q4gsw: M tokens x K -> N, group 32 (M = 1 is decode's GEMV).
 /// The 4th argument selects the bit-exact kernel (1) or the fast one (0).
@@ -221,17 +248,26 @@ void BM_VkLinearQ4gsw(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();
   int64_t M = state.range(0), K = state.range(1), N = state.range(2), gs = 32;
   ExactKernels exact(state.range(3) != 0);
-  auto w = orDie(vk::prepackQ4(*context(), randomTensor(DType::U8, {N, K / 2}, 0, 256, 1), true));
-  auto s = upload(randomTensor(DType::F32, {K / gs, N}, 0.002, 0.02, 2));
+  const double weightBytes = double(N * K / 2) + 4.0 * double(K / gs * N);
+  const Tensor wt = randomTensor(DType::U8, {N, K / 2}, 0, 256, 1);
+  const Tensor st = randomTensor(DType::F32, {K / gs, N}, 0.002, 0.02, 2);
+  std::vector<vk::PackedQ4Weight> w;
+  std::vector<vk::DeviceTensor> s;
+  for (std::size_t c = 0, n = rotationCopies(weightBytes); c < n; ++c) {
+    w.push_back(orDie(vk::prepackQ4(*context(), wt, true)));
+    s.push_back(upload(st));
+  }
   auto x = upload(randomTensor(DType::F32, {M, K}, -1, 1, 3));
-  double bytes = double(N * K / 2) + 4.0 * double(K / gs * N) + 4.0 * double(M * K + M * N);
+  std::size_t run = 0;
   runKernel(
       state,
       [&]() -> Status {
-        auto r = vk::linearQ4gsw(*context(), x, w, s, gs, nullptr);
+        std::size_t c = run++ % w.size();
+        auto r = vk::linearQ4gsw(*context(), x, w[c], s[c], gs, nullptr);
         return r ? okStatus() : r.takeFailure();
       },
-      bytes, 2.0 * double(M * N * K));
+      weightBytes + 4.0 * double(M * K + M * N), 2.0 * double(M * N * K));
+  state.counters["copies"] = double(w.size());
 }
 BENCHMARK(BM_VkLinearQ4gsw)
     ->ArgNames({"M", "K", "N", "exact"})
@@ -249,20 +285,30 @@ void BM_VkLinearDq8caQ4gsw(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();
   int64_t M = state.range(0), K = state.range(1), N = state.range(2), gs = 32;
   ExactKernels exact(state.range(3) != 0);
-  auto w = orDie(vk::prepackQ4(*context(), randomTensor(DType::U8, {N, K / 2}, 0, 256, 1), true));
-  auto s = upload(randomTensor(DType::F32, {K / gs, N}, 0.002, 0.02, 2));
+  const double weightBytes = double(N * K / 2) + 8.0 * double(K / gs * N);
+  const Tensor wt = randomTensor(DType::U8, {N, K / 2}, 0, 256, 1);
+  const Tensor st = randomTensor(DType::F32, {K / gs, N}, 0.002, 0.02, 2);
+  const Tensor sumst = randomTensor(DType::I32, {K / gs, (N + 7) / 8 * 8}, -64, 64, 6);
+  std::vector<vk::PackedQ4Weight> w;
+  std::vector<vk::DeviceTensor> s, sums;
+  for (std::size_t c = 0, n = rotationCopies(weightBytes); c < n; ++c) {
+    w.push_back(orDie(vk::prepackQ4(*context(), wt, true)));
+    s.push_back(upload(st));
+    sums.push_back(upload(sumst));
+  }
   auto x = upload(randomTensor(DType::F32, {M, K}, -1, 1, 3));
   auto xs = upload(randomTensor(DType::F32, {M}, 0.004, 0.008, 4));
   auto xz = upload(randomTensor(DType::I8, {M}, -10, 10, 5));
-  auto sums = upload(randomTensor(DType::I32, {K / gs, (N + 7) / 8 * 8}, -64, 64, 6));
-  double bytes = double(N * K / 2) + 8.0 * double(K / gs * N) + 4.0 * double(M * K + M * N);
+  std::size_t run = 0;
   runKernel(
       state,
       [&]() -> Status {
-        auto r = vk::linearDq8caQ4gsw(*context(), x, xs, xz, w, sums, s, gs, nullptr);
+        std::size_t c = run++ % w.size();
+        auto r = vk::linearDq8caQ4gsw(*context(), x, xs, xz, w[c], sums[c], s[c], gs, nullptr);
         return r ? okStatus() : r.takeFailure();
       },
-      bytes, 2.0 * double(M * N * K));
+      weightBytes + 4.0 * double(M * K + M * N), 2.0 * double(M * N * K));
+  state.counters["copies"] = double(w.size());
 }
 BENCHMARK(BM_VkLinearDq8caQ4gsw)
     ->ArgNames({"M", "K", "N", "exact"})
@@ -353,7 +399,11 @@ void BM_VkRmsNorm(benchmark::State &state) {
       },
       4.0 * double(2 * rows * D + D), 0);
 }
-BENCHMARK(BM_VkRmsNorm)->Args({512, 4096})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_VkRmsNorm)
+    ->Args({512, 4096})
+    ->Args({1, 2048}) // one decode token
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 void BM_VkSoftmax(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();

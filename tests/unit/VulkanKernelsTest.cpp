@@ -698,18 +698,29 @@ std::vector<double> q4AbsDot(const Tensor &x, const Tensor &packed, const Tensor
 }
 
 /// Runs `body` with the fast linears' tiling forced to `tiling` ("cpu":
-/// wide column tiles, no K split; "gpu": K split 16 ways with the
-/// shared-memory reduction), whatever the device is.
-template <class F> void withLinearTiling(const char *tiling, F body) {
-  SCOPED_TRACE(std::string("tiling ") + tiling);
-  const char *old = std::getenv("GRAFT_VK_LINEAR_TILING");
+/// wide column tiles, no K split; "gpu": the GPU tilings this device
+/// supports; "gpu_gemv": K split 16 ways with the shared-memory reduction;
+/// "gpu_gemv_sg*": K split 32 ways with a subgroup reduction where the device
+/// has 32-lane subgroups, else gpu_gemv), whatever the device is.
+const char *const kLinearTilings[] = {
+    "cpu", "gpu", "gpu_gemv", "gpu_gemv_sg", "gpu_gemv_sg_n1", "gpu_gemv_sg_n4"};
+
+/// Runs `body` with the environment variable `name` set to `value`
+/// (restored afterwards).
+template <class F> void withEnv(const char *name, const char *value, F body) {
+  SCOPED_TRACE(std::string(name) + "=" + value);
+  const char *old = std::getenv(name);
   std::string saved = old ? old : "";
-  ::setenv("GRAFT_VK_LINEAR_TILING", tiling, 1);
+  ::setenv(name, value, 1);
   body();
   if (old)
-    ::setenv("GRAFT_VK_LINEAR_TILING", saved.c_str(), 1);
+    ::setenv(name, saved.c_str(), 1);
   else
-    ::unsetenv("GRAFT_VK_LINEAR_TILING");
+    ::unsetenv(name);
+}
+
+template <class F> void withLinearTiling(const char *tiling, F body) {
+  withEnv("GRAFT_VK_LINEAR_TILING", tiling, body);
 }
 
 void checkLinearQ4gswFast() {
@@ -744,7 +755,7 @@ void checkLinearQ4gswFast() {
 
 TEST(VulkanKernels, LinearQ4gswFastWithinBound) {
   GRAFT_REQUIRE_VULKAN();
-  for (const char *tiling : {"cpu", "gpu"})
+  for (const char *tiling : kLinearTilings)
     withLinearTiling(tiling, checkLinearQ4gswFast);
 }
 
@@ -847,7 +858,7 @@ void checkLinearDq8caQ4gswFast() {
 
 TEST(VulkanKernels, LinearDq8caQ4gswFastWithinBound) {
   GRAFT_REQUIRE_VULKAN();
-  for (const char *tiling : {"cpu", "gpu"})
+  for (const char *tiling : kLinearTilings)
     withLinearTiling(tiling, checkLinearDq8caQ4gswFast);
 }
 
@@ -926,8 +937,7 @@ TEST(VulkanKernels, ApplyRotaryEmb) {
 
 //===-- torchao affine quantization and attention ---------------------------===//
 
-TEST(VulkanKernels, TorchaoAffineQuant) {
-  GRAFT_REQUIRE_VULKAN();
+void checkTorchaoAffineQuant() {
   checkGraph(R"(graph @t {
   param %w : i8[70, 64] fqn="w" = random(seed=15, min=-8, max=7)
   param %ws : f32[70, 2] fqn="ws" = random(seed=16, min=0.005, max=0.02)
@@ -944,6 +954,37 @@ TEST(VulkanKernels, TorchaoAffineQuant) {
   output %z
 })",
              kExact, 59);
+}
+
+TEST(VulkanKernels, TorchaoAffineQuant) {
+  GRAFT_REQUIRE_VULKAN();
+  // "gpu": choose_qparams_affine's cooperative variant, exact like the
+  // per-group loop (min and max are order-free).
+  for (const char *kernels : {"cpu", "gpu"})
+    withEnv("GRAFT_VK_KERNELS", kernels, [] { checkTorchaoAffineQuant(); });
+}
+
+// rms_norm's cooperative variant (GPUs, fast policy) reorders the sum of
+// squares: docs/numerics.md bounds the result by (gamma_D + 10u) |reference|.
+TEST(VulkanKernels, RmsNormCoopWithinBound) {
+  GRAFT_REQUIRE_VULKAN();
+  withEnv("GRAFT_VK_KERNELS", "gpu", [] {
+    for (int64_t d : {8, 65, 300, 2048}) {
+      std::ostringstream g;
+      g << "graph @t {\n  param %w : f32[" << d
+        << "] fqn=\"w\" = random(seed=4, min=0.5, max=1.5)\n"
+        << "  input %x : f32[3, " << d << "]\n  %o : f32[3, " << d
+        << "] = et_vk.rms_norm.default(%x, %w, 1e-06)\n  output %o\n}\n";
+      SCOPED_TRACE(g.str());
+      BoundRun r = runForBound(g.str(), 61);
+      ASSERT_EQ(r.device.size(), 1u);
+      std::vector<double> bound;
+      for (int64_t i = 0; i < r.ref(0).numel(); ++i)
+        bound.push_back((gammaF32(d) + 10 * std::ldexp(1.0, -24)) *
+                        std::abs(r.ref(0).getDouble(i)));
+      EXPECT_EQ(withinBound(r.out(0), r.ref(0), bound), "");
+    }
+  });
 }
 
 // quantized_decomposed.dequantize_per_channel (PT2E) that no rule consumed:

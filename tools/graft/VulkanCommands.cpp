@@ -51,6 +51,8 @@ nlohmann::json deviceJson(const vk::DeviceInfo &d) {
   j["storage_buffer_8bit_access"] = d.storageBuffer8BitAccess;
   j["shader_float16"] = d.shaderFloat16;
   j["shader_int64"] = d.shaderInt64;
+  j["subgroup_size"] = d.subgroupSize;
+  j["subgroup_clustered_add"] = d.subgroupClusteredAdd;
   return j;
 }
 
@@ -113,7 +115,9 @@ Command makeDevicesCommand() {
                 << "   16-bit storage " << (d.storageBuffer16BitAccess ? "yes" : "no")
                 << ", 8-bit storage " << (d.storageBuffer8BitAccess ? "yes" : "no")
                 << ", float16 arithmetic " << (d.shaderFloat16 ? "yes" : "no") << ", int64 "
-                << (d.shaderInt64 ? "yes" : "no") << "\n";
+                << (d.shaderInt64 ? "yes" : "no") << "\n"
+                << "   subgroup size " << d.subgroupSize << ", clustered subgroup add "
+                << (d.subgroupClusteredAdd ? "yes" : "no") << "\n";
     }
     return int(kOk);
   };

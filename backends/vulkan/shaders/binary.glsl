@@ -69,13 +69,13 @@ float apply(float a, float b) {
 #elif defined(OP_mul)
   precise float r = a * b;
 #elif defined(OP_div)
-  precise float r = a / b;
+  float r = divRN(a, b);
 #elif defined(OP_maximum)
-  // NaN if either is NaN (a + b is); otherwise std::max(a, b) = (a < b ? b :
-  // a) spelled out, since GLSL's max leaves the sign of equal zeros open.
-  float r = (isnan(a) || isnan(b)) ? a + b : (a < b ? b : a);
+  // NaN if either is NaN, else std::max (common.glslh: on the bits, since
+  // drivers may drop NaN and the sign of zero from float compares).
+  float r = nanMax(a, b);
 #elif defined(OP_minimum)
-  float r = (isnan(a) || isnan(b)) ? a + b : (b < a ? b : a);
+  float r = nanMin(a, b);
 #elif defined(OP_pow)
   precise float r;
   if (b == 2.0)
@@ -83,13 +83,13 @@ float apply(float a, float b) {
   else if (b == 3.0)
     r = a * a * a;
   else if (b == 0.5)
-    r = sqrt(a);
+    r = sqrtRN(a);
   else if (b == -0.5)
-    r = 1.0 / sqrt(a);
+    r = divRN(1.0, sqrtRN(a));
   else if (b == -1.0)
-    r = 1.0 / a;
+    r = divRN(1.0, a);
   else if (b == -2.0)
-    r = 1.0 / (a * a);
+    r = divRN(1.0, a * a);
   else
     r = pow(a, b);
 #else

@@ -33,8 +33,13 @@
 // lanes read 16 consecutive groups of a row (coalesced). WIDE_LOADS (CPU
 // variants, devices with shaderInt64) reads weights and f32/int x as pairs
 // of 64-bit words: llvmpipe's cost is per loaded component, so this halves
-// it; the values are the same bits.
+// it; the values are the same bits. SUBGROUP_REDUCE (`_sg` GPU variants,
+// devices with clustered subgroup arithmetic and subgroups of at least
+// K_SPLIT lanes) reduces a tile's K split with subgroupClusteredAdd.
 #extension GL_EXT_control_flow_attributes : require
+#if SUBGROUP_REDUCE
+#extension GL_KHR_shader_subgroup_clustered : require
+#endif
 #if WIDE_LOADS
 #extension GL_ARB_gpu_shader_int64 : require
 #endif
@@ -86,7 +91,7 @@ layout(push_constant) uniform PushConstants {
 #define TILES_PER_WG (LOCAL_SIZE_X / K_SPLIT)
 #define TILE (TILE_M * TILE_N)
 
-#if K_SPLIT > 1
+#if K_SPLIT > 1 && !SUBGROUP_REDUCE
 shared float red[LOCAL_SIZE_X * TILE];
 #endif
 
@@ -197,7 +202,15 @@ void main() {
     }
   }
 
-#if K_SPLIT > 1
+#if K_SPLIT > 1 && SUBGROUP_REDUCE
+  // The K_SPLIT invocations of a tile are consecutive lanes of one subgroup
+  // (the host picks these variants only where K_SPLIT <= subgroupSize): a
+  // clustered add replaces the shared-memory tree and its barriers.
+  [[unroll]] for (int i = 0; i < TILE; ++i)
+    acc[i] = subgroupClusteredAdd(acc[i], K_SPLIT);
+  if (ky != 0)
+    return;
+#elif K_SPLIT > 1
   [[unroll]] for (int i = 0; i < TILE; ++i)
     red[i * LOCAL_SIZE_X + int(lid)] = acc[i];
   for (int stride = K_SPLIT / 2; stride > 0; stride /= 2) {

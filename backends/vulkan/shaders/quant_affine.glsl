@@ -1,6 +1,9 @@
 // quant_affine.glsl - torchao affine quantization primitives over
 // contiguous groups of `groupSize` elements (block sizes [1, ..., 1, b, size...]):
-//   MODE choose:     choose_qparams_affine, one invocation per group;
+//   MODE choose:     choose_qparams_affine, one invocation per group, or
+//                    (COOP, the `_coop` variants for GPUs) one workgroup per
+//                    group, its invocations taking the group's min and max
+//                    together;
 //   MODE quantize:   quantize_affine: clamp(roundEven(x * (1/scale)) + zp, qmin, qmax);
 //   MODE dequantize: dequantize_affine: (float(q) - zp) * scale.
 // The arithmetic and its order follow docs/numerics.md: the reciprocal of
@@ -35,10 +38,88 @@ layout(push_constant) uniform PushConstants {
   float eps;
 } pc;
 
+#if defined(MODE_choose)
+#if COOP
+shared float s_mn[LOCAL_SIZE_X];
+shared float s_mx[LOCAL_SIZE_X];
+#endif
+
+// Group `id`'s scale and zero point from its min and max.
+void chooseQParams(uint id, float mn, float mx) {
+  float minNeg = min(mn, 0.0);
+  float maxPos = max(mx, 0.0);
+  float qmin = float(pc.qmin);
+  float qmax = float(pc.qmax);
+  precise float scale;
+  float zp;
+  if (pc.mapping == 0) {
+    precise float range = maxPos - minNeg;
+    scale = divRN(range, qmax - qmin);
+#if DTYPE_IS_HALF
+    scale = roundToHalf(scale);
+#endif
+    scale = stdMax(scale, pc.eps);
+    precise float d = divRN(minNeg, scale);
+#if DTYPE_IS_HALF
+    d = roundToHalf(d);
+#endif
+    zp = clamp(qmin - roundEven(d), qmin, qmax);
+  } else {
+    if (pc.mapping == 1) {
+      scale = divRN(stdMax(-minNeg, maxPos), (qmax - qmin) / 2.0);
+    } else {
+      precise float a = divRN(minNeg, qmin);
+      precise float b = divRN(maxPos, qmax);
+#if DTYPE_IS_HALF
+      a = roundToHalf(a);
+      b = roundToHalf(b);
+#endif
+      scale = a > b ? a : b;
+    }
+#if DTYPE_IS_HALF
+    scale = roundToHalf(scale);
+#endif
+    scale = stdMax(scale, pc.eps);
+    zp = trunc((qmax + qmin + 1.0) / 2.0);
+  }
+  t_scale[id] = TO_SCALE_DTYPE(scale);
+  t_zero[id] = int(zp);
+}
+#endif
+
 void main() {
-  uint id = linearId();
 #if defined(MODE_choose)
   int groups = pc.numel / pc.groupSize;
+#if COOP
+  // min and max do not depend on the order they are taken in, so the tree
+  // gives the sequential loop's values (up to the sign of a zero extreme,
+  // which no output depends on: it only meets min(mn, 0) and max(mx, 0)).
+  uint id = gl_WorkGroupID.x;
+  uint lid = gl_LocalInvocationIndex;
+  if (id >= uint(groups)) // uniform across the workgroup
+    return;
+  int base = int(id) * pc.groupSize;
+  float mn = float(t_in[base]);
+  float mx = mn;
+  for (int i = int(lid); i < pc.groupSize; i += LOCAL_SIZE_X) {
+    float v = float(t_in[base + i]);
+    mn = min(mn, v);
+    mx = max(mx, v);
+  }
+  s_mn[lid] = mn;
+  s_mx[lid] = mx;
+  for (uint stride = uint(LOCAL_SIZE_X) / 2u; stride > 0u; stride /= 2u) {
+    barrier();
+    if (lid < stride) {
+      s_mn[lid] = min(s_mn[lid], s_mn[lid + stride]);
+      s_mx[lid] = max(s_mx[lid], s_mx[lid + stride]);
+    }
+  }
+  barrier();
+  if (lid == 0u)
+    chooseQParams(id, s_mn[0], s_mx[0]);
+#else
+  uint id = linearId();
   if (id >= uint(groups))
     return;
   int base = int(id) * pc.groupSize;
@@ -49,51 +130,16 @@ void main() {
     mn = min(mn, v);
     mx = max(mx, v);
   }
-  float minNeg = min(mn, 0.0);
-  float maxPos = max(mx, 0.0);
-  float qmin = float(pc.qmin);
-  float qmax = float(pc.qmax);
-  precise float scale;
-  float zp;
-  if (pc.mapping == 0) {
-    precise float range = maxPos - minNeg;
-    scale = range / (qmax - qmin);
-#if DTYPE_IS_HALF
-    scale = roundToHalf(scale);
+  chooseQParams(id, mn, mx);
 #endif
-    scale = max(scale, pc.eps);
-    precise float d = minNeg / scale;
-#if DTYPE_IS_HALF
-    d = roundToHalf(d);
-#endif
-    zp = clamp(qmin - roundEven(d), qmin, qmax);
-  } else {
-    if (pc.mapping == 1) {
-      scale = max(-minNeg, maxPos) / ((qmax - qmin) / 2.0);
-    } else {
-      precise float a = minNeg / qmin;
-      precise float b = maxPos / qmax;
-#if DTYPE_IS_HALF
-      a = roundToHalf(a);
-      b = roundToHalf(b);
-#endif
-      scale = a > b ? a : b;
-    }
-#if DTYPE_IS_HALF
-    scale = roundToHalf(scale);
-#endif
-    scale = max(scale, pc.eps);
-    zp = trunc((qmax + qmin + 1.0) / 2.0);
-  }
-  t_scale[id] = TO_SCALE_DTYPE(scale);
-  t_zero[id] = int(zp);
 #else
+  uint id = linearId();
   if (id >= uint(pc.numel))
     return;
   int g = int(id) / pc.groupSize;
   float zp = pc.hasZero != 0 ? float(t_zero[g]) : 0.0;
 #if defined(MODE_quantize)
-  precise float inv = 1.0 / float(t_scale[g]);
+  precise float inv = divRN(1.0, float(t_scale[g]));
 #if SCALE_DTYPE_IS_HALF
   inv = roundToHalf(inv);
 #endif

@@ -22,16 +22,16 @@ void main() {
   for (int i = 0; i < pc.rowLen; ++i)
     acc += float(t_in[base + i]);
 #if defined(OP_mean)
-  precise float r = acc / float(pc.rowLen);
+  float r = divRN(acc, float(pc.rowLen));
 #else
   float r = acc;
 #endif
 #else
   float r = float(t_in[base]);
-  bool nan = isnan(r);
+  bool nan = isNanBits(r);
   for (int i = 1; i < pc.rowLen; ++i) {
     float v = float(t_in[base + i]);
-    nan = nan || isnan(v);
+    nan = nan || isNanBits(v);
 #if defined(OP_amax)
     r = max(r, v);
 #else

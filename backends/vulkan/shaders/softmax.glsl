@@ -21,9 +21,9 @@ void main() {
   float m = float(t_in[base]);
   for (int i = 1; i < pc.rowLen; ++i) {
     float v = float(t_in[base + i]);
-    m = (isnan(m) || isnan(v)) ? m + v : max(m, v);
+    m = nanMax(m, v);
   }
-  if (pc.safe != 0 && isinf(m) && m < 0.0) {
+  if (pc.safe != 0 && floatBitsToUint(m) == 0xff800000u) { // -inf
     for (int i = 0; i < pc.rowLen; ++i)
       t_out[base + i] = TO_OUT_DTYPE(0.0);
     return;
@@ -33,7 +33,7 @@ void main() {
     precise float d = float(t_in[base + i]) - m;
     sum += exp(d);
   }
-  precise float inv = 1.0 / sum;
+  float inv = divRN(1.0, sum);
   for (int i = 0; i < pc.rowLen; ++i) {
     precise float d = float(t_in[base + i]) - m;
     precise float r = exp(d) * inv;

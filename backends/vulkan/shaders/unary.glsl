@@ -89,11 +89,11 @@ float apply(float x) {
 #elif defined(OP_abs)
   precise float r = abs(x);
 #elif defined(OP_relu)
-  float r = isnan(x) ? x : (x > 0.0 ? x : 0.0);
+  float r = selectBits(isNanBits(x) || x > 0.0, x, 0.0);
 #elif defined(OP_sigmoid)
-  precise float r = 1.0 / (1.0 + exp(-x));
+  precise float r = divRN(1.0, 1.0 + exp(-x));
 #elif defined(OP_silu)
-  precise float r = x / (1.0 + exp(-x));
+  precise float r = divRN(x, 1.0 + exp(-x));
 #elif defined(OP_gelu)
   precise float r = x * 0.5 * (1.0 + erfApprox(x * 0.70710678118654752440));
 #elif defined(OP_gelu_tanh)
@@ -101,22 +101,20 @@ float apply(float x) {
   precise float inner = 0.79788456080286535588 * (x + 0.044715 * cube);
   precise float r = 0.5 * x * (1.0 + tanh(clamp(inner, -15.0, 15.0)));
 #elif defined(OP_rsqrt)
-  precise float r = 1.0 / sqrt(x);
+  precise float r = divRN(1.0, sqrtRN(x));
 #elif defined(OP_sqrt)
-  precise float r = sqrt(x);
+  precise float r = sqrtRN(x);
 #elif defined(OP_exp)
   float r = exp(x);
 #elif defined(OP_reciprocal)
-  precise float r = 1.0 / x;
+  precise float r = divRN(1.0, x);
 #elif defined(OP_clamp)
-  // std::min(std::max(x, lo), hi) spelled as its comparisons: GLSL's
-  // min/max leave NaN operands and the sign of equal zeros to the driver,
-  // std::max(a, b) is (a < b ? b : a) and std::min(a, b) is (b < a ? b : a),
-  // so a NaN x stays x and max(-0.0, 0.0) is -0.0 as in the reference.
-  float r = x < pc.lo ? pc.lo : x;
-  r = pc.hi < r ? pc.hi : r;
-  if (isnan(pc.lo))
-    r = pc.lo;
+  // std::min(std::max(x, lo), hi) (common.glslh's stdMax/stdMin, on the
+  // bits: GLSL's min/max and a driver's float selects may drop NaN and the
+  // sign of equal zeros), so a NaN x stays x and max(-0.0, 0.0) is -0.0 as in
+  // the reference; NaN bounds (torch's NaN fill) give NaN.
+  float r = stdMin(stdMax(x, pc.lo), pc.hi);
+  r = selectBits(isNanBits(pc.lo), pc.lo, r);
 #else
 #error "unsupported op"
 #endif

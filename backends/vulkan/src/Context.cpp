@@ -235,6 +235,20 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   info.shaderFloat16 = v12 && f16.shaderFloat16;
   info.shaderInt64 = f2.features.shaderInt64;
 
+  if (p.apiVersion >= VK_API_VERSION_1_1) {
+    VkPhysicalDeviceSubgroupProperties sg{};
+    sg.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+    VkPhysicalDeviceProperties2 p2{};
+    p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    p2.pNext = &sg;
+    vkGetPhysicalDeviceProperties2(pd, &p2);
+    info.subgroupSize = sg.subgroupSize;
+    const VkSubgroupFeatureFlags needed =
+        VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT;
+    info.subgroupClusteredAdd = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                                (sg.supportedOperations & needed) == needed;
+  }
+
   VkPhysicalDeviceDriverProperties drv{};
   if (v12) {
     drv.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;

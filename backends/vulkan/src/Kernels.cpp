@@ -229,6 +229,20 @@ const char *name(UnaryKind kind) {
 
 namespace {
 
+/// Whether the row kernels (rms_norm, choose_qparams_affine) run a workgroup
+/// per row (the `_coop` variants) rather than an invocation per row: on GPUs,
+/// where one invocation walking a 2048-long row serially costs hundreds of
+/// microseconds. CPU drivers keep an invocation per row (llvmpipe runs a
+/// workgroup's invocations as SIMD lanes of one thread, so a per-row
+/// workgroup adds barriers and no parallelism). GRAFT_VK_KERNELS=cpu|gpu
+/// overrides the device class (tests run the GPU kernels on lavapipe).
+bool cooperativeRows(const Context &ctx, int64_t rows) {
+  bool cpu = ctx.info().type == "cpu";
+  if (const char *env = std::getenv("GRAFT_VK_KERNELS"))
+    cpu = std::string_view(env) == "cpu" ? true : std::string_view(env) == "gpu" ? false : cpu;
+  return !cpu && rows > 0 && rows <= int64_t(ctx.info().maxComputeWorkGroupCount[0]);
+}
+
 /// Whether the vec4 elementwise kernels move f32 vec4s as two 64-bit words
 /// (the `vec4w` variants): on CPU drivers each loaded or stored component
 /// costs a scalar access per invocation, so this halves them.
@@ -475,9 +489,16 @@ Expected<DeviceTensor> rmsNorm(Context &ctx, const DeviceTensor &x, const Device
     int32_t rows, rowLen;
     float eps;
   } pc{i32(x.numel() / rowLen), i32(rowLen), static_cast<float>(eps)};
-  std::string variant = "rms_norm_" + shaderDType(x.dtype) + "_" + shaderDType(weight.dtype);
-  GRAFT_CHECK_OK(ctx.dispatch1D(variant, {out.buffer.get(), x.buffer.get(), weight.buffer.get()},
-                                &pc, sizeof(pc), static_cast<uint64_t>(pc.rows)));
+  std::string dtypes = shaderDType(x.dtype) + "_" + shaderDType(weight.dtype);
+  std::vector<Buffer *> bindings = {out.buffer.get(), x.buffer.get(), weight.buffer.get()};
+  // The cooperative sum reorders the reduction: fast policy only.
+  if (!ctx.exactKernels() && cooperativeRows(ctx, pc.rows)) {
+    GRAFT_CHECK_OK(ctx.dispatch("rms_norm_coop_" + dtypes, bindings, &pc, sizeof(pc),
+                                {static_cast<uint32_t>(pc.rows), 1, 1}));
+    return out;
+  }
+  GRAFT_CHECK_OK(ctx.dispatch1D("rms_norm_" + dtypes, bindings, &pc, sizeof(pc),
+                                static_cast<uint64_t>(pc.rows)));
   return out;
 }
 
@@ -631,30 +652,57 @@ struct Q4Push {
 /// The fast kernels' tiling for this device (linear_q4gsw_fast.yaml): on CPU
 /// drivers (lavapipe) every loaded component costs a scalar access per
 /// invocation, so an invocation takes a wide tile of columns that share its x
-/// loads; GPUs split each tile's K over 16 invocations (coalesced reads).
+/// loads; GPUs split each tile's K over 16 or 32 invocations (coalesced
+/// reads, and more weight bytes in flight per column).
 struct FastLinearTiling {
   const char *name;
   int64_t columnsPerGroup; ///< output columns per workgroup
   int64_t tileM;           ///< rows per workgroup
+  uint32_t subgroupLanes;  ///< > 0: the variant reduces over this many subgroup lanes
 };
-/// GRAFT_VK_LINEAR_TILING=cpu|gpu overrides the choice (tests run the GPU
-/// tiling on lavapipe with it; benchmarks compare the two).
+
+/// The GEMV (M = 1) tilings for GPUs. `gpu_gemv` reduces its 16-way K split in
+/// shared memory and runs anywhere; the `_sg` ones split K 32 ways and reduce
+/// with subgroupClusteredAdd, so they need subgroups of at least 32 lanes.
+constexpr FastLinearTiling kGpuGemvTilings[] = {
+    {"gpu_gemv", 4 * 2, 1, 0},
+    {"gpu_gemv_sg", 2 * 2, 1, 32},
+    {"gpu_gemv_sg_n1", 2 * 1, 1, 32},
+    {"gpu_gemv_sg_n4", 4 * 4, 1, 32},
+};
+
+bool supports(const Context &ctx, const FastLinearTiling &t) {
+  return t.subgroupLanes == 0 ||
+         (ctx.info().subgroupClusteredAdd && ctx.info().subgroupSize >= t.subgroupLanes);
+}
+
+/// GRAFT_VK_LINEAR_TILING=cpu|gpu overrides the device class (tests run the
+/// GPU tilings on lavapipe with it); naming a GEMV tiling (gpu_gemv_sg, ...)
+/// forces that one where the device supports it (benchmarks sweep them).
 FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M) {
   bool cpu = ctx.info().type == "cpu";
-  if (const char *force = std::getenv("GRAFT_VK_LINEAR_TILING"))
-    cpu = std::string_view(force) == "cpu" ? true : std::string_view(force) == "gpu" ? false : cpu;
+  std::string_view force;
+  if (const char *env = std::getenv("GRAFT_VK_LINEAR_TILING"))
+    force = env;
+  cpu = force == "cpu" ? true : force.starts_with("gpu") ? false : cpu;
+  if (M == 1)
+    for (const FastLinearTiling &t : kGpuGemvTilings)
+      if (force == t.name && supports(ctx, t))
+        return t;
   // CPU drivers charge per loaded component: with shaderInt64, 64-bit loads
   // halve the weight and x loads (the `_wide` variants).
   bool wide = ctx.info().shaderInt64 && !std::getenv("GRAFT_VK_NO_WIDE_LOADS");
-  if (M == 1)
-    return cpu ? FastLinearTiling{wide ? "cpu_gemv_wide" : "cpu_gemv", 8 * 32, 1}
-               : FastLinearTiling{"gpu_gemv", 4 * 2, 1};
+  if (M == 1) {
+    if (cpu)
+      return FastLinearTiling{wide ? "cpu_gemv_wide" : "cpu_gemv", 8 * 32, 1, 0};
+    return supports(ctx, kGpuGemvTilings[1]) ? kGpuGemvTilings[1] : kGpuGemvTilings[0];
+  }
   // GEMM: a 4 x 16 tile per invocation. An invocation loads 4 rows of x and
   // 16 columns of weights per block; per output that is 16/16 + 3/4 loaded
   // components per x/weight pair, 26 % fewer than an 8 x 8 tile with the
   // same number of accumulators (measured 2-3x faster on lavapipe).
-  return cpu ? FastLinearTiling{wide ? "cpu_gemm_wide" : "cpu_gemm", 8 * 16, 4}
-             : FastLinearTiling{"gpu_gemm", 4 * 4, 4};
+  return cpu ? FastLinearTiling{wide ? "cpu_gemm_wide" : "cpu_gemm", 8 * 16, 4, 0}
+             : FastLinearTiling{"gpu_gemm", 4 * 4, 4, 0};
 }
 
 constexpr int64_t kTileM = 4;
@@ -1082,11 +1130,17 @@ Expected<QParams> chooseQParamsAffine(Context &ctx, const DeviceTensor &x, int64
                1,
                static_cast<int32_t>(mapping),
                static_cast<float>(eps)};
-  std::string variant =
-      "choose_qparams_affine_" + shaderDType(x.dtype) + "_" + shaderDType(scaleDType);
-  GRAFT_CHECK_OK(ctx.dispatch1D(variant,
-                                {r.scale.buffer.get(), r.zeroPoint.buffer.get(), x.buffer.get()},
-                                &pc, sizeof(pc), static_cast<uint64_t>(x.numel() / groupSize)));
+  std::string dtypes = shaderDType(x.dtype) + "_" + shaderDType(scaleDType);
+  std::vector<Buffer *> bindings = {r.scale.buffer.get(), r.zeroPoint.buffer.get(), x.buffer.get()};
+  int64_t groups = x.numel() / groupSize;
+  // Min and max are order-free: the cooperative variant is exact, both policies.
+  if (cooperativeRows(ctx, groups)) {
+    GRAFT_CHECK_OK(ctx.dispatch("choose_qparams_affine_coop_" + dtypes, bindings, &pc, sizeof(pc),
+                                {static_cast<uint32_t>(groups), 1, 1}));
+    return r;
+  }
+  GRAFT_CHECK_OK(ctx.dispatch1D("choose_qparams_affine_" + dtypes, bindings, &pc, sizeof(pc),
+                                static_cast<uint64_t>(groups)));
   return r;
 }
 

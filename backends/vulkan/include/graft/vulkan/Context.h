@@ -47,6 +47,11 @@ struct DeviceInfo {
   bool storageBuffer8BitAccess = false;
   bool shaderFloat16 = false;
   bool shaderInt64 = false;
+  /// Invocations per subgroup (0: unknown, a Vulkan 1.0 device).
+  uint32_t subgroupSize = 0;
+  /// Compute shaders may use subgroupClusteredAdd (arithmetic and clustered
+  /// subgroup operations in the compute stage).
+  bool subgroupClusteredAdd = false;
   float timestampPeriodNs = 0; ///< 0: no timestamps on the compute queue
 };
 

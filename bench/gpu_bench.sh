@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# bench/gpu_bench.sh - graft's Vulkan measurements on a GPU machine, from a
+# folder made by bench/gpu_bundle.sh (run it from inside that folder's parent
+# or pass the folder). Writes to RESULTS (default ./gpu-results):
+#   devices.json   `graft devices --json` (card, driver, subgroup size)
+#   tests.txt      graft_VulkanKernelsTest on this device (fast and exact
+#                  kernels against the reference interpreter)
+#   sweep.txt      the q4gsw / dq8ca GEMVs under each GPU GEMV tiling
+#                  (GRAFT_VK_LINEAR_TILING), console table with counters
+#   bench.json     every Vulkan kernel benchmark (graft_bench, JSON)
+#   model_*.json   `graft run --bench` of a Llama-3.2-1B-shaped program
+#                  (MODELS="4w 8da4w"; MODELS= skips them)
+#
+#   BUNDLE=.gpubundle RESULTS=$OUT bench/gpu_bench.sh
+#
+# Each step has its own time limit (STEP_SECONDS, default 150) so one slow
+# step cannot eat the whole lease; a step that fails is reported and the
+# rest still run.
+set -uo pipefail
+BUNDLE=${BUNDLE:-$(cd "$(dirname "$0")" && pwd)}
+RESULTS=${RESULTS:-$PWD/gpu-results}
+STEP_SECONDS=${STEP_SECONDS:-150}
+MODELS=${MODELS-4w 8da4w}
+TILINGS=${TILINGS:-gpu_gemv gpu_gemv_sg gpu_gemv_sg_n1 gpu_gemv_sg_n4}
+mkdir -p "$RESULTS"
+export LD_LIBRARY_PATH=$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+step() { # name, command...
+  local name=$1
+  shift
+  local t0=$SECONDS
+  timeout "$STEP_SECONDS" "$@"
+  echo "[gpu_bench] $name: exit $? in $((SECONDS - t0)) s" >&2
+}
+
+command -v nvidia-smi >/dev/null &&
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv >&2
+step devices "$BUNDLE/graft" devices --json >"$RESULTS/devices.json"
+step tests "$BUNDLE/graft_VulkanKernelsTest" --gtest_brief=1 >"$RESULTS/tests.txt" 2>&1
+tail -3 "$RESULTS/tests.txt" >&2
+: >"$RESULTS/sweep.txt"
+for t in $TILINGS; do
+  echo "## GRAFT_VK_LINEAR_TILING=$t" >>"$RESULTS/sweep.txt"
+  GRAFT_VK_LINEAR_TILING=$t step "sweep $t" "$BUNDLE/graft_bench" \
+    --benchmark_filter='BM_VkStream|BM_VkLinear.*/M:1/.*/exact:0' --benchmark_min_time=0.2 \
+    >>"$RESULTS/sweep.txt" 2>&1
+done
+step bench "$BUNDLE/graft_bench" --benchmark_filter='BM_Vk|BM_HostMemcpy' \
+  --benchmark_min_time=0.2 --benchmark_format=json --benchmark_out="$RESULTS/bench.json" \
+  >"$RESULTS/bench_console.txt" 2>&1
+cat "$RESULTS/bench_console.txt" >&2
+for q in $MODELS; do
+  m=/tmp/llama1b_$q
+  step "synth $q" "$BUNDLE/graft" synth llama --layers 16 --dim 2048 --heads 32 --kv-heads 8 \
+    --hidden 8192 --vocab 128256 --group-size 32 --max-seq-len 128 --quant "$q" \
+    --tied-embeddings --dynamic-seq -o "$m.pt2" >/dev/null
+  step "compile $q" "$BUNDLE/graft" compile "$m.pt2" -o "$m.vkprog" --json >"$m.compile.json"
+  step "run $q" "$BUNDLE/graft" run "$m.vkprog" --bench 5 --warmup 2 --json \
+    >"$RESULTS/model_$q.json"
+  rm -f "$m.pt2" "$m.vkprog"
+done
+ls -la "$RESULTS" >&2
