@@ -31,8 +31,9 @@
 //   %rope  = et_vk.apply_rotary_emb.default(%xq, %xk, %freqs_cos, %freqs_sin)
 //   %q_out = result 0 of %rope, %k_out = result 1
 //
-// The xq and xk chains never join: they only share the two frequency views,
-// so the rule has two roots (`root`, docs/dsl.md "Several roots"). The
+// The xq and xk chains never join: they only share the two frequency views
+// (or, in et_apply_rotary_emb_per_chain_views, only the tables themselves),
+// so the rules have two roots (`root`, docs/dsl.md "Several roots"). The
 // matcher finds %k_out first, then %q_out from the shared %c. torch.stack is
 // recorded as unsqueeze + cat and unbind as the two selects (ATen's unbind
 // kernel); the edge dialect's *_copy spellings are accepted as well.
@@ -73,6 +74,54 @@ rule et_apply_rotary_emb benefit 40 tags(rope) backend vulkan {
     %kor        = aten.sub.Tensor(%krc, %kis)
     %krs        = aten.mul.Tensor(%kr, %s)
     %kic        = aten.mul.Tensor(%ki, %c)
+    %koi        = aten.add.Tensor(%krs, %kic)
+    %qur        = (aten.unsqueeze | aten.unsqueeze_copy)(%qor, -1)
+    %qui        = (aten.unsqueeze | aten.unsqueeze_copy)(%qoi, -1)
+    %qst        = aten.cat([%qur, %qui], -1)
+    root %q_out = (aten.view | aten.view_copy)(%qst, [$B, $S, $HQ, $D])
+    %kur        = (aten.unsqueeze | aten.unsqueeze_copy)(%kor, -1)
+    %kui        = (aten.unsqueeze | aten.unsqueeze_copy)(%koi, -1)
+    %kst        = aten.cat([%kur, %kui], -1)
+    root %k_out = (aten.view | aten.view_copy)(%kst, [$B, $S, $HK, $D])
+  }
+  where {
+    $D2 == $D / 2
+    $D % 8 == 0
+    $HQ >= $HK
+  }
+  rewrite {
+    %q_out, %k_out = et_vk.apply_rotary_emb($xq, $xk, $cos, $sin)
+  }
+  example { B = [1, 2], S = [1, 5], HQ = 4, HK = [2, 4], D = [16, 32] }
+}
+
+/// The same rotation where each chain views the frequency tables itself
+/// (reshape_for_broadcast per tensor: graft's earlier synthesized Llama,
+/// tests/golden/pt2/llama_dynamic_pos_torch2_10.pt2); the roots share the
+/// tables $cos and $sin -> et_vk.apply_rotary_emb. Bit-exact.
+rule et_apply_rotary_emb_per_chain_views benefit 40 tags(rope) backend vulkan {
+  match {
+    %qv         = (aten.view | aten.view_copy)($xq : f32[$B, $S, $HQ, $D], [$B, $S, $HQ, $D2, 2])
+    %qr         = (aten.select.int | aten.select_copy.int)(%qv, -1, 0)
+    %qi         = (aten.select.int | aten.select_copy.int)(%qv, -1, 1)
+    %kv         = (aten.view | aten.view_copy)($xk : f32[$B, $S, $HK, $D], [$B, $S, $HK, $D2, 2])
+    %kr         = (aten.select.int | aten.select_copy.int)(%kv, -1, 0)
+    %ki         = (aten.select.int | aten.select_copy.int)(%kv, -1, 1)
+    %c          = (aten.view | aten.view_copy)($cos : f32[$S, $D2], [1, $S, 1, $D2])
+    %s          = (aten.view | aten.view_copy)($sin : f32[$S, $D2], [1, $S, 1, $D2])
+    %kc         = (aten.view | aten.view_copy)($cos, [1, $S, 1, $D2])
+    %ks         = (aten.view | aten.view_copy)($sin, [1, $S, 1, $D2])
+    %qrc        = aten.mul.Tensor(%qr, %c)
+    %qis        = aten.mul.Tensor(%qi, %s)
+    %qor        = aten.sub.Tensor(%qrc, %qis)
+    %qrs        = aten.mul.Tensor(%qr, %s)
+    %qic        = aten.mul.Tensor(%qi, %c)
+    %qoi        = aten.add.Tensor(%qrs, %qic)
+    %krc        = aten.mul.Tensor(%kr, %kc)
+    %kis        = aten.mul.Tensor(%ki, %ks)
+    %kor        = aten.sub.Tensor(%krc, %kis)
+    %krs        = aten.mul.Tensor(%kr, %ks)
+    %kic        = aten.mul.Tensor(%ki, %kc)
     %koi        = aten.add.Tensor(%krs, %kic)
     %qur        = (aten.unsqueeze | aten.unsqueeze_copy)(%qor, -1)
     %qui        = (aten.unsqueeze | aten.unsqueeze_copy)(%qoi, -1)
