@@ -344,9 +344,35 @@ bool NodeArgs::isNone(std::string_view name) const {
 // Reference kernels (CPU fallback, host steps, view shapes)
 //===----------------------------------------------------------------------===//
 
-Tensor metadataTensor(DType dtype, const std::vector<int64_t> &sizes) {
+namespace {
+const std::shared_ptr<Storage> &metadataStorage() {
   static const std::shared_ptr<Storage> dummy = Storage::zeros(16);
-  return Tensor(dtype, sizes, dummy, 0, {});
+  return dummy;
+}
+} // namespace
+
+Tensor metadataTensor(DType dtype, const std::vector<int64_t> &sizes) {
+  return Tensor(dtype, sizes, metadataStorage(), 0, {});
+}
+
+Tensor metadataTensor(DType dtype, const std::vector<int64_t> &sizes, int64_t offset,
+                      std::vector<int64_t> strides) {
+  return Tensor(dtype, sizes, metadataStorage(), offset, std::move(strides));
+}
+
+bool GraphExecutor::State::deferrable(const Node &node) const {
+  if (node.numOutputs() != 1)
+    return false;
+  const Value *out = node.output();
+  if (out->users().empty())
+    return false;
+  for (const GraphOutput &o : graph->outputs())
+    if (o.value == out)
+      return false;
+  for (const Node *user : out->users())
+    if (!deviceViews.count(user))
+      return false;
+  return true;
 }
 
 Expected<std::vector<RuntimeValue>>
@@ -523,6 +549,9 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(Context &ctx, con
   }
   if (!errors.empty())
     return Failure(std::move(errors));
+  for (const NodePlan &p : exec->plan_)
+    if (p.placement == Placement::Device && p.kernel == "view")
+      exec->state_->deviceViews.insert(p.node);
   std::set<const Value *> outputs;
   for (const GraphOutput &o : graph.outputs())
     outputs.insert(o.value);
@@ -635,6 +664,7 @@ GraphExecutor::run(const std::vector<RuntimeValue> &userInputs) {
   ContextStats before = ctx.stats();
   stats_ = ExecutorStats{};
   st.env.clear();
+  st.deferredViews.clear();
   if (mutableMode_ == ExecutorOptions::MutableBuffers::PerRun)
     st.mutableValues.clear();
 
@@ -809,6 +839,7 @@ GraphExecutor::run(const std::vector<RuntimeValue> &userInputs) {
   }
   GRAFT_CHECK_OK(ctx.flush()); // surfaces deferred status errors (bad indices)
   st.env.clear();
+  st.deferredViews.clear();
   ContextStats after = ctx.stats();
   stats_.dispatches = after.dispatches - before.dispatches;
   stats_.flushes = after.flushes - before.flushes;

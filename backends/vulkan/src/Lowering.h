@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -65,6 +66,20 @@ struct GraphExecutor::State {
   /// The graph's mutable buffers (Buffer inputs named by a BUFFER_MUTATION
   /// output or mutated by an in-place op), by FQN, found at create().
   std::map<const Value *, std::string> mutableInputs;
+  /// A view whose readers are all device views is not materialized: it is
+  /// kept here as sizes / strides / offset into `base` (its env slot holds
+  /// the base), and its readers compose with it. Cleared every run.
+  struct DeferredView {
+    DeviceTensor base;
+    std::vector<int64_t> sizes, strides;
+    int64_t offset = 0;
+  };
+  std::unordered_map<const Value *, DeferredView> deferredViews;
+  /// Nodes planned as device views (kernel "view"), found at create().
+  std::set<const Node *> deviceViews;
+  /// Whether `node`'s result may stay a deferred view: it is no graph
+  /// output and every reader is a device view.
+  bool deferrable(const Node &node) const;
   /// Their current device values: uploaded from the graph's data on first
   /// use, written in place by in-place kernels, replaced by a run's
   /// BUFFER_MUTATION results. Kept across runs under
@@ -159,5 +174,8 @@ runReferenceKernel(const Node &node, const BoundArgs &bound,
                    std::vector<std::pair<std::string, Tensor>> *mutated = nullptr);
 /// A data-free tensor with `sizes` (for running view kernels on shapes only).
 Tensor metadataTensor(DType dtype, const std::vector<int64_t> &sizes);
+/// The same with explicit strides and offset (a view of a view).
+Tensor metadataTensor(DType dtype, const std::vector<int64_t> &sizes, int64_t offset,
+                      std::vector<int64_t> strides);
 
 } // namespace graft::vk

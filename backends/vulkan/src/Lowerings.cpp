@@ -879,46 +879,79 @@ Lowering viewLowering() {
     return rankReason(node, 8);
   };
   l.run = [](NodeArgs &a) -> Results {
-    // Shapes only: run the reference view kernel on a data-free tensor.
+    // Shapes only: run the reference view kernel on a data-free tensor. An
+    // operand that is itself a deferred view (State::deferredViews) enters
+    // with its strides and offset into its base buffer, so a chain of views
+    // composes into one gather, or none: transpose(transpose(k_cache)), how
+    // ExecuTorch's custom KV cache hands its caches to custom_sdpa, is the
+    // cache buffer itself.
     const BoundArgs &b = a.bound();
-    std::vector<RuntimeValue> resolved;
-    DeviceTensor src;
-    Status status;
-    for (std::size_t i = 0; i < b.size(); ++i)
-      b.at(i).forEachValue([&](Value *v) {
-        if (!status.ok())
-          return;
+    GraphExecutor::State &st = a.state();
+    auto forEachValue = [&](auto &&fn) {
+      for (std::size_t i = 0; i < b.size(); ++i)
+        b.at(i).forEachValue(fn);
+    };
+    const Value *input = nullptr;
+    forEachValue([&](Value *v) {
+      if (v->isTensor() && !input)
+        input = v;
+    });
+    if (!input)
+      return a.error("a view needs a tensor operand");
+    auto runView = [&](const Tensor &meta) -> Expected<Tensor> {
+      std::vector<RuntimeValue> resolved;
+      forEachValue([&](Value *v) {
         if (v->isTensor()) {
-          auto t = a.state().deviceTensor(v);
-          if (!t.ok()) {
-            status = t.takeFailure();
-            return;
-          }
-          src = *t;
-          resolved.emplace_back(metadataTensor(t->dtype, t->sizes));
-        } else {
-          auto it = a.state().env.find(v);
-          resolved.push_back(it == a.state().env.end() ? RuntimeValue(int64_t(0))
-                                                       : it->second.scalar);
+          resolved.emplace_back(meta);
+          return;
         }
+        auto it = st.env.find(v);
+        resolved.push_back(it == st.env.end() ? RuntimeValue(int64_t(0)) : it->second.scalar);
       });
-    GRAFT_CHECK_OK(status);
-    const Kernel *k = KernelRegistry::builtin().find(viewKernelTarget(a.node().target()));
-    if (!k)
-      return a.error("no view kernel for " + a.node().target());
-    KernelArgs kargs(b, resolved, a.node().name());
-    GRAFT_TRY(auto outs, (*k)(kargs));
-    if (outs.size() != 1 || !std::holds_alternative<Tensor>(outs[0]))
-      return Diagnostic::internal("view kernel of " + a.node().target() +
-                                  " did not return one tensor");
-    const Tensor &view = std::get<Tensor>(outs[0]);
-    if (view.isContiguous() && view.offset() == 0) {
+      const Kernel *k = KernelRegistry::builtin().find(viewKernelTarget(a.node().target()));
+      if (!k)
+        return a.error("no view kernel for " + a.node().target());
+      KernelArgs kargs(b, resolved, a.node().name());
+      GRAFT_TRY(auto outs, (*k)(kargs));
+      if (outs.size() != 1 || !std::holds_alternative<Tensor>(outs[0]))
+        return Diagnostic::internal("view kernel of " + a.node().target() +
+                                    " did not return one tensor");
+      return std::get<Tensor>(outs[0]);
+    };
+    DeviceTensor src;
+    std::optional<Tensor> view;
+    if (auto d = st.deferredViews.find(input); d != st.deferredViews.end()) {
+      const GraphExecutor::State::DeferredView &dv = d->second;
+      Tensor meta = metadataTensor(dv.base.dtype, dv.sizes, dv.offset, dv.strides);
+      auto composed = runView(meta);
+      if (composed.ok() && composed->storage() == meta.storage()) {
+        src = dv.base;
+        view = std::move(*composed);
+      } else {
+        // A view op that had to copy (reshape of a non-contiguous view) or
+        // rejects the strides (view): materialize the operand, then view it.
+        GRAFT_TRY(src, gather(a.ctx(), dv.base, dv.sizes, dv.strides, dv.offset));
+        GRAFT_TRY(Tensor v, runView(metadataTensor(src.dtype, src.sizes)));
+        view = std::move(v);
+      }
+    }
+    if (!view) {
+      GRAFT_TRY(src, st.deviceTensor(input));
+      GRAFT_TRY(Tensor v, runView(metadataTensor(src.dtype, src.sizes)));
+      view = std::move(v);
+    }
+    if (view->isContiguous() && view->offset() == 0) {
       // A reshape, or a leading prefix of the buffer (slice of dim 0): alias.
       DeviceTensor r = src;
-      r.sizes = view.sizes();
+      r.sizes = view->sizes();
       return one(std::move(r));
     }
-    GRAFT_TRY(DeviceTensor r, gather(a.ctx(), src, view.sizes(), view.strides(), view.offset()));
+    if (st.deferrable(a.node())) {
+      // Only views read this value: keep it as strides into src.
+      st.deferredViews[a.node().output()] = {src, view->sizes(), view->strides(), view->offset()};
+      return one(src);
+    }
+    GRAFT_TRY(DeviceTensor r, gather(a.ctx(), src, view->sizes(), view->strides(), view->offset()));
     return one(std::move(r));
   };
   return l;
