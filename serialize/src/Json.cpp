@@ -137,6 +137,9 @@ private:
     return out;
   }
 
+  /// Objects up to this size are checked for repeated keys pairwise.
+  static constexpr std::size_t kSmallObject = 16;
+
   JsonValue closeObject(std::size_t firstValue, std::size_t firstKey) {
     const std::size_t n = keys_.size() - firstKey;
     // A repeated key keeps its first position and takes the last value (what
@@ -148,10 +151,21 @@ private:
       values_[firstValue + firstAt] = values_[firstValue + later];
       dropped[later] = 1;
     };
-    if (n <= 16) {
+    if (n <= kSmallObject) {
+      // Pairwise, but on a fingerprint first (length, first and last byte):
+      // an object's keys nearly always differ in it, and there are hundreds
+      // of thousands of small objects in a model.json.
+      uint64_t fingerprint[kSmallObject];
+      for (std::size_t i = 0; i < n; ++i) {
+        std::string_view k = keys_[firstKey + i];
+        fingerprint[i] = k.empty() ? 0
+                                   : k.size() | uint64_t(static_cast<unsigned char>(k[0])) << 32 |
+                                         uint64_t(static_cast<unsigned char>(k.back())) << 40;
+      }
       for (std::size_t i = 1; i < n; ++i)
         for (std::size_t j = 0; j < i; ++j)
-          if ((dropped.empty() || !dropped[j]) && keys_[firstKey + j] == keys_[firstKey + i]) {
+          if (fingerprint[j] == fingerprint[i] && (dropped.empty() || !dropped[j]) &&
+              keys_[firstKey + j] == keys_[firstKey + i]) {
             drop(j, i);
             break;
           }
