@@ -58,8 +58,13 @@ private:
   }
 
   void checkValues() {
-    std::unordered_map<std::string, const Value *> byName;
-    for (const Value *v : graph_.allValues()) {
+    // Keyed by views of the names the graph holds: a copy of every name was
+    // an allocation per value of every verified graph.
+    const std::vector<Value *> values = graph_.allValues();
+    std::unordered_map<std::string_view, const Value *> byName;
+    byName.reserve(values.size());
+    defined_.reserve(values.size());
+    for (const Value *v : values) {
       defined_.insert(v);
       auto [it, inserted] = byName.emplace(v->name(), v);
       if (!inserted)
@@ -82,7 +87,8 @@ private:
   }
 
   void checkInputs() {
-    std::map<std::string, const GraphInput *> byFqn;
+    std::unordered_map<std::string_view, const GraphInput *> byFqn;
+    byFqn.reserve(graph_.inputs().size());
     for (std::size_t i = 0; i < graph_.inputs().size(); ++i) {
       const GraphInput &in = graph_.inputs()[i];
       const Value *v = in.value;
