@@ -8,10 +8,13 @@
 // says why), where the fused node goes when a root's user sits between the
 // roots, the refusal when no place keeps the graph in order, and that the
 // search for the other roots stays local (many pairs fuse, one rewrite
-// each), and that coverage counts one rewrite covering both chains. ExecuTorch's RoPE rule
+// each), that coverage counts one rewrite covering both chains, and that
+// the synthesized Llama's RoPE fuses layer by layer with the same numbers. ExecuTorch's RoPE rule
 // (patterns/rope.pat) is the real user.
 //
 //===----------------------------------------------------------------------===//
+#include "SynthTestUtil.h"
+
 #include "graft/dsl/Pat.h"
 #include "graft/interp/Interpreter.h"
 #include "graft/rewrite/Coverage.h"
@@ -266,4 +269,28 @@ TEST(MultiRoot, CoverageCountsOneRewriteCoveringEveryChain) {
     EXPECT_EQ(n.rule, "paired_scale") << n.node;
   }
   EXPECT_EQ(report.fusedNodes(), 4u);
+}
+
+TEST(MultiRoot, TheSynthesizedLlamaFusesItsRopeInEveryLayer) {
+  // graft synth writes RoPE as torch.export records ExecuTorch's
+  // apply_rotary_emb (one view per frequency table, read by xq and xk): the
+  // shipped patterns/rope.pat fuses each layer's pair into one
+  // apply_rotary_emb, and the fused graph computes what the original does.
+  LlamaSynthOptions o = graft::testing::tinyLlama(SynthQuant::None);
+  o.dynamicSeq = false;
+  auto g = synthesizeLlama(o);
+  ASSERT_TRUE(g.ok()) << render(g.diags());
+  auto before = synthesizeLlama(o);
+  ASSERT_TRUE(before.ok());
+  SourceManager sm;
+  auto set = dsl::parsePatFile(std::string(GRAFT_TEST_DATA_DIR) + "/../patterns/rope.pat", &sm);
+  ASSERT_TRUE(set.ok()) << render(set.diags(), &sm);
+  auto rules = compile(set->rules);
+  RewriteResult res = fuse(**g, rules);
+  EXPECT_EQ(res.rewrites, static_cast<std::size_t>(o.layers));
+  EXPECT_EQ(count(**g, "et_vk.apply_rotary_emb.default"), static_cast<std::size_t>(o.layers));
+  EXPECT_EQ(count(**before, "aten.select.int") - count(**g, "aten.select.int"),
+            static_cast<std::size_t>(4 * o.layers))
+      << "the real and imaginary selects of xq and xk, per layer";
+  EXPECT_EQ(maxDiff(**before, **g), 0.0) << "the fused RoPE is bit-exact";
 }
