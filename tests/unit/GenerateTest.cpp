@@ -256,6 +256,13 @@ TEST_F(GenerateTest, BadInputsAreUserErrors) {
     EXPECT_EQ(status, 1) << c.args << "\n" << out;
     EXPECT_NE(out.find(c.message), std::string::npos) << c.args << "\n" << out;
   }
+  // A model (not a program) is compiled first.
+  int status = -1;
+  std::string out = runCli("run " + path("kv.pt2") + " --generate 2" + p4, status);
+  EXPECT_EQ(status, 1) << out;
+  EXPECT_NE(out.find("--generate applies to program files (.vkprog); compile the model first"),
+            std::string::npos)
+      << out;
   // Exactly what fits: 4 + 12 = 16 positions.
   auto program = readProgram(prog);
   ASSERT_TRUE(program.ok()) << render(program.diags());

@@ -287,8 +287,10 @@ Command makeRunCommand() {
     for (const char *flag : {"device", "check", "reference", "atol", "allow-cpu-fallback", "bench",
                              "warmup", "prefill", "generate"})
       if (args.has(flag)) {
-        std::cerr << "graft run: error: --" << flag
-                  << " applies to program files (.vkprog); use `graft run-vk` for a graph\n";
+        std::cerr << "graft run: error: --" << flag << " applies to program files (.vkprog); "
+                  << (std::string(flag) == "generate"
+                          ? "compile the model first (graft compile MODEL -o PROGRAM.vkprog)\n"
+                          : "use `graft run-vk` for a graph\n");
         return int(kUserError);
       }
     auto flags = runFlags(args);
