@@ -387,6 +387,73 @@ TEST(VulkanKvCache, ViewChainsComposeWithoutCopies) {
              kExact, 43);
 }
 
+/// The mask-building ops of the other export spellings (RingKVCache,
+/// static-shape attention): comparisons with torch's promotion (a float
+/// number makes an integer tensor f32; an integer tensor against a float
+/// one compares in the float's dtype), logical ops, tril, masked_fill and
+/// the factories, all exact.
+TEST(VulkanKvCache, MaskOps) {
+  GRAFT_REQUIRE_VULKAN();
+  checkGraph(R"(graph @t {
+  const %c : f32[5] fqn="c" = [0.5, -1.0, 0.25, 0.0, 2.0]
+  input %a : f32[3, 1, 5]
+  input %b : f32[4, 5]
+  input %i : i64[2, 7]
+  input %j : i64[7]
+  input %n : symint
+  %lt : bool[3, 4, 5] = aten.lt.Tensor(%a, %b)
+  %ge : bool[3, 1, 5] = aten.ge.Scalar(%a, 0.25)
+  %eq : bool[2, 7] = aten.eq.Scalar(%i, 3)
+  %ne : bool[2, 7] = aten.ne.Tensor(%i, %j)
+  %gt : bool[2, 7] = aten.gt.Scalar(%i, 2.5)
+  %le : bool[2, 7] = aten.le.Scalar(%i, %n)
+  %mx : bool[3, 1, 5] = aten.le.Tensor(%a, %c)
+  %an : bool[3, 4, 5] = aten.logical_and.default(%lt, %ge)
+  %or : bool[2, 7] = aten.logical_or.default(%eq, %i)
+  %no : bool[2, 7] = aten.logical_not.default(%ne)
+  %tr : f32[4, 5] = aten.tril.default(%b, 1)
+  %ti : i64[2, 7] = aten.tril.default(%i, -1)
+  %tb : bool[3, 4, 5] = aten.tril.default(%lt)
+  %mf : f32[3, 4, 5] = aten.masked_fill.Scalar(%a, %lt, 2.5)
+  %mi : i64[2, 7] = aten.masked_fill.Scalar(%i, %eq, -4)
+  %on : f32[2, 3] = aten.ones.default([2, %n], dtype=f32, device=cpu, pin_memory=false)
+  %ze : i64[3] = aten.zeros.default([3], dtype=i64)
+  %st : f32[] = aten.scalar_tensor.default(%n)
+  output %lt
+  output %ge
+  output %eq
+  output %ne
+  output %gt
+  output %le
+  output %mx
+  output %an
+  output %or
+  output %no
+  output %tr
+  output %ti
+  output %tb
+  output %mf
+  output %mi
+  output %on
+  output %ze
+  output %st
+}
+)",
+             kExact, 47, {{"n", 3}});
+  if (!context()->info().storageBuffer16BitAccess)
+    GTEST_SKIP() << "no 16-bit storage for the f16 variants";
+  // f16: the number is rounded to f16 before comparing (0.1 -> 0.0999756).
+  checkGraph(R"(graph @t {
+  input %h : f16[9, 70]
+  %lt : bool[9, 70] = aten.lt.Scalar(%h, 0.1)
+  %tr : f16[9, 70] = aten.tril.default(%h, 3)
+  output %lt
+  output %tr
+}
+)",
+             kExact, 53);
+}
+
 TEST(VulkanKvCache, UpdateCachePastTheCacheIsAnError) {
   GRAFT_REQUIRE_VULKAN();
   auto g = parseGraph(customGraph("f32", 4, 2, 8, 16), "t.gir");

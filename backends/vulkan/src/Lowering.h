@@ -158,6 +158,8 @@ struct Lowering {
 
 /// Adds the KV-cache ops' lowerings (KvCacheLowerings.cpp) to the table.
 void addKvCacheLowerings(std::map<std::string, Lowering, std::less<>> &table);
+/// Adds the mask-building ops' lowerings (MaskLowerings.cpp) to the table.
+void addMaskLowerings(std::map<std::string, Lowering, std::less<>> &table);
 
 /// The lowering of an op target ("aten.add.Tensor"), or null.
 const Lowering *findLowering(std::string_view target);

@@ -1343,7 +1343,11 @@ std::map<std::string, Lowering, std::less<>> buildLowerings() {
   m["aten.arange.default"] = hostLowering("host_arange", false, true);
   m["aten.arange.start"] = hostLowering("host_arange", false, true);
   m["aten.arange.start_step"] = hostLowering("host_arange", false, true);
+  m["aten.ones.default"] = hostLowering("host_full", false, true);
+  m["aten.zeros.default"] = hostLowering("host_full", false, true);
+  m["aten.scalar_tensor.default"] = hostLowering("host_full", false, true);
   addKvCacheLowerings(m);
+  addMaskLowerings(m);
   return m;
 }
 

@@ -247,6 +247,21 @@ Expected<DeviceTensor> customSdpa(Context &ctx, const DeviceTensor &q, const Dev
                                   const DeviceTensor &vCache, int64_t startPos, bool causal,
                                   std::optional<double> scale);
 
+//===-- Masks (MaskKernels.cpp) -----------------------------------------===//
+
+/// The op codes of mask_ops.glsl's compare mode.
+enum class CompareKind { Lt, Le, Gt, Ge, Eq, Ne, And, Or, Not };
+const char *name(CompareKind kind);
+/// a OP b with broadcasting (at most 6 dims) into a bool tensor: a
+/// comparison of operands of one dtype (the caller applies torch's
+/// promotion first), or logical and / or / not (`b` unused for Not) of
+/// nonzero tests.
+Expected<DeviceTensor> compare(Context &ctx, CompareKind op, const DeviceTensor &a,
+                               const DeviceTensor &b);
+/// torch.tril over the two innermost dims: elements with j - i > diagonal
+/// become 0.
+Expected<DeviceTensor> tril(Context &ctx, const DeviceTensor &x, int64_t diagonal);
+
 //===-- Layout ---------------------------------------------------------===//
 
 /// A strided read of `src` (any view: permute, slice, select, expand)
