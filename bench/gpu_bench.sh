@@ -7,9 +7,12 @@
 #                  kernels against the reference interpreter)
 #   sweep.txt      the q4gsw / dq8ca GEMVs under each GPU GEMV tiling
 #                  (GRAFT_VK_LINEAR_TILING), console table with counters
-#   bench.json     every Vulkan kernel benchmark (graft_bench, JSON)
-#   model_*.json   `graft run --bench` of a Llama-3.2-1B-shaped program
-#                  (MODELS="4w 8da4w"; MODELS= skips them)
+#   bench.json     every Vulkan kernel benchmark (graft_bench, JSON; the
+#                  console table goes to stderr)
+#   models.jsonl   per quantization (MODELS="4w 8da4w"; MODELS= skips them),
+#                  a Llama-3.2-1B-shaped model: `graft run --bench` of the
+#                  program without a KV cache, and `graft run --generate` of
+#                  the KV-cache export (--kv-cache custom), one JSON per line
 #
 #   BUNDLE=.gpubundle RESULTS=$OUT bench/gpu_bench.sh
 #
@@ -21,7 +24,7 @@ BUNDLE=${BUNDLE:-$(cd "$(dirname "$0")" && pwd)}
 RESULTS=${RESULTS:-$PWD/gpu-results}
 STEP_SECONDS=${STEP_SECONDS:-150}
 MODELS=${MODELS-4w 8da4w}
-TILINGS=${TILINGS:-gpu_gemv gpu_gemv_sg gpu_gemv_sg_n1 gpu_gemv_sg_n4}
+TILINGS=${TILINGS:-gpu_gemv gpu_gemv_sg gpu_gemv_sg_n4 gpu_gemv_lanes gpu_gemv_lanes_sg}
 mkdir -p "$RESULTS"
 export LD_LIBRARY_PATH=$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 step() { # name, command...
@@ -36,26 +39,34 @@ command -v nvidia-smi >/dev/null &&
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv >&2
 step devices "$BUNDLE/graft" devices --json >"$RESULTS/devices.json"
 step tests "$BUNDLE/graft_VulkanKernelsTest" --gtest_brief=1 >"$RESULTS/tests.txt" 2>&1
-tail -3 "$RESULTS/tests.txt" >&2
+step kv-tests "$BUNDLE/graft_VulkanKvCacheTest" --gtest_brief=1 >>"$RESULTS/tests.txt" 2>&1
+grep -E "PASSED|FAILED" "$RESULTS/tests.txt" >&2
 : >"$RESULTS/sweep.txt"
 for t in $TILINGS; do
   echo "## GRAFT_VK_LINEAR_TILING=$t" >>"$RESULTS/sweep.txt"
   GRAFT_VK_LINEAR_TILING=$t step "sweep $t" "$BUNDLE/graft_bench" \
-    --benchmark_filter='BM_VkStream|BM_VkLinear.*/M:1/.*/exact:0' --benchmark_min_time=0.2 \
+    --benchmark_filter='BM_VkStream|BM_VkLinear.*/M:1/.*/exact:0' --benchmark_min_time=0.1 \
     >>"$RESULTS/sweep.txt" 2>&1
 done
 step bench "$BUNDLE/graft_bench" --benchmark_filter='BM_Vk|BM_HostMemcpy' \
-  --benchmark_min_time=0.2 --benchmark_format=json --benchmark_out="$RESULTS/bench.json" \
-  >"$RESULTS/bench_console.txt" 2>&1
-cat "$RESULTS/bench_console.txt" >&2
+  --benchmark_min_time=0.1 --benchmark_format=json --benchmark_out="$RESULTS/bench.json" \
+  --benchmark_out_format=json --benchmark_format=console >&2
+# One JSON object per line: {"name": ..., "result": <graft's --json>}.
+record() { python3 -c 'import json,sys; print(json.dumps({"name": sys.argv[1], "result": json.load(open(sys.argv[2]))}))' "$1" "$2" >>"$RESULTS/models.jsonl" || true; }
+: >"$RESULTS/models.jsonl"
+shape=(--layers 16 --dim 2048 --heads 32 --kv-heads 8 --hidden 8192 --vocab 128256 --group-size 32
+  --max-seq-len 128 --tied-embeddings --dynamic-seq)
 for q in $MODELS; do
   m=/tmp/llama1b_$q
-  step "synth $q" "$BUNDLE/graft" synth llama --layers 16 --dim 2048 --heads 32 --kv-heads 8 \
-    --hidden 8192 --vocab 128256 --group-size 32 --max-seq-len 128 --quant "$q" \
-    --tied-embeddings --dynamic-seq -o "$m.pt2" >/dev/null
+  step "synth $q" "$BUNDLE/graft" synth llama "${shape[@]}" --quant "$q" -o "$m.pt2" >/dev/null
   step "compile $q" "$BUNDLE/graft" compile "$m.pt2" -o "$m.vkprog" --json >"$m.compile.json"
-  step "run $q" "$BUNDLE/graft" run "$m.vkprog" --bench 5 --warmup 2 --json \
-    >"$RESULTS/model_$q.json"
-  rm -f "$m.pt2" "$m.vkprog"
+  step "run $q" "$BUNDLE/graft" run "$m.vkprog" --bench 5 --warmup 2 --json >"$m.run.json" &&
+    record "bench $q" "$m.run.json"
+  step "synth kv $q" "$BUNDLE/graft" synth llama "${shape[@]}" --quant "$q" --kv-cache custom \
+    -o "$m.kv.pt2" >/dev/null
+  step "compile kv $q" "$BUNDLE/graft" compile "$m.kv.pt2" -o "$m.kv.vkprog" --json >"$m.kvc.json"
+  step "generate kv $q" "$BUNDLE/graft" run "$m.kv.vkprog" --generate 32 --warmup 1 \
+    --inputs 'tokens=[1,2,3,4,5,6,7,8]' --json >"$m.gen.json" && record "generate $q" "$m.gen.json"
+  rm -f "$m.pt2" "$m.vkprog" "$m.kv.pt2" "$m.kv.vkprog"
 done
 ls -la "$RESULTS" >&2

@@ -5,7 +5,8 @@
 #
 #   bench/gpu_bundle.sh [BUNDLE_DIR]      # default .gpubundle
 #
-# Copies stripped graft, graft_bench and graft_VulkanKernelsTest from build/
+# Copies stripped graft, graft_bench, graft_VulkanKernelsTest and
+# graft_VulkanKvCacheTest from build/
 # and every shared library they load that is not part of glibc, the
 # compiler's runtime or the Vulkan loader (the GPU machine brings its own
 # loader and driver): yaml-cpp, Google Benchmark and their dependencies.
@@ -15,7 +16,8 @@ BUILD=${BUILD:-$ROOT/build}
 OUT=${1:-$ROOT/.gpubundle}
 rm -rf "$OUT"
 mkdir -p "$OUT/lib"
-bins=("$BUILD/tools/graft" "$BUILD/bench/graft_bench" "$BUILD/tests/graft_VulkanKernelsTest")
+bins=("$BUILD/tools/graft" "$BUILD/bench/graft_bench" "$BUILD/tests/graft_VulkanKernelsTest"
+  "$BUILD/tests/graft_VulkanKvCacheTest")
 for b in "${bins[@]}"; do
   [[ -x $b ]] || { echo "gpu_bundle.sh: $b is not built" >&2; exit 1; }
   strip -o "$OUT/$(basename "$b")" "$b"

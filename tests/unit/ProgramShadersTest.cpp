@@ -25,6 +25,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -170,6 +171,19 @@ TEST_F(ProgramShadersTest, CompileStoresSpirvAndRunCompilesNothing) {
 // quantization scheme the synthesizer writes, in f32 and f16, runs from its
 // program's SPIR-V alone (a missing variant would fail the run) and matches
 // the interpreter on the original graph.
+// linear_qcs4w runs on linear_q4gsw's launcher, so its programs must carry
+// every template that launcher may dispatch (the exact, fast and lanes
+// linears); before, a qcs4w program's stored SPIR-V lacked the fast ones.
+TEST(ProgramShaders, KernelsOnAnotherKernelsLauncherCarryItsTemplates) {
+  auto library = vk::ShaderLibrary::builtin();
+  ASSERT_TRUE(library.ok()) << render(library.diags());
+  std::vector<std::string> q4 = vk::shaderTemplatesFor("linear_q4gsw", **library);
+  std::vector<std::string> qcs4 = vk::shaderTemplatesFor("linear_qcs4w", **library);
+  EXPECT_TRUE(std::includes(qcs4.begin(), qcs4.end(), q4.begin(), q4.end()))
+      << ::testing::PrintToString(qcs4) << " lacks some of " << ::testing::PrintToString(q4);
+  EXPECT_NE(std::find(q4.begin(), q4.end(), "linear_q4gsw_lanes"), q4.end());
+}
+
 TEST_F(ProgramShadersTest, EveryQuantizationRunsFromItsStoredSpirv) {
   GRAFT_REQUIRE_VULKAN();
   const std::pair<SynthQuant, const char *> quants[] = {

@@ -702,8 +702,13 @@ std::vector<double> q4AbsDot(const Tensor &x, const Tensor &packed, const Tensor
 /// supports; "gpu_gemv": K split 16 ways with the shared-memory reduction;
 /// "gpu_gemv_sg*": K split 32 ways with a subgroup reduction where the device
 /// has 32-lane subgroups, else gpu_gemv), whatever the device is.
-const char *const kLinearTilings[] = {
-    "cpu", "gpu", "gpu_gemv", "gpu_gemv_sg", "gpu_gemv_sg_n1", "gpu_gemv_sg_n4"};
+const char *const kLinearTilings[] = {"cpu",
+                                      "gpu",
+                                      "gpu_gemv",
+                                      "gpu_gemv_sg",
+                                      "gpu_gemv_sg_n4",
+                                      "gpu_gemv_lanes",
+                                      "gpu_gemv_lanes_sg"};
 
 /// Runs `body` with the environment variable `name` set to `value`
 /// (restored afterwards).
@@ -965,7 +970,7 @@ TEST(VulkanKernels, TorchaoAffineQuant) {
 }
 
 // rms_norm's cooperative variant (GPUs, fast policy) reorders the sum of
-// squares: docs/numerics.md bounds the result by (gamma_D + 10u) |reference|.
+// squares: docs/numerics.md bounds the result by (gamma_D + 12u) |reference|.
 TEST(VulkanKernels, RmsNormCoopWithinBound) {
   GRAFT_REQUIRE_VULKAN();
   withEnv("GRAFT_VK_KERNELS", "gpu", [] {
@@ -980,7 +985,7 @@ TEST(VulkanKernels, RmsNormCoopWithinBound) {
       ASSERT_EQ(r.device.size(), 1u);
       std::vector<double> bound;
       for (int64_t i = 0; i < r.ref(0).numel(); ++i)
-        bound.push_back((gammaF32(d) + 10 * std::ldexp(1.0, -24)) *
+        bound.push_back((gammaF32(d) + 12 * std::ldexp(1.0, -24)) *
                         std::abs(r.ref(0).getDouble(i)));
       EXPECT_EQ(withinBound(r.out(0), r.ref(0), bound), "");
     }

@@ -89,7 +89,7 @@ float apply(float x) {
 #elif defined(OP_abs)
   precise float r = abs(x);
 #elif defined(OP_relu)
-  float r = selectBits(isNanBits(x) || x > 0.0, x, 0.0);
+  float r = selectBits(isNanBits(x) || ltBits(0.0, x), x, 0.0);
 #elif defined(OP_sigmoid)
   precise float r = divRN(1.0, 1.0 + exp(-x));
 #elif defined(OP_silu)

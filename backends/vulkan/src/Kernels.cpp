@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <numeric>
 #include <string_view>
@@ -659,27 +660,42 @@ struct FastLinearTiling {
   int64_t columnsPerGroup; ///< output columns per workgroup
   int64_t tileM;           ///< rows per workgroup
   uint32_t subgroupLanes;  ///< > 0: the variant reduces over this many subgroup lanes
+  bool weightOnly = false; ///< no dq8ca variant (linear_q4gsw_lanes.glsl)
 };
 
 /// The GEMV (M = 1) tilings for GPUs. `gpu_gemv` reduces its 16-way K split in
 /// shared memory and runs anywhere; the `_sg` ones split K 32 ways and reduce
 /// with subgroupClusteredAdd, so they need subgroups of at least 32 lanes.
+/// The `lanes` ones (linear_q4gsw_lanes.glsl, weight-only) split K in 8-value
+/// chunks over adjacent lanes, so x and weight loads coalesce.
 constexpr FastLinearTiling kGpuGemvTilings[] = {
     {"gpu_gemv", 4 * 2, 1, 0},
     {"gpu_gemv_sg", 2 * 2, 1, 32},
-    {"gpu_gemv_sg_n1", 2 * 1, 1, 32},
     {"gpu_gemv_sg_n4", 4 * 4, 1, 32},
+    {"gpu_gemv_lanes", 2 * 4, 1, 0, true},
+    {"gpu_gemv_lanes_sg", 2 * 4, 1, 32, true},
 };
 
-bool supports(const Context &ctx, const FastLinearTiling &t) {
-  return t.subgroupLanes == 0 ||
-         (ctx.info().subgroupClusteredAdd && ctx.info().subgroupSize >= t.subgroupLanes);
+bool supports(const Context &ctx, const FastLinearTiling &t, bool dq8ca) {
+  return (!t.weightOnly || !dq8ca) &&
+         (t.subgroupLanes == 0 ||
+          (ctx.info().subgroupClusteredAdd && ctx.info().subgroupSize >= t.subgroupLanes));
+}
+
+/// The first of `names` (kGpuGemvTilings) the device supports.
+FastLinearTiling firstSupported(const Context &ctx, bool dq8ca,
+                                std::initializer_list<std::string_view> names) {
+  for (std::string_view name : names)
+    for (const FastLinearTiling &t : kGpuGemvTilings)
+      if (name == t.name && supports(ctx, t, dq8ca))
+        return t;
+  return kGpuGemvTilings[0];
 }
 
 /// GRAFT_VK_LINEAR_TILING=cpu|gpu overrides the device class (tests run the
 /// GPU tilings on lavapipe with it); naming a GEMV tiling (gpu_gemv_sg, ...)
 /// forces that one where the device supports it (benchmarks sweep them).
-FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M) {
+FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M, bool dq8ca) {
   bool cpu = ctx.info().type == "cpu";
   std::string_view force;
   if (const char *env = std::getenv("GRAFT_VK_LINEAR_TILING"))
@@ -687,7 +703,7 @@ FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M) {
   cpu = force == "cpu" ? true : force.starts_with("gpu") ? false : cpu;
   if (M == 1)
     for (const FastLinearTiling &t : kGpuGemvTilings)
-      if (force == t.name && supports(ctx, t))
+      if (force == t.name && supports(ctx, t, dq8ca))
         return t;
   // CPU drivers charge per loaded component: with shaderInt64, 64-bit loads
   // halve the weight and x loads (the `_wide` variants).
@@ -695,7 +711,11 @@ FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M) {
   if (M == 1) {
     if (cpu)
       return FastLinearTiling{wide ? "cpu_gemv_wide" : "cpu_gemv", 8 * 32, 1, 0};
-    return supports(ctx, kGpuGemvTilings[1]) ? kGpuGemvTilings[1] : kGpuGemvTilings[0];
+    // Measured on an H100 (docs/benchmarks.md, "Vulkan kernels on a GPU"):
+    // lanes_sg is the fastest weight-only GEMV over the three benchmark
+    // shapes, sg_n4 the fastest dq8ca one.
+    return firstSupported(ctx, dq8ca,
+                          {"gpu_gemv_lanes_sg", "gpu_gemv_sg_n4", "gpu_gemv_lanes", "gpu_gemv"});
   }
   // GEMM: a 4 x 16 tile per invocation. An invocation loads 4 rows of x and
   // 16 columns of weights per block; per output that is 16/16 + 3/4 loaded
@@ -745,7 +765,7 @@ Expected<DeviceTensor> q4Linear(Context &ctx, const char *kernel, const DeviceTe
     return out;
   // The fast kernels read whole 32-value blocks, one quantization group at a
   // time: K and the group size must be multiples of 32.
-  FastLinearTiling tiling = fastLinearTiling(ctx, M);
+  FastLinearTiling tiling = fastLinearTiling(ctx, M, xq != nullptr);
   uint64_t groupsX = uint64_t((w.N + tiling.columnsPerGroup - 1) / tiling.columnsPerGroup);
   uint64_t groupsY = uint64_t((M + tiling.tileM - 1) / tiling.tileM);
   bool fast = !ctx.exactKernels() && K % 32 == 0 && groupSize % 32 == 0 && K <= w.K &&

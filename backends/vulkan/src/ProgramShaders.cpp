@@ -25,7 +25,7 @@ const std::map<std::string, std::vector<std::string>, std::less<>> &extraTemplat
   static const std::map<std::string, std::vector<std::string>, std::less<>> table = {
       {"sdpa", {"binary", "matmul", "softmax", "where"}}, // where: a bool mask made at run time
       {"sdpa_kv", {"softmax"}},                           // scores, softmax, output
-      {"linear_qcs4w", {"linear_q4gsw"}},
+      {"linear_qcs4w", {"linear_q4gsw", "linear_q4gsw_fast", "linear_q4gsw_lanes"}},
       {"view", {}},
   };
   return table;
