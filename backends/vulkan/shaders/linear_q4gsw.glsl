@@ -39,16 +39,10 @@ layout(set = 0, binding = 6) readonly buffer InZeros { int t_in_zeros[]; };
 layout(set = 0, binding = 7) readonly buffer Sums { int t_sums[]; };
 #endif
 
-layout(push_constant) uniform PushConstants {
-  int M;
-  int N;
-  int K;
-  int groupSize;
-  int scaleStride;
-  int hasBias;
-  int sumsStride; // dq8ca: weight_sums is [groups, sumsStride]
-  int rowVec4;    // a weight row is 4 * rowVec4 words
-} pc;
+// One invocation per tile: no team to reduce over.
+#define TEAM 1
+#define TEAM_VALUES 1
+#include "q4_linear.glslh"
 
 void main() {
   uint id = linearId();

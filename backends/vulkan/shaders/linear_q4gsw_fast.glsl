@@ -77,29 +77,17 @@ layout(set = 0, binding = 6) readonly buffer InZeros { int t_in_zeros[]; };
 layout(set = 0, binding = 7) readonly buffer Sums { int t_sums[]; };
 #endif
 
-layout(push_constant) uniform PushConstants {
-  int M;
-  int N;
-  int K;
-  int groupSize;
-  int scaleStride;
-  int hasBias;
-  int sumsStride;
-  int rowVec4; // uvec4 words per prepacked weight row
-} pc;
-
 #define TILES_PER_WG (LOCAL_SIZE_X / K_SPLIT)
 #define TILE (TILE_M * TILE_N)
-
-#if K_SPLIT > 1 && !SUBGROUP_REDUCE
-shared float red[LOCAL_SIZE_X * TILE];
-#endif
+#define TEAM K_SPLIT
+#define TEAM_VALUES TILE
+#include "q4_linear.glslh"
 
 // The 4-bit values (nibble - 8) at nibbles `first` .. `first` + 3 of `word`
 // (converted from signed integers: one instruction on CPUs without an
 // unsigned conversion).
 XV_T unpack4(uint word, uint first) {
-  return XV_T(ivec4((uvec4(word) >> (uvec4(0u, 4u, 8u, 12u) + 4u * first)) & 0xFu) - 8);
+  return XV_T(nibbles4(word, first));
 }
 
 // 32 int4 weights of row n's block kb.
@@ -202,28 +190,13 @@ void main() {
     }
   }
 
-#if K_SPLIT > 1 && SUBGROUP_REDUCE
-  // The K_SPLIT invocations of a tile are consecutive lanes of one subgroup
-  // (the host picks these variants only where K_SPLIT <= subgroupSize): a
-  // clustered add replaces the shared-memory tree and its barriers.
-  [[unroll]] for (int i = 0; i < TILE; ++i)
-    acc[i] = subgroupClusteredAdd(acc[i], K_SPLIT);
+#if K_SPLIT > 1
+  // A tile's K_SPLIT invocations are consecutive lanes (of one subgroup
+  // where SUBGROUP_REDUCE: the host picks those variants only where
+  // K_SPLIT <= subgroupSize).
+  teamReduce(acc, lid, ky);
   if (ky != 0)
     return;
-#elif K_SPLIT > 1
-  [[unroll]] for (int i = 0; i < TILE; ++i)
-    red[i * LOCAL_SIZE_X + int(lid)] = acc[i];
-  for (int stride = K_SPLIT / 2; stride > 0; stride /= 2) {
-    barrier();
-    if (ky < stride)
-      [[unroll]] for (int i = 0; i < TILE; ++i)
-        red[i * LOCAL_SIZE_X + int(lid)] += red[i * LOCAL_SIZE_X + int(lid) + stride];
-  }
-  barrier();
-  if (ky != 0)
-    return;
-  [[unroll]] for (int i = 0; i < TILE; ++i)
-    acc[i] = red[i * LOCAL_SIZE_X + int(lid)];
 #endif
   [[unroll]] for (int c = 0; c < TILE_N; ++c) {
     if (c < cols) {

@@ -32,33 +32,15 @@
 
 #define KL 32
 #define TEAMS (LOCAL_SIZE_X / KL)
+#define TEAM KL
+#define TEAM_VALUES TILE_N
+#include "q4_linear.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
 layout(set = 0, binding = 1) readonly buffer X { VEC4_T t_x4[]; };
 layout(set = 0, binding = 2) readonly buffer W { uint t_w[]; };
 layout(set = 0, binding = 3) readonly buffer Scales { SCALES_DTYPE t_scales[]; };
 layout(set = 0, binding = 4) readonly buffer Bias { DTYPE t_bias[]; };
-
-// linear_q4gsw_fast.glsl's push constants (Q4Push in Kernels.cpp).
-layout(push_constant) uniform PushConstants {
-  int M;
-  int N;
-  int K;
-  int groupSize;
-  int scaleStride;
-  int hasBias;
-  int sumsStride;
-  int rowVec4;
-} pc;
-
-#if !SUBGROUP_REDUCE
-shared float red[LOCAL_SIZE_X * TILE_N];
-#endif
-
-// The 4-bit values (nibble - 8) at nibbles `first` .. `first` + 3 of `word`.
-vec4 unpack4(uint word, uint first) {
-  return vec4(ivec4((uvec4(word) >> (uvec4(0u, 4u, 8u, 12u) + 4u * first)) & 0xFu) - 8);
-}
 
 void main() {
   uint lid = gl_LocalInvocationIndex;
@@ -79,27 +61,12 @@ void main() {
       // A column past N re-reads column n0 (its result is not stored).
       int n = n0 + (c < cols ? c : 0);
       uint w = t_w[n * rowWords + ch];
-      float d = dot(xa, unpack4(w, 0u)) + dot(xb, unpack4(w, 4u));
+      float d = dot(xa, vec4(nibbles4(w, 0u))) + dot(xb, vec4(nibbles4(w, 4u)));
       acc[c] = fma(d, float(t_scales[g * pc.scaleStride + n]), acc[c]);
     }
   }
 
-#if SUBGROUP_REDUCE
-  [[unroll]] for (int c = 0; c < TILE_N; ++c)
-    acc[c] = subgroupClusteredAdd(acc[c], KL);
-#else
-  [[unroll]] for (int c = 0; c < TILE_N; ++c)
-    red[c * LOCAL_SIZE_X + int(lid)] = acc[c];
-  for (int stride = KL / 2; stride > 0; stride /= 2) {
-    barrier();
-    if (lane < stride)
-      [[unroll]] for (int c = 0; c < TILE_N; ++c)
-        red[c * LOCAL_SIZE_X + int(lid)] += red[c * LOCAL_SIZE_X + int(lid) + stride];
-  }
-  barrier();
-  [[unroll]] for (int c = 0; c < TILE_N; ++c)
-    acc[c] = red[c * LOCAL_SIZE_X + int(lid)];
-#endif
+  teamReduce(acc, lid, lane);
   if (lane != 0)
     return;
   [[unroll]] for (int c = 0; c < TILE_N; ++c)
