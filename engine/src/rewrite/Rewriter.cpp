@@ -25,6 +25,7 @@
 #include "RootIndex.h"
 
 #include "graft/ir/Verifier.h"
+#include "graft/ops/BoundArgs.h"
 #include "graft/ops/OpRegistry.h"
 #include "graft/ops/ShapeInference.h"
 
@@ -1316,6 +1317,64 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
       }
     }
   }
+  // In-place roots (side-effecting ops such as llama.update_cache) are
+  // erased with the match, so their updates must be taken over by a new
+  // node that mutates the same value, and each update moves to the
+  // insertion point: a node outside the match that reads the value between
+  // the root and `at` would see the other contents.
+  if (reason.empty())
+    for (const Node *r : roots) {
+      const OpSchema *rs = r->schema();
+      if (!rs || std::none_of(rs->args.begin(), rs->args.end(),
+                              [](const auto &a) { return a.type.isMutable(); }))
+        continue;
+      auto rb = BoundArgs::bind(*r);
+      if (!rb.ok())
+        continue;
+      for (std::size_t i = 0; i < rb->size() && reason.empty(); ++i) {
+        const Argument &ra = rb->at(i);
+        if (!rb->schema().args[i].type.isMutable() || !ra.isValue())
+          continue;
+        const Value *x = ra.value();
+        bool takenOver = false;
+        for (const StagedNode &sn : t.nodes) {
+          if (takenOver || !sn.stmt->schema)
+            continue;
+          auto sb = BoundArgs::bind(*sn.stmt->schema, sn.args, sn.kwargs, "");
+          if (!sb.ok())
+            continue;
+          for (std::size_t j = 0; j < sb->size(); ++j)
+            if (sb->schema().args[j].type.isMutable() && sb->at(j).isValue() &&
+                sb->at(j).value() == x)
+              takenOver = true;
+        }
+        if (!takenOver) {
+          reason = "the rewrite drops the in-place update of %" + x->name() + " by %" + r->name() +
+                   " (no new node mutates it)";
+          break;
+        }
+        // The nodes between the root and the insertion point, either way.
+        const Node *from = r, *to = at;
+        bool forward = false;
+        for (const Node *n = graph_.nextNode(r); n; n = graph_.nextNode(n))
+          if (n == at) {
+            forward = true;
+            break;
+          }
+        if (!forward)
+          std::swap(from, to);
+        for (const Node *n = forward ? graph_.nextNode(from) : from; n && n != to && reason.empty();
+             n = graph_.nextNode(n)) {
+          if (std::find(matched.begin(), matched.end(), n) != matched.end())
+            continue;
+          n->forEachOperand([&](Value *v) {
+            if (v == x && reason.empty())
+              reason = "%" + n->name() + " reads %" + x->name() +
+                       " between its in-place update by %" + r->name() + " and the fused node";
+          });
+        }
+      }
+    }
   // Constant data (the only part that reads weights); deferred mode computes
   // it when the bytes are needed instead (see commit).
   if (reason.empty() && !options_.deferConstantData)
@@ -1583,7 +1642,11 @@ void Driver::eraseDead(Node *root, std::vector<Node *> &candidates,
     Node *n = candidates.back();
     candidates.pop_back();
     n->setPassScratch(n->passScratch() & ~kPending);
-    bool erasable = n == root || (n->schema() && !n->schema()->properties.sideEffects);
+    // Every root of a multi-root match goes too: its results were replaced
+    // or unused, and an in-place root's update was taken over by a new node
+    // (checked in apply).
+    bool erasable = n == root || std::find(roots_.begin(), roots_.end(), n) != roots_.end() ||
+                    (n->schema() && !n->schema()->properties.sideEffects);
     for (const Value *o : n->outputs())
       if (o->hasUses() || o->isGraphOutput())
         erasable = false;
