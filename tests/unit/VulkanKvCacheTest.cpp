@@ -18,6 +18,7 @@
 #include "SynthTestUtil.h"
 #include "graft/Compiler.h"
 #include "graft/serialize/ProgramFile.h"
+#include "graft/vulkan/ProgramShaders.h"
 
 #include <gtest/gtest.h>
 
@@ -513,7 +514,12 @@ TEST_P(VulkanKvCacheLlama, OnePartitionDecodesLikeTheInterpreter) {
   vk::ExecutorOptions eo;
   eo.plan = *plan;
   eo.mutableBuffers = vk::ExecutorOptions::MutableBuffers::OnDevice;
-  auto exec = vk::GraphExecutor::create(*context(), *program->graph, eo);
+  // As `graft run` does: only the SPIR-V the program carries (a variant its
+  // kernels use but codegen left out is an error), on a context of its own.
+  auto ctx = vk::Context::create();
+  ASSERT_TRUE(ctx.ok()) << render(ctx.diags());
+  ASSERT_TRUE(vk::usePrecompiledShaders(**ctx, *program, "kv.vkprog").ok());
+  auto exec = vk::GraphExecutor::create(**ctx, *program->graph, eo);
   ASSERT_TRUE(exec.ok()) << render(exec.diags());
   EXPECT_EQ((*exec)->numCpuNodes(), 0u);
   EXPECT_EQ((*exec)->mutableBufferNames().size(), 4u) << "k and v caches of 2 layers";

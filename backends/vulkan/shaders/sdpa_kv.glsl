@@ -1,26 +1,29 @@
-// sdpa_kv.glsl - llama.custom_sdpa over KV caches, in two passes around the
-// softmax kernel, in the reference's order (engine customSdpa -> sdpaMath,
-// ATen's math SDPA):
+// sdpa_kv.glsl - attention read straight from the operands' layouts, in two
+// passes around the softmax kernel, in the reference's order (sdpaMath,
+// ATen's math SDPA; llama.custom_sdpa slices the caches to its keys first):
 //
-//   MODE scores: scores[b, h, i, j] for the keys j < keys = start_pos + S:
+//   MODE scores: scores[b, h, i, j] for the keys j < keys:
 //     sum over d, sequential, f32, no FMA, of (q * sf) * (k * sf),
-//     sf = sqrt(scale) rounded to f32; with is_causal, + mask, mask = +0
-//     when j <= start_pos + i and -inf otherwise, added as the reference
-//     adds it;
+//     sf = sqrt(scale) rounded to f32; then, as the reference adds its mask,
+//     + mask[i, j] (an f32 additive mask, bool masks become 0 / -inf first)
+//     or, with is_causal, + 0 when j <= causalOffset + i and + -inf otherwise;
 //   (softmax.glsl, safe, over each row of `keys` scores);
-//   MODE output: out[b, i, h, d] = sum over j < keys, sequential, of
-//     p[b, h, i, j] * v[b, j, h / rep, d], rounded once to the result dtype.
+//   MODE output: out[b, h, i, d] = sum over j < keys, sequential, of
+//     p[b, h, i, j] * v[b, h / rep, j, d], rounded once to the result dtype.
 //
-// q is [B, S, H, D] and the caches [B, M, Hkv, D] (ExecuTorch's layout, the
-// sequence at dim 1); query head h reads kv head h / (H / Hkv), as
-// repeat_interleave of the kv heads does. start_pos comes per call in the
-// push constants, so one pipeline serves every position.
+// Layouts (device tensors are contiguous): q and out are [B, S, H, D]
+// (ExecuTorch's custom_sdpa, headsFirst 0) or [B, H, S, D] (aten SDPA); k
+// and v [B, M, Hkv, D] or [B, Hkv, M, D] (kvHeadsFirst). Query head h reads
+// kv head h / (H / Hkv), as repeat_interleave of the kv heads does, without
+// materializing the repeat. keys, causalOffset (a cache's start_pos) come
+// per call in the push constants, so one pipeline serves every position.
 #include "common.glslh"
 
 #if defined(MODE_scores)
 layout(set = 0, binding = 0) buffer Scores { float t_scores[]; };
 layout(set = 0, binding = 1) readonly buffer Q { DTYPE t_q[]; };
 layout(set = 0, binding = 2) readonly buffer K { DTYPE t_k[]; };
+layout(set = 0, binding = 3) readonly buffer Mask { float t_mask[]; };
 #else
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
 layout(set = 0, binding = 1) readonly buffer P { float t_p[]; };
@@ -32,14 +35,21 @@ layout(push_constant) uniform PushConstants {
   int S;
   int H;
   int D;
-  int M;    // cache positions
+  int M;    // key positions in k / v
   int Hkv;
-  int keys; // start_pos + S
-  int startPos;
-  int causal; // 0: no mask (is_causal=False without attn_mask)
-  float sfQ; // -sf for a negative scale, as the reference scales q
+  int keys; // keys attended: [0, keys)
+  int causalOffset;
+  int maskMode; // 0: none, 1: causal, 2: additive mask [S, keys]
+  float sfQ;    // -sf for a negative scale, as the reference scales q
   float sfK;
+  int headsFirst;
+  int kvHeadsFirst;
 } pc;
+
+int kvBase(int b, int hk, int j) {
+  return pc.kvHeadsFirst != 0 ? ((b * pc.Hkv + hk) * pc.M + j) * pc.D
+                              : ((b * pc.M + j) * pc.Hkv + hk) * pc.D;
+}
 
 void main() {
   uint id = linearId();
@@ -52,8 +62,9 @@ void main() {
   int i = int(row % uint(pc.S));
   int h = int((row / uint(pc.S)) % uint(pc.H));
   int b = int(row / (uint(pc.S) * uint(pc.H)));
-  int qBase = ((b * pc.S + i) * pc.H + h) * pc.D;
-  int kBase = ((b * pc.M + j) * pc.Hkv + h / rep) * pc.D;
+  int qBase = pc.headsFirst != 0 ? ((b * pc.H + h) * pc.S + i) * pc.D
+                                 : ((b * pc.S + i) * pc.H + h) * pc.D;
+  int kBase = kvBase(b, h / rep, j);
   precise float acc = 0.0;
   for (int d = 0; d < pc.D; ++d) {
     precise float qs = float(t_q[qBase + d]) * pc.sfQ;
@@ -61,19 +72,28 @@ void main() {
     precise float p = qs * ks;
     acc += p;
   }
-  if (pc.causal != 0) {
-    precise float masked = acc + (j <= pc.startPos + i ? 0.0 : uintBitsToFloat(0xff800000u));
+  if (pc.maskMode == 1) {
+    precise float masked = acc + (j <= pc.causalOffset + i ? 0.0 : uintBitsToFloat(0xff800000u));
+    acc = masked;
+  } else if (pc.maskMode == 2) {
+    precise float masked = acc + t_mask[i * pc.keys + j];
     acc = masked;
   }
   t_scores[id] = acc;
 #else
   int d = int(id % uint(pc.D));
-  int h = int((id / uint(pc.D)) % uint(pc.H));
-  int i = int((id / uint(pc.D * pc.H)) % uint(pc.S));
+  int h, i;
+  if (pc.headsFirst != 0) {
+    i = int((id / uint(pc.D)) % uint(pc.S));
+    h = int((id / uint(pc.D * pc.S)) % uint(pc.H));
+  } else {
+    h = int((id / uint(pc.D)) % uint(pc.H));
+    i = int((id / uint(pc.D * pc.H)) % uint(pc.S));
+  }
   int b = int(id / uint(pc.D * pc.H * pc.S));
   int pBase = ((b * pc.H + h) * pc.S + i) * pc.keys;
-  int vBase = (b * pc.M * pc.Hkv + h / rep) * pc.D + d;
-  int vStride = pc.Hkv * pc.D;
+  int vBase = kvBase(b, h / rep, 0) + d;
+  int vStride = pc.kvHeadsFirst != 0 ? pc.D : pc.Hkv * pc.D;
   precise float acc = 0.0;
   for (int j = 0; j < pc.keys; ++j) {
     precise float p = t_p[pBase + j] * float(t_v[vBase + j * vStride]);

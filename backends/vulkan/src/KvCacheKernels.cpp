@@ -119,65 +119,82 @@ Status indexCopyInto(Context &ctx, const DeviceTensor &dst, const DeviceTensor &
                         sizeof(pc), static_cast<uint64_t>(pc.numel));
 }
 
-Expected<DeviceTensor> customSdpa(Context &ctx, const DeviceTensor &q, const DeviceTensor &kCache,
-                                  const DeviceTensor &vCache, int64_t startPos, bool causal,
-                                  std::optional<double> scale) {
-  const char *k = "custom_sdpa";
-  if (q.sizes.size() != 4 || kCache.sizes.size() != 4 || vCache.sizes.size() != 4)
-    return kvError(k, "query, key and value must be 4-D [B, S, H, D]");
-  if ((q.dtype != DType::F32 && q.dtype != DType::F16) || kCache.dtype != q.dtype ||
-      vCache.dtype != q.dtype)
-    return kvError(k, "query, key and value must all be f32 or all f16");
-  int64_t B = q.sizes[0], S = q.sizes[1], H = q.sizes[2], D = q.sizes[3];
-  int64_t M = kCache.sizes[1], Hkv = kCache.sizes[2];
-  if (kCache.sizes != vCache.sizes || kCache.sizes[0] != B || kCache.sizes[3] != D)
-    return kvError(k, "caches " + sizesStr(kCache.sizes) + " and " + sizesStr(vCache.sizes) +
-                          " do not fit query " + sizesStr(q.sizes));
+Expected<DeviceTensor> attention(Context &ctx, const DeviceTensor &q, const DeviceTensor &k,
+                                 const DeviceTensor &v, const AttentionOptions &o) {
+  const char *kn = o.headsFirst ? "scaled_dot_product_attention" : "custom_sdpa";
+  if (q.sizes.size() != 4 || k.sizes.size() != 4 || v.sizes.size() != 4)
+    return kvError(kn, "query, key and value must be 4-D");
+  if ((q.dtype != DType::F32 && q.dtype != DType::F16) || k.dtype != q.dtype || v.dtype != q.dtype)
+    return kvError(kn, "query, key and value must all be f32 or all f16");
+  // [B, S, H, D] or [B, H, S, D]; caches [B, M, Hkv, D] or [B, Hkv, M, D].
+  int64_t B = q.sizes[0], D = q.sizes[3];
+  int64_t S = o.headsFirst ? q.sizes[2] : q.sizes[1], H = o.headsFirst ? q.sizes[1] : q.sizes[2];
+  int64_t M = o.kvHeadsFirst ? k.sizes[2] : k.sizes[1];
+  int64_t Hkv = o.kvHeadsFirst ? k.sizes[1] : k.sizes[2];
+  if (k.sizes != v.sizes || k.sizes[0] != B || k.sizes[3] != D)
+    return kvError(kn, "key " + sizesStr(k.sizes) + " and value " + sizesStr(v.sizes) +
+                           " do not fit query " + sizesStr(q.sizes));
   if (Hkv == 0 || H % Hkv != 0)
-    return kvError(k, "query heads " + std::to_string(H) + " are not a multiple of key heads " +
-                          std::to_string(Hkv));
-  int64_t keys = startPos + S;
-  if (startPos < 0 || keys > M)
-    return kvError(k, "start_pos " + std::to_string(startPos) + " + " + std::to_string(S) +
-                          " positions exceed the cache's " + std::to_string(M));
+    return kvError(kn, "query heads " + std::to_string(H) + " are not a multiple of key heads " +
+                           std::to_string(Hkv));
+  if (o.keys < 0 || o.keys > M || o.causalOffset < 0)
+    return kvError(kn, "start_pos " + std::to_string(o.causalOffset) + " + " + std::to_string(S) +
+                           " positions exceed the cache's " + std::to_string(M));
+  if (o.mask && (o.mask->dtype != DType::F32 || o.mask->numel() != S * o.keys))
+    return kvError(kn, "the additive mask must be f32 [" + std::to_string(S) + ", " +
+                           std::to_string(o.keys) + "]");
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, q.dtype, q.sizes));
   if (out.numel() == 0)
     return out;
-  if (keys == 0)
-    return kvError(k, "no key to attend to");
-  int64_t numScores = B * H * S * keys;
-  if (!fitsInt32(numScores) || !fitsInt32(kCache.numel()) || !fitsInt32(q.numel()))
-    return kvError(k, "tensors beyond int32 indexing");
+  if (o.keys == 0)
+    return kvError(kn, "no key to attend to");
+  int64_t numScores = B * H * S * o.keys;
+  if (!fitsInt32(numScores) || !fitsInt32(k.numel()) || !fitsInt32(q.numel()))
+    return kvError(kn, "tensors beyond int32 indexing");
   // sdpaMath: s = |scale| (default 1/sqrt(D)), each of q and k^T scaled by
   // sqrt(s) rounded to the f32 opmath; a negative scale negates q's factor.
-  bool negative = scale && *scale < 0;
-  double s = scale ? std::abs(*scale) : 1.0 / std::sqrt(static_cast<double>(D));
-  double sf = std::sqrt(s);
+  bool negative = o.scale && *o.scale < 0;
+  double sc = o.scale ? std::abs(*o.scale) : 1.0 / std::sqrt(static_cast<double>(D));
+  double sf = std::sqrt(sc);
   struct {
-    int32_t total, S, H, D, M, Hkv, keys, startPos, causal;
+    int32_t total, S, H, D, M, Hkv, keys, causalOffset, maskMode;
     float sfQ, sfK;
-  } pc{static_cast<int32_t>(numScores),
-       static_cast<int32_t>(S),
-       static_cast<int32_t>(H),
-       static_cast<int32_t>(D),
-       static_cast<int32_t>(M),
-       static_cast<int32_t>(Hkv),
-       static_cast<int32_t>(keys),
-       static_cast<int32_t>(startPos),
-       causal ? 1 : 0,
-       static_cast<float>(negative ? 0.0 - sf : sf),
-       static_cast<float>(sf)};
-  GRAFT_TRY(DeviceTensor scores, allocateTensor(ctx, DType::F32, {B, H, S, keys}));
+    int32_t headsFirst, kvHeadsFirst;
+  } pc{static_cast<int32_t>(numScores), static_cast<int32_t>(S),
+       static_cast<int32_t>(H),         static_cast<int32_t>(D),
+       static_cast<int32_t>(M),         static_cast<int32_t>(Hkv),
+       static_cast<int32_t>(o.keys),    static_cast<int32_t>(o.causalOffset),
+       o.mask ? 2 : (o.causal ? 1 : 0), static_cast<float>(negative ? 0.0 - sf : sf),
+       static_cast<float>(sf),          o.headsFirst ? 1 : 0,
+       o.kvHeadsFirst ? 1 : 0};
+  GRAFT_TRY(DeviceTensor scores, allocateTensor(ctx, DType::F32, {B, H, S, o.keys}));
   std::string dt = shaderDType(q.dtype);
+  // Without a mask the binding is q's buffer, never read.
+  Buffer *mask = o.mask ? o.mask->buffer.get() : q.buffer.get();
   GRAFT_CHECK_OK(ctx.dispatch1D("sdpa_kv_scores_" + dt,
-                                {scores.buffer.get(), q.buffer.get(), kCache.buffer.get()}, &pc,
+                                {scores.buffer.get(), q.buffer.get(), k.buffer.get(), mask}, &pc,
                                 sizeof(pc), static_cast<uint64_t>(numScores)));
   GRAFT_TRY(DeviceTensor p, softmaxLast(ctx, scores, DType::F32, /*safe=*/true));
   pc.total = static_cast<int32_t>(out.numel());
   GRAFT_CHECK_OK(ctx.dispatch1D("sdpa_kv_output_" + dt,
-                                {out.buffer.get(), p.buffer.get(), vCache.buffer.get()}, &pc,
-                                sizeof(pc), static_cast<uint64_t>(pc.total)));
+                                {out.buffer.get(), p.buffer.get(), v.buffer.get()}, &pc, sizeof(pc),
+                                static_cast<uint64_t>(pc.total)));
   return out;
+}
+
+Expected<DeviceTensor> customSdpa(Context &ctx, const DeviceTensor &q, const DeviceTensor &kCache,
+                                  const DeviceTensor &vCache, int64_t startPos, bool causal,
+                                  std::optional<double> scale) {
+  if (q.sizes.size() != 4)
+    return kvError("custom_sdpa", "query, key and value must be 4-D [B, S, H, D]");
+  AttentionOptions o;
+  o.keys = startPos + q.sizes[1];
+  o.causal = causal;
+  o.causalOffset = startPos;
+  o.scale = scale;
+  if (startPos < 0)
+    return kvError("custom_sdpa", "start_pos " + std::to_string(startPos) + " is negative");
+  return attention(ctx, q, kCache, vCache, o);
 }
 
 } // namespace graft::vk

@@ -1142,13 +1142,61 @@ Lowering sdpaLowering() {
     DType origin = q.dtype;
     if (k.dtype != origin || v.dtype != origin)
       return a.error("query, key and value must have the same dtype");
+    bool causal = a.integer("is_causal").value_or(0) != 0;
+    if (causal && !a.isNone("attn_mask"))
+      return a.error("explicit attn_mask should not be set when is_causal=True");
+    // The attention mask as the reference adds it: f32, bool as 0 / -inf.
+    auto additiveMask = [&]() -> Expected<DeviceTensor> {
+      const Value *mv = a.value("attn_mask");
+      if (const Tensor *c = a.state().constantData(mv); c && mv->proto().dtype == DType::Bool) {
+        Tensor add = Tensor::empty(DType::F32, c->sizes());
+        for (int64_t i = 0, n = c->numel(); i < n; ++i)
+          add.setDouble(i, c->getInt(i) ? 0.0 : -std::numeric_limits<double>::infinity());
+        return uploadTensor(ctx, add);
+      }
+      GRAFT_TRY(DeviceTensor m, a.tensor("attn_mask"));
+      if (mv->proto().dtype != DType::Bool)
+        return asDType(ctx, m, DType::F32);
+      // A mask computed at run time (a KV cache's tril rows narrowed at the
+      // position): where(mask, 0, -inf) on the device.
+      GRAFT_TRY(DeviceTensor zero, uploadTensor(ctx, Tensor::fromDoubles(DType::F32, {}, {0.0})));
+      GRAFT_TRY(DeviceTensor ninf,
+                uploadTensor(ctx, Tensor::fromDoubles(DType::F32, {},
+                                                      {-std::numeric_limits<double>::infinity()})));
+      return where(ctx, m, zero, ninf);
+    };
+    // 4-D operands (the Llama attention, a KV cache's [B, Hkv, M, D]): one
+    // kernel reads q, k and v in place (sdpa_kv.glsl, the same operations in
+    // the same order), with no transposed or repeated copy of k and v.
+    if (q.sizes.size() == 4 && k.sizes.size() == 4 && k.sizes == v.sizes &&
+        k.sizes[0] == q.sizes[0] && k.sizes[3] == q.sizes[3] && k.sizes[1] > 0) {
+      int64_t hq = q.sizes[1], hk = k.sizes[1], L = q.sizes[2], S = k.sizes[2];
+      bool gqa = a.integer("enable_gqa").value_or(0) != 0;
+      std::optional<DeviceTensor> mask;
+      bool maskFits = true;
+      if (!a.isNone("attn_mask")) {
+        GRAFT_TRY(DeviceTensor m, additiveMask());
+        // Only a mask of exactly [..., L, S] with leading ones: the kernel
+        // reads mask[i, j].
+        maskFits = m.sizes.size() >= 2 && m.sizes[m.sizes.size() - 2] == L && m.sizes.back() == S &&
+                   m.numel() == L * S;
+        mask = std::move(m);
+      }
+      if ((hq == hk || (gqa && hq % hk == 0)) && maskFits) {
+        AttentionOptions o;
+        o.keys = S;
+        o.causal = causal;
+        o.mask = mask ? &*mask : nullptr;
+        o.scale = a.number("scale");
+        o.headsFirst = o.kvHeadsFirst = true;
+        GRAFT_TRY(DeviceTensor out, attention(ctx, q, k, v, o));
+        return one(std::move(out));
+      }
+    }
     // ATen's math reference: upcast, scale q and k^T by sqrt(scale) each.
     GRAFT_TRY(q, asDType(ctx, q, DType::F32));
     GRAFT_TRY(k, asDType(ctx, k, DType::F32));
     GRAFT_TRY(v, asDType(ctx, v, DType::F32));
-    bool causal = a.integer("is_causal").value_or(0) != 0;
-    if (causal && !a.isNone("attn_mask"))
-      return a.error("explicit attn_mask should not be set when is_causal=True");
     if (a.integer("enable_gqa").value_or(0) != 0 && q.sizes.size() >= 3 && k.sizes.size() >= 3) {
       // repeat_interleave of the kv heads on dim -3, as a strided gather.
       auto repeat = [&](const DeviceTensor &t, int64_t hq) -> Expected<DeviceTensor> {
@@ -1209,28 +1257,7 @@ Lowering sdpaLowering() {
       GRAFT_TRY(DeviceTensor mask, uploadTensor(ctx, Tensor::fromDoubles(DType::F32, {L, S}, m)));
       GRAFT_TRY(attn, binary(ctx, BinaryKind::Add, attn, mask));
     } else if (!a.isNone("attn_mask")) {
-      const Value *mv = a.value("attn_mask");
-      DeviceTensor mask;
-      if (const Tensor *c = a.state().constantData(mv); c && mv->proto().dtype == DType::Bool) {
-        Tensor add = Tensor::empty(DType::F32, c->sizes());
-        for (int64_t i = 0, n = c->numel(); i < n; ++i)
-          add.setDouble(i, c->getInt(i) ? 0.0 : -std::numeric_limits<double>::infinity());
-        GRAFT_TRY(mask, uploadTensor(ctx, add));
-      } else if (mv->proto().dtype == DType::Bool) {
-        // A mask computed at run time (a KV cache's tril rows narrowed at the
-        // position): where(mask, 0, -inf) on the device, the additive mask
-        // the reference builds.
-        GRAFT_TRY(DeviceTensor m, a.tensor("attn_mask"));
-        GRAFT_TRY(DeviceTensor zero, uploadTensor(ctx, Tensor::fromDoubles(DType::F32, {}, {0.0})));
-        GRAFT_TRY(
-            DeviceTensor ninf,
-            uploadTensor(ctx, Tensor::fromDoubles(DType::F32, {},
-                                                  {-std::numeric_limits<double>::infinity()})));
-        GRAFT_TRY(mask, where(ctx, m, zero, ninf));
-      } else {
-        GRAFT_TRY(mask, a.tensor("attn_mask"));
-        GRAFT_TRY(mask, asDType(ctx, mask, DType::F32));
-      }
+      GRAFT_TRY(DeviceTensor mask, additiveMask());
       GRAFT_TRY(attn, binary(ctx, BinaryKind::Add, attn, mask));
     }
     GRAFT_TRY(DeviceTensor p, softmaxLast(ctx, attn, DType::F32, /*safe=*/true));

@@ -18,13 +18,14 @@ namespace {
 
 /// Templates a kernel uses that its name does not give away: composite
 /// kernels (sdpa is scale, matmul, mask add, softmax, matmul; sdpa_kv runs
-/// the softmax between its two passes) and kernels
+/// the softmax between its two passes, and sdpa_with_kv_cache writes the
+/// caches with index_copy first) and kernels
 /// that run on another kernel's shader. "copy" is added for every kernel:
 /// dtype promotion, gathers of strided views and cat all run on it.
 const std::map<std::string, std::vector<std::string>, std::less<>> &extraTemplates() {
   static const std::map<std::string, std::vector<std::string>, std::less<>> table = {
-      {"sdpa", {"binary", "matmul", "softmax", "where"}}, // where: a bool mask made at run time
-      {"sdpa_kv", {"softmax"}},                           // scores, softmax, output
+      {"sdpa", {"binary", "matmul", "softmax", "where", "sdpa_kv"}}, // 4-D: sdpa_kv
+      {"sdpa_kv", {"softmax", "index_copy"}},                        // scores, softmax, output
       {"linear_qcs4w", {"linear_q4gsw", "linear_q4gsw_fast", "linear_q4gsw_lanes"}},
       {"view", {}},
   };

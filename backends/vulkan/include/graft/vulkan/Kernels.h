@@ -239,6 +239,22 @@ Status copyIntoSlice(Context &ctx, const DeviceTensor &dst, const DeviceTensor &
 /// the end (index_put_'s advanced indexing; index_copy_ rejects it).
 Status indexCopyInto(Context &ctx, const DeviceTensor &dst, const DeviceTensor &src, int64_t dim,
                      const DeviceTensor &index, bool wrapNegative = false);
+/// How attention() reads its operands and masks its scores.
+struct AttentionOptions {
+  int64_t keys = 0;         ///< keys attended: [0, keys) of k / v's positions
+  bool causal = false;      ///< key j is seen by query i when j <= causalOffset + i
+  int64_t causalOffset = 0; ///< a cache's start_pos (0 for ATen's is_causal)
+  const DeviceTensor *mask = nullptr; ///< f32 additive [S, keys] (bool masks: 0 / -inf first)
+  std::optional<double> scale;        ///< default 1/sqrt(D)
+  bool headsFirst = false;   ///< q and the result are [B, H, S, D] (else [B, S, H, D])
+  bool kvHeadsFirst = false; ///< k and v are [B, Hkv, M, D] (else [B, M, Hkv, D])
+};
+/// Attention in sdpaMath's order (sdpa_kv.glsl), reading q, k and v in
+/// their layouts (no transposes, no repeated kv heads; H a multiple of
+/// Hkv): the scaled dot products, the mask, the safe softmax, p @ v. f32 or
+/// f16 (computed in f32). The result has q's sizes and dtype.
+Expected<DeviceTensor> attention(Context &ctx, const DeviceTensor &q, const DeviceTensor &k,
+                                 const DeviceTensor &v, const AttentionOptions &options);
 /// llama.custom_sdpa without attn_mask: q [B, S, H, D] against the caches
 /// [B, M, Hkv, D] (H a multiple of Hkv), keys [0, startPos + S), causal with
 /// query i at position startPos + i; scale defaults to 1/sqrt(D). f32 or
