@@ -77,7 +77,7 @@ rule et_sdpa_with_kv_cache benefit 40 tags(sdpa) backend vulkan {
     %len = aten.sym_size.int($q, 1)
     %out = llama.sdpa_with_kv_cache($q, $k, $v, $kc, $vc, %pos, %len, none, 0.0, true)
   }
-  example { P = 1, B = 1, S = [1, 3], H = 4, HK = [2, 4], D = 16, M = 8 }
+  example { P = 1, B = 1, S = [1, 3], H = 4, HK = [2, 4], D = 16, M = [20, 32] }
 }
 
 /// The same attention after select_as_symint (select_as_symint.pat) has
@@ -101,5 +101,5 @@ rule et_sdpa_with_kv_cache_select_as_symint benefit 40 tags(sdpa) backend vulkan
     %len = aten.sym_size.int($q, 1)
     %out = llama.sdpa_with_kv_cache($q, $k, $v, $kc, $vc, %pos, %len, none, 0.0, true)
   }
-  example { P = 1, B = 1, S = [1, 3], H = 4, HK = [2, 4], D = 16, M = 8 }
+  example { P = 1, B = 1, S = [1, 3], H = 4, HK = [2, 4], D = 16, M = [20, 32] }
 }

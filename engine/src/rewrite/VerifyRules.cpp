@@ -18,6 +18,7 @@
 #include "RewriteUtil.h"
 
 #include "graft/interp/Interpreter.h"
+#include "graft/ops/BoundArgs.h"
 #include "graft/ops/OpRegistry.h"
 #include "graft/ops/ShapeInference.h"
 
@@ -696,12 +697,38 @@ BuildResult InstanceBuilder::build(int stopAfter) {
     if (v)
       g_->addOutput(v);
   // A multi-root instance: every root's results are outputs (compared
-  // before and after the rewrite like the first root's).
+  // before and after the rewrite like the first root's), except those
+  // written `_` (`root _ = llama.update_cache(...)`: an in-place op whose
+  // result must stay unused, or the rewrite is refused).
   if (stopAfter < 0)
-    for (const RootSearch &rs : cr_.rootSearches)
-      for (Value *v : results_[rs.root])
-        if (v)
-          g_->addOutput(v);
+    for (const RootSearch &rs : cr_.rootSearches) {
+      const auto &names = cr_.nodes[static_cast<std::size_t>(rs.root)].src->results;
+      const auto &vals = results_[rs.root];
+      for (std::size_t r = 0; r < vals.size(); ++r)
+        if (vals[r] && r < names.size() && !bare(names[r]).empty() && bare(names[r]) != "_")
+          g_->addOutput(vals[r]);
+    }
+  // Inputs an in-place op of the instance mutates (a KV cache) are outputs
+  // too, as the graph signature's input mutations: their final contents
+  // are part of what the rewrite must keep.
+  if (stopAfter < 0) {
+    std::vector<Value *> mutated;
+    for (const Node &n : g_->nodes()) {
+      if (!n.schema())
+        continue;
+      auto b = BoundArgs::bind(n);
+      if (!b.ok())
+        continue;
+      for (std::size_t k = 0; k < b->size(); ++k)
+        if (b->schema().args[k].type.isMutable() && b->at(k).isValue()) {
+          Value *v = b->at(k).value();
+          if (v->inputIndex() >= 0 && std::find(mutated.begin(), mutated.end(), v) == mutated.end())
+            mutated.push_back(v);
+        }
+    }
+    for (Value *v : mutated)
+      g_->addOutput(v, OutputKind::UserInputMutation, std::string(v->name()));
+  }
   return res;
 }
 
