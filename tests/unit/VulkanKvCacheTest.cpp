@@ -391,8 +391,9 @@ TEST(VulkanKvCache, ViewChainsComposeWithoutCopies) {
 /// The mask-building ops of the other export spellings (RingKVCache,
 /// static-shape attention): comparisons with torch's promotion (a float
 /// number makes an integer tensor f32; an integer tensor against a float
-/// one compares in the float's dtype), logical ops, tril, masked_fill and
-/// the factories, all exact.
+/// one compares in the float's dtype; NaN compares false except ne and is
+/// nonzero; -0 == 0), logical ops, tril, masked_fill and the factories, all
+/// exact.
 TEST(VulkanKvCache, MaskOps) {
   GRAFT_REQUIRE_VULKAN();
   checkGraph(R"(graph @t {
@@ -420,6 +421,20 @@ TEST(VulkanKvCache, MaskOps) {
   %on : f32[2, 3] = aten.ones.default([2, %n], dtype=f32, device=cpu, pin_memory=false)
   %ze : i64[3] = aten.zeros.default([3], dtype=i64)
   %st : f32[] = aten.scalar_tensor.default(%n)
+  %z : f32[3, 1, 5] = aten.mul.Scalar(%a, 0.0)
+  %nn : f32[3, 1, 5] = aten.div.Scalar(%z, 0.0)
+  %nlt : bool[3, 4, 5] = aten.lt.Tensor(%nn, %b)
+  %nne : bool[3, 1, 5] = aten.ne.Scalar(%nn, 0.5)
+  %neq : bool[3, 1, 5] = aten.eq.Tensor(%nn, %nn)
+  %nno : bool[3, 1, 5] = aten.logical_not.default(%nn)
+  %zz : bool[3, 1, 5] = aten.eq.Scalar(%z, 0.0)
+  %zno : bool[3, 1, 5] = aten.logical_not.default(%z)
+  output %nlt
+  output %nne
+  output %neq
+  output %nno
+  output %zz
+  output %zno
   output %lt
   output %ge
   output %eq

@@ -54,20 +54,28 @@ void main() {
   int b = t_b[ib];
   bool an = a != 0;
   bool bn = b != 0;
+  bool ordered = true;
+  int ka = a;
+  int kb = b;
 #else
-  float a = float(t_a[ia]);
-  float b = float(t_b[ib]);
-  bool an = isnan(a) || a != 0.0;
-  bool bn = isnan(b) || b != 0.0;
+  // On the bits (common.glslh): drivers may compile float compares assuming
+  // no NaN, and NaN must compare false (ne: true) and count as nonzero.
+  float fa = float(t_a[ia]);
+  float fb = float(t_b[ib]);
+  bool ordered = !isNanBits(fa) && !isNanBits(fb);
+  int ka = orderKey(fa);
+  int kb = orderKey(fb);
+  bool an = (floatBitsToUint(fa) & 0x7fffffffu) != 0u;
+  bool bn = (floatBitsToUint(fb) & 0x7fffffffu) != 0u;
 #endif
   bool r;
   switch (pc.op) {
-  case 0: r = a < b; break;
-  case 1: r = a <= b; break;
-  case 2: r = a > b; break;
-  case 3: r = a >= b; break;
-  case 4: r = a == b; break;
-  case 5: r = !(a == b); break;
+  case 0: r = ordered && ka < kb; break;
+  case 1: r = ordered && ka <= kb; break;
+  case 2: r = ordered && ka > kb; break;
+  case 3: r = ordered && ka >= kb; break;
+  case 4: r = ordered && ka == kb; break;
+  case 5: r = !(ordered && ka == kb); break;
   case 6: r = an && bn; break;
   case 7: r = an || bn; break;
   default: r = !an; break;
