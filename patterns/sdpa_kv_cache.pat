@@ -40,8 +40,11 @@
 // refuses the rewrite when a node outside the match reads a cache in
 // between (it would see the old contents).
 //
-// Differences from upstream: upstream takes start_pos from the first
-// update_cache of the whole graph and does not check custom_sdpa's; these
+// Differences from upstream: upstream finds the update_cache nodes among
+// the users of custom_sdpa's key argument, i.e. after the transpose pairs
+// are gone; these rules match torch.export's transpose pairs. Upstream
+// takes start_pos from the first update_cache of the whole graph and does
+// not check custom_sdpa's; these
 // rules require both positions to be `input_pos[0].item()` of one input
 // (each `.item()` is its own node) and the two update_cache nodes to read
 // the same position node. Upstream passes seq_len = 1 (the Vulkan op reads
