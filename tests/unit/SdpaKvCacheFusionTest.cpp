@@ -25,6 +25,7 @@
 #include "graft/rewrite/Rewriter.h"
 #include "graft/serialize/ProgramFile.h"
 #include "graft/serialize/Pt2.h"
+#include "graft/serialize/TextIR.h"
 
 #include <gtest/gtest.h>
 
@@ -197,6 +198,53 @@ TEST(SdpaKvCacheFusionRefusal, AReaderBetweenTheUpdateAndTheAttentionKeepsTheGra
   ASSERT_FALSE(res.stats[0].rejections.empty());
   EXPECT_NE(res.stats[0].rejections[0].first.find("between its in-place update"), std::string::npos)
       << res.stats[0].rejections[0].first;
+}
+
+// A rule that erases an in-place root without a new node mutating the same
+// value would lose the cache update: the rewriter refuses it. (The rule
+// attends over the updated caches as custom_sdpa does, but nothing writes
+// them any more.)
+constexpr const char *kDropsUpdate = R"(
+rule drops_update {
+  match {
+    root _    = llama.update_cache($k : f32[1, $S, 2, 16], $kc : f32[1, $M, 2, 16], $pos)
+    root %out = llama.custom_sdpa($q : f32[1, $S, 4, 16], $kc, $kc, $pos, none, 0.0, true)
+  }
+  rewrite {
+    %out = llama.custom_sdpa($q, $kc, $kc, $pos, none, 0.0, true)
+  }
+}
+)";
+
+TEST(SdpaKvCacheFusionRefusal, ErasingAnInPlaceRootWithoutTakingOverItsUpdateIsRefused) {
+  const char *text = R"(graph @g {
+  sym pos : [0, 4]
+  buffer %k_cache : f32[1, 8, 2, 16] fqn="k_cache" = random(seed=1, min=-1, max=1)
+  input %q : f32[1, 3, 4, 16]
+  input %k : f32[1, 3, 2, 16]
+  input %input_pos : i64[1]
+  %select : i64[] = aten.select.int(%input_pos, 0, 0)
+  %pos : symint = aten._local_scalar_dense.default(%select)
+  %u : f32[1] = llama.update_cache.default(%k, %k_cache, %pos)
+  %out : f32[1, 3, 4, 16] = llama.custom_sdpa.default(%q, %k_cache, %k_cache, %pos, none, 0.0, true)
+  mutate buffer "k_cache" = %k_cache
+  output %out
+})";
+  auto g = parseGraph(text, "drops_update.gir");
+  ASSERT_TRUE(g.ok()) << render(g.diags());
+  SourceManager sm;
+  auto set = dsl::parsePat(kDropsUpdate, "drops_update.pat", &sm);
+  ASSERT_TRUE(set.ok()) << render(set.diags(), &sm);
+  auto rules = CompiledRules::compile(set->rules);
+  ASSERT_TRUE(rules.ok()) << render(rules.diags());
+  RewriteResult res = fuse(**g, *rules);
+  EXPECT_EQ(res.rewrites, 0u);
+  ASSERT_FALSE(res.stats[0].rejections.empty());
+  EXPECT_NE(res.stats[0].rejections[0].first.find(
+                "drops the in-place update of %k_cache by %u (no new node mutates it)"),
+            std::string::npos)
+      << res.stats[0].rejections[0].first;
+  EXPECT_EQ(count(**g, "llama.update_cache.default"), 1u);
 }
 
 } // namespace
