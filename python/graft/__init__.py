@@ -435,6 +435,23 @@ class Program:
         outs = self._p.run(_tensor_inputs(inputs), dict(sym or {}), allow_cpu_fallback)
         return {k: _value(v) for k, v in outs.items()}
 
+    def generate(self, prompt: Sequence[int], steps: int, *, warmup: int = 0,
+                 check: bool = False, atol: Optional[float] = None,
+                 allow_cpu_fallback: bool = False) -> Dict[str, object]:
+        """Greedy generation with a KV-cache program (``graft synth llama
+        --kv-cache``, ExecuTorch's export_llama form): a prefill of ``prompt``,
+        then ``steps`` decode steps, each feeding the token chosen last at the
+        next ``input_pos``; the cache stays on the device. Returns ``tokens``
+        (steps + 1 ids), ``prefill`` and ``decode`` (``tokens``, ``seconds``,
+        ``tokens_per_s``). ``warmup`` untimed prefill + decode rounds go first.
+        ``check=True`` runs the embedded reference graph (compile(...,
+        embed_reference=True)) on the interpreter with its own cache and adds
+        ``check`` (``ok``, ``problem`` naming the first differing step,
+        ``max_abs_error``, ``steps_checked``); ``atol`` bounds the logits'
+        difference. Same loop as ``graft run --generate`` (graft/Generate.h)."""
+        return self._p.generate([int(t) for t in prompt], int(steps), int(warmup), check, atol,
+                                allow_cpu_fallback)
+
     def interpret_reference(self, inputs: Mapping[str, object],
                             sym: Optional[Mapping[str, int]] = None) -> Dict[str, object]:
         """The embedded original graph (compile(..., embed_reference=True)) on the

@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "graft/Compiler.h"
+#include "graft/Generate.h"
 #include "graft/dsl/Pat.h"
 #include "graft/interp/Interpreter.h"
 #include "graft/ir/Verifier.h"
@@ -1075,6 +1076,65 @@ py::dict runProgram(PyProgram &p, const py::dict &inputs, const py::dict &sym,
   return namedOutputs(*p.program.graph, take(std::move(*r)));
 }
 
+/// Greedy generation (graft/Generate.h) with the program's KV cache kept on
+/// the device; with `check`, every step against the embedded reference graph
+/// on the interpreter. The same keys as `graft run --generate --json`'s
+/// tokens, prefill, decode and check.
+py::dict generateTokens(PyProgram &p, const std::vector<int64_t> &prompt, int64_t steps,
+                        int64_t warmup, bool check, std::optional<double> atol,
+                        bool allowCpuFallback) {
+  if (steps < 0 || warmup < 0)
+    fail("steps and warmup must not be negative");
+  if (check && !p.program.reference)
+    fail("check=True needs the reference graph embedded in the program "
+         "(compile with embed_reference=True)");
+  DecodeInterface iface = take(decodeInterface(*p.program.graph));
+  if (!p.context) {
+    vk::ContextOptions copts;
+    copts.deviceIndex = p.deviceIndex;
+    p.context = take(vk::Context::create(copts));
+  }
+  Generator gen = take(Generator::create(
+      iface, take(vulkanSession(*p.context, p.program, p.path, allowCpuFallback))));
+  std::optional<Generator> reference;
+  if (check)
+    reference.emplace(take(Generator::create(take(decodeInterface(*p.program.reference)),
+                                             interpreterSession(*p.program.reference))));
+  GenerateOptions opts;
+  opts.decodeSteps = steps;
+  opts.warmup = warmup;
+  opts.reference = reference ? &*reference : nullptr;
+  opts.atol = atol;
+  std::optional<Expected<GenerateResult>> r;
+  {
+    py::gil_scoped_release release;
+    r.emplace(generate(gen, prompt, opts));
+  }
+  GenerateResult res = take(std::move(*r));
+  py::dict out;
+  out["tokens"] = res.tokens;
+  py::dict prefill, decode;
+  prefill["tokens"] = int64_t(res.prompt.size());
+  prefill["seconds"] = res.prefillSeconds();
+  prefill["tokens_per_s"] =
+      res.prefillSeconds() > 0 ? double(res.prompt.size()) / res.prefillSeconds() : 0.0;
+  decode["tokens"] = res.decodeTokens();
+  decode["seconds"] = res.decodeSeconds();
+  decode["tokens_per_s"] =
+      res.decodeSeconds() > 0 ? double(res.decodeTokens()) / res.decodeSeconds() : 0.0;
+  out["prefill"] = prefill;
+  out["decode"] = decode;
+  if (check) {
+    py::dict c;
+    c["ok"] = res.checkFailure.empty();
+    c["problem"] = res.checkFailure;
+    c["max_abs_error"] = res.maxAbsError;
+    c["steps_checked"] = int64_t(res.checks.size());
+    out["check"] = c;
+  }
+  return out;
+}
+
 py::list opSchemas() {
   py::list out;
   for (const OpSchema *op : OpRegistry::builtin().all()) {
@@ -1201,6 +1261,9 @@ PYBIND11_MODULE(_graft, m) {
       .def_property_readonly("has_reference",
                              [](const PyProgram &p) { return p.program.reference != nullptr; })
       .def("run", &runProgram, py::arg("inputs"), py::arg("sym") = py::dict(),
+           py::arg("allow_cpu_fallback") = false)
+      .def("generate", &generateTokens, py::arg("prompt"), py::arg("steps"), py::arg("warmup") = 0,
+           py::arg("check") = false, py::arg("atol") = py::none(),
            py::arg("allow_cpu_fallback") = false)
       .def("device_name",
            [](PyProgram &p) {

@@ -81,3 +81,30 @@ def test_compile_and_run_a_pt2_with_the_shipped_rules(llama_pt2, tmp_path):
     assert g.shape == w.shape and g.shape[-1] == 64  # logits over the vocabulary
     # The device kernels reorder float sums (docs/numerics.md): close, not exact.
     np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-3)
+
+
+def test_program_generates_tokens_like_the_reference(tmp_path):
+    """Greedy generation with a KV-cache export (ExecuTorch's export_llama form,
+    --use_sdpa_with_kv_cache spelling: graft synth llama --kv-cache custom)."""
+    pt2 = tmp_path / "kv.pt2"
+    run_cli("synth", "llama", "--layers", "1", "--dim", "64", "--heads", "2", "--vocab", "64",
+            "--quant", "4w", "--dynamic-seq", "--kv-cache", "custom", "-o", pt2)
+    out = tmp_path / "kv.vkprog"
+    graft.compile(pt2, out, embed_reference=True)
+    p = graft.Program(out)
+    r = p.generate([1, 2, 3], 4, warmup=1, check=True, atol=1e-3)
+    assert len(r["tokens"]) == 5
+    assert all(0 <= t < 64 for t in r["tokens"])
+    assert r["prefill"]["tokens"] == 3 and r["decode"]["tokens"] == 4
+    assert r["decode"]["tokens_per_s"] > 0
+    assert r["check"]["ok"], r["check"]["problem"]
+    assert r["check"]["steps_checked"] == 5
+    # The same prompt again: the cache starts over, so the tokens repeat.
+    assert p.generate([1, 2, 3], 4)["tokens"] == r["tokens"]
+    with pytest.raises(graft.UserError, match="negative"):
+        p.generate([1], -1)
+
+
+def test_generate_needs_a_kv_cache_program(program):
+    with pytest.raises(graft.UserError, match="input_pos"):
+        graft.Program(program[0]).generate([1], 1)

@@ -105,6 +105,17 @@ TEST(Interpreter, MissingConstantDataNamesTheFqn) {
   EXPECT_NE(firstError(r).find("has no data"), std::string::npos) << firstError(r);
 }
 
+// A constant no node reads needs no data: program files store only the
+// constants a graph reads, so an embedded reference graph's unused buffer
+// (a KV-cache export's attention mask) comes back without any.
+TEST(Interpreter, UnreadConstantNeedsNoData) {
+  TestGraph t;
+  Value *x = t.input("x", f32({2}, {1, 2}));
+  t.g.addInput(InputKind::Buffer, "mask", TensorProto(DType::F32, {2}), "layers.0.attention.mask");
+  Value *y = t.op("aten.add.Tensor", {x, x}, {}, DType::F32, {2});
+  EXPECT_EQ(values(t.run1(y)), (std::vector<double>{2, 4}));
+}
+
 TEST(Interpreter, FailedAssertScalarIsAUserError) {
   TestGraph t;
   Value *x = t.input("x", Tensor::fromInts(DType::I64, {}, {0}));

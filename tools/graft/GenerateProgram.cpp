@@ -144,20 +144,9 @@ int generateProgram(const Args &args, const std::string &path, const Program &pr
   if (!gen)
     return reportFailure(gen.diags());
 
-  // Warm-up: the first calls upload and prepack the constants and create
-  // the pipelines (for the prefill's and the decode step's shapes), which
-  // later calls reuse; the timed run's prefill starts a fresh cache.
-  for (int64_t i = 0; i < warmup; ++i) {
-    auto first = gen->prefill(*prompt);
-    if (!first)
-      return reportFailure(first.diags());
-    if (*steps > 0)
-      if (auto next = gen->decode(first->token); !next)
-        return reportFailure(next.diags());
-  }
-
   GenerateOptions opts;
   opts.decodeSteps = *steps;
+  opts.warmup = warmup;
   opts.reference = refGen ? &*refGen : nullptr;
   opts.atol = flags->atol;
   auto result = generate(*gen, *prompt, opts);

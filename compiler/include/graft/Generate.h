@@ -133,6 +133,10 @@ private:
 
 struct GenerateOptions {
   int64_t decodeSteps = 0; ///< after the prefill; every step picks one token
+  /// Untimed rounds before the run, each a prefill and (with decode steps)
+  /// one decode step: the first calls upload and prepack the constants and
+  /// create the pipelines of both shapes. Not checked against the reference.
+  int64_t warmup = 0;
   /// Checked against: fed the same tokens, step by step. Its time is not
   /// counted in the steps' seconds.
   Generator *reference = nullptr;

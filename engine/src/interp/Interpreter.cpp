@@ -15,6 +15,7 @@
 #include "graft/ops/OpRegistry.h"
 #include "graft/ops/OpSchema.h"
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <sstream>
@@ -214,6 +215,13 @@ Interpreter::runImpl(const Graph &graph, const std::vector<RuntimeValue> &userIn
         env[v] = *cur;
         continue;
       }
+    // A constant nothing reads needs no data: a program file stores only the
+    // constants its graph reads (an embedded reference graph's unused
+    // buffers, such as a KV-cache export's attention mask, have none).
+    if (!in.hasData() && !v->hasUses() &&
+        std::none_of(graph.outputs().begin(), graph.outputs().end(),
+                     [&](const GraphOutput &o) { return o.value == v; }))
+      continue;
     if (!in.hasData())
       return Diagnostic::error(label + " has no data; constants need data to be interpreted");
     const Tensor &data = in.data();
