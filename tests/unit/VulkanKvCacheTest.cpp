@@ -568,6 +568,9 @@ TEST_P(VulkanKvCacheLlama, OnePartitionDecodesLikeTheInterpreter) {
       const uint64_t cacheBytes = 16 * 2 * 16 * 4;
       EXPECT_LT((*exec)->stats().bytesUploaded, cacheBytes);
       EXPECT_LT((*exec)->stats().bytesDownloaded, cacheBytes);
+      // One submission per step: the positions are read from input_pos on
+      // the host, never by downloading (which would flush) mid-step.
+      EXPECT_EQ((*exec)->stats().flushes, 1u);
     }
   }
   // The device caches are the interpreter's (up to the kernels' rounding
