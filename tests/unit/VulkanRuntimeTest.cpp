@@ -306,4 +306,43 @@ TEST(VulkanRuntime, BuffersOutliveTheirUsers) {
   EXPECT_FALSE(ctx.hasPendingWork());
 }
 
+// Released buffers go back to the device's pool and serve the next request
+// of the same size, but only once no recorded work uses them: a buffer
+// dropped while a dispatch that reads it is pending is not handed out to a
+// later dispatch in the same submission.
+TEST(VulkanRuntime, ReleasedBuffersAreReusedOnceIdle) {
+  GRAFT_REQUIRE_VULKAN();
+  vk::Context &ctx = *context();
+  ASSERT_TRUE(ctx.flush().ok());
+  const std::size_t bytes = 4 * 1000 + 16 * 7; // a size no other test allocates
+  {
+    auto first = ctx.allocate(bytes);
+    ASSERT_TRUE(first.ok());
+  }
+  uint64_t reused = ctx.stats().buffersReused;
+  auto second = ctx.allocate(bytes);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(ctx.stats().buffersReused, reused + 1);
+  auto other = ctx.allocate(bytes + 16);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(ctx.stats().buffersReused, reused + 1); // another size: a new buffer
+
+  // In flight: `a` is read by the pending neg, then dropped; the next
+  // allocation of its size must not alias it before the flush.
+  Tensor t = Tensor::fromDoubles(DType::F32, {1028}, std::vector<double>(1028, 2.0));
+  auto a = vk::uploadTensor(ctx, t);
+  ASSERT_TRUE(a.ok());
+  auto neg = vk::unary(ctx, vk::UnaryKind::Neg, *a);
+  ASSERT_TRUE(neg.ok());
+  a = Diagnostic::error("dropped");
+  reused = ctx.stats().buffersReused;
+  auto fill = vk::allocateTensor(ctx, DType::F32, {1028});
+  ASSERT_TRUE(fill.ok());
+  ASSERT_TRUE(ctx.fill(*fill->buffer, 0x3f800000u).ok()); // 1.0f, recorded after the neg
+  auto down = vk::downloadTensor(ctx, *neg);
+  ASSERT_TRUE(down.ok());
+  EXPECT_EQ(down->getDouble(1027), -2.0);
+  EXPECT_EQ(ctx.stats().buffersReused, reused); // nothing idle of that size yet
+}
+
 } // namespace

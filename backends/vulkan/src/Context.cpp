@@ -14,6 +14,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <tuple>
 #include <utility>
 
 namespace graft::vk {
@@ -128,7 +130,68 @@ struct DeviceCore {
   std::mutex messagesMutex;
   std::vector<std::string> validationErrors;
 
+  /// A buffer and its memory, released by their last owner and kept for the
+  /// next request of the same memory type, mapping and size.
+  struct PooledBuffer {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    void *mapped = nullptr;
+  };
+  struct PoolKey {
+    uint32_t memoryType;
+    bool mapped;
+    std::size_t size;
+    bool operator<(const PoolKey &o) const {
+      return std::tie(memoryType, mapped, size) < std::tie(o.memoryType, o.mapped, o.size);
+    }
+  };
+  /// Why a pool: every kernel launch allocates its output, so a model run
+  /// creates and frees a buffer and its memory per intermediate per call.
+  /// On NVIDIA those driver calls were most of a decode step's wall time
+  /// (docs/benchmarks.md, "Vulkan kernels on a GPU"). A buffer is released
+  /// here only once no recorded work uses it (the context holds in-flight
+  /// buffers until the submission completes), so reuse is race-free.
+  std::mutex poolMutex;
+  std::multimap<PoolKey, PooledBuffer> pool;
+  std::size_t pooledBytes = 0;
+  /// Beyond this many pooled bytes, released buffers are freed.
+  static constexpr std::size_t kMaxPooledBytes = std::size_t(512) << 20;
+
+  void destroy(const PooledBuffer &b) {
+    if (b.mapped)
+      vkUnmapMemory(device, b.memory);
+    if (b.buffer)
+      vkDestroyBuffer(device, b.buffer, nullptr);
+    if (b.memory)
+      vkFreeMemory(device, b.memory, nullptr);
+  }
+  /// Keeps a released buffer for reuse, or frees it when the pool is full.
+  void release(const PoolKey &key, const PooledBuffer &b) {
+    {
+      std::lock_guard<std::mutex> lock(poolMutex);
+      if (b.buffer && b.memory && pooledBytes + key.size <= kMaxPooledBytes) {
+        pool.emplace(key, b);
+        pooledBytes += key.size;
+        return;
+      }
+    }
+    destroy(b);
+  }
+  /// A pooled buffer for `key`, if one was released.
+  std::optional<PooledBuffer> reuse(const PoolKey &key) {
+    std::lock_guard<std::mutex> lock(poolMutex);
+    auto it = pool.find(key);
+    if (it == pool.end())
+      return std::nullopt;
+    PooledBuffer b = it->second;
+    pool.erase(it);
+    pooledBytes -= key.size;
+    return b;
+  }
+
   ~DeviceCore() {
+    for (const auto &[key, b] : pool)
+      destroy(b);
     if (device)
       vkDestroyDevice(device, nullptr);
     if (messenger) {
@@ -313,13 +376,11 @@ struct BufferHandles {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   void *mapped = nullptr; ///< non-null when host-visible
   std::size_t size = 0;
+  uint32_t memoryType = 0;
+  /// Back to the device's pool (DeviceCore::release) rather than freed.
   ~BufferHandles() {
-    if (mapped)
-      vkUnmapMemory(core->device, memory);
-    if (buffer)
-      vkDestroyBuffer(core->device, buffer, nullptr);
-    if (memory)
-      vkFreeMemory(core->device, memory, nullptr);
+    if (buffer || memory)
+      core->release({memoryType, mapped != nullptr, size}, {buffer, memory, mapped});
   }
 };
 
@@ -456,6 +517,16 @@ struct Context::Impl {
     auto h = std::make_shared<BufferHandles>();
     h->core = core;
     h->size = bytes;
+    h->memoryType = memoryType;
+    if (auto pooled = core->reuse({memoryType, map, bytes})) {
+      h->buffer = pooled->buffer;
+      h->memory = pooled->memory;
+      h->mapped = pooled->mapped;
+      ++stats.buffersAllocated;
+      ++stats.buffersReused;
+      stats.bytesAllocated += bytes;
+      return h;
+    }
     VkBufferCreateInfo bci{};
     bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
     bci.size = bytes;

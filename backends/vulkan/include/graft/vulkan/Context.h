@@ -105,6 +105,8 @@ struct ContextStats {
   uint64_t dispatches = 0;
   uint64_t flushes = 0;
   uint64_t buffersAllocated = 0;
+  /// Of buffersAllocated, how many reused a released buffer of the same size.
+  uint64_t buffersReused = 0;
   uint64_t bytesAllocated = 0;
   uint64_t bytesUploaded = 0;
   uint64_t bytesDownloaded = 0;
