@@ -241,13 +241,13 @@ Status indexCopyInto(Context &ctx, const DeviceTensor &dst, const DeviceTensor &
                      const DeviceTensor &index, bool wrapNegative = false);
 /// How attention() reads its operands and masks its scores.
 struct AttentionOptions {
-  int64_t keys = 0;         ///< keys attended: [0, keys) of k / v's positions
-  bool causal = false;      ///< key j is seen by query i when j <= causalOffset + i
-  int64_t causalOffset = 0; ///< a cache's start_pos (0 for ATen's is_causal)
+  int64_t keys = 0;                   ///< keys attended: [0, keys) of k / v's positions
+  bool causal = false;                ///< key j is seen by query i when j <= causalOffset + i
+  int64_t causalOffset = 0;           ///< a cache's start_pos (0 for ATen's is_causal)
   const DeviceTensor *mask = nullptr; ///< f32 additive [S, keys] (bool masks: 0 / -inf first)
   std::optional<double> scale;        ///< default 1/sqrt(D)
-  bool headsFirst = false;   ///< q and the result are [B, H, S, D] (else [B, S, H, D])
-  bool kvHeadsFirst = false; ///< k and v are [B, Hkv, M, D] (else [B, M, Hkv, D])
+  bool headsFirst = false;            ///< q and the result are [B, H, S, D] (else [B, S, H, D])
+  bool kvHeadsFirst = false;          ///< k and v are [B, Hkv, M, D] (else [B, M, Hkv, D])
 };
 /// Attention in sdpaMath's order (sdpa_kv.glsl), reading q, k and v in
 /// their layouts (no transposes, no repeated kv heads; H a multiple of
