@@ -13,6 +13,7 @@
 // (patterns/rope.pat) is the real user.
 //
 //===----------------------------------------------------------------------===//
+#include "RewriteTestUtil.h"
 #include "SynthTestUtil.h"
 
 #include "graft/dsl/Pat.h"
@@ -30,6 +31,9 @@ using namespace graft;
 using namespace graft::rewrite;
 
 namespace {
+
+using graft::testing::countNodes;
+using graft::testing::fuseVerified;
 
 /// neg(x) * s and neg(y) * s: two roots sharing $s, rewritten to mul + neg
 /// each (bit-exact: a sign flip commutes with the product).
@@ -69,22 +73,6 @@ std::unique_ptr<Graph> parse(const std::string &text) {
   auto g = parseGraph(text, "test.gir");
   EXPECT_TRUE(g.ok()) << (g.ok() ? "" : render(g.diags()));
   return g.ok() ? std::move(*g) : std::make_unique<Graph>();
-}
-
-std::size_t count(const Graph &g, const std::string &target) {
-  std::size_t n = 0;
-  for (const Node &node : g.nodes())
-    n += node.target() == target;
-  return n;
-}
-
-RewriteResult fuse(Graph &g, const CompiledRules &rules) {
-  FqnRegistry fqns;
-  RewriteOptions options;
-  options.verifyEach = true;
-  auto r = applyRules(g, rules, fqns, options);
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : render(r.diags()));
-  return r.ok() ? std::move(*r) : RewriteResult();
 }
 
 /// Max |a - b| over the outputs of two graphs on the same random inputs.
@@ -142,10 +130,10 @@ TEST(MultiRoot, BothRootsFuseInOneRewriteWithTheSameNumbers) {
   auto g = parse(kPair);
   auto before = parse(kPair);
   auto rules = compile(loadRules(kPairRule));
-  RewriteResult res = fuse(*g, rules);
+  RewriteResult res = fuseVerified(*g, rules);
   EXPECT_EQ(res.rewrites, 1u);
-  EXPECT_EQ(count(*g, "aten.neg.default"), 2u);
-  EXPECT_EQ(count(*g, "aten.mul.Tensor"), 2u);
+  EXPECT_EQ(countNodes(*g, "aten.neg.default"), 2u);
+  EXPECT_EQ(countNodes(*g, "aten.mul.Tensor"), 2u);
   // The rewritten graph: each neg now follows its mul.
   for (const Node &n : g->nodes()) {
     if (n.target() == "aten.neg.default") {
@@ -164,9 +152,9 @@ TEST(MultiRoot, RootsThatDoNotShareTheirInputDoNotMatch) {
   text.replace(text.find("aten.mul.Tensor(%ny, %s)"), 24, "aten.mul.Tensor(%ny, %t)");
   auto g = parse(text);
   auto rules = compile(loadRules(kPairRule));
-  RewriteResult res = fuse(*g, rules);
+  RewriteResult res = fuseVerified(*g, rules);
   EXPECT_EQ(res.rewrites, 0u);
-  EXPECT_EQ(count(*g, "aten.neg.default"), 2u);
+  EXPECT_EQ(countNodes(*g, "aten.neg.default"), 2u);
   // explain names the root search as the failing check, at each candidate.
   auto entries = explain(*g, rules);
   ASSERT_FALSE(entries.empty());
@@ -198,7 +186,7 @@ TEST(MultiRoot, TheFusedNodesGoBeforeTheFirstRootWhenAUserSitsBetween) {
 )");
   auto before = parse(*printGraph(*g));
   auto rules = compile(loadRules(kPairRule));
-  RewriteResult res = fuse(*g, rules);
+  RewriteResult res = fuseVerified(*g, rules);
   EXPECT_EQ(res.rewrites, 1u);
   EXPECT_EQ(maxDiff(*before, *g), 0.0);
 }
@@ -218,7 +206,7 @@ TEST(MultiRoot, NoPlaceThatKeepsTheGraphInOrderRefusesTheRewrite) {
 }
 )");
   auto rules = compile(loadRules(kPairRule));
-  RewriteResult res = fuse(*g, rules);
+  RewriteResult res = fuseVerified(*g, rules);
   EXPECT_EQ(res.rewrites, 0u);
   ASSERT_EQ(res.stats.size(), 1u);
   ASSERT_FALSE(res.stats[0].rejections.empty());
@@ -247,7 +235,7 @@ TEST(MultiRoot, ManyPairsFuseEachWithItsOwnSharedInput) {
   auto g = parse(os.str());
   auto before = parse(os.str());
   auto rules = compile(loadRules(kPairRule));
-  RewriteResult res = fuse(*g, rules);
+  RewriteResult res = fuseVerified(*g, rules);
   EXPECT_EQ(res.rewrites, static_cast<std::size_t>(kPairs));
   ASSERT_EQ(res.stats.size(), 1u);
   EXPECT_EQ(res.stats[0].applied, static_cast<uint64_t>(kPairs));
@@ -286,10 +274,10 @@ TEST(MultiRoot, TheSynthesizedLlamaFusesItsRopeInEveryLayer) {
   auto set = dsl::parsePatFile(std::string(GRAFT_TEST_DATA_DIR) + "/../patterns/rope.pat", &sm);
   ASSERT_TRUE(set.ok()) << render(set.diags(), &sm);
   auto rules = compile(set->rules);
-  RewriteResult res = fuse(**g, rules);
+  RewriteResult res = fuseVerified(**g, rules);
   EXPECT_EQ(res.rewrites, static_cast<std::size_t>(o.layers));
-  EXPECT_EQ(count(**g, "et_vk.apply_rotary_emb.default"), static_cast<std::size_t>(o.layers));
-  EXPECT_EQ(count(**before, "aten.select.int") - count(**g, "aten.select.int"),
+  EXPECT_EQ(countNodes(**g, "et_vk.apply_rotary_emb.default"), static_cast<std::size_t>(o.layers));
+  EXPECT_EQ(countNodes(**before, "aten.select.int") - countNodes(**g, "aten.select.int"),
             static_cast<std::size_t>(4 * o.layers))
       << "the real and imaginary selects of xq and xk, per layer";
   EXPECT_EQ(maxDiff(**before, **g), 0.0) << "the fused RoPE is bit-exact";

@@ -15,6 +15,7 @@
 // moved update would change what it reads).
 //
 //===----------------------------------------------------------------------===//
+#include "RewriteTestUtil.h"
 #include "SynthTestUtil.h"
 #include "VulkanTestUtil.h"
 
@@ -36,21 +37,8 @@ using namespace graft::rewrite;
 
 namespace {
 
-std::size_t count(const Graph &g, const std::string &target) {
-  std::size_t n = 0;
-  for (const Node &node : g.nodes())
-    n += node.target() == target;
-  return n;
-}
-
-RewriteResult fuse(Graph &g, const CompiledRules &rules) {
-  FqnRegistry fqns;
-  RewriteOptions options;
-  options.verifyEach = true; // each rewrite leaves a valid graph
-  auto r = applyRules(g, rules, fqns, options);
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : render(r.diags()));
-  return r.ok() ? std::move(*r) : RewriteResult();
-}
+using graft::testing::countNodes;
+using graft::testing::fuseVerified;
 
 CompiledRules sdpaRules() {
   SourceManager sm;
@@ -92,13 +80,13 @@ TEST_P(SdpaKvCacheFusion, EveryLayerFusesAndDecodesBitIdentically) {
   ASSERT_TRUE(original && fused);
 
   CompiledRules rules = sdpaRules();
-  RewriteResult res = fuse(*fused, rules);
+  RewriteResult res = fuseVerified(*fused, rules);
   const auto layers = static_cast<std::size_t>(o.layers);
   EXPECT_EQ(res.rewrites, layers);
-  EXPECT_EQ(count(*fused, "llama.sdpa_with_kv_cache.default"), layers);
-  EXPECT_EQ(count(*fused, "llama.update_cache.default"), 0u) << "erased with the match";
-  EXPECT_EQ(count(*fused, "llama.custom_sdpa.default"), 0u);
-  EXPECT_EQ(count(*original, "aten.transpose.int") - count(*fused, "aten.transpose.int"),
+  EXPECT_EQ(countNodes(*fused, "llama.sdpa_with_kv_cache.default"), layers);
+  EXPECT_EQ(countNodes(*fused, "llama.update_cache.default"), 0u) << "erased with the match";
+  EXPECT_EQ(countNodes(*fused, "llama.custom_sdpa.default"), 0u);
+  EXPECT_EQ(countNodes(*original, "aten.transpose.int") - countNodes(*fused, "aten.transpose.int"),
             4 * layers)
       << "the two transposes of each cache on its way to custom_sdpa";
   // The fused node mutates the cache buffers themselves.
@@ -161,9 +149,9 @@ TEST_F(SdpaKvCacheFusion, CompilesToOnePartitionWithTheFusedOp) {
   EXPECT_EQ(r->summary.cpuNodes, 0u) << r->summary.text();
   auto program = readProgram(opts.output);
   ASSERT_TRUE(program.ok()) << render(program.diags());
-  EXPECT_EQ(count(*program->graph, "llama.sdpa_with_kv_cache.default"),
+  EXPECT_EQ(countNodes(*program->graph, "llama.sdpa_with_kv_cache.default"),
             static_cast<std::size_t>(o.layers));
-  EXPECT_EQ(count(*program->graph, "llama.update_cache.default"), 0u);
+  EXPECT_EQ(countNodes(*program->graph, "llama.update_cache.default"), 0u);
   for (const ProgramNodePlan &p : program->plan)
     EXPECT_NE(p.placement, "cpu") << p.node << " (" << p.target << "): " << p.reason;
 }
@@ -193,7 +181,7 @@ TEST(SdpaKvCacheFusionRefusal, AReaderBetweenTheUpdateAndTheAttentionKeepsTheGra
   snapshot->setSchema(OpRegistry::builtin().lookup("aten.clone.default"));
   graph.addOutput(snapshot->output(0));
   CompiledRules rules = sdpaRules();
-  RewriteResult res = fuse(graph, rules);
+  RewriteResult res = fuseVerified(graph, rules);
   EXPECT_EQ(res.rewrites, 0u);
   ASSERT_FALSE(res.stats[0].rejections.empty());
   EXPECT_NE(res.stats[0].rejections[0].first.find("between its in-place update"), std::string::npos)
@@ -237,14 +225,14 @@ TEST(SdpaKvCacheFusionRefusal, ErasingAnInPlaceRootWithoutTakingOverItsUpdateIsR
   ASSERT_TRUE(set.ok()) << render(set.diags(), &sm);
   auto rules = CompiledRules::compile(set->rules);
   ASSERT_TRUE(rules.ok()) << render(rules.diags());
-  RewriteResult res = fuse(**g, *rules);
+  RewriteResult res = fuseVerified(**g, *rules);
   EXPECT_EQ(res.rewrites, 0u);
   ASSERT_FALSE(res.stats[0].rejections.empty());
   EXPECT_NE(res.stats[0].rejections[0].first.find(
                 "drops the in-place update of %k_cache by %u (no new node mutates it)"),
             std::string::npos)
       << res.stats[0].rejections[0].first;
-  EXPECT_EQ(count(**g, "llama.update_cache.default"), 1u);
+  EXPECT_EQ(countNodes(**g, "llama.update_cache.default"), 1u);
 }
 
 } // namespace

@@ -26,8 +26,6 @@ namespace graft::vk {
 
 namespace {
 
-using Results = Expected<std::vector<LoweredValue>>;
-
 const TensorProto *argProto(const BoundArgs &b, std::string_view name) {
   const Argument *a = b.find(name);
   if (!a || !a->isValue() || !a->value()->isTensor())

@@ -146,6 +146,19 @@ private:
   const BoundArgs &bound_;
 };
 
+/// A lowering's results, and the common case of one device tensor.
+using Results = Expected<std::vector<LoweredValue>>;
+inline Results one(DeviceTensor t) {
+  return std::vector<LoweredValue>{std::move(t)};
+}
+/// The prototype of tensor argument `name`; null when it is absent, None or
+/// not a tensor.
+const TensorProto *protoOf(const BoundArgs &b, std::string_view name);
+/// The float dtypes the device kernels take (f32, f16).
+inline bool isDeviceFloat(DType d) {
+  return d == DType::F32 || d == DType::F16;
+}
+
 using CheckFn = std::function<std::string(const Node &, const BoundArgs &, const DeviceInfo &)>;
 using RunFn = std::function<Expected<std::vector<LoweredValue>>(NodeArgs &)>;
 

@@ -21,29 +21,12 @@ namespace graft::vk {
 
 namespace {
 
-using Results = Expected<std::vector<LoweredValue>>;
-
-Results one(DeviceTensor t) {
-  return std::vector<LoweredValue>{std::move(t)};
-}
-
-const TensorProto *protoOf(const BoundArgs &b, std::string_view name) {
-  const Argument *a = b.find(name);
-  if (!a || !a->isValue() || !a->value()->isTensor())
-    return nullptr;
-  return &a->value()->proto();
-}
-
 bool isConstantValue(const Node &node, const BoundArgs &b, std::string_view name) {
   const Argument *a = b.find(name);
   if (!a || !a->isValue())
     return false;
   const GraphInput *in = node.graph()->inputFor(a->value());
   return in && in->isConstant() && in->hasData();
-}
-
-bool isFloatDT(DType d) {
-  return d == DType::F32 || d == DType::F16;
 }
 
 std::string rankReason(const Node &node, int64_t maxRank) {
@@ -80,7 +63,7 @@ Lowering binaryLowering(BinaryKind op, bool scalarOther, const char *otherName =
     DType out = node.output()->proto().dtype;
     bool intOk = (op == BinaryKind::Add || op == BinaryKind::Sub || op == BinaryKind::Mul) &&
                  deviceElem(out) == DeviceElem::I32 && out != DType::Bool;
-    if (!isFloatDT(out) && !intOk)
+    if (!isDeviceFloat(out) && !intOk)
       return "result dtype " + std::string(name(out)) + " is not supported by binary_" + name(op);
     // Arguments torch rejects (sub_check, alpha_check): the reference
     // interpreter reports the error, the device must not compute a value.
@@ -91,7 +74,7 @@ Lowering binaryLowering(BinaryKind op, bool scalarOther, const char *otherName =
         return "sub of a bool operand is an error in torch";
     }
     if (const Argument *al = b.find("alpha");
-        al && (al->isBool() || (al->isFloat() && !isFloatDT(out))))
+        al && (al->isBool() || (al->isFloat() && !isDeviceFloat(out))))
       return "alpha " + std::string(al->isBool() ? "bool" : "float") + " on a " +
              std::string(name(out)) + " result is an error in torch";
     if (op == BinaryKind::Pow) {
@@ -145,7 +128,7 @@ Lowering unaryLowering(UnaryKind op) {
   l.kernel = std::string("unary_") + name(op);
   l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
     const TensorProto *x = protoOf(b, "self");
-    if (!x || !isFloatDT(x->dtype) || x->dtype != node.output()->proto().dtype)
+    if (!x || !isDeviceFloat(x->dtype) || x->dtype != node.output()->proto().dtype)
       return "needs an f32/f16 input of the result's dtype";
     return {};
   };
@@ -173,7 +156,7 @@ Lowering clampLowering() {
   l.kernel = "unary_clamp";
   l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
     const TensorProto *x = protoOf(b, "self");
-    if (!x || !isFloatDT(x->dtype) || x->dtype != node.output()->proto().dtype)
+    if (!x || !isDeviceFloat(x->dtype) || x->dtype != node.output()->proto().dtype)
       return "needs an f32/f16 input of the result's dtype";
     for (const char *bound : {"min", "max"}) {
       const Argument *a = b.find(bound);
@@ -293,7 +276,7 @@ Lowering reduceLowering(ReduceKind op, const char *kernel) {
   l.kernel = kernel;
   l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
     const TensorProto *x = protoOf(b, "self");
-    if (!x || !isFloatDT(x->dtype) || x->dtype != node.output()->proto().dtype)
+    if (!x || !isDeviceFloat(x->dtype) || x->dtype != node.output()->proto().dtype)
       return "needs an f32/f16 input of the result's dtype";
     if (x->rank() == 0)
       return "0-dim input";
@@ -318,7 +301,7 @@ Lowering softmaxLowering() {
   l.kernel = "softmax";
   l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
     const TensorProto *x = protoOf(b, "self");
-    if (!x || !isFloatDT(x->dtype) || !isFloatDT(node.output()->proto().dtype))
+    if (!x || !isDeviceFloat(x->dtype) || !isDeviceFloat(node.output()->proto().dtype))
       return "needs f32/f16 input and result";
     auto d = b.find("dim") ? b.find("dim")->intList() : std::nullopt;
     if (!d || d->size() != 1 || x->rank() == 0 || ((*d)[0] != -1 && (*d)[0] != x->rank() - 1))
@@ -338,7 +321,7 @@ Lowering softmaxLowering() {
 std::string sameFloatOperands(const Node &node, const BoundArgs &b,
                               std::initializer_list<const char *> names) {
   DType out = node.output()->proto().dtype;
-  if (!isFloatDT(out))
+  if (!isDeviceFloat(out))
     return "result dtype " + std::string(name(out)) + " is not f32/f16";
   for (const char *n : names) {
     const TensorProto *p = protoOf(b, n);
@@ -464,7 +447,7 @@ Lowering q4Lowering(const char *kernel, bool dq8ca) {
       return r;
     const char *x = dq8ca ? "input" : "self";
     const TensorProto *xp = protoOf(b, x);
-    if (!xp || !isFloatDT(xp->dtype) || xp->dtype != node.output()->proto().dtype)
+    if (!xp || !isDeviceFloat(xp->dtype) || xp->dtype != node.output()->proto().dtype)
       return "input must be f32/f16 of the result's dtype";
     auto k = xp->shape.empty() ? std::nullopt : xp->shape.back().value();
     if (k && *k % 4 != 0)
@@ -502,7 +485,7 @@ Lowering qcs4wLowering() {
     if (!r.empty())
       return r;
     const TensorProto *xp = protoOf(b, "self");
-    if (!xp || !isFloatDT(xp->dtype) || xp->dtype != node.output()->proto().dtype)
+    if (!xp || !isDeviceFloat(xp->dtype) || xp->dtype != node.output()->proto().dtype)
       return "input must be f32/f16 of the result's dtype";
     return {};
   };
@@ -524,7 +507,7 @@ Lowering int8packLowering() {
     if (!r.empty())
       return r;
     const TensorProto *xp = protoOf(b, "self");
-    if (!xp || !isFloatDT(xp->dtype))
+    if (!xp || !isDeviceFloat(xp->dtype))
       return "self must be f32/f16";
     return {};
   };
@@ -548,7 +531,7 @@ Lowering q8taLowering() {
     const TensorProto *xp = protoOf(b, "x");
     if (!xp)
       return "x is not a tensor";
-    if (!isFloatDT(xp->dtype) && deviceElem(xp->dtype) != DeviceElem::I32)
+    if (!isDeviceFloat(xp->dtype) && deviceElem(xp->dtype) != DeviceElem::I32)
       return "x dtype " + std::string(name(xp->dtype)) + " is unsupported";
     auto k = xp->shape.empty() ? std::nullopt : xp->shape.back().value();
     if (k && *k % 4 != 0)
@@ -619,7 +602,7 @@ Lowering rmsNormLowering() {
   l.kernel = "rms_norm";
   l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
     const TensorProto *x = protoOf(b, "x");
-    if (!x || !isFloatDT(x->dtype) || x->dtype != node.output()->proto().dtype)
+    if (!x || !isDeviceFloat(x->dtype) || x->dtype != node.output()->proto().dtype)
       return "x must be f32/f16";
     return {};
   };
@@ -638,7 +621,7 @@ Lowering rotaryLowering() {
   l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
     for (const char *n : {"xq", "xk"}) {
       const TensorProto *x = protoOf(b, n);
-      if (!x || !isFloatDT(x->dtype))
+      if (!x || !isDeviceFloat(x->dtype))
         return std::string(n) + " must be f32/f16";
     }
     const TensorProto *q = protoOf(b, "xq"), *k = protoOf(b, "xk");
@@ -711,7 +694,7 @@ Lowering chooseQParamsLowering() {
   l.kernel = "choose_qparams_affine";
   l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
     const TensorProto *x = protoOf(b, "input");
-    if (!x || !isFloatDT(x->dtype))
+    if (!x || !isDeviceFloat(x->dtype))
       return "input must be f32/f16";
     std::string r = blockReason(b, x);
     if (!r.empty())
@@ -723,7 +706,7 @@ Lowering chooseQParamsLowering() {
       return "mapping_type must be ASYMMETRIC, SYMMETRIC or SYMMETRIC_NO_CLIPPING_ERR";
     if (b.isLegacy())
       return "the legacy (zero_point_domain) signature";
-    if (!isFloatDT(node.output(0)->proto().dtype) ||
+    if (!isDeviceFloat(node.output(0)->proto().dtype) ||
         deviceElem(node.output(1)->proto().dtype) != DeviceElem::I32)
       return "scale must be f32/f16 and the zero point an integer";
     return {};
@@ -769,10 +752,10 @@ Lowering quantizeLowering(bool quantize) {
     const TensorProto *x = protoOf(b, "input");
     if (!x)
       return "input is not a tensor";
-    if (quantize ? !isFloatDT(x->dtype) : deviceElem(x->dtype) != DeviceElem::I32)
+    if (quantize ? !isDeviceFloat(x->dtype) : deviceElem(x->dtype) != DeviceElem::I32)
       return "input dtype " + std::string(name(x->dtype)) + " is unsupported";
     DType out = node.output()->proto().dtype;
-    if (quantize ? deviceElem(out) != DeviceElem::I32 : !isFloatDT(out))
+    if (quantize ? deviceElem(out) != DeviceElem::I32 : !isDeviceFloat(out))
       return "result dtype " + std::string(name(out)) + " is unsupported";
     std::string r = blockReason(b, x);
     if (!r.empty())
@@ -781,7 +764,7 @@ Lowering quantizeLowering(bool quantize) {
     if (!r.empty())
       return r;
     const TensorProto *s = protoOf(b, "scale");
-    if (!s || !isFloatDT(s->dtype))
+    if (!s || !isDeviceFloat(s->dtype))
       return "scale must be f32/f16";
     const TensorProto *z = protoOf(b, "zero_point");
     if (z && deviceElem(z->dtype) != DeviceElem::I32)
@@ -828,7 +811,7 @@ Lowering dequantizePerChannelLowering() {
       return "input dtype " + std::string(name(x->dtype)) +
              " is unsupported (8- or 16-bit integers only)";
     const TensorProto *s = protoOf(b, "scales");
-    if (!s || !isFloatDT(s->dtype))
+    if (!s || !isDeviceFloat(s->dtype))
       return "scales must be f32/f16" +
              (s ? ", got " + std::string(name(s->dtype)) : std::string());
     const TensorProto *z = protoOf(b, "zero_points");
@@ -838,7 +821,7 @@ Lowering dequantizePerChannelLowering() {
     if (!za || (!z && !za->isNone()))
       return "zero_points must be a tensor or None";
     DType out = node.output()->proto().dtype;
-    if (!isFloatDT(out))
+    if (!isDeviceFloat(out))
       return "result dtype " + std::string(name(out)) + " is unsupported";
     const Argument *axis = b.find("axis");
     if (!axis || !axis->isInt())
@@ -1128,14 +1111,14 @@ Lowering sdpaLowering() {
   l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &) -> std::string {
     for (const char *n : {"query", "key", "value"}) {
       const TensorProto *p = protoOf(b, n);
-      if (!p || !isFloatDT(p->dtype) || p->rank() < 3 || p->rank() > 6)
+      if (!p || !isDeviceFloat(p->dtype) || p->rank() < 3 || p->rank() > 6)
         return std::string(n) + " must be f32/f16 with 3 to 6 dims";
     }
     const Argument *drop = b.find("dropout_p");
     if (drop && drop->number().value_or(0.0) != 0.0)
       return "dropout_p != 0";
     const TensorProto *mask = protoOf(b, "attn_mask");
-    if (mask && mask->dtype != DType::Bool && !isFloatDT(mask->dtype))
+    if (mask && mask->dtype != DType::Bool && !isDeviceFloat(mask->dtype))
       return "attn_mask dtype " + std::string(name(mask->dtype)) + " is unsupported";
     return {};
   };
@@ -1388,6 +1371,13 @@ std::map<std::string, Lowering, std::less<>> buildLowerings() {
 const std::map<std::string, Lowering, std::less<>> &allLowerings() {
   static const auto table = buildLowerings();
   return table;
+}
+
+const TensorProto *protoOf(const BoundArgs &b, std::string_view name) {
+  const Argument *a = b.find(name);
+  if (!a || !a->isValue() || !a->value()->isTensor())
+    return nullptr;
+  return &a->value()->proto();
 }
 
 const Lowering *findLowering(std::string_view target) {

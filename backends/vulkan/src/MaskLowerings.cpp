@@ -23,23 +23,6 @@ namespace graft::vk {
 
 namespace {
 
-using Results = Expected<std::vector<LoweredValue>>;
-
-Results one(DeviceTensor t) {
-  return std::vector<LoweredValue>{std::move(t)};
-}
-
-const TensorProto *tensorArg(const BoundArgs &b, std::string_view name) {
-  const Argument *a = b.find(name);
-  if (!a || !a->isValue() || !a->value()->isTensor())
-    return nullptr;
-  return &a->value()->proto();
-}
-
-bool isFloatD(DType d) {
-  return d == DType::F32 || d == DType::F16;
-}
-
 /// Whether a scalar argument is a float (a Python float or a SymFloat).
 bool isFloatScalar(const Argument &a) {
   return a.isFloat() || (a.isValue() && a.value()->kind() == ValueKind::SymFloat);
@@ -49,7 +32,7 @@ bool isFloatScalar(const Argument &a) {
 std::string scalarReason(const Argument *a, DType self) {
   if (!a || !(a->number() || (a->isValue() && !a->value()->isTensor())))
     return "the scalar is not a number";
-  if (!isFloatD(self) && a->isInt() &&
+  if (!isDeviceFloat(self) && a->isInt() &&
       (a->integer() < std::numeric_limits<int32_t>::min() ||
        a->integer() > std::numeric_limits<int32_t>::max()))
     return "an integer scalar beyond int32";
@@ -61,7 +44,7 @@ std::string scalarReason(const Argument *a, DType self) {
 Expected<DeviceTensor> scalarTensor(NodeArgs &a, std::string_view name, DType dtype) {
   const Argument &arg = a.arg(name);
   Tensor t = Tensor::empty(dtype, {});
-  if (isFloatD(dtype) || isFloatScalar(arg)) {
+  if (isDeviceFloat(dtype) || isFloatScalar(arg)) {
     auto v = a.number(name);
     if (!v)
       return a.error(std::string(name) + " is not a number");
@@ -79,7 +62,7 @@ Expected<DeviceTensor> scalarTensor(NodeArgs &a, std::string_view name, DType dt
 }
 
 Expected<DeviceTensor> as(NodeArgs &a, const DeviceTensor &t, DType d) {
-  if (t.dtype == d || (!isFloatD(t.dtype) && !isFloatD(d)))
+  if (t.dtype == d || (!isDeviceFloat(t.dtype) && !isDeviceFloat(d)))
     return t;
   return cast(a.ctx(), t, d);
 }
@@ -88,17 +71,17 @@ Lowering compareLowering(CompareKind op, bool scalarOther) {
   Lowering l;
   l.kernel = "compare";
   l.check = [scalarOther](const Node &, const BoundArgs &b, const DeviceInfo &) -> std::string {
-    const TensorProto *self = tensorArg(b, "self");
+    const TensorProto *self = protoOf(b, "self");
     if (!self || self->rank() > 6)
       return "self must be a tensor of at most 6 dims";
     if (scalarOther)
       return scalarReason(b.find("other"), self->dtype);
-    const TensorProto *other = tensorArg(b, "other");
+    const TensorProto *other = protoOf(b, "other");
     if (!other || other->rank() > 6)
       return "other must be a tensor of at most 6 dims";
     // f16 against f32: a 0-dim operand does not lift the other's dtype,
     // which this lowering does not model.
-    if (isFloatD(self->dtype) && isFloatD(other->dtype) && self->dtype != other->dtype &&
+    if (isDeviceFloat(self->dtype) && isDeviceFloat(other->dtype) && self->dtype != other->dtype &&
         (self->rank() == 0 || other->rank() == 0))
       return "mixed float dtypes with a 0-dim operand";
     return {};
@@ -107,7 +90,7 @@ Lowering compareLowering(CompareKind op, bool scalarOther) {
     GRAFT_TRY(DeviceTensor x, a.tensor("self"));
     DeviceTensor y;
     if (scalarOther) {
-      DType k = isFloatD(x.dtype)               ? x.dtype
+      DType k = isDeviceFloat(x.dtype)          ? x.dtype
                 : isFloatScalar(a.arg("other")) ? DType::F32
                                                 : DType::I64;
       GRAFT_TRY(x, as(a, x, k));
@@ -115,9 +98,9 @@ Lowering compareLowering(CompareKind op, bool scalarOther) {
     } else {
       GRAFT_TRY(y, a.tensor("other"));
       DType k = x.dtype;
-      if (isFloatD(x.dtype) && isFloatD(y.dtype))
+      if (isDeviceFloat(x.dtype) && isDeviceFloat(y.dtype))
         k = x.dtype == y.dtype ? x.dtype : DType::F32;
-      else if (isFloatD(y.dtype))
+      else if (isDeviceFloat(y.dtype))
         k = y.dtype;
       GRAFT_TRY(x, as(a, x, k));
       GRAFT_TRY(y, as(a, y, k));
@@ -137,7 +120,7 @@ Lowering logicalLowering(CompareKind op) {
     for (const char *n : {"self", "other"}) {
       if (op == CompareKind::Not && std::string_view(n) == "other")
         continue;
-      const TensorProto *p = tensorArg(b, n);
+      const TensorProto *p = protoOf(b, n);
       if (!p || p->rank() > 6)
         return std::string(n) + " must be a tensor of at most 6 dims";
     }
@@ -148,7 +131,7 @@ Lowering logicalLowering(CompareKind op) {
     DeviceTensor y = x;
     if (op != CompareKind::Not) {
       GRAFT_TRY(y, a.tensor("other"));
-      if (isFloatD(x.dtype) || isFloatD(y.dtype)) {
+      if (isDeviceFloat(x.dtype) || isDeviceFloat(y.dtype)) {
         GRAFT_TRY(x, as(a, x, DType::F32));
         GRAFT_TRY(y, as(a, y, DType::F32));
       }
@@ -163,7 +146,7 @@ Lowering trilLowering() {
   Lowering l;
   l.kernel = "tril";
   l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &) -> std::string {
-    const TensorProto *self = tensorArg(b, "self");
+    const TensorProto *self = protoOf(b, "self");
     if (!self || self->rank() < 2)
       return "tril needs a tensor of at least 2 dims";
     if (const Argument *d = b.find("diagonal"); d && !d->isInt())
@@ -184,7 +167,7 @@ Lowering maskedFillLowering() {
   Lowering l;
   l.kernel = "where";
   l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
-    const TensorProto *self = tensorArg(b, "self"), *mask = tensorArg(b, "mask");
+    const TensorProto *self = protoOf(b, "self"), *mask = protoOf(b, "mask");
     if (!self || !mask || mask->dtype != DType::Bool)
       return "needs a tensor and a bool mask";
     if (node.output()->proto().rank() > 6)
@@ -194,7 +177,7 @@ Lowering maskedFillLowering() {
     if (!r.empty())
       return r;
     // An integer self and an infinite / NaN value: torch's overflow error.
-    if (!isFloatD(self->dtype) && self->dtype != DType::Bool && v->isFloat())
+    if (!isDeviceFloat(self->dtype) && self->dtype != DType::Bool && v->isFloat())
       return "a float value for an integer tensor";
     return {};
   };
