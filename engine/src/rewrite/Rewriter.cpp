@@ -97,6 +97,13 @@ Expected<CompiledRules> CompiledRules::compile(std::vector<Rule> rules, const Op
 
 namespace {
 
+/// A node's schema: the one bound to it, else the builtin registry's for its
+/// target (graphs parsed without binding, as tests do). In-place checks need
+/// it: an op whose schema is unknown here cannot be seen to mutate.
+const OpSchema *schemaOf(const Node &n) {
+  return n.schema() ? n.schema() : OpRegistry::builtin().lookup(n.target());
+}
+
 /// e = EvalValue::value(x), in place: a staged constant's result is
 /// written into its slot directly (no temporary built, moved and destroyed
 /// per statement; the slot keeps its string's and list's buffers).
@@ -1204,6 +1211,25 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
   }
 
   //===-- 2. check ----------------------------------------------------------===//
+  // The first node outside the match that mutates `v` in place (a schema
+  // argument annotated `Tensor(a!)` bound to it), or null.
+  auto inPlaceUpdater = [&](const Value *v) -> const Node * {
+    for (const Node *u : v->users()) {
+      const OpSchema *us = schemaOf(*u);
+      if (!us || std::none_of(us->args.begin(), us->args.end(),
+                              [](const auto &a) { return a.type.isMutable(); }))
+        continue;
+      auto ub = BoundArgs::bind(*us, u->args(), u->kwargs(), u->name());
+      if (!ub.ok())
+        continue;
+      for (std::size_t i = 0; i < ub->size(); ++i)
+        if (ub->schema().args[i].type.isMutable() && ub->at(i).isValue() &&
+            ub->at(i).value() == v &&
+            std::find(matched_.begin(), matched_.end(), u) == matched_.end())
+          return u;
+    }
+    return nullptr;
+  };
   // Per-rewrite lists live in the driver (cleared, capacity kept).
   auto &replace = replace_; // original -> scratch
   auto &matched = matched_;
@@ -1265,6 +1291,14 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
                "it replaces";
       break;
     }
+    // A value a node outside the match updates in place (index_put_ on a
+    // clone) cannot be forwarded: the update would land on the value it is
+    // forwarded to (the clone's source) instead of a private copy.
+    if (const Node *m = inPlaceUpdater(orig)) {
+      reason = "%" + m->name() + " updates %" + orig->name() + " in place, so forwarding it to %" +
+               fv->name() + " would move that update onto %" + fv->name();
+      break;
+    }
     if (orig->kind() != fv->kind() ||
         (orig->isTensor() && !orig->proto().sameShapeAndDType(fv->proto()))) {
       reason = "replacement for %" + orig->name() + " is " +
@@ -1324,11 +1358,11 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
   // the root and `at` would see the other contents.
   if (reason.empty())
     for (const Node *r : roots) {
-      const OpSchema *rs = r->schema();
+      const OpSchema *rs = schemaOf(*r);
       if (!rs || std::none_of(rs->args.begin(), rs->args.end(),
                               [](const auto &a) { return a.type.isMutable(); }))
         continue;
-      auto rb = BoundArgs::bind(*r);
+      auto rb = BoundArgs::bind(*rs, r->args(), r->kwargs(), r->name());
       if (!rb.ok())
         continue;
       for (std::size_t i = 0; i < rb->size() && reason.empty(); ++i) {
