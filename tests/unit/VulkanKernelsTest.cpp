@@ -1089,7 +1089,16 @@ TEST(VulkanKernels, KernelErrorsAreDiagnostics) {
   ASSERT_TRUE(a.ok() && b.ok());
   auto r = vk::binary(*context(), vk::BinaryKind::Add, *a, *b);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.diags()[0].message.find("do not broadcast"), std::string::npos);
+  EXPECT_EQ(r.diags()[0].message, "vulkan add: shapes [2, 3] and [4] do not broadcast");
+  auto lt = vk::compare(*context(), vk::CompareKind::Lt, *a, *b);
+  ASSERT_FALSE(lt.ok());
+  EXPECT_NE(lt.diags()[0].message.find("shapes [2, 3] and [4] do not broadcast"), std::string::npos)
+      << lt.diags()[0].message;
+  auto cond = vk::uploadTensor(*context(), Tensor::fromInts(DType::Bool, {3}, {1, 0, 1}));
+  ASSERT_TRUE(cond.ok());
+  auto wh = vk::where(*context(), *cond, *a, *b);
+  ASSERT_FALSE(wh.ok());
+  EXPECT_EQ(wh.diags()[0].message, "vulkan where: shapes [3], [2, 3] and [4] do not broadcast");
   auto m = vk::matmul(*context(), *a, *a);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.diags()[0].message.find("cannot be multiplied"), std::string::npos);

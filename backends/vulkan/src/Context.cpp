@@ -154,8 +154,11 @@ struct DeviceCore {
   std::mutex poolMutex;
   std::multimap<PoolKey, PooledBuffer> pool;
   std::size_t pooledBytes = 0;
-  /// Beyond this many pooled bytes, released buffers are freed.
-  static constexpr std::size_t kMaxPooledBytes = std::size_t(512) << 20;
+  /// Beyond this many pooled bytes, released buffers are freed; so are
+  /// buffers larger than kMaxPooledBuffer (a weight's upload staging, a
+  /// prepack's source), which are one-off and would only hold memory.
+  static constexpr std::size_t kMaxPooledBytes = std::size_t(256) << 20;
+  static constexpr std::size_t kMaxPooledBuffer = std::size_t(16) << 20;
 
   void destroy(const PooledBuffer &b) {
     if (b.mapped)
@@ -169,7 +172,8 @@ struct DeviceCore {
   void release(const PoolKey &key, const PooledBuffer &b) {
     {
       std::lock_guard<std::mutex> lock(poolMutex);
-      if (b.buffer && b.memory && pooledBytes + key.size <= kMaxPooledBytes) {
+      if (b.buffer && b.memory && key.size <= kMaxPooledBuffer &&
+          pooledBytes + key.size <= kMaxPooledBytes) {
         pool.emplace(key, b);
         pooledBytes += key.size;
         return;

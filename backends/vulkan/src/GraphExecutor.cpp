@@ -184,15 +184,6 @@ Status GraphExecutor::State::rebindMutated(const Value *target, Tensor data) {
   return okStatus();
 }
 
-namespace {
-std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &sizes) {
-  std::vector<int64_t> st(sizes.size(), 1);
-  for (std::size_t i = sizes.size(); i-- > 1;)
-    st[i - 1] = st[i] * sizes[i];
-  return st;
-}
-} // namespace
-
 Status GraphExecutor::State::commitBufferMutation(const Value *buffer, const Value *result) {
   if (buffer == result)
     return okStatus(); // mutated in place (llama.update_cache): nothing to do
@@ -213,7 +204,7 @@ Status GraphExecutor::State::commitBufferMutation(const Value *buffer, const Val
   for (const auto &[v, m] : mutableValues)
     shared = shared || (v != buffer && m.buffer == t.buffer);
   if (shared) {
-    GRAFT_TRY(t, gather(*ctx, t, t.sizes, rowMajorStrides(t.sizes), 0));
+    GRAFT_TRY(t, gather(*ctx, t, t.sizes, contiguousStrides(t.sizes), 0));
   }
   t.sizes = cur.sizes;
   mutableValues[buffer] = std::move(t);
@@ -252,7 +243,7 @@ Expected<DeviceTensor> NodeArgs::mutableTensor(std::string_view name) {
   if (state_.mutableInputs.count(target))
     return current;
   GRAFT_TRY(DeviceTensor copy,
-            gather(ctx(), current, current.sizes, rowMajorStrides(current.sizes), 0));
+            gather(ctx(), current, current.sizes, contiguousStrides(current.sizes), 0));
   Slot slot;
   slot.isTensor = true;
   slot.device = copy;

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "graft/vulkan/Kernels.h"
 
+#include "KernelCommon.h"
+
 #include "graft/support/FloatBits.h"
 
 #include <algorithm>
@@ -31,35 +33,8 @@ int64_t product(const std::vector<int64_t> &sizes) {
   return n;
 }
 
-std::string sizesStr(const std::vector<int64_t> &sizes) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < sizes.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(sizes[i]);
-  return s + "]";
-}
-
-Diagnostic kernelError(const char *kernel, const std::string &message) {
-  return Diagnostic::error(std::string("vulkan ") + kernel + ": " + message);
-}
-
-/// Element counts and indices are int32 in the shaders.
-Status checkInt32(const char *kernel, int64_t n) {
-  if (n > std::numeric_limits<int32_t>::max())
-    return kernelError(kernel, "tensor of " + std::to_string(n) +
-                                   " elements exceeds the kernels' int32 indexing");
-  return okStatus();
-}
-
 bool isFloatDevice(DType d) {
   return d == DType::F32 || d == DType::F16;
-}
-
-std::vector<int64_t> contiguous(const std::vector<int64_t> &sizes) {
-  std::vector<int64_t> st(sizes.size(), 1);
-  for (int64_t i = static_cast<int64_t>(sizes.size()) - 2; i >= 0; --i)
-    st[static_cast<std::size_t>(i)] =
-        st[static_cast<std::size_t>(i + 1)] * sizes[static_cast<std::size_t>(i + 1)];
-  return st;
 }
 
 int32_t i32(int64_t v) {
@@ -257,17 +232,6 @@ struct BinaryPush {
   int32_t sizes[kMaxRank], aStrides[kMaxRank], bStrides[kMaxRank];
 };
 
-/// Broadcast strides of a contiguous tensor against `outSizes`.
-std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &sizes,
-                                      const std::vector<int64_t> &outSizes) {
-  std::vector<int64_t> st(outSizes.size(), 0);
-  std::vector<int64_t> c = contiguous(sizes);
-  std::size_t off = outSizes.size() - sizes.size();
-  for (std::size_t i = 0; i < sizes.size(); ++i)
-    st[off + i] = sizes[i] == 1 && outSizes[off + i] != 1 ? 0 : c[i];
-  return st;
-}
-
 Status checkBinaryDType(BinaryKind op, DType d) {
   if (isFloatDevice(d))
     return okStatus();
@@ -286,16 +250,7 @@ Expected<DeviceTensor> binaryImpl(Context &ctx, BinaryKind op, const DeviceTenso
       return kernelError(name(op), "operands must have one dtype, got " +
                                        std::string(name(a.dtype)) + " and " +
                                        std::string(name(b->dtype)));
-    std::size_t r = std::max(a.sizes.size(), b->sizes.size());
-    outSizes.assign(r, 1);
-    for (std::size_t i = 0; i < r; ++i) {
-      int64_t sa = i < r - a.sizes.size() ? 1 : a.sizes[i - (r - a.sizes.size())];
-      int64_t sb = i < r - b->sizes.size() ? 1 : b->sizes[i - (r - b->sizes.size())];
-      if (sa != sb && sa != 1 && sb != 1)
-        return kernelError(name(op), "shapes " + sizesStr(a.sizes) + " and " + sizesStr(b->sizes) +
-                                         " do not broadcast");
-      outSizes[i] = sa == 1 ? sb : sa;
-    }
+    GRAFT_TRY(outSizes, broadcastSizes(name(op), {&a.sizes, &b->sizes}));
   }
   if (outSizes.size() > kMaxRank)
     return kernelError(name(op), "rank " + std::to_string(outSizes.size()) + " exceeds 8");
@@ -387,18 +342,9 @@ Expected<DeviceTensor> where(Context &ctx, const DeviceTensor &cond, const Devic
                        "condition must be bool or u8, got " + std::string(name(cond.dtype)));
   if (!deviceElem(a.dtype))
     return kernelError("where", "unsupported dtype " + std::string(name(a.dtype)));
-  std::size_t r = std::max({cond.sizes.size(), a.sizes.size(), b.sizes.size()});
-  std::vector<int64_t> outSizes(r, 1);
-  for (const DeviceTensor *t : {&cond, &a, &b})
-    for (std::size_t i = 0; i < t->sizes.size(); ++i) {
-      int64_t s = t->sizes[i];
-      int64_t &o = outSizes[r - t->sizes.size() + i];
-      if (s != o && s != 1 && o != 1)
-        return kernelError("where", "shapes " + sizesStr(cond.sizes) + ", " + sizesStr(a.sizes) +
-                                        " and " + sizesStr(b.sizes) + " do not broadcast");
-      if (s != 1)
-        o = s;
-    }
+  GRAFT_TRY(std::vector<int64_t> outSizes,
+            broadcastSizes("where", {&cond.sizes, &a.sizes, &b.sizes}));
+  const std::size_t r = outSizes.size();
   if (r > kWhereMaxRank)
     return kernelError("where", "rank " + std::to_string(r) + " exceeds 6");
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, a.dtype, outSizes));
@@ -1254,7 +1200,7 @@ Status copyInto(Context &ctx, const DeviceTensor &out, const DeviceTensor &src,
     pc.outStrides[i] = i32(outStrides[i]);
   }
   pc.intBits = intBitsOf(out.dtype);
-  std::vector<int64_t> c = contiguous(sizes);
+  std::vector<int64_t> c = contiguousStrides(sizes);
   pc.contiguous = inStrides == c && outStrides == c ? 1 : 0;
   std::string variant = "copy_" + shaderDType(src.dtype) + "_" + shaderDType(out.dtype);
   return ctx.dispatch1D(variant, {out.buffer.get(), src.buffer.get()}, &pc, sizeof(pc),
@@ -1279,7 +1225,7 @@ Expected<DeviceTensor> gather(Context &ctx, const DeviceTensor &src, std::vector
     return Diagnostic::internal("vulkan gather: view reads outside its source " +
                                 sizesStr(src.sizes));
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, src.dtype, sizes));
-  GRAFT_CHECK_OK(copyInto(ctx, out, src, sizes, strides, offset, contiguous(sizes), 0));
+  GRAFT_CHECK_OK(copyInto(ctx, out, src, sizes, strides, offset, contiguousStrides(sizes), 0));
   return out;
 }
 
@@ -1287,7 +1233,7 @@ Expected<DeviceTensor> cast(Context &ctx, const DeviceTensor &src, DType dtype) 
   if (src.dtype == dtype)
     return src;
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, dtype, src.sizes));
-  std::vector<int64_t> c = contiguous(src.sizes);
+  std::vector<int64_t> c = contiguousStrides(src.sizes);
   if (src.sizes.size() > kMaxRank) {
     // Flatten: a cast does not care about the shape.
     std::vector<int64_t> flat = {src.numel()};
@@ -1318,11 +1264,11 @@ Expected<DeviceTensor> cat(Context &ctx, const std::vector<DeviceTensor> &inputs
     outSizes[static_cast<std::size_t>(dim)] += t.sizes[static_cast<std::size_t>(dim)];
   }
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, first.dtype, outSizes));
-  std::vector<int64_t> outStrides = contiguous(outSizes);
+  std::vector<int64_t> outStrides = contiguousStrides(outSizes);
   int64_t at = 0;
   for (const DeviceTensor &t : inputs) {
     if (t.numel() > 0)
-      GRAFT_CHECK_OK(copyInto(ctx, out, t, t.sizes, contiguous(t.sizes), 0, outStrides,
+      GRAFT_CHECK_OK(copyInto(ctx, out, t, t.sizes, contiguousStrides(t.sizes), 0, outStrides,
                               at * outStrides[static_cast<std::size_t>(dim)]));
     at += t.sizes[static_cast<std::size_t>(dim)];
   }

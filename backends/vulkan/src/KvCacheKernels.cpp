@@ -17,27 +17,14 @@
 //===----------------------------------------------------------------------===//
 #include "graft/vulkan/Kernels.h"
 
+#include "KernelCommon.h"
+
 #include <cmath>
 #include <limits>
 
 namespace graft::vk {
 
 namespace {
-
-Diagnostic kvError(const char *kernel, const std::string &message) {
-  return Diagnostic::error(std::string("vulkan ") + kernel + ": " + message);
-}
-
-std::string sizesStr(const std::vector<int64_t> &sizes) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < sizes.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(sizes[i]);
-  return s + "]";
-}
-
-bool fitsInt32(int64_t n) {
-  return n >= 0 && n <= std::numeric_limits<int32_t>::max();
-}
 
 struct IndexCopyPush {
   int32_t numel, n, inner, dstLen, start, wrapNegative;
@@ -49,29 +36,29 @@ Expected<IndexCopyPush> sliceGeometry(const char *kernel, const DeviceTensor &ds
                                       const DeviceTensor &src, int64_t dim) {
   int64_t rank = static_cast<int64_t>(dst.sizes.size());
   if (rank == 0 || dim < 0 || dim >= rank)
-    return kvError(kernel,
-                   "dim " + std::to_string(dim) + " is out of range for " + sizesStr(dst.sizes));
+    return kernelError(kernel, "dim " + std::to_string(dim) + " is out of range for " +
+                                   sizesStr(dst.sizes));
   if (src.dtype != dst.dtype)
-    return kvError(kernel, "source " + std::string(name(src.dtype)) + " and destination " +
-                               std::string(name(dst.dtype)) + " differ in dtype");
+    return kernelError(kernel, "source " + std::string(name(src.dtype)) + " and destination " +
+                                   std::string(name(dst.dtype)) + " differ in dtype");
   if (!deviceElem(dst.dtype))
-    return kvError(kernel, "dtype " + std::string(name(dst.dtype)) + " has no device form");
+    return kernelError(kernel, "dtype " + std::string(name(dst.dtype)) + " has no device form");
   if (src.sizes.size() != dst.sizes.size())
-    return kvError(kernel, "source " + sizesStr(src.sizes) + " and destination " +
-                               sizesStr(dst.sizes) + " differ in rank");
+    return kernelError(kernel, "source " + sizesStr(src.sizes) + " and destination " +
+                                   sizesStr(dst.sizes) + " differ in rank");
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < rank; ++d) {
     std::size_t k = static_cast<std::size_t>(d);
     if (d != dim && src.sizes[k] != dst.sizes[k])
-      return kvError(kernel, "source " + sizesStr(src.sizes) + " does not fit destination " +
-                                 sizesStr(dst.sizes) + " outside dim " + std::to_string(dim));
+      return kernelError(kernel, "source " + sizesStr(src.sizes) + " does not fit destination " +
+                                     sizesStr(dst.sizes) + " outside dim " + std::to_string(dim));
     if (d < dim)
       outer *= dst.sizes[k];
     else if (d > dim)
       inner *= dst.sizes[k];
   }
-  if (!fitsInt32(dst.numel()) || !fitsInt32(src.numel()))
-    return kvError(kernel, "tensors beyond int32 indexing");
+  GRAFT_CHECK_OK(checkInt32(kernel, dst.numel()));
+  GRAFT_CHECK_OK(checkInt32(kernel, src.numel()));
   IndexCopyPush pc{};
   pc.numel = static_cast<int32_t>(src.numel());
   pc.n = static_cast<int32_t>(src.sizes[static_cast<std::size_t>(dim)]);
@@ -87,9 +74,9 @@ Status copyIntoSlice(Context &ctx, const DeviceTensor &dst, const DeviceTensor &
                      int64_t start) {
   GRAFT_TRY(IndexCopyPush pc, sliceGeometry("update_cache", dst, src, dim));
   if (start < 0 || start + pc.n > pc.dstLen)
-    return kvError("update_cache", "start_pos " + std::to_string(start) + " + " +
-                                       std::to_string(pc.n) + " positions exceed the cache's " +
-                                       std::to_string(pc.dstLen));
+    return kernelError("update_cache", "start_pos " + std::to_string(start) + " + " +
+                                           std::to_string(pc.n) + " positions exceed the cache's " +
+                                           std::to_string(pc.dstLen));
   if (pc.numel == 0)
     return okStatus();
   pc.start = static_cast<int32_t>(start);
@@ -103,10 +90,10 @@ Status indexCopyInto(Context &ctx, const DeviceTensor &dst, const DeviceTensor &
   GRAFT_TRY(IndexCopyPush pc, sliceGeometry("index_copy", dst, src, dim));
   pc.wrapNegative = wrapNegative ? 1 : 0;
   if (deviceElem(index.dtype) != DeviceElem::I32 || index.dtype == DType::Bool)
-    return kvError("index_copy", "index must be an integer tensor");
+    return kernelError("index_copy", "index must be an integer tensor");
   if (index.sizes.size() > 1 || index.numel() != pc.n)
-    return kvError("index_copy", "index " + sizesStr(index.sizes) + " must list the " +
-                                     std::to_string(pc.n) + " slices of the source");
+    return kernelError("index_copy", "index " + sizesStr(index.sizes) + " must list the " +
+                                         std::to_string(pc.n) + " slices of the source");
   if (pc.numel == 0)
     return okStatus();
   GRAFT_TRY(auto status,
@@ -123,34 +110,35 @@ Expected<DeviceTensor> attention(Context &ctx, const DeviceTensor &q, const Devi
                                  const DeviceTensor &v, const AttentionOptions &o) {
   const char *kn = o.headsFirst ? "scaled_dot_product_attention" : "custom_sdpa";
   if (q.sizes.size() != 4 || k.sizes.size() != 4 || v.sizes.size() != 4)
-    return kvError(kn, "query, key and value must be 4-D");
+    return kernelError(kn, "query, key and value must be 4-D");
   if ((q.dtype != DType::F32 && q.dtype != DType::F16) || k.dtype != q.dtype || v.dtype != q.dtype)
-    return kvError(kn, "query, key and value must all be f32 or all f16");
+    return kernelError(kn, "query, key and value must all be f32 or all f16");
   // [B, S, H, D] or [B, H, S, D]; caches [B, M, Hkv, D] or [B, Hkv, M, D].
   int64_t B = q.sizes[0], D = q.sizes[3];
   int64_t S = o.headsFirst ? q.sizes[2] : q.sizes[1], H = o.headsFirst ? q.sizes[1] : q.sizes[2];
   int64_t M = o.kvHeadsFirst ? k.sizes[2] : k.sizes[1];
   int64_t Hkv = o.kvHeadsFirst ? k.sizes[1] : k.sizes[2];
   if (k.sizes != v.sizes || k.sizes[0] != B || k.sizes[3] != D)
-    return kvError(kn, "key " + sizesStr(k.sizes) + " and value " + sizesStr(v.sizes) +
-                           " do not fit query " + sizesStr(q.sizes));
+    return kernelError(kn, "key " + sizesStr(k.sizes) + " and value " + sizesStr(v.sizes) +
+                               " do not fit query " + sizesStr(q.sizes));
   if (Hkv == 0 || H % Hkv != 0)
-    return kvError(kn, "query heads " + std::to_string(H) + " are not a multiple of key heads " +
-                           std::to_string(Hkv));
+    return kernelError(kn, "query heads " + std::to_string(H) +
+                               " are not a multiple of key heads " + std::to_string(Hkv));
   if (o.keys < 0 || o.keys > M || o.causalOffset < 0)
-    return kvError(kn, "start_pos " + std::to_string(o.causalOffset) + " + " + std::to_string(S) +
-                           " positions exceed the cache's " + std::to_string(M));
+    return kernelError(kn, "start_pos " + std::to_string(o.causalOffset) + " + " +
+                               std::to_string(S) + " positions exceed the cache's " +
+                               std::to_string(M));
   if (o.mask && (o.mask->dtype != DType::F32 || o.mask->numel() != S * o.keys))
-    return kvError(kn, "the additive mask must be f32 [" + std::to_string(S) + ", " +
-                           std::to_string(o.keys) + "]");
+    return kernelError(kn, "the additive mask must be f32 [" + std::to_string(S) + ", " +
+                               std::to_string(o.keys) + "]");
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, q.dtype, q.sizes));
   if (out.numel() == 0)
     return out;
   if (o.keys == 0)
-    return kvError(kn, "no key to attend to");
+    return kernelError(kn, "no key to attend to");
   int64_t numScores = B * H * S * o.keys;
-  if (!fitsInt32(numScores) || !fitsInt32(k.numel()) || !fitsInt32(q.numel()))
-    return kvError(kn, "tensors beyond int32 indexing");
+  for (int64_t n : {numScores, k.numel(), q.numel()})
+    GRAFT_CHECK_OK(checkInt32(kn, n));
   // sdpaMath: s = |scale| (default 1/sqrt(D)), each of q and k^T scaled by
   // sqrt(s) rounded to the f32 opmath; a negative scale negates q's factor.
   bool negative = o.scale && *o.scale < 0;
@@ -186,14 +174,14 @@ Expected<DeviceTensor> customSdpa(Context &ctx, const DeviceTensor &q, const Dev
                                   const DeviceTensor &vCache, int64_t startPos, bool causal,
                                   std::optional<double> scale) {
   if (q.sizes.size() != 4)
-    return kvError("custom_sdpa", "query, key and value must be 4-D [B, S, H, D]");
+    return kernelError("custom_sdpa", "query, key and value must be 4-D [B, S, H, D]");
   AttentionOptions o;
   o.keys = startPos + q.sizes[1];
   o.causal = causal;
   o.causalOffset = startPos;
   o.scale = scale;
   if (startPos < 0)
-    return kvError("custom_sdpa", "start_pos " + std::to_string(startPos) + " is negative");
+    return kernelError("custom_sdpa", "start_pos " + std::to_string(startPos) + " is negative");
   return attention(ctx, q, kCache, vCache, o);
 }
 
