@@ -205,18 +205,27 @@ const char *name(UnaryKind kind) {
 
 namespace {
 
+/// Whether the kernels are chosen for a CPU driver (lavapipe) rather than a
+/// GPU. `override` ("cpu" or "gpu", else ignored) forces the class: tests
+/// run the GPU kernels on lavapipe with GRAFT_VK_KERNELS=gpu.
+bool cpuKernels(const Context &ctx, std::string_view override) {
+  return override == "cpu" ? true : override == "gpu" ? false : ctx.info().type == "cpu";
+}
+
+std::string_view envOr(const char *name) {
+  const char *v = std::getenv(name);
+  return v ? std::string_view(v) : std::string_view();
+}
+
 /// Whether the row kernels (rms_norm, choose_qparams_affine) run a workgroup
 /// per row (the `_coop` variants) rather than an invocation per row: on GPUs,
 /// where one invocation walking a 2048-long row serially costs hundreds of
 /// microseconds. CPU drivers keep an invocation per row (llvmpipe runs a
 /// workgroup's invocations as SIMD lanes of one thread, so a per-row
-/// workgroup adds barriers and no parallelism). GRAFT_VK_KERNELS=cpu|gpu
-/// overrides the device class (tests run the GPU kernels on lavapipe).
+/// workgroup adds barriers and no parallelism).
 bool cooperativeRows(const Context &ctx, int64_t rows) {
-  bool cpu = ctx.info().type == "cpu";
-  if (const char *env = std::getenv("GRAFT_VK_KERNELS"))
-    cpu = std::string_view(env) == "cpu" ? true : std::string_view(env) == "gpu" ? false : cpu;
-  return !cpu && rows > 0 && rows <= int64_t(ctx.info().maxComputeWorkGroupCount[0]);
+  return !cpuKernels(ctx, envOr("GRAFT_VK_KERNELS")) && rows > 0 &&
+         rows <= int64_t(ctx.info().maxComputeWorkGroupCount[0]);
 }
 
 /// Whether the vec4 elementwise kernels move f32 vec4s as two 64-bit words
@@ -638,15 +647,15 @@ FastLinearTiling firstSupported(const Context &ctx, bool dq8ca,
   return kGpuGemvTilings[0];
 }
 
-/// GRAFT_VK_LINEAR_TILING=cpu|gpu overrides the device class (tests run the
-/// GPU tilings on lavapipe with it); naming a GEMV tiling (gpu_gemv_sg, ...)
-/// forces that one where the device supports it (benchmarks sweep them).
+/// GRAFT_VK_LINEAR_TILING=cpu|gpu overrides the device class for the
+/// linears (else GRAFT_VK_KERNELS does, as for every kernel choice); naming a
+/// GEMV tiling (gpu_gemv_sg, ...) forces that one where the device supports
+/// it (benchmarks sweep them).
 FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M, bool dq8ca) {
-  bool cpu = ctx.info().type == "cpu";
-  std::string_view force;
-  if (const char *env = std::getenv("GRAFT_VK_LINEAR_TILING"))
-    force = env;
-  cpu = force == "cpu" ? true : force.starts_with("gpu") ? false : cpu;
+  const std::string_view force = envOr("GRAFT_VK_LINEAR_TILING");
+  const bool cpu = cpuKernels(ctx, force.starts_with("gpu") ? "gpu"
+                                   : force.empty()          ? envOr("GRAFT_VK_KERNELS")
+                                                            : force);
   if (M == 1)
     for (const FastLinearTiling &t : kGpuGemvTilings)
       if (force == t.name && supports(ctx, t, dq8ca))
