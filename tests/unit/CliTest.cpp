@@ -151,6 +151,12 @@ TEST(Cli, RunWithGivenAndRandomInputs) {
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("x=[1, 2]"), std::string::npos) << bad.err;
   EXPECT_EQ(graft("run " + in + " --inputs 'nope=[1]'").code, 1);
+  // A trailing comma is an empty value (it used to be dropped silently).
+  auto trailing = graft("run " + in + " --inputs 'x=[1, 2, 3, 4, 5, 6,]'");
+  EXPECT_EQ(trailing.code, 1);
+  EXPECT_NE(trailing.err.find("--inputs x=[1, 2, 3, 4, 5, 6,]: empty value in the list"),
+            std::string::npos)
+      << trailing.err;
   EXPECT_EQ(graft("run " + in + " --seed abc").code, 1);
 }
 

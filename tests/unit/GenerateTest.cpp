@@ -242,6 +242,7 @@ TEST_F(GenerateTest, BadInputsAreUserErrors) {
       {" --generate=-1" + p4, "--generate expects a non-negative number of decode steps"},
       {" --generate x" + p4, "--generate expects a non-negative number of decode steps"},
       {" --generate 2 --inputs tokens='[1,2.5]'", "'2.5' is not a token id"},
+      {" --generate 2 --inputs tokens='[1,2,]'", "--inputs tokens=[1,2,]: empty value in the list"},
       {" --generate 2 --inputs tokens='[1,128]'", "prompt token 1 is 128, outside the vocabulary"},
       {" --generate 2" + p4 + " --inputs input_pos='[0]'", "with --generate the only input is"},
       {" --generate 2 --inputs tokens=" + idList(std::vector<int64_t>(17, 1)),

@@ -121,6 +121,11 @@ Command makeCompileCommand(); ///< CompileCommand.cpp
 namespace graft::cli {
 /// Runs a .vkprog on the Vulkan device (`graft run` dispatches here by magic).
 int runProgramFile(const Args &args);
+/// The trimmed items of an --inputs list "[a, b, ...]" ("[]": none); `spec`
+/// is the whole --inputs argument, `expected` the error when `text` is not a
+/// bracketed list. An empty item (",,", a trailing ",") is an error.
+Expected<std::vector<std::string>> inputListItems(const std::string &text, const std::string &spec,
+                                                  const std::string &expected);
 /// User inputs from --inputs NAME=VALUES, the rest random from --seed.
 Expected<std::vector<RuntimeValue>> buildRunInputs(const Graph &graph, const Args &args,
                                                    uint64_t seed,

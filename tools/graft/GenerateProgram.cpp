@@ -18,36 +18,22 @@
 
 #include <cstdio>
 #include <iostream>
-#include <sstream>
 
 namespace graft::cli {
 namespace {
 
 /// "[1, 2, 3]": whole numbers only (token ids).
 Expected<std::vector<int64_t>> parseTokenList(const std::string &spec, const std::string &rhs) {
-  auto bad = [&](const std::string &why) {
-    return Diagnostic::error("--inputs " + spec + ": " + why);
-  };
-  if (rhs.size() < 2 || rhs.front() != '[' || rhs.back() != ']')
-    return bad("the prompt must be written [id, id, ...]");
-  std::string body = rhs.substr(1, rhs.size() - 2);
+  GRAFT_TRY(std::vector<std::string> items,
+            inputListItems(rhs, spec, "the prompt must be written [id, id, ...]"));
   std::vector<int64_t> out;
-  if (body.find_first_not_of(" \t") == std::string::npos)
-    return out;
-  std::stringstream ss(body);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    std::size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-    if (b == std::string::npos)
-      return bad("empty value in the list");
-    std::string v = item.substr(b, e - b + 1);
+  for (const std::string &v : items) {
     std::optional<int64_t> id = parseInt(v);
     if (!id)
-      return bad("'" + v + "' is not a token id (a whole number)");
+      return Diagnostic::error("--inputs " + spec + ": '" + v +
+                               "' is not a token id (a whole number)");
     out.push_back(*id);
   }
-  if (!body.empty() && body.back() == ',')
-    return bad("empty value in the list");
   return out;
 }
 

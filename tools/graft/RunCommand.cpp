@@ -13,7 +13,6 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
-#include <sstream>
 
 namespace graft::cli {
 namespace {
@@ -53,21 +52,10 @@ Expected<std::vector<int64_t>> resolveSizes(const Graph &graph, const TensorProt
 }
 
 Expected<std::vector<double>> parseValueList(const std::string &text, const std::string &spec) {
-  std::string body = text;
-  if (body.size() < 2 || body.front() != '[' || body.back() != ']')
-    return inputError(spec, "values must be written [v, v, ...] or @FILE");
-  body = body.substr(1, body.size() - 2);
+  GRAFT_TRY(std::vector<std::string> items,
+            inputListItems(text, spec, "values must be written [v, v, ...] or @FILE"));
   std::vector<double> out;
-  std::stringstream ss(body);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    std::size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-    if (b == std::string::npos) {
-      if (out.empty() && body.find_first_not_of(" \t") == std::string::npos)
-        break;
-      return inputError(spec, "empty value in list");
-    }
-    std::string v = item.substr(b, e - b + 1);
+  for (const std::string &v : items) {
     char *end = nullptr;
     double d = std::strtod(v.c_str(), &end);
     if (!end || *end != '\0')
@@ -208,6 +196,28 @@ nlohmann::json toJson(const RuntimeValue &v, bool allValues) {
 }
 
 } // namespace
+
+Expected<std::vector<std::string>> inputListItems(const std::string &text, const std::string &spec,
+                                                  const std::string &expected) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']')
+    return Diagnostic::error("--inputs " + spec + ": " + expected);
+  const std::string body = text.substr(1, text.size() - 2);
+  std::vector<std::string> out;
+  if (body.find_first_not_of(" \t") == std::string::npos)
+    return out; // []
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t comma = body.find(',', start);
+    std::string item = body.substr(start, comma == std::string::npos ? comma : comma - start);
+    std::size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    if (b == std::string::npos)
+      return Diagnostic::error("--inputs " + spec + ": empty value in the list");
+    out.push_back(item.substr(b, e - b + 1));
+    if (comma == std::string::npos)
+      return out;
+    start = comma + 1;
+  }
+}
 
 Expected<std::vector<RuntimeValue>> buildRunInputs(const Graph &graph, const Args &args,
                                                    uint64_t seed,
