@@ -470,13 +470,10 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(Context &ctx, con
       auto bound = BoundArgs::bind(node);
       if (!bound.ok())
         continue; // reported below
-      for (std::size_t i = 0; i < bound->size(); ++i) {
-        const Argument &a = bound->at(i);
-        if (!bound->schema().args[i].type.isMutable() || !a.isValue())
-          continue;
-        const GraphInput *in = graph.inputFor(a.value());
+      for (Value *v : bound->mutatedValues()) {
+        const GraphInput *in = graph.inputFor(v);
         if (in && in->kind == InputKind::Buffer)
-          exec->state_->mutableInputs[a.value()] = std::string(in->fqn);
+          exec->state_->mutableInputs[v] = std::string(in->fqn);
       }
     }
   }

@@ -257,6 +257,14 @@ const Argument *BoundArgs::find(std::string_view name) const {
   return i < 0 ? nullptr : &values_[static_cast<std::size_t>(i)];
 }
 
+std::vector<Value *> BoundArgs::mutatedValues() const {
+  std::vector<Value *> out;
+  for (std::size_t i = 0; i < values_.size(); ++i)
+    if (schema_->args[i].type.isMutable() && values_[i].isValue())
+      out.push_back(values_[i].value());
+  return out;
+}
+
 const Argument &BoundArgs::get(std::string_view name) const {
   const Argument *a = find(name);
   assert(a && "BoundArgs::get: no such argument in the matched schema");

@@ -104,6 +104,16 @@ const OpSchema *schemaOf(const Node &n) {
   return n.schema() ? n.schema() : OpRegistry::builtin().lookup(n.target());
 }
 
+/// The values node `n` updates in place (none when its schema is unknown or
+/// mutates nothing, the common case, which needs no binding).
+std::vector<Value *> mutatedBy(const Node &n) {
+  const OpSchema *s = schemaOf(n);
+  if (!s || !s->mutatesAnArgument())
+    return {};
+  auto b = BoundArgs::bind(*s, n.args(), n.kwargs(), n.name());
+  return b.ok() ? b->mutatedValues() : std::vector<Value *>{};
+}
+
 /// e = EvalValue::value(x), in place: a staged constant's result is
 /// written into its slot directly (no temporary built, moved and destroyed
 /// per statement; the slot keeps its string's and list's buffers).
@@ -1215,18 +1225,11 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
   // argument annotated `Tensor(a!)` bound to it), or null.
   auto inPlaceUpdater = [&](const Value *v) -> const Node * {
     for (const Node *u : v->users()) {
-      const OpSchema *us = schemaOf(*u);
-      if (!us || std::none_of(us->args.begin(), us->args.end(),
-                              [](const auto &a) { return a.type.isMutable(); }))
+      if (std::find(matched_.begin(), matched_.end(), u) != matched_.end())
         continue;
-      auto ub = BoundArgs::bind(*us, u->args(), u->kwargs(), u->name());
-      if (!ub.ok())
-        continue;
-      for (std::size_t i = 0; i < ub->size(); ++i)
-        if (ub->schema().args[i].type.isMutable() && ub->at(i).isValue() &&
-            ub->at(i).value() == v &&
-            std::find(matched_.begin(), matched_.end(), u) == matched_.end())
-          return u;
+      std::vector<Value *> mutated = mutatedBy(*u);
+      if (std::find(mutated.begin(), mutated.end(), v) != mutated.end())
+        return u;
     }
     return nullptr;
   };
@@ -1358,29 +1361,18 @@ Driver::Outcome Driver::apply(const CompiledRule &rule, Node *root, Status &erro
   // the root and `at` would see the other contents.
   if (reason.empty())
     for (const Node *r : roots) {
-      const OpSchema *rs = schemaOf(*r);
-      if (!rs || std::none_of(rs->args.begin(), rs->args.end(),
-                              [](const auto &a) { return a.type.isMutable(); }))
-        continue;
-      auto rb = BoundArgs::bind(*rs, r->args(), r->kwargs(), r->name());
-      if (!rb.ok())
-        continue;
-      for (std::size_t i = 0; i < rb->size() && reason.empty(); ++i) {
-        const Argument &ra = rb->at(i);
-        if (!rb->schema().args[i].type.isMutable() || !ra.isValue())
-          continue;
-        const Value *x = ra.value();
+      for (const Value *x : mutatedBy(*r)) {
+        if (!reason.empty())
+          break;
         bool takenOver = false;
         for (const StagedNode &sn : t.nodes) {
-          if (takenOver || !sn.stmt->schema)
+          if (takenOver || !sn.stmt->schema || !sn.stmt->schema->mutatesAnArgument())
             continue;
           auto sb = BoundArgs::bind(*sn.stmt->schema, sn.args, sn.kwargs, "");
           if (!sb.ok())
             continue;
-          for (std::size_t j = 0; j < sb->size(); ++j)
-            if (sb->schema().args[j].type.isMutable() && sb->at(j).isValue() &&
-                sb->at(j).value() == x)
-              takenOver = true;
+          std::vector<Value *> m = sb->mutatedValues();
+          takenOver = std::find(m.begin(), m.end(), x) != m.end();
         }
         if (!takenOver) {
           reason = "the rewrite drops the in-place update of %" + x->name() + " by %" + r->name() +

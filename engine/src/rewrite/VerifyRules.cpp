@@ -719,12 +719,9 @@ BuildResult InstanceBuilder::build(int stopAfter) {
       auto b = BoundArgs::bind(n);
       if (!b.ok())
         continue;
-      for (std::size_t k = 0; k < b->size(); ++k)
-        if (b->schema().args[k].type.isMutable() && b->at(k).isValue()) {
-          Value *v = b->at(k).value();
-          if (v->inputIndex() >= 0 && std::find(mutated.begin(), mutated.end(), v) == mutated.end())
-            mutated.push_back(v);
-        }
+      for (Value *v : b->mutatedValues())
+        if (v->inputIndex() >= 0 && std::find(mutated.begin(), mutated.end(), v) == mutated.end())
+          mutated.push_back(v);
     }
     for (Value *v : mutated)
       g_->addOutput(v, OutputKind::UserInputMutation, std::string(v->name()));

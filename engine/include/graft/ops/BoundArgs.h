@@ -54,6 +54,9 @@ public:
   bool isLegacy() const { return legacyIndex_ >= 0; }
   /// Whether argument i was written by the caller (not defaulted).
   bool provided(std::size_t i) const { return provided_[i]; }
+  /// The values the call passes to arguments it mutates in place
+  /// (`Tensor(a!)`), in schema order.
+  std::vector<Value *> mutatedValues() const;
 
 private:
   const OpSchema *schema_ = nullptr;

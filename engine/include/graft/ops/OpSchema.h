@@ -95,6 +95,14 @@ struct OpSchema {
   std::string doc;    ///< one-line semantics, for docs and `graft ops`
   std::string source; ///< YAML file it was declared in
 
+  /// Whether some argument is mutated in place (`Tensor(a!)`).
+  bool mutatesAnArgument() const {
+    for (const SchemaArg &a : args)
+      if (a.type.isMutable())
+        return true;
+    return false;
+  }
+
   /// Older signatures of the same op that graphs exported with earlier
   /// library versions still carry. Example: torchao's affine quant ops used to
   /// take `str? zero_point_domain="INT"`, which current torchao removed.
