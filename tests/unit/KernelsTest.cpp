@@ -390,6 +390,42 @@ TEST(Kernels, RmsNormAndRotaryEmbedding) {
   EXPECT_EQ(values(std::get<Tensor>((*r)[2])), (std::vector<double>{0, 1, 0, 1, -2, 2, 2, 2}));
 }
 
+// et_vk.apply_rotary_emb_hf (ExecuTorch backends/vulkan/custom_ops_lib.py
+// apply_rotary_emb_hf_impl): rows start_pos.. of the tables, rotate_half on
+// the first R = 4 of head_dim 6, the last 2 passed through.
+TEST(Kernels, RotaryEmbeddingHf) {
+  TestGraph t;
+  Value *q = t.input("q", f32({1, 2, 1, 6}, {1, 2, 3, 4, 7, 8, 1, 1, 2, 2, 9, 10}));
+  Value *k = t.input("k", f32({1, 2, 1, 6}, {2, 0, 0, 0, 5, 6, 0, 1, 0, 0, -1, -2}));
+  // Row 0 must not be read (start_pos = 1).
+  Value *c = t.constant("c", f32({3, 4}, {5, 5, 5, 5, 0, 1, 0, 1, 1, 0, 2, 0.5}));
+  Value *s = t.constant("s", f32({3, 4}, {5, 5, 5, 5, 1, 0, 1, 0, 0, 1, 0.5, 3}));
+  auto rope = t.opN("et_vk.apply_rotary_emb_hf.default", {q, k, c, s, int64_t(1)}, {},
+                    {{DType::F32, {1, 2, 1, 6}}, {DType::F32, {1, 2, 1, 6}}});
+  auto r = t.run({rope[0], rope[1]});
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  // q, position 0 (row 1: cos [0, 1, 0, 1], sin [1, 0, 1, 0]): rotate_half([1, 2, 3, 4])
+  //   = [-3, -4, 1, 2]; x * cos + that * sin = [-3, 2, 1, 4], then [7, 8].
+  // q, position 1 (row 2: cos [1, 0, 2, 0.5], sin [0, 1, 0.5, 3]): rotate_half([1, 1, 2, 2])
+  //   = [-2, -2, 1, 1]; [1 + 0, 0 - 2, 4 + 0.5, 1 + 3] = [1, -2, 4.5, 4], then [9, 10].
+  EXPECT_EQ(values(std::get<Tensor>((*r)[0])),
+            (std::vector<double>{-3, 2, 1, 4, 7, 8, 1, -2, 4.5, 4, 9, 10}));
+  // k: rotate_half([2, 0, 0, 0]) = [0, 0, 2, 0] -> [0, 0, 2, 0]; rotate_half([0, 1, 0, 0])
+  //   = [0, 0, 0, 1] -> [0, 0, 0, 3].
+  EXPECT_EQ(values(std::get<Tensor>((*r)[1])),
+            (std::vector<double>{0, 0, 2, 0, 5, 6, 0, 0, 0, 3, -1, -2}));
+
+  // start_pos 2 leaves one row for two positions: a diagnostic, not a broadcast.
+  TestGraph t2;
+  Value *q2 = t2.input("q", f32({1, 2, 1, 4}, {1, 2, 3, 4, 5, 6, 7, 8}));
+  Value *c2 = t2.constant("c", f32({3, 4}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
+  auto bad = t2.opN("et_vk.apply_rotary_emb_hf.default", {q2, q2, c2, c2, int64_t(2)}, {},
+                    {{DType::F32, {1, 2, 1, 4}}, {DType::F32, {1, 2, 1, 4}}});
+  auto e = t2.run({bad[0]});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(render(e.diags()).find("freqs rows [2, 4)"), std::string::npos) << render(e.diags());
+}
+
 TEST(Kernels, SymbolicScalars) {
   TestGraph t;
   Value *x = t.input("x", Tensor::fromInts(DType::I64, {3}, {5, 6, 7}));

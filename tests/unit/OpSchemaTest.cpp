@@ -463,7 +463,8 @@ TEST(BuiltinOps, RequiredOpsAndProperties) {
                             "et_vk.linear_qcs4w.default",
                             "et_vk.linear_q8ta_q8csw.default",
                             "et_vk.rms_norm.default",
-                            "et_vk.apply_rotary_emb.default"};
+                            "et_vk.apply_rotary_emb.default",
+                            "et_vk.apply_rotary_emb_hf.default"};
   for (const char *name : required)
     EXPECT_NE(r.lookup(name), nullptr) << name;
   EXPECT_TRUE(r.lookup("aten.add.Tensor")->properties.commutative);

@@ -729,6 +729,24 @@ TEST_F(Infer, EtVkOps) {
   EXPECT_ERR(err("et_vk.apply_rotary_emb.default", {xq, xk, in("c2", DType::F32, {S("s0"), 16}),
                                                     in("s2", DType::F32, {S("s0"), 16})}),
              "head_dim mismatch");
+  // apply_rotary_emb_hf: whole [max_seq, R] tables, R <= head_dim (partial rotation).
+  Value *tc = in("tc", DType::F32, {128, 48});
+  Value *ts = in("ts", DType::F32, {128, 48});
+  auto hf = run("et_vk.apply_rotary_emb_hf.default", {xq, xk, tc, ts, int64_t(3)});
+  ASSERT_TRUE(hf.ok()) << render(hf.diags());
+  ASSERT_EQ(hf->size(), 2u);
+  EXPECT_PROTO((*hf)[0].proto, "f32[1, s0, 8, 64]");
+  EXPECT_PROTO((*hf)[1].proto, "f32[1, s0, 2, 64]");
+  EXPECT_ERR(
+      err("et_vk.apply_rotary_emb_hf.default",
+          {xq, xk, in("tc2", DType::F32, {128, 66}), in("ts2", DType::F32, {128, 66}), int64_t(0)}),
+      "at most head_dim 64");
+  EXPECT_ERR(err("et_vk.apply_rotary_emb_hf.default",
+                 {xq, in("xk3", DType::F32, {1, S("s0"), 2, 32}), tc, ts, int64_t(0)}),
+             "same seq and head_dim");
+  EXPECT_ERR(err("et_vk.apply_rotary_emb_hf.default",
+                 {xq, xk, tc, in("ts4", DType::F32, {64, 48}), int64_t(0)}),
+             "one shape");
 }
 
 // The ops backends/vulkan/support/ops.yaml claims beyond the core set: the

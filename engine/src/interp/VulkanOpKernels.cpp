@@ -390,6 +390,61 @@ Results applyRotaryEmb(const KernelArgs &a) {
   return std::vector<RuntimeValue>{*qo, *ko};
 }
 
+/// apply_rotary_emb_hf_impl in ExecuTorch's backends/vulkan/custom_ops_lib.py:
+/// the table rows at start_pos, then HfRotaryEmbeddingPattern.forward
+/// (backends/vulkan/patterns/rope_hf.py), op by op so each product and sum is
+/// rounded where PyTorch rounds it:
+///   freqs = freqs[start_pos : start_pos + xq.shape[1]]
+///   cos, sin = freqs_cos.unsqueeze(1), freqs_sin.unsqueeze(1)
+///   x_rot, x_pass = x[..., :R], x[..., R:]           (R = cos.shape[-1])
+///   out = cat([x_rot.float() * cos + rotate_half(x_rot.float()) * sin, x_pass], -1).type_as(x)
+///   rotate_half(x) = cat((-x[..., R/2:], x[..., :R/2]), -1)
+Results applyRotaryEmbHf(const KernelArgs &a) {
+  const Tensor &xq = a.tensor("xq");
+  const Tensor &xk = a.tensor("xk");
+  const Tensor &cos0 = a.tensor("freqs_cos");
+  const Tensor &sin0 = a.tensor("freqs_sin");
+  if (!xq.defined() || !xk.defined() || !cos0.defined() || !sin0.defined())
+    return a.error("expects tensors 'xq', 'xk', 'freqs_cos' and 'freqs_sin'");
+  if (xq.rank() != 4 || xk.rank() != 4 || cos0.rank() != 2 || sin0.rank() != 2)
+    return a.error("expects 4-D xq and xk and 2-D freqs");
+  const int64_t start = a.integer("start_pos");
+  const int64_t seq = xq.size(1);
+  // Python slicing: a negative start counts from the end, like aten.slice.
+  GRAFT_TRY(Tensor cosRows, slice(cos0, 0, start, start + seq, 1));
+  GRAFT_TRY(Tensor sinRows, slice(sin0, 0, start, start + seq, 1));
+  if (cosRows.size(0) != seq || sinRows.size(0) != seq)
+    return a.error("freqs rows [" + std::to_string(start) + ", " + std::to_string(start + seq) +
+                   ") of tables with " + std::to_string(cos0.size(0)) + " and " +
+                   std::to_string(sin0.size(0)) + " rows are not the " + std::to_string(seq) +
+                   " positions of xq");
+  GRAFT_TRY(Tensor cos, unsqueeze(cosRows, 1));
+  GRAFT_TRY(Tensor sin, unsqueeze(sinRows, 1));
+  const int64_t rot = cos.size(-1);
+  if (rot % 2 != 0 || rot > xq.size(-1) || rot > xk.size(-1))
+    return a.error("rotary_dim " + std::to_string(rot) + " must be even and at most head_dim");
+  auto embed = [&](const Tensor &x) -> Expected<Tensor> {
+    GRAFT_TRY(Tensor xr, slice(x, -1, 0, rot, 1));
+    GRAFT_TRY(Tensor xp, slice(x, -1, rot, std::nullopt, 1));
+    Tensor xf = xr.to(DType::F32);
+    GRAFT_TRY(Tensor xc, binary(BinaryOp::Mul, xf, cos));
+    GRAFT_TRY(Tensor x1, slice(xf, -1, 0, rot / 2, 1));
+    GRAFT_TRY(Tensor x2, slice(xf, -1, rot / 2, std::nullopt, 1));
+    GRAFT_TRY(Tensor half, cat({unary(UnaryOp::Neg, x2), x1}, -1));
+    GRAFT_TRY(Tensor hs, binary(BinaryOp::Mul, half, sin));
+    GRAFT_TRY(Tensor sum, binary(BinaryOp::Add, xc, hs));
+    GRAFT_TRY(Tensor out, cat({sum, xp}, -1));
+    return out.to(x.dtype()); // type_as
+  };
+  auto qo = embed(xq);
+  if (!qo.ok())
+    return a.error("rotating xq: " + qo.diags()[0].message);
+  auto ko = embed(xk);
+  if (!ko.ok())
+    return a.error("rotating xk: " + ko.diags()[0].message);
+  return std::vector<RuntimeValue>{*qo, *ko};
+}
+
 } // namespace
 
 void registerVulkanOpKernels(KernelRegistry &r) {
@@ -400,6 +455,7 @@ void registerVulkanOpKernels(KernelRegistry &r) {
   r.add("et_vk.embedding_q4gsw.default", embeddingQ4gsw);
   r.add("et_vk.rms_norm.default", rmsNorm);
   r.add("et_vk.apply_rotary_emb.default", applyRotaryEmb);
+  r.add("et_vk.apply_rotary_emb_hf.default", applyRotaryEmbHf);
   // _local_scalar_dense(select_copy.int(x, dim, index)), fused.
   r.add("et_vk.select_as_symint.default", [](const KernelArgs &a) -> Results {
     const Tensor &x = a.tensor("x");

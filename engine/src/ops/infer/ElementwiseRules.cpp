@@ -252,6 +252,39 @@ Results rotaryRule(const InferContext &ctx) {
   return out;
 }
 
+// et_vk.apply_rotary_emb_hf(xq, xk, freqs_cos, freqs_sin, start_pos) -> (xq', xk'):
+// xq and xk [B, S, H, D] share S and D (ExecuTorch's Vulkan kernel checks the
+// same, backends/vulkan/runtime/graph/ops/impl/RotaryEmbedding.cpp); the
+// tables are the whole [max_seq, R] tables, R even and at most D (the rest of
+// the head passes through). Whether start_pos + S rows exist is checked at run
+// time.
+Results rotaryHfRule(const InferContext &ctx) {
+  const TensorProto &xq = ctx.tensor("xq");
+  const TensorProto &xk = ctx.tensor("xk");
+  const TensorProto &cos = ctx.tensor("freqs_cos");
+  const TensorProto &sin = ctx.tensor("freqs_sin");
+  for (const TensorProto *t : {&xq, &xk})
+    if (t->rank() != 4)
+      return ctx.error("xq and xk must be 4-D [batch, seq, heads, head_dim], got " +
+                       shapeStr(t->shape));
+  if (!cos.sameShapeAndDType(sin) || cos.rank() != 2)
+    return ctx.error(
+        "freqs_cos and freqs_sin must be 2-D [max_seq, rotary_dim] of one shape, got " +
+        shapeStr(cos.shape) + " and " + shapeStr(sin.shape));
+  if (!mayBeEqual(xq.shape[1], xk.shape[1]) || !mayBeEqual(xq.shape[3], xk.shape[3]))
+    return ctx.error("xq " + shapeStr(xq.shape) + " and xk " + shapeStr(xk.shape) +
+                     " must have the same seq and head_dim");
+  const Dim &r = cos.shape[1];
+  const Dim &d = xq.shape[3];
+  if (r.isConstant() && (r.constant() % 2 != 0 || (d.isConstant() && r.constant() > d.constant())))
+    return ctx.error("rotary_dim " + r.str() + " (freqs " + shapeStr(cos.shape) +
+                     ") must be even and at most head_dim " + d.str());
+  std::vector<InferredResult> out;
+  out.push_back(tensorResult(xq.dtype, xq.shape, &xq));
+  out.push_back(tensorResult(xk.dtype, xk.shape, &xk));
+  return out;
+}
+
 } // namespace
 
 void registerElementwiseRules(InferenceRules &rules) {
@@ -270,6 +303,7 @@ void registerElementwiseRules(InferenceRules &rules) {
   rules.add("full", fullRule);
   rules.add("rms_norm", rmsNormRule);
   rules.add("rotary_emb", rotaryRule);
+  rules.add("rotary_emb_hf", rotaryHfRule);
 }
 
 } // namespace graft::infer
