@@ -282,3 +282,55 @@ TEST(MultiRoot, TheSynthesizedLlamaFusesItsRopeInEveryLayer) {
       << "the real and imaginary selects of xq and xk, per layer";
   EXPECT_EQ(maxDiff(**before, **g), 0.0) << "the fused RoPE is bit-exact";
 }
+
+TEST(MultiRoot, TheSynthesizedHfLlamaFusesItsRopeInEveryLayer) {
+  // graft synth --use-hf-rope writes ExecuTorch's hf_apply_rotary_emb
+  // (examples/models/llama/rope.py) as torch.export records it; the shipped
+  // patterns/rope_hf.pat fuses each layer's pair into one
+  // apply_rotary_emb_hf on the whole tables at the position the tables were
+  // cut at, with full and partial rotation, and the result is bit-exact.
+  SourceManager sm;
+  auto set = dsl::parsePatFile(std::string(GRAFT_TEST_DATA_DIR) + "/../patterns/rope_hf.pat", &sm);
+  ASSERT_TRUE(set.ok()) << render(set.diags(), &sm);
+  auto rules = compile(set->rules);
+  struct Case {
+    double factor;
+    bool dynamicPos;
+  };
+  for (Case c : {Case{1.0, false}, Case{0.5, false}, Case{0.5, true}}) {
+    SCOPED_TRACE("partial_rotary_factor " + std::to_string(c.factor) +
+                 (c.dynamicPos ? ", dynamic position" : ", tables cut [:seqlen]"));
+    LlamaSynthOptions o = graft::testing::tinyLlama(SynthQuant::None);
+    o.dynamicSeq = false;
+    o.dynamicPos = c.dynamicPos;
+    o.useHfRope = true;
+    o.partialRotaryFactor = c.factor;
+    auto g = synthesizeLlama(o);
+    ASSERT_TRUE(g.ok()) << render(g.diags());
+    auto before = synthesizeLlama(o);
+    ASSERT_TRUE(before.ok());
+    RewriteResult res = fuseVerified(**g, rules);
+    EXPECT_EQ(res.rewrites, static_cast<std::size_t>(o.layers));
+    EXPECT_EQ(countNodes(**g, "et_vk.apply_rotary_emb_hf.default"),
+              static_cast<std::size_t>(o.layers));
+    EXPECT_EQ(countNodes(**g, "aten.neg.default"), 0u);
+    EXPECT_EQ(countNodes(**g, "aten.slice.Tensor") + countNodes(**g, "aten.slice_copy.Tensor"), 0u)
+        << "the table slices are folded into the op's start_pos";
+    EXPECT_EQ(maxDiff(**before, **g), 0.0) << "the fused RoPE is bit-exact";
+  }
+}
+
+TEST(MultiRoot, HfRopeSynthOptionsAreChecked) {
+  auto error = [](double factor, bool hf) {
+    LlamaSynthOptions o = graft::testing::tinyLlama(SynthQuant::None);
+    o.useHfRope = hf;
+    o.partialRotaryFactor = factor;
+    auto g = synthesizeLlama(o);
+    return g.ok() ? std::string() : g.diags()[0].message;
+  };
+  EXPECT_NE(error(0.5, false).find("needs HuggingFace RoPE"), std::string::npos);
+  EXPECT_NE(error(1.5, true).find("must be in (0, 1]"), std::string::npos);
+  // int(16 * 0.1) = 1: hf_precompute_freqs_cis would make a table of 2 columns.
+  EXPECT_NE(error(0.1, true).find("= 1 must be positive and even"), std::string::npos);
+  EXPECT_EQ(error(0.75, true), "");
+}

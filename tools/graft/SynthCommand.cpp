@@ -14,6 +14,7 @@
 #include "graft/serialize/TextIR.h"
 #include "graft/support/FileIO.h"
 
+#include <cstdlib>
 #include <iostream>
 
 namespace graft::cli {
@@ -120,6 +121,15 @@ int runSynth(const Args &args) {
   o.dynamicSeq = args.has("dynamic-seq");
   o.dynamicPos = args.has("dynamic-pos");
   o.ropePrefixSlice = args.has("rope-prefix-slice");
+  o.useHfRope = args.has("use-hf-rope");
+  if (auto f = args.get("partial-rotary-factor")) {
+    char *end = nullptr;
+    o.partialRotaryFactor = std::strtod(f->c_str(), &end);
+    // The range is checked with the other options (validate).
+    if (f->empty() || !end || *end)
+      return reportFailure(
+          {Diagnostic::error("--partial-rotary-factor expects a number, got '" + *f + "'")});
+  }
 
   auto graph = synthesizeLlama(o);
   if (!graph)
@@ -154,6 +164,7 @@ Command makeSynthCommand() {
             "[--qat-spelling upstream|graft] [--checkpoint-dtype bf16] "
             "[--dtype bf16] "
             "[--tied-embeddings] [--dynamic-seq | --dynamic-pos] [--rope-prefix-slice] "
+            "[--use-hf-rope [--partial-rotary-factor F]] "
             "[--kv-cache custom|plain] -o OUT.pt2";
   c.summary = "Write a Llama-shaped exported program with random weights.";
   c.details = "The program is what torch.export produces for ExecuTorch's llama_transformer,\n"
@@ -203,6 +214,10 @@ Command makeSynthCommand() {
       {"dynamic-seq", false, "symbolic sequence length, dynamic position"},
       {"dynamic-pos", false, "dynamic position, static sequence length"},
       {"rope-prefix-slice", false, "cut the rotary tables [:seqlen] (graft's earlier spelling)"},
+      {"use-hf-rope", false,
+       "HuggingFace RoPE (ModelArgs.use_hf_rope: rotate_half, [max-seq-len, R] tables)"},
+      {"partial-rotary-factor", true,
+       "with --use-hf-rope: rotate R = int(head_dim * F) features of each head (default 1)", "F"},
       {"kv-cache", true,
        "ExecuTorch's KV cache: custom (--use_sdpa_with_kv_cache: llama.update_cache, "
        "llama.custom_sdpa) or plain (index_copy_, aten SDPA with a mask)",

@@ -14,6 +14,7 @@
 #include "graft/ops/ShapeInference.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -71,6 +72,12 @@ int kvHeadsOf(const LlamaSynthOptions &o) {
   return o.kvHeads > 0 ? o.kvHeads : o.heads;
 }
 
+/// hf_precompute_freqs_cis: `dim = int(dim * partial_rotary_factor)` (Python's
+/// int() truncates).
+int rotaryDimOf(const LlamaSynthOptions &o) {
+  return static_cast<int>((o.dim / o.heads) * o.partialRotaryFactor);
+}
+
 int hiddenOf(const LlamaSynthOptions &o) {
   if (o.hidden > 0)
     return o.hidden;
@@ -102,6 +109,17 @@ Status validate(const LlamaSynthOptions &o) {
   if (o.kvCache != SynthKvCache::None && o.ropePrefixSlice)
     return bad("--kv-cache reads the rotary tables at input_pos; --rope-prefix-slice cuts them "
                "from 0");
+  if (!(o.partialRotaryFactor > 0.0 && o.partialRotaryFactor <= 1.0))
+    return bad("partial rotary factor must be in (0, 1]");
+  if (o.partialRotaryFactor != 1.0 && !o.useHfRope)
+    return bad("a partial rotary factor needs HuggingFace RoPE (--use-hf-rope), as in "
+               "ExecuTorch's Rope");
+  if (o.useHfRope) {
+    int r = rotaryDimOf(o);
+    if (r <= 0 || r % 2 != 0)
+      return bad("the rotary dim int(" + std::to_string(hd) +
+                 " * partial rotary factor) = " + std::to_string(r) + " must be positive and even");
+  }
   if (o.checkpointDType != DType::F32 && o.checkpointDType != DType::BF16 &&
       o.checkpointDType != DType::F16)
     return bad("checkpoint dtype must be f32, bf16 or f16");
@@ -359,9 +377,12 @@ public:
       out = weight("output", o_.vocab, o_.dim);
     }
     // Non-persistent rotary tables.
-    Value *cosT = b_.constant(InputKind::Buffer, "freqs_cos", dt_, {o_.maxSeqLen, hd_ / 2},
+    // Llama's tables are [max_seq, head_dim / 2]; hf_precompute_freqs_cis
+    // writes cat((freqs, freqs), -1), [max_seq, rotary_dim].
+    const int64_t tableDim = o_.useHfRope ? rotaryDimOf(o_) : hd_ / 2;
+    Value *cosT = b_.constant(InputKind::Buffer, "freqs_cos", dt_, {o_.maxSeqLen, tableDim},
                               b_.random(-1.0, 1.0), /*persistent=*/false);
-    Value *sinT = b_.constant(InputKind::Buffer, "freqs_sin", dt_, {o_.maxSeqLen, hd_ / 2},
+    Value *sinT = b_.constant(InputKind::Buffer, "freqs_sin", dt_, {o_.maxSeqLen, tableDim},
                               b_.random(-1.0, 1.0), /*persistent=*/false);
     // The KV cache's buffers, in named_buffers() order: each AttentionMHA's
     // own `mask` (registered in __init__, persistent=False), then its
@@ -484,7 +505,7 @@ public:
       GRAFT_TRY(v,
                 b_.call1("aten.view.default", {{"self", v}, {"size", dims({1, seq, kv_, hd_})}}));
       b_.scope(attn, "q, k = self.rope.forward(q, k, freqs_cos, freqs_sin)");
-      GRAFT_TRY(auto qk, rope(q, k, seq, cos, sin));
+      GRAFT_TRY(auto qk, o_.useHfRope ? hfRope(q, k, cos, sin) : rope(q, k, seq, cos, sin));
       q = qk.first;
       k = qk.second;
       b_.scope(attn, "q = q.transpose(1, 2)  # (bs, n_local_heads, seqlen, head_dim)");
@@ -1182,6 +1203,55 @@ private:
     };
     GRAFT_TRY(Value * qOut, stack(qo, o_.heads));
     GRAFT_TRY(Value * kOut, stack(ko, kv_));
+    return std::pair{qOut, kOut};
+  }
+
+  /// hf_apply_rotary_emb(q, k, cos, sin) on [1, S, heads, hd] with [S, R]
+  /// tables, in the order torch.export records ExecuTorch's
+  /// examples/models/llama/rope.py:
+  ///   cos = cos.unsqueeze(1); sin = sin.unsqueeze(1)       read by q and k
+  ///   q_rot, q_pass = q[..., :R], q[..., R:]                (then k)
+  ///   q_embed = cat([(q_rot * cos) + (rotate_half(q_rot) * sin), q_pass], dim=-1)
+  ///   rotate_half(x) = cat((-x[..., R/2:], x[..., :R/2]), dim=-1)    (then k)
+  /// Indexing records slice.Tensor on dim 3, an open end as INT64_MAX, and no
+  /// node for `[..., :R]` when R is the whole head (PyTorch's indexing returns
+  /// the tensor itself for a full slice), while `[..., R:]` is still an
+  /// (empty) slice.
+  Expected<std::pair<Value *, Value *>> hfRope(Value *xq, Value *xk, Value *cos, Value *sin) {
+    constexpr int64_t kOpenEnd = std::numeric_limits<int64_t>::max();
+    const int64_t r = rotaryDimOf(o_);
+    auto slice = [&](Value *x, int64_t start, int64_t end) {
+      return b_.call1("aten.slice.Tensor",
+                      {{"self", x}, {"dim", 3}, {"start", start}, {"end", end}});
+    };
+    GRAFT_TRY(Value * c, b_.call1("aten.unsqueeze.default", {{"self", cos}, {"dim", 1}}));
+    GRAFT_TRY(Value * s, b_.call1("aten.unsqueeze.default", {{"self", sin}, {"dim", 1}}));
+    auto split = [&](Value *x) -> Expected<std::pair<Value *, Value *>> {
+      Value *rot = x;
+      if (r != hd_) {
+        GRAFT_TRY(rot, slice(x, 0, r));
+      }
+      GRAFT_TRY(Value * pass, slice(x, r, kOpenEnd));
+      return std::pair{rot, pass};
+    };
+    GRAFT_TRY(auto q, split(xq));
+    GRAFT_TRY(auto k, split(xk));
+    auto embed = [&](std::pair<Value *, Value *> x) -> Expected<Value *> {
+      auto [rot, pass] = x;
+      GRAFT_TRY(Value * xc, b_.call1("aten.mul.Tensor", {{"self", rot}, {"other", c}}));
+      GRAFT_TRY(Value * x1, slice(rot, 0, r / 2));
+      GRAFT_TRY(Value * x2, slice(rot, r / 2, kOpenEnd));
+      GRAFT_TRY(Value * neg, b_.call1("aten.neg.default", {{"self", x2}}));
+      GRAFT_TRY(Value * half,
+                b_.call1("aten.cat.default",
+                         {{"tensors", Argument(Argument::List{neg, x1})}, {"dim", -1}}));
+      GRAFT_TRY(Value * hs, b_.call1("aten.mul.Tensor", {{"self", half}, {"other", s}}));
+      GRAFT_TRY(Value * sum, b_.call1("aten.add.Tensor", {{"self", xc}, {"other", hs}}));
+      return b_.call1("aten.cat.default",
+                      {{"tensors", Argument(Argument::List{sum, pass})}, {"dim", -1}});
+    };
+    GRAFT_TRY(Value * qOut, embed(q));
+    GRAFT_TRY(Value * kOut, embed(k));
     return std::pair{qOut, kOut};
   }
 

@@ -127,6 +127,13 @@ struct LlamaSynthOptions {
   /// graft's earlier spelling of a dynamic position: the tables are cut
   /// [:seqlen] from 0 and the position is only read and constrained.
   bool ropePrefixSlice = false;
+  /// HuggingFace RoPE (ExecuTorch's ModelArgs.use_hf_rope,
+  /// examples/models/llama/rope.py): hf_precompute_freqs_cis tables [maxSeqLen,
+  /// R] and hf_apply_rotary_emb's rotate_half instead of interleaved pairs.
+  bool useHfRope = false;
+  /// ModelArgs.partial_rotary_factor (HF RoPE only): R = int(head_dim * factor)
+  /// features are rotated, the rest of each head passes through.
+  double partialRotaryFactor = 1.0;
   /// A KV cache (implies dynamicPos; maxSeqLen is the cache length).
   SynthKvCache kvCache = SynthKvCache::None;
   /// 4w / 8da4w: whether the weights carry zero points. false writes
