@@ -366,6 +366,80 @@ TEST(Kernels, Activations) {
   EXPECT_TRUE(std::isnan(v(5)[1]));
 }
 
+// hardtanh is clamp_out with both bounds (Activation.cpp hardtanh_out): the
+// min first, so inverted bounds give the max; NaN stays NaN and a NaN bound
+// fills with NaN; an integral self truncates the bounds and keeps its dtype.
+TEST(Kernels, Hardtanh) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  TestGraph t;
+  Value *x = t.input("x", f32({4}, {-2.0, 0.5, 3.0, nan}));
+  Value *i = t.input("i", Tensor::fromDoubles(DType::I32, {3}, {-5, 1, 5}));
+  Value *d = t.op("aten.hardtanh.default", {x}, {}, DType::F32, {4});
+  Value *b = t.op("aten.hardtanh.default", {x, 0.0, 6.0}, {}, DType::F32, {4});
+  Value *inv = t.op("aten.hardtanh.default", {x, 2.0, 1.0}, {}, DType::F32, {4});
+  Value *nb = t.op("aten.hardtanh.default", {x, nan, 1.0}, {}, DType::F32, {4});
+  Value *it = t.op("aten.hardtanh.default", {i, -1.5, 2.7}, {}, DType::I32, {3});
+  auto r = t.run({d, b, inv, nb, it});
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  auto v = [&](int k) { return values(std::get<Tensor>((*r)[static_cast<std::size_t>(k)])); };
+  expectNear({v(0)[0], v(0)[1], v(0)[2]}, {-1.0, 0.5, 1.0}, 0);
+  EXPECT_TRUE(std::isnan(v(0)[3]));
+  expectNear({v(1)[0], v(1)[1], v(1)[2]}, {0.0, 0.5, 3.0}, 0);
+  expectNear({v(2)[0], v(2)[1], v(2)[2]}, {1.0, 1.0, 1.0}, 0);
+  for (double e : v(3))
+    EXPECT_TRUE(std::isnan(e));
+  EXPECT_EQ(std::get<Tensor>((*r)[4]).dtype(), DType::I32);
+  expectNear(v(4), {-1, 1, 2}, 0); // bounds truncated to -1 and 2
+
+  TestGraph bad;
+  Value *bx = bad.input("b", Tensor::fromDoubles(DType::Bool, {2}, {0, 1}));
+  auto e = bad.run({bad.op("aten.hardtanh.default", {bx}, {}, DType::Bool, {2})});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(render(e.diags()).find("Bool inputs not supported for hardtanh"), std::string::npos);
+  TestGraph neg;
+  Value *u = neg.input("u", Tensor::fromDoubles(DType::U8, {2}, {0, 9}));
+  e = neg.run({neg.op("aten.hardtanh.default", {u, int64_t(-1), int64_t(3)}, {}, DType::U8, {2})});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(render(e.diags()).find("unsigned type with negative limits"), std::string::npos);
+}
+
+// repeat (TensorShape.cpp): self padded with leading 1s, each dim tiled;
+// the copies of ExecuTorch's RemoveRedundantOpsTransform list.
+TEST(Kernels, RepeatAndCopies) {
+  TestGraph t;
+  Value *x = t.input("x", f32({2, 3}, {1, 2, 3, 4, 5, 6}));
+  Value *self = t.input("self", f32({2, 3}, {9, 9, 9, 9, 9, 9}));
+  Value *h = t.input("h", Tensor::fromDoubles(DType::BF16, {3}, {1.5, -2, 0.25}));
+  Value *rep =
+      t.op("aten.repeat.default", {x, Argument::ints({2, 1, 2})}, {}, DType::F32, {2, 2, 6});
+  Value *zero = t.op("aten.repeat.default", {x, Argument::ints({0, 1})}, {}, DType::F32, {0, 3});
+  Value *cp = t.op("aten.copy.default", {self, h}, {}, DType::F32, {2, 3});
+  Value *lf = t.op("aten.lift_fresh_copy.default", {x}, {}, DType::F32, {2, 3});
+  Value *ac = t.op("aten.alias_copy.default", {x}, {}, DType::F32, {2, 3});
+  Value *cd = t.op("dim_order_ops._clone_dim_order.default", {x},
+                   {{"dim_order", Argument::ints({0, 1})}}, DType::F32, {2, 3});
+  auto r = t.run({rep, zero, cp, lf, ac, cd});
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  auto tensor = [&](int k) { return std::get<Tensor>((*r)[static_cast<std::size_t>(k)]); };
+  EXPECT_EQ(tensor(0).sizes(), (std::vector<int64_t>{2, 2, 6}));
+  std::vector<double> rows = {1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6};
+  std::vector<double> want = rows;
+  want.insert(want.end(), rows.begin(), rows.end());
+  expectNear(values(tensor(0)), want, 0);
+  EXPECT_EQ(tensor(1).sizes(), (std::vector<int64_t>{0, 3}));
+  // copy: src broadcast over self's rows and converted to f32; self unread.
+  expectNear(values(tensor(2)), {1.5, -2, 0.25, 1.5, -2, 0.25}, 0);
+  for (int k = 3; k < 6; ++k)
+    expectNear(values(tensor(k)), {1, 2, 3, 4, 5, 6}, 0);
+
+  TestGraph neg;
+  Value *nx = neg.input("x", f32({2}, {1, 2}));
+  auto e =
+      neg.run({neg.op("aten.repeat.default", {nx, Argument::ints({-1})}, {}, DType::F32, {2})});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(render(e.diags()).find("negative dimension"), std::string::npos);
+}
+
 TEST(Kernels, RmsNormAndRotaryEmbedding) {
   TestGraph t;
   Value *x = t.input("x", f32({1, 2}, {3, 4}));

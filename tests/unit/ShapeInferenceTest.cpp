@@ -297,6 +297,39 @@ TEST_F(Infer, Expand) {
   EXPECT_ERR(err("aten.expand.default", {x, ints({-1, 1, 4})}), "new leading dimension");
 }
 
+// The rest of ExecuTorch's RemoveRedundantOpsTransform list
+// (patterns/redundant_ops.pat) and hardtanh (patterns/fuse_clamp.pat).
+TEST_F(Infer, RedundantCopiesRepeatAndHardtanh) {
+  Value *x = in("x", DType::F32, {2, S("s0")});
+  Value *s1 = symInput("s1");
+  EXPECT_PROTO(one("aten.alias_copy.default", {x}), "f32[2, s0]");
+  EXPECT_PROTO(one("aten.lift_fresh_copy.default", {x}), "f32[2, s0]");
+  EXPECT_PROTO(one("dim_order_ops._clone_dim_order.default", {x}, {{"dim_order", ints({0, 1})}}),
+               "f32[2, s0]");
+  EXPECT_ERR(err("dim_order_ops._clone_dim_order.default", {x}, {{"dim_order", ints({0, 0})}}),
+             "dim_order must be a permutation");
+  // copy: self's shape and dtype; src broadcasts to it.
+  Value *h = in("h", DType::BF16, {S("s0")});
+  EXPECT_PROTO(one("aten.copy.default", {x, h}), "f32[2, s0]");
+  EXPECT_ERR(err("aten.copy.default", {h, x}), "not broadcastable");
+  // repeat: leading repeats add dims, the others multiply.
+  EXPECT_PROTO(one("aten.repeat.default", {x, ints({1, 1})}), "f32[2, s0]");
+  EXPECT_PROTO(one("aten.repeat.default", {x, ints({3, 2, 2})}), "f32[3, 4, 2*s0]");
+  EXPECT_PROTO(one("aten.repeat.default", {x, list({s1, int64_t(0), int64_t(1)})}),
+               "f32[s1, 0, s0]");
+  EXPECT_ERR(err("aten.repeat.default", {x, ints({2})}), "can not be smaller");
+  EXPECT_ERR(err("aten.repeat.default", {x, ints({1, -1})}), "negative repeat");
+  // hardtanh keeps self's dtype: the bounds never promote.
+  Value *i = in("i", DType::I32, {4});
+  EXPECT_PROTO(one("aten.hardtanh.default", {x}), "f32[2, s0]");
+  EXPECT_PROTO(one("aten.hardtanh.default", {i, -0.5, 2.5}), "i32[4]");
+  EXPECT_ERR(err("aten.hardtanh.default", {in("b", DType::Bool, {4})}),
+             "Bool inputs not supported for hardtanh");
+  EXPECT_ERR(err("aten.hardtanh.default", {in("u", DType::U8, {4}), -1.0, 2.0}),
+             "unsigned type with negative limits");
+  EXPECT_PROTO(one("aten.hardtanh.default", {in("u2", DType::U8, {4}), -0.5, 2.0}), "u8[4]");
+}
+
 TEST_F(Infer, SliceAndSelect) {
   Value *x = in("x", DType::F32, {10, 6});
   auto slice = [&](Argument start, Argument end, int64_t step = 1, int64_t dim = 0) {

@@ -1,11 +1,11 @@
 //===- ElementwiseKernels.cpp - aten arithmetic and activation kernels ----===//
 //
 // add/sub/mul/div (all overloads and rounding modes), maximum/minimum, neg,
-// abs, pow, rsqrt, sqrt, exp, reciprocal, clamp, where and the activations.
-// All of them go through TorchOps' binary()/unary()/clamp()/where(), which
-// implement torch's type promotion, broadcasting and opmath rounding
-// (f16/bf16 compute in f32 and round once; f32 in f32; f64 in f64). The
-// argument checks torch makes before computing (a bool abs, a clamp bound
+// abs, pow, rsqrt, sqrt, exp, reciprocal, clamp, hardtanh, where and the
+// activations. All of them go through TorchOps' binary()/unary()/clamp()/
+// where(), which implement torch's type promotion, broadcasting and opmath
+// rounding (f16/bf16 compute in f32 and round once; f32 in f32; f64 in f64).
+// The argument checks torch makes before computing (a bool abs, a clamp bound
 // the result dtype cannot hold, a non-bool where condition) are errors here
 // too.
 //
@@ -63,6 +63,28 @@ bool boundOverflows(const Number &n, DType d) {
   default:
     return false;
   }
+}
+
+/// torch.clamp(x, lo, hi) after the checks of clamp's meta function: the
+/// result dtype, then the bounds' checked conversion to it
+/// (clamp_scalar_kernel_impl's min_.to<scalar_t>()).
+Results checkedClamp(const KernelArgs &a, const Tensor &x, std::optional<Number> lo,
+                     std::optional<Number> hi) {
+  DType d = x.dtype();
+  if (!isFloatingPoint(d)) {
+    std::vector<Operand> ops{x};
+    for (const auto &b : {lo, hi})
+      if (b)
+        ops.emplace_back(*b);
+    d = resultType(ops);
+  }
+  for (const auto &[b, which] : {std::pair{lo, "min"}, std::pair{hi, "max"}})
+    if (b && boundOverflows(*b, d))
+      return a.error(
+          std::string("clamp: ") + which + " value " +
+          (b->kind == Number::Kind::Float ? std::to_string(b->f) : std::to_string(b->i)) +
+          " cannot be converted to type " + std::string(name(d)) + " without overflow");
+  return one(clamp(x, lo, hi));
 }
 
 DType operandDType(const Operand &o) {
@@ -191,23 +213,35 @@ void registerElementwiseKernels(KernelRegistry &r) {
     auto hi = optionalNumberArg(a, "max");
     if (!lo && !hi)
       return a.error("torch.clamp: At least one of 'min' or 'max' must not be None");
-    // The result dtype (clamp's meta function), then the bounds' checked
-    // conversion to it (clamp_scalar_kernel_impl's min_.to<scalar_t>()).
-    DType d = x.dtype();
-    if (!isFloatingPoint(d)) {
-      std::vector<Operand> ops{x};
-      for (const auto &b : {lo, hi})
-        if (b)
-          ops.emplace_back(*b);
-      d = resultType(ops);
+    return checkedClamp(a, x, lo, hi);
+  });
+  r.add("aten.hardtanh.default", [](const KernelArgs &a) -> Results {
+    // Activation.cpp hardtanh_out: clamp_out with both bounds, which an
+    // integral self takes as ints (toLong) so that they never promote it.
+    const Tensor &x = a.tensor("self");
+    if (!x.defined())
+      return a.error("argument 'self' is not a tensor");
+    if (x.dtype() == DType::Bool)
+      return a.error("Bool inputs not supported for hardtanh");
+    auto lo = optionalNumberArg(a, "min_val");
+    auto hi = optionalNumberArg(a, "max_val");
+    if (!lo || !hi)
+      return a.error("hardtanh: min_val and max_val must be numbers");
+    if (isIntegral(x.dtype())) {
+      for (Number *b : {&*lo, &*hi}) {
+        if (b->kind != Number::Kind::Float)
+          continue;
+        // Scalar::toLong's checked conversion: [-2^63, 2^63), NaN rejected.
+        constexpr double kTwo63 = 9223372036854775808.0;
+        if (!(b->f >= -kTwo63 && b->f < kTwo63))
+          return a.error("hardtanh: bound " + std::to_string(b->f) +
+                         " cannot be converted to type int64_t without overflow");
+        *b = Number::fromInt(static_cast<int64_t>(b->f));
+      }
+      if (x.dtype() == DType::U8 && (lo->i < 0 || hi->i < 0))
+        return a.error("cannot do hardtanh on an unsigned type with negative limits");
     }
-    for (const auto &[b, which] : {std::pair{lo, "min"}, std::pair{hi, "max"}})
-      if (b && boundOverflows(*b, d))
-        return a.error(
-            std::string("clamp: ") + which + " value " +
-            (b->kind == Number::Kind::Float ? std::to_string(b->f) : std::to_string(b->i)) +
-            " cannot be converted to type " + std::string(name(d)) + " without overflow");
-    return one(clamp(x, lo, hi));
+    return checkedClamp(a, x, lo, hi);
   });
   r.add("aten.where.self", [](const KernelArgs &a) -> Results {
     const Tensor &c = a.tensor("condition");

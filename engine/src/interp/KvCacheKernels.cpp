@@ -380,16 +380,21 @@ Results sliceScatterKernel(const KernelArgs &a) {
   return one(std::move(out));
 }
 
-Results copyKernel(const KernelArgs &a) {
-  const Tensor &self = a.tensor("self");
-  const Tensor &src = a.tensor("src");
-  auto b = broadcastSizes(self.sizes(), src.sizes());
-  if (!b.ok() || *b != self.sizes())
-    return a.error("src is not broadcastable to self");
-  Tensor s = expandTo(src, self.sizes());
-  Tensor out = s.dtype() == self.dtype() ? copy(s) : copy(s).to(self.dtype());
-  a.setMutated("self", out);
-  return one(std::move(out));
+/// aten.copy (functional) and copy_: src broadcast to self's shape and
+/// converted to self's dtype; copy_ also reports self as mutated.
+Kernel copyKernel(bool inPlace) {
+  return [inPlace](const KernelArgs &a) -> Results {
+    const Tensor &self = a.tensor("self");
+    const Tensor &src = a.tensor("src");
+    auto b = broadcastSizes(self.sizes(), src.sizes());
+    if (!b.ok() || *b != self.sizes())
+      return a.error("src is not broadcastable to self");
+    Tensor s = expandTo(src, self.sizes());
+    Tensor out = s.dtype() == self.dtype() ? copy(s) : copy(s).to(self.dtype());
+    if (inPlace)
+      a.setMutated("self", out);
+    return one(std::move(out));
+  };
 }
 
 Results maskedFillKernel(const KernelArgs &a) {
@@ -551,7 +556,8 @@ void registerKvCacheKernels(KernelRegistry &r) {
     return one(std::move(t));
   });
   r.add("aten.slice_scatter.default", sliceScatterKernel);
-  r.add("aten.copy_.default", copyKernel);
+  r.add("aten.copy_.default", copyKernel(true));
+  r.add("aten.copy.default", copyKernel(false));
   r.add("aten.masked_fill.Scalar", maskedFillKernel);
   r.add("aten.clamp.Tensor", clampTensorKernel);
   for (const auto &[n, op] : {std::pair{"lt", BinaryOp::Lt}, std::pair{"le", BinaryOp::Le},

@@ -3,7 +3,7 @@
 // View ops return strided views of their input (no data is copied: the
 // interpreter never mutates a tensor, so aliasing is harmless); the *_copy
 // variants ExecuTorch's edge dialect uses return contiguous copies. Values
-// are identical either way. Also embedding (a gather) and full.
+// are identical either way. Also repeat, embedding (a gather) and full.
 //
 //===----------------------------------------------------------------------===//
 #include "Kernels.h"
@@ -128,9 +128,38 @@ void registerShapeKernels(KernelRegistry &r) {
     GRAFT_TRY(Tensor y, stack(a.tensorList("tensors"), a.optionalInteger("dim").value_or(0)));
     return one(y);
   });
-  r.add("aten.clone.default", [](const KernelArgs &a) -> Results {
+  Kernel cloneK = [](const KernelArgs &a) -> Results {
     GRAFT_CHECK_OK(requireSelf(a));
     return one(copy(a.tensor(kSelf)));
+  };
+  r.add("aten.clone.default", cloneK);
+  r.add("aten.lift_fresh_copy.default", cloneK);
+  r.add("dim_order_ops._clone_dim_order.default", cloneK);
+  r.add("aten.repeat.default", [](const KernelArgs &a) -> Results {
+    GRAFT_CHECK_OK(requireSelf(a));
+    const Tensor &x = a.tensor(kSelf);
+    std::vector<int64_t> repeats = a.intList("repeats");
+    if (repeats.size() < static_cast<std::size_t>(x.rank()))
+      return a.error("Number of dimensions of repeat dims can not be smaller than number of "
+                     "dimensions of tensor");
+    // TensorShape.cpp repeat: self padded with leading 1s, then each dim d
+    // of size p becomes [r, p] expanded from [1, p] (an index i reads
+    // self[i % p]) and the pairs are merged back.
+    std::size_t lead = repeats.size() - static_cast<std::size_t>(x.rank());
+    std::vector<int64_t> paired, expanded, out;
+    for (std::size_t i = 0; i < repeats.size(); ++i) {
+      int64_t p = i < lead ? 1 : x.size(static_cast<int64_t>(i - lead));
+      if (repeats[i] < 0)
+        return a.error("Trying to create tensor with negative dimension " +
+                       std::to_string(repeats[i] * p));
+      paired.insert(paired.end(), {1, p});
+      expanded.insert(expanded.end(), {repeats[i], p});
+      out.push_back(repeats[i] * p);
+    }
+    GRAFT_TRY(Tensor xp, reshape(x, paired));
+    GRAFT_TRY(Tensor xe, expand(xp, expanded));
+    GRAFT_TRY(Tensor y, reshape(copy(xe), out));
+    return one(y);
   });
   Kernel toCopy = [](const KernelArgs &a) -> Results {
     GRAFT_CHECK_OK(requireSelf(a));

@@ -138,6 +138,23 @@ Results clampRule(const InferContext &ctx) {
   return one(tensorResult(sd.second, t.shape, &t));
 }
 
+// hardtanh (Activation.cpp hardtanh_out): self's dtype, the bounds never
+// promote (an integral self truncates them to ints); bool is rejected, and a
+// uint8 self with a negative bound.
+Results hardtanhRule(const InferContext &ctx) {
+  const TensorProto &t = ctx.tensor("self");
+  if (t.dtype == DType::Bool)
+    return ctx.error("Bool inputs not supported for hardtanh");
+  if (t.dtype == DType::U8)
+    for (const char *b : {"min_val", "max_val"}) {
+      const Argument &a = ctx.arg(b);
+      // toLong truncates toward zero: a float bound is negative from -1 on.
+      if ((a.isInt() && a.integer() < 0) || (a.isFloat() && a.floating() <= -1.0))
+        return ctx.error("cannot do hardtanh on an unsigned type with negative limits");
+    }
+  return one(tensorResult(t.dtype, t.shape, &t));
+}
+
 // silu, gelu: float-only functions (torch rejects integer inputs).
 Results floatOnly(const InferContext &ctx) {
   const TensorProto &t = ctx.tensor("self");
@@ -298,6 +315,7 @@ void registerElementwiseRules(InferenceRules &rules) {
   rules.add("unary_float", unaryFloat);
   rules.add("float_only", floatOnly);
   rules.add("clamp", clampRule);
+  rules.add("hardtanh", hardtanhRule);
   rules.add("softmax", softmaxRule);
   rules.add("to_copy", toCopyRule);
   rules.add("full", fullRule);

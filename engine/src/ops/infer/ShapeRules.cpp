@@ -230,6 +230,28 @@ Results expandRule(const InferContext &ctx) {
   return one(tensorResult(t.dtype, out, &t));
 }
 
+// repeat (TensorShape.cpp): self padded with leading 1s to len(repeats) dims,
+// each dim multiplied by its repeat; a negative repeat is at::empty's error.
+Results repeatRule(const InferContext &ctx) {
+  const TensorProto &t = ctx.tensor("self");
+  auto repeats = ctx.dims("repeats");
+  if (!repeats)
+    return ctx.error("repeats must be a list of ints or SymInts");
+  if (repeats->size() < t.shape.size())
+    return ctx.error("Number of dimensions of repeat dims (" + std::to_string(repeats->size()) +
+                     ") can not be smaller than number of dimensions of tensor (" +
+                     std::to_string(t.rank()) + ")");
+  std::size_t lead = repeats->size() - t.shape.size();
+  Shape out;
+  for (std::size_t i = 0; i < repeats->size(); ++i) {
+    const Dim &r = (*repeats)[i];
+    if (r.isConstant() && r.constant() < 0)
+      return ctx.error("repeats " + shapeStr(*repeats) + " has a negative repeat");
+    out.push_back(i < lead ? r : t.shape[i - lead] * r);
+  }
+  return one(tensorResult(t.dtype, out, &t));
+}
+
 // torch.export spells "to the end" as a huge end (sys.maxsize).
 bool isToEnd(const Dim &d) {
   return d.isConstant() && d.constant() >= (std::numeric_limits<int64_t>::max() >> 1);
@@ -457,6 +479,7 @@ void registerShapeRules(InferenceRules &rules) {
   rules.add("unsqueeze", unsqueezeRule);
   rules.add("squeeze", squeezeRule);
   rules.add("expand", expandRule);
+  rules.add("repeat", repeatRule);
   rules.add("slice", sliceRule);
   rules.add("select", selectRule);
   rules.add("cat", catRule);
