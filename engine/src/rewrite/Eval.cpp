@@ -445,7 +445,11 @@ EvalValue Matcher::eval(const CExpr &e, const std::vector<EvalValue> *extraSlots
     if (e.op == "!") {
       if (a.kind != EvalValue::Kind::Bool)
         return EvalValue::unknown("'not' needs a bool, got " + a.str());
-      return EvalValue::boolean(!a.b);
+      EvalValue r = EvalValue::boolean(!a.b);
+      // A failed `not p` says that p holds (explain's "where not p: ...").
+      if (explain && a.b && e.operands[0].src)
+        r.s = exprText(*e.operands[0].src) + " holds";
+      return r;
     }
     if (a.kind == EvalValue::Kind::Int)
       return EvalValue::integer(-a.i);
@@ -766,6 +770,13 @@ EvalValue Matcher::evalCall(const CExpr &e, std::span<const EvalValue> args) con
       return EvalValue::unknown("is_pow2 needs an int, got " + args[0].str());
     bool r = n->i > 0 && (n->i & (n->i - 1)) == 0;
     return r ? EvalValue::boolean(true) : falseWhy(argText(0) + " = " + args[0].str());
+  }
+  if (fn == "is_nan") {
+    auto n = asNum(args[0]);
+    if (!n)
+      return EvalValue::unknown("is_nan needs a number, got " + args[0].str());
+    return !n->isInt && std::isnan(n->f) ? EvalValue::boolean(true)
+                                         : falseWhy(argText(0) + " = " + args[0].str());
   }
   if (fn == "min" || fn == "max") {
     auto a = asNum(args[0]), b = asNum(args[1]);

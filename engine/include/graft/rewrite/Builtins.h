@@ -50,7 +50,7 @@ struct BuiltinFunction {
   std::string_view doc;
 };
 
-inline constexpr std::array<BuiltinFunction, 18> kBuiltinFunctions = {{
+inline constexpr std::array<BuiltinFunction, 19> kBuiltinFunctions = {{
     {"all_zero",
      {ExprType::Tensor},
      1,
@@ -82,6 +82,11 @@ inline constexpr std::array<BuiltinFunction, 18> kBuiltinFunctions = {{
      ExprType::Int,
      "number of uses of the value in the graph (graph outputs count)"},
     {"is_pow2", {ExprType::Int}, 1, ExprType::Bool, "n > 0 and n is a power of two"},
+    {"is_nan",
+     {ExprType::Number},
+     1,
+     ExprType::Bool,
+     "the number is NaN (a Scalar argument such as a clamp bound; ints never are)"},
     {"min", {ExprType::Number, ExprType::Number}, 2, ExprType::Number, "the smaller argument"},
     {"max", {ExprType::Number, ExprType::Number}, 2, ExprType::Number, "the larger argument"},
     {"len", {ExprType::List}, 1, ExprType::Int, "number of elements of a list"},
