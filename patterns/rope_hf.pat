@@ -31,13 +31,13 @@
 //   %rope  = et_vk.apply_rotary_emb_hf.default(%xq, %xk, %freqs_cos, %freqs_sin, %u0)
 //   %q_out = result 0 of %rope, %k_out = result 1
 //
-// With full rotation (R = head_dim) the `q[..., :R]` slice is not recorded
-// (PyTorch's indexing returns the tensor itself for a slice over a whole
-// dim) while `q[..., R:]` still is, an empty [B, S, H, 0] slice concatenated
-// at the end; upstream exports the two forms as two pattern graphs, these
-// rules match them in two rules. Upstream matches ExecuTorch's edge dialect
-// (slice_copy, unsqueeze_copy); the rules accept those spellings and
-// torch.export's view ops.
+// With full rotation (R = head_dim) `q[..., :R]` is alias(q), not a slice
+// (python_variable_indexing.cpp THPVariable_getitem skips a whole-dim slice),
+// which the legalize rule remove_alias forwards; `q[..., R:]` is an empty
+// [B, S, H, 0] slice concatenated at the end. Upstream exports the two forms
+// as two pattern graphs, matched here by two rules. Upstream matches the
+// edge dialect (slice_copy, unsqueeze_copy); the rules accept those
+// spellings and torch.export's view ops.
 //
 // The start position: upstream takes it from a slice_copy of the tables
 // (`start_pos = freqs_cos.args[2]`) and otherwise uses 0 with the tables as

@@ -1213,10 +1213,10 @@ private:
   ///   q_rot, q_pass = q[..., :R], q[..., R:]                (then k)
   ///   q_embed = cat([(q_rot * cos) + (rotate_half(q_rot) * sin), q_pass], dim=-1)
   ///   rotate_half(x) = cat((-x[..., R/2:], x[..., :R/2]), dim=-1)    (then k)
-  /// Indexing records slice.Tensor on dim 3, an open end as INT64_MAX, and no
-  /// node for `[..., :R]` when R is the whole head (PyTorch's indexing returns
-  /// the tensor itself for a full slice), while `[..., R:]` is still an
-  /// (empty) slice.
+  /// Indexing records slice.Tensor on dim 3 and an open end as INT64_MAX;
+  /// `[..., :R]` over the whole head is no slice but alias(q) (THPVariable_getitem
+  /// skips a full slice, then returns at::alias of the unchanged tensor), while
+  /// `[..., R:]` is still an (empty) slice.
   Expected<std::pair<Value *, Value *>> hfRope(Value *xq, Value *xk, Value *cos, Value *sin) {
     constexpr int64_t kOpenEnd = std::numeric_limits<int64_t>::max();
     const int64_t r = rotaryDimOf(o_);
@@ -1227,9 +1227,11 @@ private:
     GRAFT_TRY(Value * c, b_.call1("aten.unsqueeze.default", {{"self", cos}, {"dim", 1}}));
     GRAFT_TRY(Value * s, b_.call1("aten.unsqueeze.default", {{"self", sin}, {"dim", 1}}));
     auto split = [&](Value *x) -> Expected<std::pair<Value *, Value *>> {
-      Value *rot = x;
+      Value *rot = nullptr;
       if (r != hd_) {
         GRAFT_TRY(rot, slice(x, 0, r));
+      } else {
+        GRAFT_TRY(rot, b_.call1("aten.alias.default", {{"self", x}}));
       }
       GRAFT_TRY(Value * pass, slice(x, r, kOpenEnd));
       return std::pair{rot, pass};
