@@ -33,7 +33,7 @@ using OJson = nlohmann::ordered_json;
 class JsonBuilder {
 public:
   explicit JsonBuilder(JsonDocument &doc)
-      : p_(doc.text_->data()), end_(doc.text_->data() + doc.text_->size()), arena_(doc.arena_) {}
+      : p_(doc.text_.data()), end_(doc.text_.data() + doc.text_.size()), arena_(doc.arena_) {}
 
   /// The document's root, or false on any syntax error.
   bool parse(JsonValue &out) {
@@ -495,13 +495,21 @@ private:
 };
 
 Expected<JsonDocument> JsonDocument::parse(std::string text) {
+  auto owned = std::make_shared<const std::string>(std::move(text));
+  std::string_view view = *owned;
+  return parse(view, std::move(owned));
+}
+
+Expected<JsonDocument> JsonDocument::parse(std::string_view text,
+                                           std::shared_ptr<const void> owner) {
   JsonDocument doc;
-  doc.text_ = std::make_unique<const std::string>(std::move(text));
+  doc.owner_ = std::move(owner);
+  doc.text_ = text;
   if (JsonBuilder(doc).parse(doc.root_))
     return doc;
   // Invalid: nlohmann words the error (where and what), as it always has.
   try {
-    OJson accepted = OJson::parse(doc.text_->begin(), doc.text_->end());
+    OJson accepted = OJson::parse(doc.text_.begin(), doc.text_.end());
     (void)accepted;
   } catch (const nlohmann::json::exception &e) {
     // parse_error, or out_of_range for a number too large for a double.

@@ -1087,6 +1087,42 @@ TEST(Pt2BadInput, BadCrc) {
   EXPECT_NE(e.find("weight '"), std::string::npos) << e;
 }
 
+// A model.json of over 1 MiB is parsed in place while a second thread checks
+// its CRC; a small one is checked first. Either way a corrupt record is
+// reported as corrupt, also when the corruption makes it invalid JSON.
+TEST(Pt2BadInput, BadCrcOfALargeModelJson) {
+  LlamaSynthOptions o;
+  o.layers = 16;
+  o.dim = 32;
+  o.heads = 2;
+  o.vocab = 16;
+  o.hidden = 64;
+  o.groupSize = 16;
+  o.maxSeqLen = 16;
+  o.seqLen = 4;
+  std::string path = synthFile("large_json.pt2", o);
+  auto z = ZipReader::open(path);
+  ASSERT_TRUE(z.ok());
+  const ZipEntry *m = (*z)->find("large_json/models/model.json");
+  ASSERT_NE(m, nullptr);
+  ASSERT_GT(m->size, uint64_t(1) << 20);
+  ASSERT_TRUE(readPt2(path).ok());
+  std::string bytes = slurp(path);
+  for (std::string tiny : {std::string(), tinySynth()}) {
+    std::string src = tiny.empty() ? bytes : slurp(tiny);
+    auto zz = ZipReader::open(tiny.empty() ? path : tiny);
+    const ZipEntry *mm =
+        (*zz)->find(tiny.empty() ? "large_json/models/model.json" : "tiny/models/model.json");
+    for (uint64_t at : {uint64_t(0), mm->size / 2}) {
+      std::string corrupt = src;
+      corrupt[mm->dataOffset + at] = at == 0 ? 'x' : corrupt[mm->dataOffset + at] ^ 0x20;
+      ASSERT_TRUE(writeFileAtomic(tmp("badcrc_large.pt2"), corrupt).ok());
+      std::string e = errorOf(readPt2(tmp("badcrc_large.pt2")));
+      EXPECT_NE(e.find("record '" + mm->name + "' is corrupt: CRC-32"), std::string::npos) << e;
+    }
+  }
+}
+
 TEST(Pt2BadInput, MissingRecord) {
   struct Case {
     const char *drop;

@@ -9,6 +9,7 @@
 
 #include "graft/serialize/Json.h"
 #include "graft/serialize/Pt2.h"
+#include "graft/serialize/Zip.h"
 
 #include <nlohmann/json.hpp>
 
@@ -148,8 +149,12 @@ private:
 /// Python json.dumps(obj) with default separators and ensure_ascii.
 std::string dumpPythonJson(const OJson &j);
 
-/// Parses JSON text; the error names `record`.
-Expected<JsonDocument> parseJson(std::string text, const std::string &record);
+/// A JSON record of the archive as a document; errors name the record. A
+/// stored record is parsed where the archive is mapped, without a copy, while
+/// a second thread checks its CRC-32 (a mismatch is reported before a parse
+/// error, as when the record was read and checked first); a deflated one is
+/// inflated and checked, then parsed.
+Expected<JsonDocument> parseJsonRecord(const ZipReader &zip, const ZipEntry &entry);
 
 /// ExportedProgram enum <-> IR.
 std::optional<Layout> layoutFromExport(int64_t v);

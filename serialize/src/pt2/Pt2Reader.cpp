@@ -1322,10 +1322,7 @@ public:
     const ZipEntry *ce = zip_->find(configRecord);
     if (!ce)
       return okStatus();
-    auto text = zip_->read(*ce);
-    if (!text)
-      return okStatus();
-    auto doc = pt2::parseJson(std::move(*text), configRecord);
+    auto doc = pt2::parseJsonRecord(*zip_, *ce);
     const JsonValue *config = doc ? doc->root().find("config") : nullptr;
     if (!config)
       return okStatus();
@@ -1413,8 +1410,7 @@ public:
     const ZipEntry *ce = zip_->find(configRecord);
     if (!ce)
       return Diagnostic::error(zip_->displayName() + ": missing record '" + configRecord + "'");
-    GRAFT_TRY(std::string text, zip_->read(*ce));
-    GRAFT_TRY(JsonDocument doc, pt2::parseJson(std::move(text), configRecord));
+    GRAFT_TRY(JsonDocument doc, pt2::parseJsonRecord(*zip_, *ce));
     JsonRef root(doc.root(), configRecord, "");
     GRAFT_TRY(JsonRef config, root.field("config"));
     GRAFT_TRY(auto members, config.members());
@@ -1710,8 +1706,7 @@ Expected<Pt2Program> readPt2(const std::string &path, const Pt2ReadOptions &opti
   const ZipEntry *me = zip->find(modelRecord);
   if (!me)
     return Diagnostic::error(path + ": missing record '" + modelRecord + "'");
-  GRAFT_TRY(std::string jsonText, zip->read(*me));
-  GRAFT_TRY(JsonDocument doc, pt2::parseJson(std::move(jsonText), modelRecord));
+  GRAFT_TRY(JsonDocument doc, pt2::parseJsonRecord(*zip, *me));
   // Subclass weights are decoded first: unwrapping them changes the graph.
   SubclassScanner scanner(zip);
   if (options.unwrapSubclassWeights) {

@@ -310,13 +310,20 @@ Expected<std::string> ZipReader::read(const ZipEntry &entry, bool verifyCrc) con
                    "' is corrupt: its deflate stream does not inflate to " +
                    std::to_string(entry.size) + " bytes");
   }
-  if (verifyCrc) {
-    uint32_t c = crc32(out.data(), out.size());
-    if (c != entry.crc32)
-      return error("record '" + entry.name + "' is corrupt: CRC-32 " + hex32(c) +
-                   " does not match the central directory's " + hex32(entry.crc32));
-  }
+  if (verifyCrc)
+    GRAFT_CHECK_OK(checkCrc(entry, out.data()));
   return out;
+}
+
+Status ZipReader::checkCrc(const ZipEntry &entry, const void *data) const {
+  return crcMatches(entry, crc32(data, static_cast<std::size_t>(entry.size)));
+}
+
+Status ZipReader::crcMatches(const ZipEntry &entry, uint32_t crc) const {
+  if (crc != entry.crc32)
+    return error("record '" + entry.name + "' is corrupt: CRC-32 " + hex32(crc) +
+                 " does not match the central directory's " + hex32(entry.crc32));
+  return okStatus();
 }
 
 Status ZipReader::verifyCrc(const ZipEntry &entry) const {
@@ -332,10 +339,7 @@ Status ZipReader::verifyCrc(const ZipEntry &entry) const {
     c = crc32(buf.data(), n, c);
     done += n;
   }
-  if (c != entry.crc32)
-    return error("record '" + entry.name + "' is corrupt: CRC-32 " + hex32(c) +
-                 " does not match the central directory's " + hex32(entry.crc32));
-  return okStatus();
+  return crcMatches(entry, c);
 }
 
 Expected<std::shared_ptr<Storage>> ZipReader::map(const ZipEntry &entry) const {

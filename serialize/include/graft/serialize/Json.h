@@ -119,14 +119,19 @@ public:
   /// invalid input the error is nlohmann's message ("parse error at line 1,
   /// column 3: ...").
   static Expected<JsonDocument> parse(std::string text);
+  /// The same for text the document does not own: `owner` keeps it alive
+  /// (a record mapped in place from an archive, parsed without a copy).
+  static Expected<JsonDocument> parse(std::string_view text, std::shared_ptr<const void> owner);
 
   const JsonValue &root() const { return root_; }
 
 private:
   friend class JsonBuilder;
   JsonDocument() = default;
-  /// Owned out of line: a moved std::string may move its (short) bytes.
-  std::unique_ptr<const std::string> text_;
+  /// What keeps text_ alive (held by pointer: a moved std::string may move
+  /// its short bytes, and the values view them).
+  std::shared_ptr<const void> owner_;
+  std::string_view text_;
   StringArena arena_;
   JsonValue root_;
 };

@@ -82,6 +82,9 @@ public:
   Expected<std::shared_ptr<Storage>> map(const ZipEntry &entry) const;
   /// Streams a stored entry through CRC-32 and compares with the directory.
   Status verifyCrc(const ZipEntry &entry) const;
+  /// Compares the CRC-32 of `data`, the entry's `entry.size` uncompressed
+  /// bytes (e.g. its map()), with the directory's: the error read() gives.
+  Status checkCrc(const ZipEntry &entry, const void *data) const;
   /// A nested archive stored in `entry` (must be stored, not deflated).
   Expected<std::shared_ptr<ZipReader>> openNested(const ZipEntry &entry) const;
 
@@ -89,6 +92,8 @@ private:
   ZipReader() = default;
   Status parse();
   Status readAt(uint64_t offset, void *dst, std::size_t size) const;
+  /// Whether `crc` is the directory's CRC-32 of the entry (else the error).
+  Status crcMatches(const ZipEntry &entry, uint32_t crc) const;
   Diagnostic error(const std::string &what) const;
 
   std::string path_;
