@@ -52,21 +52,28 @@ TEST(RuleLibraryVerify, EveryFileIsCanonicallyFormattedAndWarningFree) {
 
 namespace {
 
-/// The shipped torchao_linear_dq8ca_q4gsw with its fused op's line replaced.
-std::string plant8da4wBug(const std::string &fusedLine) {
-  auto text = readFile((test::patternsDir() / "linear_8da4w.pat").string());
+/// The shipped rule `name` of patterns/`file` with its line `good` replaced.
+std::string plantBug(const char *file, const std::string &name, const std::string &good,
+                     const std::string &replacement) {
+  auto text = readFile((test::patternsDir() / file).string());
   EXPECT_TRUE(text.ok());
   if (!text.ok())
     return {};
-  std::size_t begin = text->find("rule torchao_linear_dq8ca_q4gsw ");
+  std::size_t begin = text->find("rule " + name + " ");
   std::size_t end = text->find("\n}\n", begin);
   EXPECT_NE(begin, std::string::npos);
   std::string rule = text->substr(begin, end + 3 - begin);
-  const std::string good = "    %y      = et_vk.linear_dq8ca_q4gsw($x, %s, %zp, $packed, $sums, "
-                           "$scales, $G)\n";
   std::size_t at = rule.find(good);
   EXPECT_NE(at, std::string::npos) << rule;
-  return rule.replace(at, good.size(), fusedLine);
+  return rule.replace(at, good.size(), replacement);
+}
+
+/// The shipped torchao_linear_dq8ca_q4gsw with its fused op's line replaced.
+std::string plant8da4wBug(const std::string &fusedLine) {
+  return plantBug("linear_8da4w.pat", "torchao_linear_dq8ca_q4gsw",
+                  "    %y      = et_vk.linear_dq8ca_q4gsw($x, %s, %zp, $packed, $sums, "
+                  "$scales, $G)\n",
+                  fusedLine);
 }
 
 rewrite::RuleVerification verifyText(const std::string &text) {
@@ -110,4 +117,26 @@ TEST(RuleLibraryVerify, Catches8da4wWiredWithTheWrongActivationQParams) {
       "    %s2     = aten.mul.Scalar(%s, 2)\n"
       "    %y      = et_vk.linear_dq8ca_q4gsw($x, %s2, %zp, $packed, $sums, $scales, $G)\n"));
   EXPECT_FALSE(scale.ok()) << rewrite::format(scale);
+}
+
+// Two clamps merge into clamp(x, A, B) with the exact composition
+// (patterns/fuse_clamp.pat). Upstream's FuseClampsPass takes the union of
+// the two ranges, and the plain intersection is wrong once a range is
+// inverted (min > max: torch applies the min first) or the ranges do not
+// meet; verify-rules rejects both.
+TEST(RuleLibraryVerify, CatchesClampBoundsMergedWrongly) {
+  const std::string good = "    %c2 = aten.clamp($x, max(min($a1, $b1), min($a2, $b2)), "
+                           "max(min($b1, $b2), min($a2, $b2)))\n";
+  auto plant = [&](const std::string &line) {
+    return verifyText(plantBug("fuse_clamp.pat", "fuse_clamp_then_clamp", good, line));
+  };
+  rewrite::RuleVerification shipped = plant(good);
+  EXPECT_TRUE(shipped.ok()) << rewrite::format(shipped);
+  rewrite::RuleVerification unionOfRanges =
+      plant("    %c2 = aten.clamp($x, min($a1, $a2), max($b1, $b2))\n");
+  EXPECT_FALSE(unionOfRanges.ok()) << rewrite::format(unionOfRanges);
+  EXPECT_TRUE(unionOfRanges.counterexample.has_value()) << rewrite::format(unionOfRanges);
+  rewrite::RuleVerification intersection =
+      plant("    %c2 = aten.clamp($x, max($a1, $a2), min($b1, $b2))\n");
+  EXPECT_FALSE(intersection.ok()) << rewrite::format(intersection);
 }
