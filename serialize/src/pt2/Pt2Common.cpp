@@ -304,23 +304,23 @@ Expected<std::vector<JsonRef>> JsonRef::array() const {
   return out;
 }
 
-Expected<std::vector<std::pair<std::string, JsonRef>>> JsonRef::members() const {
+Expected<std::vector<std::pair<std::string_view, JsonRef>>> JsonRef::members() const {
   if (!j_->isObject())
     return error("expected an object, got " + typeName(*j_));
-  std::vector<std::pair<std::string, JsonRef>> out;
+  std::vector<std::pair<std::string_view, JsonRef>> out;
   out.reserve(j_->size());
   for (const JsonMember &m : j_->members())
-    out.emplace_back(std::string(m.key), child(m.value, StepKind::Member, m.key, 0));
+    out.emplace_back(m.key, child(m.value, StepKind::Member, m.key, 0));
   return out;
 }
 
-Expected<std::pair<std::string, JsonRef>> JsonRef::unionMember() const {
+Expected<std::pair<std::string_view, JsonRef>> JsonRef::unionMember() const {
   if (!j_->isObject())
     return error("expected a single-key union object, got " + typeName(*j_));
   if (j_->size() != 1)
     return error("a union must have exactly one key, this one has " + std::to_string(j_->size()));
   const JsonMember &m = j_->members()[0];
-  return std::make_pair(std::string(m.key), child(m.value, StepKind::Union, m.key, 0));
+  return std::make_pair(m.key, child(m.value, StepKind::Union, m.key, 0));
 }
 
 Expected<std::string> JsonRef::str() const {

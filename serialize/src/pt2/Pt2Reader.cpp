@@ -256,7 +256,7 @@ private:
       return okStatus();
     GRAFT_TRY(auto members, symInts->members());
     for (const auto &[valueName, v] : members) {
-      extras_.symValues[valueName] = toOrderedJson(v.json());
+      extras_.symValues[std::string(valueName)] = toOrderedJson(v.json());
       GRAFT_TRY(auto u, v.unionMember());
       if (u.first != "as_expr")
         continue;
@@ -266,12 +266,12 @@ private:
       GRAFT_TRY(auto hint, u.second.optField("hint"));
       if (auto h = symIntHint(hint); h && !sym.empty())
         extras_.symbolHints[sym] = *h;
-      auto it = producer.find(valueName);
+      auto it = producer.find(std::string(valueName));
       bool fromSymSize = it != producer.end() && it->second == "aten.sym_size.int";
       if (sym.empty() || fromSymSize || renamed_.count(sym) || sym == valueName)
         continue;
       renamed_[sym] = valueName;
-      extras_.symbolFileNames[valueName] = sym;
+      extras_.symbolFileNames[std::string(valueName)] = sym;
     }
     (void)ranges;
     return okStatus();
@@ -291,7 +291,7 @@ private:
       return Dim(v);
     }
     if (u.first != "as_expr")
-      return j.error("unknown SymInt member '" + u.first + "'");
+      return j.error("unknown SymInt member '" + std::string(u.first) + "'");
     GRAFT_TRY(JsonRef es, u.second.field("expr_str"));
     GRAFT_TRY(std::string expr, es.str());
     auto d = pt2::parseSymExpr(expr, [this](const std::string &s) { return irSymbol(s); });
@@ -320,7 +320,7 @@ private:
         GRAFT_TRY(int64_t m, hi->integer());
         r.max = m;
       }
-      std::string n = irSymbol(fileName);
+      std::string n = irSymbol(std::string(fileName));
       if (!graph_->symbols().declare(n, r))
         return rc.error("symbol '" + n + "' has two range constraints");
     }
@@ -403,7 +403,7 @@ private:
         ValueMetaInfo info;
         info.kind = kind;
         metas_[n] = info;
-        extras_.symValues[n] = toOrderedJson(v.json());
+        extras_.symValues[std::string(n)] = toOrderedJson(v.json());
       }
       return okStatus();
     };
@@ -460,7 +460,7 @@ private:
             specFqns_.insert(std::string(v->string()));
     for (std::size_t i = 0; i < specList.size(); ++i) {
       GRAFT_TRY(auto spec, specList[i].unionMember());
-      const std::string &kind = spec.first;
+      std::string_view kind = spec.first;
       const JsonRef &s = spec.second;
       GRAFT_TRY(auto in, inputList[i].unionMember());
       std::string graphName;
@@ -473,7 +473,8 @@ private:
           return inputList[i].error("a constant symbolic input is not supported");
         GRAFT_TRY(graphName, sm.second.str());
       } else {
-        return inputList[i].error("graph input of kind '" + in.first + "' is not supported");
+        return inputList[i].error("graph input of kind '" + std::string(in.first) +
+                                  "' is not supported");
       }
       if (kind == "user_input") {
         GRAFT_TRY(JsonRef arg, s.field("arg"));
@@ -492,7 +493,7 @@ private:
                : a.first == "as_sym_float" ? ValueKind::SymFloat
                                            : ValueKind::SymBool;
         } else {
-          return arg.error("user input of kind '" + a.first + "' is not supported");
+          return arg.error("user input of kind '" + std::string(a.first) + "' is not supported");
         }
         if (n != graphName)
           return arg.error("names input '" + n + "' but graph.inputs[" + std::to_string(i) +
@@ -518,8 +519,8 @@ private:
         ik = InputKind::ConstantTensor;
         fqnField = "tensor_constant_name";
       } else {
-        return s.error("input spec kind '" + kind + "' is not supported (graph input '" +
-                       graphName + "')");
+        return s.error("input spec kind '" + std::string(kind) +
+                       "' is not supported (graph input '" + graphName + "')");
       }
       GRAFT_TRY(JsonRef arg, s.field("arg"));
       GRAFT_TRY(std::string n, argName(arg));
@@ -700,7 +701,7 @@ private:
       GRAFT_TRY(bool v, u.second.boolean());
       return Argument(v);
     }
-    return j.error("unknown member '" + u.first + "'");
+    return j.error("unknown member '" + std::string(u.first) + "'");
   }
 
   Expected<Argument> tensorRef(const JsonRef &j, const Where &where) {
@@ -724,7 +725,7 @@ private:
   /// as_operator (kept as a string).
   Expected<Argument> argument(const JsonRef &j, const Where &where, bool *isOperator) {
     GRAFT_TRY(auto u, j.unionMember());
-    const std::string &k = u.first;
+    std::string_view k = u.first;
     const JsonRef &v = u.second;
     if (k == "as_none")
       return Argument();
@@ -825,7 +826,7 @@ private:
         return Argument();
       if (o.first == "as_tensor")
         return tensorRef(o.second, where);
-      return v.error("unknown OptionalTensorArgument member '" + o.first + "'");
+      return v.error("unknown OptionalTensorArgument member '" + std::string(o.first) + "'");
     }
     if (k == "as_optional_tensors")
       return listOf(v, [&](const JsonRef &x) -> Expected<Argument> {
@@ -834,7 +835,7 @@ private:
           return Argument();
         if (o.first == "as_tensor")
           return tensorRef(o.second, where);
-        return x.error("unknown OptionalTensorArgument member '" + o.first + "'");
+        return x.error("unknown OptionalTensorArgument member '" + std::string(o.first) + "'");
       });
     if (k == "as_nested_tensors")
       return listOf(v, [&](const JsonRef &x) {
@@ -848,10 +849,10 @@ private:
     }
     if (k == "as_graph" || k == "as_custom_obj" || k == "as_complex" ||
         k == "as_string_to_argument")
-      return j.error(where.str() + ": argument kind '" + k +
+      return j.error(where.str() + ": argument kind '" + std::string(k) +
                      "' cannot be represented in graft's IR (subgraphs, torchbind objects, "
                      "complex scalars and string-keyed dicts are not supported)");
-    return j.error(where.str() + ": unknown Argument member '" + k + "'");
+    return j.error(where.str() + ": unknown Argument member '" + std::string(k) + "'");
   }
 
   //===-- Nodes -----------------------------------------------------------===//
@@ -922,7 +923,7 @@ private:
         } else if (u.first == "as_none") {
           info.outputGroups.push_back(-1);
         } else {
-          return o.error("node output of kind '" + u.first + "' is not supported");
+          return o.error("node output of kind '" + std::string(u.first) + "' is not supported");
         }
       }
       const Where where(results.empty() ? target : results[0].name, target);
@@ -1054,7 +1055,7 @@ private:
                                                  : ValueKind::SymBool;
       return lookup(sm.second, n, vk, where);
     }
-    return arg.error(where.str() + ": output of kind '" + u.first +
+    return arg.error(where.str() + ": output of kind '" + std::string(u.first) +
                      "' is not supported (graft outputs are values)");
   }
 
@@ -1100,7 +1101,8 @@ private:
         graph_->addOutput(v, buffer ? OutputKind::BufferMutation : OutputKind::UserInputMutation,
                           targetName);
       } else {
-        return specList[i].error("output spec kind '" + spec.first + "' is not supported");
+        return specList[i].error("output spec kind '" + std::string(spec.first) +
+                                 "' is not supported");
       }
       if (specValue != v)
         return arg.error("names '" + specValue->name() + "' but graph.outputs[" +
@@ -1115,7 +1117,8 @@ private:
   Pt2Extras &extras_;
   const OpRegistry &registry_;
   std::unique_ptr<Graph> graph_;
-  std::unordered_map<std::string, ValueMetaInfo> metas_;
+  /// Keys view the document, which outlives the import.
+  std::unordered_map<std::string_view, ValueMetaInfo> metas_;
   std::map<std::string, std::string> renamed_; // file symbol -> IR symbol
   std::set<std::string> usedSymbols_;
   const SubclassMap *subclasses_;
@@ -1414,7 +1417,8 @@ public:
     JsonRef root(doc.root(), configRecord, "");
     GRAFT_TRY(JsonRef config, root.field("config"));
     GRAFT_TRY(auto members, config.members());
-    for (const auto &[fqn, meta] : members) {
+    for (const auto &[key, meta] : members) {
+      const std::string fqn(key);
       GRAFT_TRY(JsonRef pn, meta.field("path_name"));
       GRAFT_TRY(std::string pathName, pn.str());
       GRAFT_TRY(JsonRef up, meta.field("use_pickle"));
