@@ -17,7 +17,7 @@
 // `exact` argument (0: fast, 1: ContextOptions::exactKernels), so the two are
 // compared in one run. On GPUs the linear benchmarks rotate through copies
 // of their weights (counter "copies") so no run finds them in L2.
-// GRAFT_VK_LINEAR_TILING=<tiling> (Kernels.cpp) sweeps the GEMV tilings.
+// GRAFT_VK_LINEAR_TILING=<tiling> (ops/linear/Linear.cpp) sweeps the GEMV tilings.
 // Results are recorded in docs/benchmarks.md ("Vulkan kernels").
 //
 //   graft_bench --benchmark_filter='BM_Vk|BM_HostMemcpy'

@@ -4,14 +4,14 @@
 #   target_link_libraries(app PRIVATE graft::graft)
 #
 # graft::graft is everything (support, ir, interp, rewrite, serialize, dsl,
-# vulkan and, when built, the compiler facade); graft::ir etc. are the
+# vulkan_runtime, vulkan and, when built, the compiler facade); graft::ir etc. are the
 # individual libraries (docs/architecture.md, "Layering"). The
 # libraries are static, so their private dependencies (yaml-cpp, PEGTL, zlib,
 # Vulkan, glslang, ...) are found again by graftConfig.cmake.
 include(CMakePackageConfigHelpers)
 
 set(GRAFT_INSTALL_LIBS graft_support graft_ir graft_interp graft_rewrite graft_serialize graft_dsl
-                       graft_vulkan graft_glslang)
+                       graft_vulkan_runtime graft_vulkan graft_glslang)
 if(TARGET graft_compiler)
   list(APPEND GRAFT_INSTALL_LIBS graft_compiler)
 endif()
@@ -29,7 +29,7 @@ install(TARGETS ${GRAFT_INSTALL_LIBS} graft_all EXPORT graftTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS graft RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-foreach(dir engine serialize dsl backends/vulkan compiler)
+foreach(dir engine serialize dsl backends/vulkan/runtime backends/vulkan compiler)
   if(EXISTS ${PROJECT_SOURCE_DIR}/${dir}/include)
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   endif()

@@ -122,8 +122,8 @@ TEST(VulkanShaderLibrary, MissingHeaderIsReported) {
 /// A library of the tiny template plus the real common.glslh.
 Expected<std::unique_ptr<vk::ShaderLibrary>> tinyLibrary(const std::string &tmpl,
                                                          const std::string &yaml = kTinyYaml) {
-  auto header =
-      readFile(std::string(GRAFT_TEST_DATA_DIR) + "/../backends/vulkan/shaders/common.glslh");
+  auto header = readFile(std::string(GRAFT_TEST_DATA_DIR) +
+                         "/../backends/vulkan/runtime/shaders/common.glslh");
   if (!header.ok())
     return header.takeFailure();
   return vk::ShaderLibrary::fromSources(

@@ -28,6 +28,7 @@
 #include "graft/interp/Interpreter.h"
 #include "graft/ir/Graph.h"
 #include "graft/vulkan/Context.h"
+#include "graft/vulkan/OpSupport.h"
 
 #include <memory>
 #include <string>
@@ -150,15 +151,10 @@ private:
   ExecutorStats stats_;
 };
 
-/// Why `node` cannot run as a Vulkan kernel on a device with these
-/// properties (empty when it can). The same check GraphExecutor::create uses.
-std::string vulkanUnsupportedReason(const Node &node, const DeviceInfo &device);
 /// Where `node` can run on a device with these properties, without a Context
 /// (for compiling ahead of time): its lowering's placement and kernel, or
 /// Placement::Cpu with the reason it cannot run on the device.
 NodePlan planNode(const Node &node, const DeviceInfo &device);
-/// Every op target the executor has a device or host lowering for.
-std::vector<std::string> vulkanLoweredOps();
 
 /// Max abs / rel error between two sets of runtime values (tensors compared
 /// elementwise in f64; non-finite values must match exactly).

@@ -1,9 +1,11 @@
 //===- Kernels.h - Device tensors and the Vulkan kernels -*- C++ -*-===//
 //
-// Host-side launchers of the compute shaders. Each takes device tensors,
-// validates shapes and dtypes (a mismatch is a user error, never a crash),
-// picks the shader variant, fills the push constants and records the
-// dispatch; results stay on the device until downloaded.
+// Host-side launchers of the compute shaders: the one header of every op
+// family (each section names its folder, backends/vulkan/ops/<family>, whose
+// <Family>.cpp defines them next to the shaders they dispatch). Each takes
+// device tensors, validates shapes and dtypes (a mismatch is a user error,
+// never a crash), picks the shader variant, fills the push constants and
+// records the dispatch; results stay on the device until downloaded.
 //
 // Device representation: every tensor is contiguous, row-major, in one
 // storage buffer. f32 is float, f16 is float16_t (needs
@@ -23,6 +25,7 @@
 
 #include "graft/ir/Tensor.h"
 #include "graft/vulkan/Context.h"
+#include "graft/vulkan/OpSupport.h"
 
 #include <memory>
 #include <optional>
@@ -40,15 +43,9 @@ struct DeviceTensor {
   bool defined() const { return buffer != nullptr; }
 };
 
-/// How a logical dtype is stored on the device.
-enum class DeviceElem { F32, F16, I32 };
-/// nullopt when the dtype has no device representation (bf16, f64, ...).
-std::optional<DeviceElem> deviceElem(DType dtype);
-std::size_t deviceElemSize(DeviceElem elem);
 /// The shader-variant suffix of a dtype: "float", "half" or "int".
 std::string shaderDType(DType dtype);
-/// Why `dtype` cannot live on the device, or empty when it can.
-std::string unsupportedDTypeReason(const DeviceInfo &device, DType dtype);
+/// unsupportedDTypeReason (OpSupport.h) for the context's device.
 inline std::string unsupportedDTypeReason(const Context &ctx, DType dtype) {
   return unsupportedDTypeReason(ctx.info(), dtype);
 }
@@ -61,7 +58,7 @@ Expected<DeviceTensor> uploadTensor(Context &ctx, const Tensor &tensor);
 /// (integer values are narrowed/widened back from int32).
 Expected<Tensor> downloadTensor(Context &ctx, const DeviceTensor &tensor);
 
-//===-- Elementwise ----------------------------------------------------===//
+//===-- Elementwise (ops/elementwise) ----------------------------------===//
 
 enum class BinaryKind { Add, Sub, Mul, Div, Maximum, Minimum, Pow };
 enum class UnaryKind {
@@ -99,7 +96,7 @@ Expected<DeviceTensor> clampScalar(Context &ctx, const DeviceTensor &a, float lo
 Expected<DeviceTensor> where(Context &ctx, const DeviceTensor &cond, const DeviceTensor &a,
                              const DeviceTensor &b);
 
-//===-- Reductions and normalisations ---------------------------------===//
+//===-- Reductions and normalisations (ops/reduce) ---------------------===//
 
 enum class ReduceKind { Sum, Mean, Amax, Amin };
 /// Reduces the innermost `numDims` dims (keepdim keeps them as size 1).
@@ -113,7 +110,7 @@ Expected<DeviceTensor> softmaxLast(Context &ctx, const DeviceTensor &a, DType ou
 Expected<DeviceTensor> rmsNorm(Context &ctx, const DeviceTensor &x, const DeviceTensor &weight,
                                double eps);
 
-//===-- Matrix products -----------------------------------------------===//
+//===-- Matrix products (ops/linear) -----------------------------------===//
 
 /// torch.matmul for operands of rank >= 2 (batch dims broadcast), same dtype.
 Expected<DeviceTensor> matmul(Context &ctx, const DeviceTensor &a, const DeviceTensor &b);
@@ -170,7 +167,7 @@ Expected<DeviceTensor> linearQ8taQ8csw(Context &ctx, const DeviceTensor &x, doub
                                        int64_t inputZeroPoint, const PackedQ8Weight &w,
                                        const DeviceTensor &scales, const DeviceTensor *bias);
 
-//===-- Embeddings and RoPE --------------------------------------------===//
+//===-- Embeddings and RoPE (ops/embedding, ops/rotary) ----------------===//
 
 /// aten.embedding(weight [V, D], indices).
 Expected<DeviceTensor> embedding(Context &ctx, const DeviceTensor &weight,
@@ -191,7 +188,7 @@ Expected<DeviceTensor> embeddingQ4gsw(Context &ctx, const RawBytes &weight,
 Expected<DeviceTensor> rotary(Context &ctx, const DeviceTensor &x, const DeviceTensor &freqsCos,
                               const DeviceTensor &freqsSin);
 
-//===-- Affine quantization (torchao) ---------------------------------===//
+//===-- Affine quantization, torchao (ops/quantize) --------------------===//
 
 enum class MappingType { Asymmetric, Symmetric, SymmetricNoClippingErr };
 /// Group size of a torchao block over `sizes` when the blocks are
@@ -214,7 +211,7 @@ Expected<DeviceTensor> dequantizeAffine(Context &ctx, const DeviceTensor &q, int
                                         const DeviceTensor &scale, const DeviceTensor *zeroPoint,
                                         DType outDType);
 
-//===-- quantized_decomposed -------------------------------------------===//
+//===-- quantized_decomposed (ops/quantize) ----------------------------===//
 
 /// quantized_decomposed.dequantize_per_channel: ((q - zeroPoints[c]) *
 /// scales[c]).to(outDType), c the index along `axis` (negative counts from
@@ -225,7 +222,7 @@ Expected<DeviceTensor> dequantizePerChannel(Context &ctx, const DeviceTensor &q,
                                             const DeviceTensor *zeroPoints, int64_t axis,
                                             DType outDType);
 
-//===-- KV caches (KvCacheKernels.cpp) ---------------------------------===//
+//===-- Attention and KV caches (ops/attention) ------------------------===//
 
 /// dst.narrow(dim, start, n) = src, written in place into dst's buffer
 /// (llama.update_cache: dim 1 of [B, M, H, D]). src has dst's dtype and its
@@ -263,7 +260,7 @@ Expected<DeviceTensor> customSdpa(Context &ctx, const DeviceTensor &q, const Dev
                                   const DeviceTensor &vCache, int64_t startPos, bool causal,
                                   std::optional<double> scale);
 
-//===-- Masks (MaskKernels.cpp) -----------------------------------------===//
+//===-- Masks (ops/mask) -----------------------------------------------===//
 
 /// The op codes of mask_ops.glsl's compare mode.
 enum class CompareKind { Lt, Le, Gt, Ge, Eq, Ne, And, Or, Not };
@@ -278,7 +275,7 @@ Expected<DeviceTensor> compare(Context &ctx, CompareKind op, const DeviceTensor 
 /// become 0.
 Expected<DeviceTensor> tril(Context &ctx, const DeviceTensor &x, int64_t diagonal);
 
-//===-- Layout ---------------------------------------------------------===//
+//===-- Layout (ops/copy) ----------------------------------------------===//
 
 /// A strided read of `src` (any view: permute, slice, select, expand)
 /// materialised contiguously: out[i...] = src[offset + sum(i_d * strides[d])].

@@ -1,0 +1,138 @@
+//===- KernelCommon.h - What the kernel launchers share -------*- C++ -*-===//
+//
+// Private to backends/vulkan/ops: the error spelling, size text, int32 check,
+// stride arithmetic and device-class decisions the launchers of every op
+// family (ops/<family>/<Family>.cpp) need, kept once instead of per file.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graft/ir/Shape.h"
+#include "graft/support/Diagnostic.h"
+#include "graft/support/Expected.h"
+#include "graft/vulkan/Kernels.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace graft::vk {
+
+/// The most dims the strided kernels (copy, binary) index.
+constexpr int kMaxRank = 8;
+
+inline int64_t product(const std::vector<int64_t> &sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes)
+    n *= s;
+  return n;
+}
+
+/// The float dtypes the device kernels take (f32, f16).
+inline bool isDeviceFloat(DType d) {
+  return d == DType::F32 || d == DType::F16;
+}
+
+/// A push-constant member (sizes were checked by checkInt32).
+inline int32_t i32(int64_t v) {
+  return static_cast<int32_t>(v);
+}
+
+inline std::string_view envOr(const char *name) {
+  const char *v = std::getenv(name);
+  return v ? std::string_view(v) : std::string_view();
+}
+
+/// Whether the kernels are chosen for a CPU driver (lavapipe) rather than a
+/// GPU. `override` ("cpu" or "gpu", else ignored) forces the class: tests
+/// run the GPU kernels on lavapipe with GRAFT_VK_KERNELS=gpu.
+inline bool cpuKernels(const Context &ctx, std::string_view override) {
+  return override == "cpu" ? true : override == "gpu" ? false : ctx.info().type == "cpu";
+}
+
+/// Whether the row kernels (rms_norm, choose_qparams_affine) run a workgroup
+/// per row (the `_coop` variants) rather than an invocation per row: on GPUs,
+/// where one invocation walking a 2048-long row serially costs hundreds of
+/// microseconds. CPU drivers keep an invocation per row (llvmpipe runs a
+/// workgroup's invocations as SIMD lanes of one thread, so a per-row
+/// workgroup adds barriers and no parallelism).
+inline bool cooperativeRows(const Context &ctx, int64_t rows) {
+  return !cpuKernels(ctx, envOr("GRAFT_VK_KERNELS")) && rows > 0 &&
+         rows <= int64_t(ctx.info().maxComputeWorkGroupCount[0]);
+}
+
+/// Whether the vec4 elementwise kernels move f32 vec4s as two 64-bit words
+/// (the `vec4w` variants): on CPU drivers each loaded or stored component
+/// costs a scalar access per invocation, so this halves them.
+inline bool wideVec4(const Context &ctx, DType dtype) {
+  return dtype == DType::F32 && ctx.info().shaderInt64 && ctx.info().type == "cpu";
+}
+
+/// "[2, 3]".
+inline std::string sizesStr(const std::vector<int64_t> &sizes) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
+/// A user error of kernel `kernel` ("vulkan rms_norm: ...").
+inline Diagnostic kernelError(const char *kernel, const std::string &message) {
+  return Diagnostic::error(std::string("vulkan ") + kernel + ": " + message);
+}
+
+/// Element counts and indices are int32 in the shaders.
+inline Status checkInt32(const char *kernel, int64_t n) {
+  if (n > std::numeric_limits<int32_t>::max())
+    return kernelError(kernel, "tensor of " + std::to_string(n) +
+                                   " elements exceeds the kernels' int32 indexing");
+  return okStatus();
+}
+
+/// Strides of a contiguous tensor of `sizes` read as `outSizes`
+/// (right-aligned; 0 on the dims it is broadcast along).
+inline std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &sizes,
+                                             const std::vector<int64_t> &outSizes) {
+  std::vector<int64_t> st(outSizes.size(), 0);
+  std::vector<int64_t> c = contiguousStrides(sizes);
+  std::size_t off = outSizes.size() - sizes.size();
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    st[off + i] = sizes[i] == 1 && outSizes[off + i] != 1 ? 0 : c[i];
+  return st;
+}
+
+/// The broadcast of `shapes` (numpy rules), or kernel `kernel`'s error
+/// "shapes A, B and C do not broadcast".
+inline Expected<std::vector<int64_t>>
+broadcastSizes(const char *kernel, std::initializer_list<const std::vector<int64_t> *> shapes) {
+  std::size_t r = 0;
+  for (const std::vector<int64_t> *s : shapes)
+    r = std::max(r, s->size());
+  std::vector<int64_t> out(r, 1);
+  for (const std::vector<int64_t> *t : shapes)
+    for (std::size_t i = 0; i < t->size(); ++i) {
+      int64_t s = (*t)[i];
+      int64_t &o = out[r - t->size() + i];
+      if (s != o && s != 1 && o != 1) {
+        std::string list;
+        std::size_t k = 0;
+        for (const std::vector<int64_t> *u : shapes) {
+          if (k > 0)
+            list += k + 1 == shapes.size() ? " and " : ", ";
+          list += sizesStr(*u);
+          ++k;
+        }
+        return kernelError(kernel, "shapes " + list + " do not broadcast");
+      }
+      if (s != 1)
+        o = s;
+    }
+  return out;
+}
+
+} // namespace graft::vk

@@ -1,0 +1,345 @@
+//===- Copy.cpp - Views, copies, dtype conversions and cat ------------------===//
+//
+// View ops compute their result's sizes and strides by running the
+// reference view kernel on a data-free tensor (so shapes, negative dims and
+// index errors match it), then alias, defer or gather; clone/_to_copy/to
+// convert, and cat copies each part into its slice. All run copy.glsl,
+// which every other family also uses for dtype promotion.
+//
+//===----------------------------------------------------------------------===//
+#include "KernelCommon.h"
+#include "Lowering.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace graft::vk {
+
+//===----------------------------------------------------------------------===//
+// Launchers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct CopyPush {
+  int32_t rank, numel, inOffset, outOffset;
+  int32_t sizes[kMaxRank], inStrides[kMaxRank], outStrides[kMaxRank];
+  int32_t intBits;
+  int32_t contiguous;
+};
+
+int32_t intBitsOf(DType d) {
+  switch (d) {
+  case DType::Bool:
+    return 0;
+  case DType::I8:
+    return 8;
+  case DType::U8:
+    return -8;
+  case DType::I16:
+    return 16;
+  case DType::U16:
+    return -16;
+  default:
+    return 32;
+  }
+}
+
+Status copyInto(Context &ctx, const DeviceTensor &out, const DeviceTensor &src,
+                const std::vector<int64_t> &sizes, const std::vector<int64_t> &inStrides,
+                int64_t inOffset, const std::vector<int64_t> &outStrides, int64_t outOffset) {
+  if (sizes.size() > kMaxRank)
+    return kernelError("copy", "rank " + std::to_string(sizes.size()) + " exceeds 8");
+  CopyPush pc{};
+  pc.rank = i32(static_cast<int64_t>(sizes.size()));
+  pc.numel = i32(product(sizes));
+  pc.inOffset = i32(inOffset);
+  pc.outOffset = i32(outOffset);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    pc.sizes[i] = i32(sizes[i]);
+    pc.inStrides[i] = i32(inStrides[i]);
+    pc.outStrides[i] = i32(outStrides[i]);
+  }
+  pc.intBits = intBitsOf(out.dtype);
+  std::vector<int64_t> c = contiguousStrides(sizes);
+  pc.contiguous = inStrides == c && outStrides == c ? 1 : 0;
+  std::string variant = "copy_" + shaderDType(src.dtype) + "_" + shaderDType(out.dtype);
+  return ctx.dispatch1D(variant, {out.buffer.get(), src.buffer.get()}, &pc, sizeof(pc),
+                        static_cast<uint64_t>(pc.numel));
+}
+
+} // namespace
+
+Expected<DeviceTensor> gather(Context &ctx, const DeviceTensor &src, std::vector<int64_t> sizes,
+                              std::vector<int64_t> strides, int64_t offset) {
+  if (sizes.size() != strides.size())
+    return Diagnostic::internal("vulkan gather: sizes and strides differ in rank");
+  // Bounds: the largest index read must lie inside src.
+  int64_t maxIndex = offset, minIndex = offset;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0)
+      return allocateTensor(ctx, src.dtype, sizes);
+    int64_t span = (sizes[i] - 1) * strides[i];
+    (span > 0 ? maxIndex : minIndex) += span;
+  }
+  if (minIndex < 0 || maxIndex >= std::max<int64_t>(src.numel(), 1))
+    return Diagnostic::internal("vulkan gather: view reads outside its source " +
+                                sizesStr(src.sizes));
+  GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, src.dtype, sizes));
+  GRAFT_CHECK_OK(copyInto(ctx, out, src, sizes, strides, offset, contiguousStrides(sizes), 0));
+  return out;
+}
+
+Expected<DeviceTensor> cast(Context &ctx, const DeviceTensor &src, DType dtype) {
+  if (src.dtype == dtype)
+    return src;
+  GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, dtype, src.sizes));
+  std::vector<int64_t> c = contiguousStrides(src.sizes);
+  if (src.sizes.size() > kMaxRank) {
+    // Flatten: a cast does not care about the shape.
+    std::vector<int64_t> flat = {src.numel()};
+    GRAFT_CHECK_OK(copyInto(ctx, out, src, flat, {1}, 0, {1}, 0));
+    return out;
+  }
+  GRAFT_CHECK_OK(copyInto(ctx, out, src, src.sizes, c, 0, c, 0));
+  return out;
+}
+
+Expected<DeviceTensor> cat(Context &ctx, const std::vector<DeviceTensor> &inputs, int64_t dim) {
+  if (inputs.empty())
+    return kernelError("cat", "needs at least one tensor");
+  const DeviceTensor &first = inputs[0];
+  int64_t rank = static_cast<int64_t>(first.sizes.size());
+  if (dim < 0 || dim >= rank)
+    return kernelError("cat", "dim out of range");
+  std::vector<int64_t> outSizes = first.sizes;
+  outSizes[static_cast<std::size_t>(dim)] = 0;
+  for (const DeviceTensor &t : inputs) {
+    if (t.dtype != first.dtype || static_cast<int64_t>(t.sizes.size()) != rank)
+      return kernelError("cat", "inputs must share dtype and rank");
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != dim &&
+          t.sizes[static_cast<std::size_t>(d)] != first.sizes[static_cast<std::size_t>(d)])
+        return kernelError("cat", "sizes " + sizesStr(t.sizes) + " and " + sizesStr(first.sizes) +
+                                      " differ outside dim " + std::to_string(dim));
+    outSizes[static_cast<std::size_t>(dim)] += t.sizes[static_cast<std::size_t>(dim)];
+  }
+  GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, first.dtype, outSizes));
+  std::vector<int64_t> outStrides = contiguousStrides(outSizes);
+  int64_t at = 0;
+  for (const DeviceTensor &t : inputs) {
+    if (t.numel() > 0)
+      GRAFT_CHECK_OK(copyInto(ctx, out, t, t.sizes, contiguousStrides(t.sizes), 0, outStrides,
+                              at * outStrides[static_cast<std::size_t>(dim)]));
+    at += t.sizes[static_cast<std::size_t>(dim)];
+  }
+  return out;
+}
+
+Expected<DeviceTensor> reshape(const DeviceTensor &src, std::vector<int64_t> sizes) {
+  if (product(sizes) != src.numel())
+    return kernelError("view", "cannot view " + sizesStr(src.sizes) + " as " + sizesStr(sizes));
+  DeviceTensor out = src;
+  out.sizes = std::move(sizes);
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Lowerings
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The view op a target (or its *_copy variant) computes.
+std::string viewKernelTarget(const std::string &target) {
+  std::string t = target;
+  auto pos = t.find("_copy.");
+  if (pos != std::string::npos && t.rfind("aten._to_copy", 0) != 0 &&
+      t.rfind("aten._reshape_copy", 0) != 0)
+    t.erase(pos, 5);
+  if (t == "aten._reshape_copy.default" || t == "aten._unsafe_view.default")
+    t = "aten.reshape.default";
+  return t;
+}
+
+Lowering viewLowering() {
+  Lowering l;
+  l.kernel = "view";
+  l.check = [](const Node &node, const BoundArgs &, const DeviceInfo &) -> std::string {
+    if (!KernelRegistry::builtin().find(viewKernelTarget(node.target())))
+      return "no view kernel for " + node.target();
+    return rankReason(node, 8);
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    // Shapes only: run the reference view kernel on a data-free tensor. An
+    // operand that is itself a deferred view (State::deferredViews) enters
+    // with its strides and offset into its base buffer, so a chain of views
+    // composes into one gather, or none: transpose(transpose(k_cache)), how
+    // ExecuTorch's custom KV cache hands its caches to custom_sdpa, is the
+    // cache buffer itself.
+    const BoundArgs &b = a.bound();
+    GraphExecutor::State &st = a.state();
+    auto forEachValue = [&](auto &&fn) {
+      for (std::size_t i = 0; i < b.size(); ++i)
+        b.at(i).forEachValue(fn);
+    };
+    const Value *input = nullptr;
+    forEachValue([&](Value *v) {
+      if (v->isTensor() && !input)
+        input = v;
+    });
+    if (!input)
+      return a.error("a view needs a tensor operand");
+    auto runView = [&](const Tensor &meta) -> Expected<Tensor> {
+      std::vector<RuntimeValue> resolved;
+      forEachValue([&](Value *v) {
+        if (v->isTensor()) {
+          resolved.emplace_back(meta);
+          return;
+        }
+        auto it = st.env.find(v);
+        resolved.push_back(it == st.env.end() ? RuntimeValue(int64_t(0)) : it->second.scalar);
+      });
+      const Kernel *k = KernelRegistry::builtin().find(viewKernelTarget(a.node().target()));
+      if (!k)
+        return a.error("no view kernel for " + a.node().target());
+      KernelArgs kargs(b, resolved, a.node().name());
+      GRAFT_TRY(auto outs, (*k)(kargs));
+      if (outs.size() != 1 || !std::holds_alternative<Tensor>(outs[0]))
+        return Diagnostic::internal("view kernel of " + a.node().target() +
+                                    " did not return one tensor");
+      return std::get<Tensor>(outs[0]);
+    };
+    DeviceTensor src;
+    std::optional<Tensor> view;
+    if (auto d = st.deferredViews.find(input); d != st.deferredViews.end()) {
+      const GraphExecutor::State::DeferredView &dv = d->second;
+      Tensor meta = metadataTensor(dv.base.dtype, dv.sizes, dv.offset, dv.strides);
+      auto composed = runView(meta);
+      if (composed.ok() && composed->storage() == meta.storage()) {
+        src = dv.base;
+        view = std::move(*composed);
+      } else {
+        // A view op that had to copy (reshape of a non-contiguous view) or
+        // rejects the strides (view): materialize the operand, then view it.
+        GRAFT_TRY(src, gather(a.ctx(), dv.base, dv.sizes, dv.strides, dv.offset));
+        GRAFT_TRY(Tensor v, runView(metadataTensor(src.dtype, src.sizes)));
+        view = std::move(v);
+      }
+    }
+    if (!view) {
+      GRAFT_TRY(src, st.deviceTensor(input));
+      GRAFT_TRY(Tensor v, runView(metadataTensor(src.dtype, src.sizes)));
+      view = std::move(v);
+    }
+    if (view->isContiguous() && view->offset() == 0) {
+      // A reshape, or a leading prefix of the buffer (slice of dim 0): alias.
+      DeviceTensor r = src;
+      r.sizes = view->sizes();
+      return one(std::move(r));
+    }
+    if (st.deferrable(a.node())) {
+      // Only views read this value: keep it as strides into src.
+      st.deferredViews[a.node().output()] = {src, view->sizes(), view->strides(), view->offset()};
+      return one(src);
+    }
+    return one(gather(a.ctx(), src, view->sizes(), view->strides(), view->offset()));
+  };
+  return l;
+}
+
+Lowering copyLowering() {
+  Lowering l;
+  l.kernel = "copy";
+  l.check = [](const Node &node, const BoundArgs &, const DeviceInfo &) -> std::string {
+    return rankReason(node, 8);
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    GRAFT_TRY(DeviceTensor x, a.tensor("self"));
+    GRAFT_TRY(DeviceTensor r, cast(a.ctx(), x, a.outDType()));
+    if (r.buffer == x.buffer) {
+      // clone must not alias: an explicit copy (values are immutable here,
+      // but a fresh buffer keeps ownership simple).
+      std::vector<int64_t> st(x.sizes.size(), 1);
+      for (int64_t i = static_cast<int64_t>(x.sizes.size()) - 2; i >= 0; --i)
+        st[static_cast<std::size_t>(i)] =
+            st[static_cast<std::size_t>(i + 1)] * x.sizes[static_cast<std::size_t>(i + 1)];
+      if (x.sizes.size() <= 8) {
+        GRAFT_TRY(r, gather(a.ctx(), x, x.sizes, st, 0));
+      }
+    }
+    return one(std::move(r));
+  };
+  return l;
+}
+
+Lowering catLowering() {
+  Lowering l;
+  l.kernel = "copy";
+  l.check = [](const Node &node, const BoundArgs &, const DeviceInfo &) -> std::string {
+    return rankReason(node, 8);
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    GRAFT_TRY(std::vector<DeviceTensor> ts, a.tensorList("tensors"));
+    DType out = a.outDType();
+    std::vector<DeviceTensor> parts;
+    for (DeviceTensor &t : ts) {
+      // Legacy 1-D empty tensors are skipped, as torch.cat does.
+      if (t.sizes.size() == 1 && t.sizes[0] == 0)
+        continue;
+      GRAFT_TRY(DeviceTensor c, asDType(a.ctx(), t, out));
+      parts.push_back(std::move(c));
+    }
+    if (parts.empty())
+      return a.error("cat of only empty tensors");
+    int64_t rank = static_cast<int64_t>(parts[0].sizes.size());
+    int64_t dim = a.integer("dim").value_or(0);
+    if (dim < -rank || dim >= rank)
+      return a.error("cat dim " + std::to_string(dim) + " is out of range");
+    if (dim < 0)
+      dim += rank;
+    return one(cat(a.ctx(), parts, dim));
+  };
+  return l;
+}
+
+} // namespace
+
+void addCopyLowerings(LoweringTable &m) {
+  for (const char *v : {"aten.t.default",
+                        "aten.transpose.int",
+                        "aten.permute.default",
+                        "aten.view.default",
+                        "aten.reshape.default",
+                        "aten._unsafe_view.default",
+                        "aten.unsqueeze.default",
+                        "aten.squeeze.default",
+                        "aten.squeeze.dim",
+                        "aten.squeeze.dims",
+                        "aten.expand.default",
+                        "aten.slice.Tensor",
+                        "aten.select.int",
+                        "aten.alias.default",
+                        "aten.t_copy.default",
+                        "aten.transpose_copy.int",
+                        "aten.permute_copy.default",
+                        "aten.view_copy.default",
+                        "aten.unsqueeze_copy.default",
+                        "aten.squeeze_copy.dims",
+                        "aten.squeeze_copy.dim",
+                        "aten.squeeze_copy.default",
+                        "aten.expand_copy.default",
+                        "aten.slice_copy.Tensor",
+                        "aten.select_copy.int",
+                        "aten._reshape_copy.default"})
+    m[v] = viewLowering();
+  m["aten.cat.default"] = catLowering();
+  m["aten.clone.default"] = copyLowering();
+  m["aten._to_copy.default"] = copyLowering();
+  m["aten.to.dtype"] = copyLowering();
+  m["dim_order_ops._to_dim_order_copy.default"] = copyLowering();
+}
+
+} // namespace graft::vk

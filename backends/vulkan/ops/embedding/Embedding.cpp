@@ -1,0 +1,163 @@
+//===- Embedding.cpp - embedding and embedding_q4gsw ------------------------===//
+//
+// Row gathers from an embedding table: aten.embedding on a device tensor
+// and et_vk.embedding_q4gsw on the raw bytes of a 4-bit table (uploaded
+// once). Shaders: embedding.glsl, embedding_q4gsw*.glsl.
+//
+//===----------------------------------------------------------------------===//
+#include "KernelCommon.h"
+#include "Lowering.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace graft::vk {
+
+//===----------------------------------------------------------------------===//
+// Launchers
+//===----------------------------------------------------------------------===//
+
+Expected<DeviceTensor> embedding(Context &ctx, const DeviceTensor &weight,
+                                 const DeviceTensor &indices) {
+  if (weight.sizes.size() != 2)
+    return kernelError("embedding", "weight must be 2-D, got " + sizesStr(weight.sizes));
+  if (deviceElem(indices.dtype) != DeviceElem::I32 || indices.dtype == DType::Bool)
+    return kernelError("embedding", "indices must be an integer tensor");
+  int64_t V = weight.sizes[0], D = weight.sizes[1];
+  std::vector<int64_t> outSizes = indices.sizes;
+  outSizes.push_back(D);
+  GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, weight.dtype, outSizes));
+  GRAFT_TRY(auto status, ctx.statusBuffer("vulkan embedding: an index is out of range for " +
+                                          std::to_string(V) + " rows"));
+  struct {
+    int32_t numIndices, D, V;
+  } pc{i32(indices.numel()), i32(D), i32(V)};
+  GRAFT_CHECK_OK(
+      ctx.dispatch1D("embedding_" + shaderDType(weight.dtype),
+                     {out.buffer.get(), indices.buffer.get(), weight.buffer.get(), status.get()},
+                     &pc, sizeof(pc), static_cast<uint64_t>(out.numel())));
+  return out;
+}
+
+Expected<RawBytes> uploadRawBytes(Context &ctx, const Tensor &tensor) {
+  if (tensor.rank() != 2 || (tensor.dtype() != DType::U8 && tensor.dtype() != DType::I8))
+    return kernelError("upload",
+                       "expected a 2-D u8 tensor of packed bytes, got " + tensor.proto().str());
+  Tensor c = tensor.contiguous();
+  RawBytes r;
+  r.rows = c.size(0);
+  r.rowBytes = c.size(1);
+  GRAFT_TRY(r.buffer, ctx.allocate(c.nbytes()));
+  GRAFT_CHECK_OK(ctx.upload(*r.buffer, c.rawData(), c.nbytes()));
+  return r;
+}
+
+Expected<DeviceTensor> embeddingQ4gsw(Context &ctx, const RawBytes &weight,
+                                      const DeviceTensor &scales, int64_t groupSize,
+                                      const DeviceTensor &indices, bool isLinearWeight) {
+  if (!isDeviceFloat(scales.dtype))
+    return kernelError("embedding_q4gsw", "scales must be f32 or f16");
+  if (deviceElem(indices.dtype) != DeviceElem::I32 || indices.dtype == DType::Bool)
+    return kernelError("embedding_q4gsw", "indices must be an integer tensor");
+  int64_t V = weight.rows, D = 2 * weight.rowBytes;
+  int64_t groups = scales.sizes.size() > 1 ? scales.sizes[1] : 1;
+  if (groupSize <= 0 || groups * groupSize != D)
+    return kernelError("embedding_q4gsw", "group_size " + std::to_string(groupSize) + " times " +
+                                              std::to_string(groups) +
+                                              " groups does not cover the embedding dim " +
+                                              std::to_string(D));
+  int64_t stride;
+  if (scales.sizes.size() > 1) {
+    if (scales.sizes[0] != V)
+      return kernelError("embedding_q4gsw", "weight_scales " + sizesStr(scales.sizes) +
+                                                " do not have one row per embedding row");
+    stride = groups;
+  } else if (scales.numel() == 1) {
+    stride = 0;
+  } else if (scales.numel() == V) {
+    stride = 1;
+  } else {
+    return kernelError("embedding_q4gsw",
+                       "1-D weight_scales must have 1 or " + std::to_string(V) + " entries");
+  }
+  std::vector<int64_t> outSizes = indices.sizes;
+  outSizes.push_back(D);
+  GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, scales.dtype, outSizes));
+  GRAFT_TRY(auto status, ctx.statusBuffer("vulkan embedding_q4gsw: an index is out of range for " +
+                                          std::to_string(V) + " rows"));
+  int32_t shift = -1;
+  for (int32_t b = 0; b < 31; ++b)
+    if ((int64_t(1) << b) == groupSize)
+      shift = b;
+  struct {
+    int32_t numIndices, D, rowBytes, V, groupSize, scaleRowStride, groupShift;
+  } pc{i32(indices.numel()), i32(D), i32(weight.rowBytes), i32(V), i32(groupSize),
+       i32(stride),          shift};
+  // The vectorized gather takes whole 32-value chunks of one group (bit-exact
+  // like the per-element kernel, which handles the other shapes).
+  bool fast = !ctx.exactKernels() && D % 32 == 0 && groupSize % 32 == 0;
+  std::string variant = std::string(fast ? "embedding_q4gsw_fast" : "embedding_q4gsw") +
+                        (isLinearWeight ? "_linear_weight_" : "_") + shaderDType(scales.dtype);
+  GRAFT_CHECK_OK(ctx.dispatch1D(variant,
+                                {out.buffer.get(), indices.buffer.get(), weight.buffer.get(),
+                                 scales.buffer.get(), status.get()},
+                                &pc, sizeof(pc),
+                                fast ? static_cast<uint64_t>(out.numel() / 32)
+                                     : static_cast<uint64_t>(out.numel())));
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Lowerings
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+Lowering embeddingQ4Lowering() {
+  Lowering l;
+  l.kernel = "embedding_q4gsw";
+  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+    GRAFT_VK_REASON(requireConstant(node, b, "weight"));
+    const Argument *lw = b.find("is_linear_weight");
+    if (lw && !lw->isBool())
+      return "is_linear_weight must be a literal bool";
+    return {};
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    GRAFT_TRY(RawBytes w, a.state().rawBytes(a.value("weight")));
+    GRAFT_TRY(DeviceTensor scales, a.tensor("weight_scales"));
+    GRAFT_TRY(DeviceTensor idx, a.tensor("indices"));
+    bool linearWeight = a.integer("is_linear_weight").value_or(0) != 0;
+    return one(
+        embeddingQ4gsw(a.ctx(), w, scales, a.integer("group_size").value_or(0), idx, linearWeight));
+  };
+  return l;
+}
+
+Lowering embeddingLowering() {
+  Lowering l;
+  l.kernel = "embedding";
+  l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &) -> std::string {
+    const TensorProto *w = protoOf(b, "weight");
+    if (!w || w->rank() != 2)
+      return "weight must be 2-D";
+    return {};
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    GRAFT_TRY(DeviceTensor w, a.tensor("weight"));
+    GRAFT_TRY(DeviceTensor idx, a.tensor("indices"));
+    return one(embedding(a.ctx(), w, idx));
+  };
+  return l;
+}
+
+} // namespace
+
+void addEmbeddingLowerings(LoweringTable &m) {
+  m["aten.embedding.default"] = embeddingLowering();
+  m["et_vk.embedding_q4gsw.default"] = embeddingQ4Lowering();
+}
+
+} // namespace graft::vk

@@ -1,0 +1,209 @@
+// linear_q4gsw_fast.glsl - the bandwidth-oriented int4 group-wise linears
+// (et_vk.linear_q4gsw / linear_qcs4w, MODE weight_only; et_vk.linear_dq8ca_q4gsw,
+// MODE dq8ca), for GEMV (decode, TILE_M = 1) and GEMM (prefill, TILE_M > 1).
+//
+// Structure (learned from ExecuTorch's linear_q4gsw_coop.glsl /
+// linear_q4gsw_tiled.glsl, backends/vulkan/runtime/graph/ops/glsl; written
+// anew for graft's layouts):
+//  * an invocation computes a TILE_M x TILE_N tile of outputs (TILE_N
+//    consecutive output columns n for TILE_M rows m), so every x value it
+//    loads serves TILE_N columns and every dequantized weight TILE_M rows;
+//  * the K_SPLIT invocations of one tile split its K reduction by
+//    quantization group (invocation ky takes groups ky, ky + K_SPLIT, ...)
+//    and meet in a shared-memory tree reduction; a workgroup holds
+//    LOCAL_SIZE_X / K_SPLIT tiles side by side along n;
+//  * weights are read as uvec4 (32 int4 values of one row, prepackQ4's
+//    row-major layout) and unpacked with shifts and masks, four at a time;
+//    x is read as vec4;
+//  * a group's scale is read once per group; the group's dot product is
+//    accumulated unscaled and scaled once (dq8ca: the exact integer dot, then
+//    ET-VK's zero-point correction and one scale product per group);
+//  * no `precise`: the compiler may contract to FMA, and fma() is used where
+//    it saves an operation.
+// The reordering makes the result differ from the reference's sequential
+// sum by at most the bound in docs/numerics.md ("Fast kernels"). Requires
+// K % 32 == 0 and groupSize % 32 == 0 (the host falls back to
+// linear_q4gsw.glsl otherwise).
+//
+// Tiling per device (Linear.cpp fastLinearTiling): on lavapipe every
+// component an invocation loads or stores costs a per-lane scalar access
+// (llvmpipe's SoA code), which makes the per-invocation x loads the cost of
+// a GEMV unless they are shared by many columns: CPU variants take wide
+// TILE_N and K_SPLIT = 1. GPU variants split K 16 ways so 16 consecutive
+// lanes read 16 consecutive groups of a row (coalesced). WIDE_LOADS (CPU
+// variants, devices with shaderInt64) reads weights and f32/int x as pairs
+// of 64-bit words: llvmpipe's cost is per loaded component, so this halves
+// it; the values are the same bits. SUBGROUP_REDUCE (`_sg` GPU variants,
+// devices with clustered subgroup arithmetic and subgroups of at least
+// K_SPLIT lanes) reduces a tile's K split with subgroupClusteredAdd.
+#extension GL_EXT_control_flow_attributes : require
+#if SUBGROUP_REDUCE
+#extension GL_KHR_shader_subgroup_clustered : require
+#endif
+#if WIDE_LOADS
+#extension GL_ARB_gpu_shader_int64 : require
+#endif
+#include "common.glslh"
+
+#if DTYPE_IS_HALF
+#define VEC4_T f16vec4
+#else
+#define VEC4_T vec4
+#endif
+
+layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
+#if defined(MODE_dq8ca)
+layout(set = 0, binding = 1) readonly buffer X { ivec4 t_x4[]; };
+#define XV_T ivec4
+#define ACC_T int
+#else
+layout(set = 0, binding = 1) readonly buffer X { VEC4_T t_x4[]; };
+#define XV_T vec4
+#define ACC_T float
+#endif
+layout(set = 0, binding = 2) readonly buffer W { uvec4 t_w4[]; };
+#if WIDE_LOADS
+layout(set = 0, binding = 1) readonly buffer X64 { u64vec2 t_x64[]; };
+layout(set = 0, binding = 2) readonly buffer W64 { u64vec2 t_w64[]; };
+#define WIDE_X !DTYPE_IS_HALF
+#else
+#define WIDE_X 0
+#endif
+layout(set = 0, binding = 3) readonly buffer Scales { SCALES_DTYPE t_scales[]; };
+layout(set = 0, binding = 4) readonly buffer Bias { DTYPE t_bias[]; };
+#if defined(MODE_dq8ca)
+layout(set = 0, binding = 5) readonly buffer InScales { float t_in_scales[]; };
+layout(set = 0, binding = 6) readonly buffer InZeros { int t_in_zeros[]; };
+layout(set = 0, binding = 7) readonly buffer Sums { int t_sums[]; };
+#endif
+
+#define TILES_PER_WG (LOCAL_SIZE_X / K_SPLIT)
+#define TILE (TILE_M * TILE_N)
+#define TEAM K_SPLIT
+#define TEAM_VALUES TILE
+#include "q4_linear.glslh"
+
+// The 4-bit values (nibble - 8) at nibbles `first` .. `first` + 3 of `word`
+// (converted from signed integers: one instruction on CPUs without an
+// unsigned conversion).
+XV_T unpack4(uint word, uint first) {
+  return XV_T(nibbles4(word, first));
+}
+
+// 32 int4 weights of row n's block kb.
+uvec4 loadWeights(int index) {
+#if WIDE_LOADS
+  u64vec2 w = t_w64[index];
+  return uvec4(unpackUint2x32(w.x), unpackUint2x32(w.y));
+#else
+  return t_w4[index];
+#endif
+}
+
+// Four x values at vec4 index `index`.
+XV_T loadX(int index) {
+#if WIDE_X
+  u64vec2 v = t_x64[index];
+  uvec4 bits = uvec4(unpackUint2x32(v.x), unpackUint2x32(v.y));
+#if defined(MODE_dq8ca)
+  return ivec4(bits);
+#else
+  return uintBitsToFloat(bits);
+#endif
+#else
+  return XV_T(t_x4[index]);
+#endif
+}
+
+void main() {
+  uint lid = gl_LocalInvocationIndex;
+  int ky = int(lid % uint(K_SPLIT));
+  int n0 = (int(gl_WorkGroupID.x) * TILES_PER_WG + int(lid / uint(K_SPLIT))) * TILE_N;
+  int m0 = int(gl_WorkGroupID.y) * TILE_M;
+  int K4 = pc.K / 4;
+  int blocksPerGroup = pc.groupSize / 32;
+  int groups = pc.K / pc.groupSize;
+  int rows = min(TILE_M, pc.M - m0);
+  int cols = clamp(pc.N - n0, 0, TILE_N);
+
+  // Every loop over the tile is unrolled ([[unroll]]), so the arrays live in
+  // registers (an array indexed at run time becomes per-lane memory on llvmpipe).
+  float acc[TILE];
+  [[unroll]] for (int i = 0; i < TILE; ++i)
+    acc[i] = 0.0;
+
+  for (int g = ky; g < groups; g += K_SPLIT) {
+    ACC_T gacc[TILE];
+    [[unroll]] for (int i = 0; i < TILE; ++i)
+      gacc[i] = ACC_T(0);
+    for (int b = 0; b < blocksPerGroup; ++b) {
+      int kb = g * blocksPerGroup + b;
+      // This block's x: 32 values of each of the tile's rows (a row past M
+      // re-reads row m0, whose results are not stored).
+      XV_T xv[TILE_M * 8];
+      [[unroll]] for (int t = 0; t < TILE_M; ++t) {
+        int xb = (m0 + (t < rows ? t : 0)) * K4 + kb * 8;
+        [[unroll]] for (int j = 0; j < 8; ++j)
+          xv[t * 8 + j] = loadX(xb + j);
+      }
+      [[unroll]] for (int c = 0; c < TILE_N; ++c) {
+        // A column past N re-reads column n0 (its results are not stored).
+        uvec4 w = loadWeights((n0 + (c < cols ? c : 0)) * pc.rowVec4 + kb);
+        XV_T q[8];
+        q[0] = unpack4(w.x, 0u);
+        q[1] = unpack4(w.x, 4u);
+        q[2] = unpack4(w.y, 0u);
+        q[3] = unpack4(w.y, 4u);
+        q[4] = unpack4(w.z, 0u);
+        q[5] = unpack4(w.z, 4u);
+        q[6] = unpack4(w.w, 0u);
+        q[7] = unpack4(w.w, 4u);
+        [[unroll]] for (int t = 0; t < TILE_M; ++t) {
+#if defined(MODE_dq8ca)
+          ivec4 p = xv[t * 8] * q[0];
+          [[unroll]] for (int j = 1; j < 8; ++j)
+            p += xv[t * 8 + j] * q[j];
+#else
+          vec4 p = xv[t * 8] * q[0];
+          [[unroll]] for (int j = 1; j < 8; ++j)
+            p = fma(xv[t * 8 + j], q[j], p);
+#endif
+          gacc[c * TILE_M + t] += (p.x + p.y) + (p.z + p.w);
+        }
+      }
+    }
+    [[unroll]] for (int c = 0; c < TILE_N; ++c) {
+      int n = n0 + (c < cols ? c : 0);
+      float s = float(t_scales[g * pc.scaleStride + n]);
+#if defined(MODE_dq8ca)
+      int wsum = t_sums[g * pc.sumsStride + n];
+      [[unroll]] for (int t = 0; t < TILE_M; ++t) {
+        int m = m0 + (t < rows ? t : 0);
+        float sc = t_in_scales[m] * s;
+        acc[c * TILE_M + t] = fma(float(gacc[c * TILE_M + t] - t_in_zeros[m] * wsum), sc,
+                                  acc[c * TILE_M + t]);
+      }
+#else
+      [[unroll]] for (int t = 0; t < TILE_M; ++t)
+        acc[c * TILE_M + t] = fma(gacc[c * TILE_M + t], s, acc[c * TILE_M + t]);
+#endif
+    }
+  }
+
+#if K_SPLIT > 1
+  // A tile's K_SPLIT invocations are consecutive lanes (of one subgroup
+  // where SUBGROUP_REDUCE: the host picks those variants only where
+  // K_SPLIT <= subgroupSize).
+  teamReduce(acc, lid, ky);
+  if (ky != 0)
+    return;
+#endif
+  [[unroll]] for (int c = 0; c < TILE_N; ++c) {
+    if (c < cols) {
+      float bias = pc.hasBias != 0 ? float(t_bias[n0 + c]) : 0.0;
+      [[unroll]] for (int t = 0; t < TILE_M; ++t)
+        if (t < rows)
+          t_out[(m0 + t) * pc.N + n0 + c] = TO_DTYPE(acc[c * TILE_M + t] + bias);
+    }
+  }
+}
