@@ -178,7 +178,54 @@ class GraftTable(unittest.TestCase):
         self.t.write("engine/src/rewrite/Bad.cpp", '#include "graft/vulkan/Partitioner.h"\n')
         rc, out = self.t.check()
         self.assertEqual(rc, 1, out)
-        self.assertIn("graft_rewrite includes graft/vulkan/Partitioner.h (graft_vulkan)", out)
+        self.assertIn("graft_rewrite includes graft/vulkan/Partitioner.h (graft_vulkan_partitioner)",
+                      out)
+
+    def test_vulkan_runtime_including_ops_executor_or_partitioner_fails(self):
+        # The Vulkan layer knows nothing about graphs or ops.
+        self.t.write("backends/vulkan/include/graft/vulkan/Kernels.h", "#pragma once\n")
+        self.t.write("backends/vulkan/include/graft/vulkan/GraphExecutor.h", "#pragma once\n")
+        self.t.write("backends/vulkan/include/graft/vulkan/Partitioner.h", "#pragma once\n")
+        self.t.write("backends/vulkan/include/graft/vulkan/OpSupport.h", "#pragma once\n")
+        self.t.write("backends/vulkan/ops/Lowering.h", "#pragma once\n")
+        self.t.write("backends/vulkan/runtime/include/graft/vulkan/Context.h", "#pragma once\n")
+        self.t.write("backends/vulkan/runtime/src/Device.cpp",
+                     '#include "graft/vulkan/Context.h"\n#include "graft/vulkan/Kernels.h"\n'
+                     '#include "graft/vulkan/GraphExecutor.h"\n#include "graft/vulkan/Partitioner.h"\n'
+                     '#include "graft/vulkan/OpSupport.h"\n#include "../../ops/Lowering.h"\n'
+                     '#include "graft/ir/DType.h"\n')
+        rc, out = self.t.check()
+        self.assertEqual(rc, 1, out)
+        for inc, lib in [("graft/vulkan/Kernels.h", "graft_vulkan"),
+                         ("graft/vulkan/GraphExecutor.h", "graft_vulkan"),
+                         ("graft/vulkan/Partitioner.h", "graft_vulkan_partitioner"),
+                         ("graft/vulkan/OpSupport.h", "graft_vulkan_support"),
+                         ("../../ops/Lowering.h", "graft_vulkan"),
+                         ("graft/ir/DType.h", "graft_ir")]:
+            self.assertIn(f"graft_vulkan_runtime includes {inc} ({lib})", out)
+        self.assertNotIn("graft/vulkan/Context.h (", out)
+
+    def test_partitioner_sees_only_the_support_interface(self):
+        self.t.write("backends/vulkan/include/graft/vulkan/Kernels.h", "#pragma once\n")
+        self.t.write("backends/vulkan/include/graft/vulkan/GraphExecutor.h", "#pragma once\n")
+        self.t.write("backends/vulkan/include/graft/vulkan/Partitioner.h", "#pragma once\n")
+        self.t.write("backends/vulkan/include/graft/vulkan/OpSupport.h", "#pragma once\n")
+        self.t.write("backends/vulkan/runtime/include/graft/vulkan/Context.h", "#pragma once\n")
+        self.t.write("backends/vulkan/partitioner/Partitioner.cpp",
+                     '#include "graft/vulkan/Partitioner.h"\n#include "graft/vulkan/OpSupport.h"\n'
+                     '#include "graft/vulkan/Context.h"\n#include "graft/ir/DType.h"\n'
+                     '#include "graft/vulkan/GraphExecutor.h"\n#include "graft/vulkan/Kernels.h"\n')
+        # The executor and the ops may use the partitioner's and the runtime's headers.
+        self.t.write("backends/vulkan/executor/GraphExecutor.cpp",
+                     '#include "graft/vulkan/GraphExecutor.h"\n#include "graft/vulkan/Partitioner.h"\n'
+                     '#include "graft/vulkan/Context.h"\n')
+        rc, out = self.t.check()
+        self.assertEqual(rc, 1, out)
+        self.assertIn("Partitioner.cpp:5: graft_vulkan_partitioner includes graft/vulkan/GraphExecutor.h "
+                      "(graft_vulkan)", out)
+        self.assertIn("Partitioner.cpp:6: graft_vulkan_partitioner includes graft/vulkan/Kernels.h "
+                      "(graft_vulkan)", out)
+        self.assertEqual(out.count(" includes "), 2, out)
 
 
 if __name__ == "__main__":
