@@ -940,6 +940,50 @@ TEST(VulkanKernels, ApplyRotaryEmb) {
   }
 }
 
+// et_vk.apply_rotary_emb_hf against the reference kernel: full rotation,
+// partial rotation (the pass-through tail), f16 activations, a start row
+// other than 0; bit-exact. Too few table rows is a diagnostic.
+TEST(VulkanKernels, ApplyRotaryEmbHf) {
+  GRAFT_REQUIRE_VULKAN();
+  struct Case {
+    int S, H, Hk, D, R, M, start;
+    const char *dt;
+  };
+  for (Case c : {Case{1, 4, 2, 32, 32, 8, 5, "f32"}, Case{3, 2, 2, 24, 8, 6, 3, "f32"},
+                 Case{5, 3, 1, 16, 8, 5, 0, "f16"}, Case{2, 2, 1, 20, 16, 9, 4, "f32"}}) {
+    std::ostringstream g;
+    auto x = [&](int h) {
+      std::ostringstream t;
+      t << c.dt << "[1, " << c.S << ", " << h << ", " << c.D << "]";
+      return t.str();
+    };
+    g << "graph @t {\n  input %q : " << x(c.H) << "\n  input %k : " << x(c.Hk)
+      << "\n  input %c : f32[" << c.M << ", " << c.R << "]\n  input %s : f32[" << c.M << ", " << c.R
+      << "]\n  %qo : " << x(c.H) << ", %ko : " << x(c.Hk)
+      << " = et_vk.apply_rotary_emb_hf.default(%q, %k, %c, %s, " << c.start
+      << ")\n  output %qo\n  output %ko\n}\n";
+    SCOPED_TRACE(g.str());
+    checkGraph(g.str(), kExact, 58);
+  }
+  // Rows [4, 6) of a 5-row table: one row for two positions.
+  auto graph = parseGraph(R"(graph @t {
+  input %q : f32[1, 2, 1, 8]
+  input %c : f32[5, 8]
+  %qo : f32[1, 2, 1, 8], %ko : f32[1, 2, 1, 8] = et_vk.apply_rotary_emb_hf.default(%q, %q, %c, %c, 4)
+  output %qo
+})",
+                          "t.gir");
+  ASSERT_TRUE(graph.ok()) << render(graph.diags());
+  auto exec = vk::GraphExecutor::create(*context(), **graph);
+  ASSERT_TRUE(exec.ok()) << render(exec.diags());
+  Tensor q = Tensor::empty(DType::F32, {1, 2, 1, 8});
+  Tensor c = Tensor::empty(DType::F32, {5, 8});
+  auto out = (*exec)->run({q, c});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.diags()[0].message.find("freqs rows [4, 6)"), std::string::npos)
+      << out.diags()[0].message;
+}
+
 //===-- torchao affine quantization and attention ---------------------------===//
 
 void checkTorchaoAffineQuant() {

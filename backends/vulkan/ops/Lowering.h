@@ -185,6 +185,8 @@ bool isConstantValue(const Node &node, const BoundArgs &b, std::string_view name
 std::string requireConstant(const Node &node, const BoundArgs &b, const char *arg);
 /// Why an operand or result of `node` has more dims than a kernel's `maxRank`.
 std::string rankReason(const Node &node, int64_t maxRank);
+/// Why argument `name` is not a literal or symbolic integer (start_pos, seq_len).
+std::string intArgReason(const BoundArgs &b, const char *name);
 /// Whether tensor argument `name` is f32/f16 of the node's (first) result dtype.
 bool isFloatOfResultDType(const Node &node, const BoundArgs &b, std::string_view name);
 /// Converts a tensor to the result dtype (torch converts operands to the

@@ -50,6 +50,13 @@ std::string requireConstant(const Node &node, const BoundArgs &b, const char *ar
   return {};
 }
 
+std::string intArgReason(const BoundArgs &b, const char *name) {
+  const Argument *a = b.find(name);
+  if (!a || !(a->isInt() || (a->isValue() && a->value()->kind() == ValueKind::SymInt)))
+    return std::string(name) + " must be an int";
+  return {};
+}
+
 bool isFloatOfResultDType(const Node &node, const BoundArgs &b, std::string_view name) {
   const TensorProto *x = protoOf(b, name);
   return x && isDeviceFloat(x->dtype) && x->dtype == node.output()->proto().dtype;

@@ -215,14 +215,6 @@ std::string sameFloat4D(const BoundArgs &b, std::initializer_list<const char *> 
   return {};
 }
 
-/// A symbolic or literal integer argument (start_pos, seq_len).
-std::string intArgReason(const BoundArgs &b, const char *name) {
-  const Argument *a = b.find(name);
-  if (!a || !(a->isInt() || (a->isValue() && a->value()->kind() == ValueKind::SymInt)))
-    return std::string(name) + " must be an int";
-  return {};
-}
-
 /// The [1] tensor update_cache returns (update_cache_meta's torch.empty;
 /// the reference fills it with zeros).
 Expected<DeviceTensor> dummyResult(Context &ctx, DType dtype) {

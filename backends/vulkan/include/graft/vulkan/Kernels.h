@@ -187,6 +187,11 @@ Expected<DeviceTensor> embeddingQ4gsw(Context &ctx, const RawBytes &weight,
 /// et_vk.apply_rotary_emb on one tensor (call once for xq and once for xk).
 Expected<DeviceTensor> rotary(Context &ctx, const DeviceTensor &x, const DeviceTensor &freqsCos,
                               const DeviceTensor &freqsSin);
+/// et_vk.apply_rotary_emb_hf on one tensor x [B, S, H, D] with the whole
+/// [max_seq, R] tables read from row `startPos` (Python slicing, as the
+/// reference); call once for xq and once for xk.
+Expected<DeviceTensor> rotaryHf(Context &ctx, const DeviceTensor &x, const DeviceTensor &freqsCos,
+                                const DeviceTensor &freqsSin, int64_t startPos);
 
 //===-- Affine quantization, torchao (ops/quantize) --------------------===//
 
