@@ -457,6 +457,48 @@ TEST(VulkanKernels, CastsAndCopies) {
   checkGraph(g, kExact, 31);
 }
 
+TEST(VulkanKernels, RepeatCopiesAndHardtanh) {
+  GRAFT_REQUIRE_VULKAN();
+  // What patterns/redundant_ops.pat and fuse_clamp.pat leave for the device:
+  // repeat with real factors (tiles, new leading dims, a zero factor, of a
+  // transposed view, all ones), a copy that broadcasts and converts its src,
+  // the copies the rules remove (kept where an in-place update guards them),
+  // and hardtanh (default bounds, ReLU6's, inverted bounds give the max).
+  checkGraph(R"(graph @t {
+  input %a : f32[3, 5]
+  input %b : f32[4, 3, 5]
+  input %i : i32[5]
+  input %o : f32[1, 1]
+  %r : f32[2, 6, 10] = aten.repeat.default(%a, [2, 2, 2])
+  %t : f32[5, 3] = aten.t.default(%a)
+  %rt : f32[5, 9] = aten.repeat.default(%t, [1, 3])
+  %ri : i32[3, 5] = aten.repeat.default(%i, [3, 1])
+  %rz : f32[0, 5] = aten.repeat.default(%a, [0, 1])
+  %r1 : f32[1, 1] = aten.repeat.default(%o, [1, 1])
+  %c : f32[4, 3, 5] = aten.copy.default(%b, %i)
+  %ac : f32[3, 5] = aten.alias_copy.default(%a)
+  %lf : f32[3, 5] = aten.lift_fresh_copy.default(%a)
+  %cd : f32[3, 5] = dim_order_ops._clone_dim_order.default(%a, dim_order=[0, 1])
+  %a4 : f32[3, 5] = aten.mul.Scalar(%a, 4.0)
+  %ht : f32[3, 5] = aten.hardtanh.default(%a4)
+  %h6 : f32[3, 5] = aten.hardtanh.default(%a4, 0.0, 6.0)
+  %hi : f32[3, 5] = aten.hardtanh.default(%a4, 0.5, -0.5)
+  output %r
+  output %rt
+  output %ri
+  output %rz
+  output %r1
+  output %c
+  output %ac
+  output %lf
+  output %cd
+  output %ht
+  output %h6
+  output %hi
+})",
+             kExact, 43);
+}
+
 TEST(VulkanKernels, SubDivScalar) {
   GRAFT_REQUIRE_VULKAN();
   // Python-number sub/div: alpha, an i32 tensor kept i32 by an int scalar

@@ -275,6 +275,86 @@ Lowering copyLowering() {
   return l;
 }
 
+/// aten.repeat (TensorShape.cpp: self, padded with leading 1s, tiled
+/// repeats[i] times along dim i). One gather reads self as the interleaved
+/// view [r0, p0, r1, p1, ...] with stride 0 over each r; its contiguous
+/// result is the repeated tensor, [r0 * p0, r1 * p1, ...]. A factor of 1 or
+/// a dim of size 1 needs no dim of its own in that view.
+Lowering repeatLowering() {
+  Lowering l;
+  l.kernel = "copy";
+  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+    const TensorProto *x = protoOf(b, "self");
+    const Argument *arg = b.find("repeats");
+    auto reps = arg ? arg->intList() : std::nullopt;
+    if (!x || !reps)
+      return "repeats must be ints known when compiling";
+    if (reps->size() < x->shape.size())
+      return "fewer repeats than self's dims";
+    std::size_t lead = reps->size() - x->shape.size();
+    int64_t readDims = 0;
+    for (std::size_t i = 0; i < reps->size(); ++i) {
+      readDims += (*reps)[i] != 1;
+      if (i >= lead) {
+        const Dim &d = x->shape[i - lead];
+        readDims += !(d.isConstant() && d.constant() == 1);
+      }
+    }
+    if (readDims > 8)
+      return "the repeat reads self through " + std::to_string(readDims) +
+             " dims; the copy kernel takes 8";
+    return rankReason(node, 8);
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    GRAFT_TRY(DeviceTensor x, a.tensor("self"));
+    auto reps = a.intList("repeats");
+    if (!reps || reps->size() < x.sizes.size())
+      return a.error("Number of dimensions of repeat dims can not be smaller than number of "
+                     "dimensions of tensor");
+    std::vector<int64_t> padded(reps->size() - x.sizes.size(), 1);
+    padded.insert(padded.end(), x.sizes.begin(), x.sizes.end());
+    std::vector<int64_t> st = contiguousStrides(padded), sizes, strides, out;
+    for (std::size_t i = 0; i < padded.size(); ++i) {
+      int64_t r = (*reps)[i], p = padded[i];
+      if (r < 0)
+        return a.error("Trying to create tensor with negative dimension " + std::to_string(r * p));
+      if (r != 1) {
+        sizes.push_back(r);
+        strides.push_back(0);
+      }
+      if (p != 1) {
+        sizes.push_back(p);
+        strides.push_back(st[i]);
+      }
+      out.push_back(r * p);
+    }
+    GRAFT_TRY(DeviceTensor g, gather(a.ctx(), x, sizes, strides, 0));
+    return one(reshape(g, out));
+  };
+  return l;
+}
+
+/// aten.copy, the functional copy_: src converted to self's dtype and
+/// broadcast to self's shape; only self's shape is read.
+Lowering functionalCopyLowering() {
+  Lowering l;
+  l.kernel = "copy";
+  l.check = [](const Node &node, const BoundArgs &, const DeviceInfo &) -> std::string {
+    return rankReason(node, 8);
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    GRAFT_TRY(DeviceTensor self, a.tensor("self"));
+    GRAFT_TRY(DeviceTensor src, a.tensor("src"));
+    GRAFT_TRY(std::vector<int64_t> b, broadcastSizes("copy", {&self.sizes, &src.sizes}));
+    if (b != self.sizes)
+      return a.error("src " + sizesStr(src.sizes) + " is not broadcastable to self " +
+                     sizesStr(self.sizes));
+    GRAFT_TRY(DeviceTensor c, asDType(a.ctx(), src, a.outDType()));
+    return one(gather(a.ctx(), c, self.sizes, broadcastStrides(c.sizes, self.sizes), 0));
+  };
+  return l;
+}
+
 Lowering catLowering() {
   Lowering l;
   l.kernel = "copy";
@@ -335,8 +415,13 @@ void addCopyLowerings(LoweringTable &m) {
                         "aten.select_copy.int",
                         "aten._reshape_copy.default"})
     m[v] = viewLowering();
+  m["aten.alias_copy.default"] = viewLowering();
   m["aten.cat.default"] = catLowering();
   m["aten.clone.default"] = copyLowering();
+  m["aten.lift_fresh_copy.default"] = copyLowering();
+  m["dim_order_ops._clone_dim_order.default"] = copyLowering();
+  m["aten.copy.default"] = functionalCopyLowering();
+  m["aten.repeat.default"] = repeatLowering();
   m["aten._to_copy.default"] = copyLowering();
   m["aten.to.dtype"] = copyLowering();
   m["dim_order_ops._to_dim_order_copy.default"] = copyLowering();

@@ -318,26 +318,29 @@ Lowering unaryLowering(UnaryKind op) {
   return l;
 }
 
-/// torch.clamp(self, min, max) with Scalar bounds on f32/f16: the bounds are
-/// converted to the result dtype on the host (clamp_scalar_kernel_impl's
-/// checked min_.to<scalar_t>()), then unary_clamp compares.
-Lowering clampLowering() {
+/// torch.clamp(self, min, max) with Scalar bounds on f32/f16, and hardtanh
+/// (clamp_out with both bounds min_val and max_val, Activation.cpp
+/// hardtanh_out): the bounds are converted to the result dtype on the host
+/// (clamp_scalar_kernel_impl's checked min_.to<scalar_t>()), then
+/// unary_clamp compares.
+Lowering clampLowering(const char *minName, const char *maxName) {
   Lowering l;
   l.kernel = "unary_clamp";
-  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+  l.check = [minName, maxName](const Node &node, const BoundArgs &b,
+                               const DeviceInfo &) -> std::string {
     if (!isFloatOfResultDType(node, b, "self"))
       return "needs an f32/f16 input of the result's dtype";
-    for (const char *bound : {"min", "max"}) {
+    for (const char *bound : {minName, maxName}) {
       const Argument *a = b.find(bound);
       if (a && !a->isNone() && !a->number() && !(a->isValue() && !a->value()->isTensor()))
         return std::string("bound '") + bound + "' is not a number";
     }
     return {};
   };
-  l.run = [](NodeArgs &a) -> Results {
+  l.run = [minName, maxName](NodeArgs &a) -> Results {
     DType out = a.outDType();
     std::optional<double> lo, hi;
-    for (const char *bound : {"min", "max"}) {
+    for (const char *bound : {minName, maxName}) {
       if (a.isNone(bound))
         continue;
       auto v = a.number(bound);
@@ -350,7 +353,7 @@ Lowering clampLowering() {
         return a.error(std::string("clamp: ") + bound + " value " + std::to_string(*v) +
                        " cannot be converted to type " + std::string(name(out)) +
                        " without overflow");
-      (std::string_view(bound) == "min" ? lo : hi) = *v;
+      (bound == minName ? lo : hi) = *v;
     }
     if (!lo && !hi)
       return a.error("torch.clamp: At least one of 'min' or 'max' must not be None");
@@ -434,7 +437,8 @@ void addElementwiseLowerings(LoweringTable &m) {
   m["aten.sqrt.default"] = unaryLowering(UnaryKind::Sqrt);
   m["aten.exp.default"] = unaryLowering(UnaryKind::Exp);
   m["aten.reciprocal.default"] = unaryLowering(UnaryKind::Reciprocal);
-  m["aten.clamp.default"] = clampLowering();
+  m["aten.clamp.default"] = clampLowering("min", "max");
+  m["aten.hardtanh.default"] = clampLowering("min_val", "max_val");
   m["aten.where.self"] = whereLowering();
 }
 
