@@ -493,12 +493,18 @@ namespace {
 struct LlamaCase {
   SynthKvCache form;
   SynthQuant quant;
+  /// 0: Llama's RoPE; else HuggingFace RoPE (--use-hf-rope) with this
+  /// partial_rotary_factor, fused into et_vk.apply_rotary_emb_hf.
+  double hfRope = 0;
 };
 
 std::string llamaCaseName(const ::testing::TestParamInfo<LlamaCase> &info) {
   std::string q = std::string(name(info.param.quant));
   q.erase(std::remove(q.begin(), q.end(), '-'), q.end());
-  return std::string(name(info.param.form)) + "_q" + q;
+  std::string hf = info.param.hfRope == 0     ? ""
+                   : info.param.hfRope == 1.0 ? "_hf_rope"
+                                              : "_hf_rope_partial";
+  return std::string(name(info.param.form)) + "_q" + q + hf;
 }
 
 class VulkanKvCacheLlama : public graft::testing::ScratchDirTest,
@@ -508,6 +514,8 @@ TEST_P(VulkanKvCacheLlama, OnePartitionDecodesLikeTheInterpreter) {
   const LlamaCase c = GetParam();
   LlamaSynthOptions o = graft::testing::tinyLlama(c.quant);
   o.kvCache = c.form;
+  o.useHfRope = c.hfRope != 0;
+  o.partialRotaryFactor = c.hfRope != 0 ? c.hfRope : 1.0;
   std::string model = graft::testing::writeSynthesizedPt2(o, path("kv.pt2"));
   ASSERT_FALSE(::testing::Test::HasFailure());
   CompileOptions opts;
@@ -520,6 +528,12 @@ TEST_P(VulkanKvCacheLlama, OnePartitionDecodesLikeTheInterpreter) {
   ASSERT_TRUE(program.ok()) << render(program.diags());
   for (const ProgramNodePlan &p : program->plan)
     EXPECT_NE(p.placement, "cpu") << p.node << " (" << p.target << "): " << p.reason;
+  if (c.hfRope != 0) {
+    std::size_t fused = 0;
+    for (const ProgramNodePlan &p : program->plan)
+      fused += p.target == "et_vk.apply_rotary_emb_hf.default";
+    EXPECT_EQ(fused, static_cast<std::size_t>(o.layers)) << "one fused HF RoPE per layer";
+  }
 
   GRAFT_REQUIRE_VULKAN();
   auto original = load(model);
@@ -589,7 +603,9 @@ INSTANTIATE_TEST_SUITE_P(Forms, VulkanKvCacheLlama,
                          ::testing::Values(LlamaCase{SynthKvCache::Custom, SynthQuant::W4},
                                            LlamaCase{SynthKvCache::Custom, SynthQuant::W8A8W4},
                                            LlamaCase{SynthKvCache::Plain, SynthQuant::W4},
-                                           LlamaCase{SynthKvCache::Plain, SynthQuant::W8A8W4}),
+                                           LlamaCase{SynthKvCache::Plain, SynthQuant::W8A8W4},
+                                           LlamaCase{SynthKvCache::Custom, SynthQuant::W4, 1.0},
+                                           LlamaCase{SynthKvCache::Custom, SynthQuant::W4, 0.5}),
                          llamaCaseName);
 
 } // namespace
