@@ -462,6 +462,8 @@ TEST(BuiltinOps, RequiredOpsAndProperties) {
                             "et_vk.linear_dq8ca_q4gsw.default",
                             "et_vk.linear_qcs4w.default",
                             "et_vk.linear_q8ta_q8csw.default",
+                            "et_vk.q8ta_linear.default",
+                            "et_vk.q8ta_linear_gemv.default",
                             "et_vk.rms_norm.default",
                             "et_vk.apply_rotary_emb.default",
                             "et_vk.apply_rotary_emb_hf.default"};

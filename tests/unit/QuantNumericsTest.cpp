@@ -603,6 +603,87 @@ TEST(QuantNumerics, LinearQ8taQ8cswDequantizesIntActivation) {
   EXPECT_EQ(values(t.run1(y)), (std::vector<double>{-1, -14}));
 }
 
+// et_vk.q8ta_linear (custom_ops_lib.py): dequantize_per_tensor(x),
+// dequantize_per_channel(w), F.linear, + bias[:N], relu if asked, then
+// quantize_per_tensor(out, output_scale, output_zero_point, -128, 127, int8).
+struct Q8taLinearCase {
+  TestGraph t;
+  Value *x, *w, *sums, *s, *b;
+  Q8taLinearCase(std::vector<int64_t> xShape, std::vector<int64_t> xs) {
+    x = t.input("x", Tensor::fromInts(DType::I8, xShape, xs));
+    w = t.constant("w",
+                   Tensor::fromInts(DType::I8, {3, 4}, {1, 2, 0, 0, -3, 4, 2, 2, 0, 0, 4, -4}));
+    sums = t.constant("sums", Tensor::fromInts(DType::I32, {4}, {3, 5, 0, 0}));
+    // Padded to a multiple of 4 as upstream's prepacking does; the pad is
+    // ignored.
+    s = t.constant("s", f32({4}, {0.5, 1.0, 0.25, 0}));
+    b = t.constant("b", f32({3}, {0.5, 0, 0.625}));
+  }
+  Value *op(const char *target, double outScale, int64_t outZp, const char *act,
+            std::vector<int64_t> outShape) {
+    return t.op(target, {x, 0.25, int64_t(2), w, sums, s, outScale, outZp, b},
+                {{"activation", std::string(act)}}, DType::I8, std::move(outShape));
+  }
+};
+
+// x_f = (x - 2) * 0.25: row 0 [2, -2, 0.5, -0.5], row 1 [0.25] * 4
+// w_f = [[0.5, 1, 0, 0], [-3, 4, 2, 2], [0, 0, 1, -1]]
+// x_f w_f^T + b: row 0 [-1 + 0.5, -14 + 0, 1 + 0.625] = [-0.5, -14, 1.625]
+//                row 1 [0.375 + 0.5, 1.25, 0 + 0.625] = [0.875, 1.25, 0.625]
+const std::vector<int64_t> q8taX = {10, -6, 4, 0, 3, 3, 3, 3};
+
+TEST(QuantNumerics, Q8taLinearRequantizesHalfToEven) {
+  Q8taLinearCase c({2, 4}, q8taX);
+  Value *y = c.op("et_vk.q8ta_linear.default", 0.25, -1, "none", {2, 3});
+  // / 0.25: [-2, -56, 6.5], [3.5, 5, 2.5]; ties to even: 6.5 -> 6,
+  // 3.5 -> 4, 2.5 -> 2; + (-1): [-3, -57, 5], [3, 4, 1]
+  Tensor q = c.t.run1(y);
+  EXPECT_EQ(q.dtype(), DType::I8);
+  EXPECT_EQ(values(q), (std::vector<double>{-3, -57, 5, 3, 4, 1}));
+}
+
+TEST(QuantNumerics, Q8taLinearReluBeforeRequantize) {
+  Q8taLinearCase c({2, 4}, q8taX);
+  Value *y = c.op("et_vk.q8ta_linear.default", 0.25, -1, "relu", {2, 3});
+  // relu: [0, 0, 1.625], [0.875, 1.25, 0.625] -> [-1, -1, 5], [3, 4, 1]: the
+  // zero point is added after relu, so negative outputs become -1, not 0.
+  EXPECT_EQ(values(c.t.run1(y)), (std::vector<double>{-1, -1, 5, 3, 4, 1}));
+}
+
+TEST(QuantNumerics, Q8taLinearSaturates) {
+  Q8taLinearCase c({2, 4}, q8taX);
+  Value *y = c.op("et_vk.q8ta_linear.default", 0.01, 0, "none", {2, 3});
+  // * f32(1 / 0.01) = 100: [-50, -1400, 162.5], [87.5, 125, 62.5]; round
+  // half to even, then clamp to [-128, 127]: [-50, -128, 127], [88, 125, 62]
+  EXPECT_EQ(values(c.t.run1(y)), (std::vector<double>{-50, -128, 127, 88, 125, 62}));
+}
+
+TEST(QuantNumerics, Q8taLinearGemvIsTheSameReference) {
+  Q8taLinearCase c({1, 4}, {3, 3, 3, 3});
+  Value *y = c.op("et_vk.q8ta_linear_gemv.default", 0.25, -1, "none", {1, 3});
+  EXPECT_EQ(values(c.t.run1(y)), (std::vector<double>{3, 4, 1}));
+}
+
+TEST(QuantNumerics, Q8taLinearRejectsUnknownActivationAndFloatInput) {
+  Q8taLinearCase c({1, 4}, {3, 3, 3, 3});
+  auto r = c.t.run({c.op("et_vk.q8ta_linear.default", 0.25, -1, "gelu", {1, 3})});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(render(r.diags()).find("activation must be 'none' or 'relu', got 'gelu'"),
+            std::string::npos)
+      << render(r.diags());
+  TestGraph t;
+  Value *x = t.input("xf", f32({1, 4}, {1, 2, 3, 4}));
+  Value *w = t.constant("w", Tensor::fromInts(DType::I8, {1, 4}, {1, 1, 1, 1}));
+  Value *sums = t.constant("sums", Tensor::fromInts(DType::I32, {4}, {4, 0, 0, 0}));
+  Value *s = t.constant("s", f32({4}, {1, 0, 0, 0}));
+  Value *y = t.op("et_vk.q8ta_linear.default", {x, 0.25, int64_t(0), w, sums, s, 1.0, int64_t(0)},
+                  {}, DType::I8, {1, 1});
+  auto rf = t.run({y});
+  ASSERT_FALSE(rf.ok());
+  EXPECT_NE(render(rf.diags()).find("x must be the int8 quantized activation"), std::string::npos)
+      << render(rf.diags());
+}
+
 TEST(QuantNumerics, QuantizePerChannelGroupRoundsAfterZeroPoint) {
   TestGraph t;
   Value *x = t.input("x", f32({1, 4}, {0.5, -1.5, 0.25, 3.0}));

@@ -739,6 +739,30 @@ TEST_F(Infer, EtVkOps) {
                  {x8, 0.05, int64_t(3), in("w9", DType::I8, {10, 32}), in("ws2", DType::I32, {12}),
                   in("wsc2", DType::F32, {12})}),
              "holds K = 32");
+  // q8ta_linear(_gemv): int8 in, int8 out [..., N]; activation none/relu.
+  for (const char *op : {"et_vk.q8ta_linear.default", "et_vk.q8ta_linear_gemv.default"}) {
+    std::string o(op);
+    EXPECT_PROTO(one(op,
+                     {in("qx" + o, DType::I8, {2, S("s0"), 64}), 0.05, int64_t(3),
+                      in("qw" + o, DType::I8, {10, 64}), in("qs" + o, DType::I32, {12}),
+                      in("qsc" + o, DType::F32, {12}), 0.1, int64_t(-2)},
+                     {{"activation", "relu"}}),
+                 "i8[2, s0, 10]");
+  }
+  Value *qw = in("qw", DType::I8, {10, 64});
+  Value *qsums = in("qsums", DType::I32, {12});
+  Value *qsc = in("qsc", DType::F32, {12});
+  EXPECT_ERR(
+      err("et_vk.q8ta_linear.default", {x8, 0.05, int64_t(3), qw, qsums, qsc, 0.1, int64_t(0)}),
+      "x must be the int8 quantized activation, got f32");
+  Value *qx = in("qx", DType::I8, {4, 64});
+  EXPECT_ERR(err("et_vk.q8ta_linear.default",
+                 {qx, 0.05, int64_t(3), qw, qsums, qsc, 0.1, int64_t(0)}, {{"activation", "gelu"}}),
+             "activation must be 'none' or 'relu', got 'gelu'");
+  EXPECT_ERR(
+      err("et_vk.q8ta_linear_gemv.default",
+          {qx, 0.05, int64_t(3), in("qw32", DType::I8, {10, 32}), qsums, qsc, 0.1, int64_t(0)}),
+      "holds K = 32");
   Value *ew = in("ew", DType::U8, {100, 16});
   Value *idx = in("idx", DType::I32, {2, 3});
   EXPECT_PROTO(one("et_vk.embedding_q4gsw.default",

@@ -103,11 +103,8 @@ Results quantizePerTensorImpl(const KernelArgs &a, double scale, int64_t zp) {
   int64_t qmin = a.integer("quant_min"), qmax = a.integer("quant_max");
   DType dtype = a.dtype("dtype");
   GRAFT_CHECK_OK(boundsCheck(a, qmin, qmax, dtype));
-  double invScale = 1.0 / scale; // Python float arithmetic (double)
-  GRAFT_TRY(Tensor t, mul(x, Operand::num(invScale)));
-  GRAFT_TRY(Tensor shifted, add(unary(UnaryOp::Round, t), Operand::integer(zp)));
-  Tensor q = clamp(shifted, Number::fromInt(qmin), Number::fromInt(qmax));
-  return one(q.to(dtype));
+  GRAFT_TRY(Tensor q, quantizePerTensorF32(x, scale, zp, qmin, qmax, dtype));
+  return one(q);
 }
 
 Results dequantizePerTensorImpl(const KernelArgs &a, double scale, int64_t zp) {
@@ -430,6 +427,15 @@ Results embedding4bit(const KernelArgs &a, bool hasDType) {
 }
 
 } // namespace
+
+Expected<Tensor> quantizePerTensorF32(const Tensor &x, double scale, int64_t zeroPoint,
+                                      int64_t qmin, int64_t qmax, DType dtype) {
+  double invScale = 1.0 / scale; // Python float arithmetic (double)
+  GRAFT_TRY(Tensor t, mul(x, Operand::num(invScale)));
+  GRAFT_TRY(Tensor shifted, add(unary(UnaryOp::Round, t), Operand::integer(zeroPoint)));
+  Tensor q = clamp(shifted, Number::fromInt(qmin), Number::fromInt(qmax));
+  return q.to(dtype);
+}
 
 void registerDecomposedQuantKernels(KernelRegistry &r) {
   const std::string ns = "quantized_decomposed.";

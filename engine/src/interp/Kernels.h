@@ -84,4 +84,11 @@ Expected<ReductionParams> reductionParams(const std::vector<int64_t> &blockSize,
 Expected<std::pair<int64_t, int64_t>> checkedQuantRange(DType dtype, std::optional<Number> qmin,
                                                         std::optional<Number> qmax);
 
+/// quantized_decomposed.quantize_per_tensor on an f32 tensor: round(x *
+/// f32(1.0 / scale)) (half to even) + zero_point, clamped to [qmin, qmax],
+/// cast to `dtype`. The reciprocal is Python's double division, as in
+/// _decomposed.py; the fused ops that requantize their result share it.
+Expected<Tensor> quantizePerTensorF32(const Tensor &x, double scale, int64_t zeroPoint,
+                                      int64_t qmin, int64_t qmax, DType dtype);
+
 } // namespace graft::interp

@@ -30,6 +30,11 @@
 //    implements what the op computes on device: (nibble - 8) * scale[n].
 //  * linear_q8ta_q8csw: per-channel int8 weights (zero point 0) times
 //    scales; an integer activation is dequantized per tensor first.
+//  * q8ta_linear / q8ta_linear_gemv: the same f32 linear on the int8
+//    activation, then relu if asked, then quantize_per_tensor to int8 with
+//    [-128, 127] (round half to even after x * f32(1 / output_scale), + zero
+//    point, clamp). Both names share the reference; upstream picks the gemv
+//    kernel when the activation has one row.
 //
 // Where upstream pads N (scales, bias) to a multiple of 4, the padding is
 // sliced off (the Python reference would fail to broadcast; the GPU ignores
@@ -221,7 +226,10 @@ Results linearQcs4w(const KernelArgs &a) {
   return one(out);
 }
 
-Results linearQ8taQ8csw(const KernelArgs &a) {
+/// linear_q8ta_q8csw's result, and q8ta_linear's before the requantize: an
+/// integer x is dequantized per tensor, the weights per channel, then
+/// F.linear and + bias[:N] as a separate add (custom_ops_lib.py).
+Expected<Tensor> q8cswLinear(const KernelArgs &a) {
   Tensor x = a.tensor("x");
   const Tensor &w = a.tensor("weights");
   const Tensor &scales = a.tensor("weight_scales");
@@ -248,7 +256,30 @@ Results linearQ8taQ8csw(const KernelArgs &a) {
     GRAFT_TRY(Tensor bt, trimRows(a, *b, N, "bias"));
     GRAFT_TRY(out, binary(BinaryOp::Add, out, bt));
   }
+  return out;
+}
+
+Results linearQ8taQ8csw(const KernelArgs &a) {
+  GRAFT_TRY(Tensor out, q8cswLinear(a));
   return one(out);
+}
+
+/// q8ta_linear and q8ta_linear_gemv (one reference, two ET-VK kernels): the
+/// f32 linear above, relu when activation is "relu", then
+/// quantize_per_tensor(out, output_scale, output_zero_point, -128, 127, int8).
+Results q8taLinear(const KernelArgs &a) {
+  const Tensor &x = a.tensor("x");
+  if (!x.defined() || x.dtype() != DType::I8)
+    return a.error("x must be the int8 quantized activation");
+  std::string act = a.string("activation");
+  if (act != "none" && act != "relu")
+    return a.error("activation must be 'none' or 'relu', got '" + act + "'");
+  GRAFT_TRY(Tensor out, q8cswLinear(a));
+  if (act == "relu")
+    out = unary(UnaryOp::Relu, out);
+  GRAFT_TRY(Tensor q, quantizePerTensorF32(out, a.number("output_scale"),
+                                           a.integer("output_zero_point"), -128, 127, DType::I8));
+  return one(q);
 }
 
 Results embeddingQ4gsw(const KernelArgs &a) {
@@ -452,6 +483,8 @@ void registerVulkanOpKernels(KernelRegistry &r) {
   r.add("et_vk.linear_dq8ca_q4gsw.default", linearDq8caQ4gsw);
   r.add("et_vk.linear_qcs4w.default", linearQcs4w);
   r.add("et_vk.linear_q8ta_q8csw.default", linearQ8taQ8csw);
+  r.add("et_vk.q8ta_linear.default", q8taLinear);
+  r.add("et_vk.q8ta_linear_gemv.default", q8taLinear);
   r.add("et_vk.embedding_q4gsw.default", embeddingQ4gsw);
   r.add("et_vk.rms_norm.default", rmsNorm);
   r.add("et_vk.apply_rotary_emb.default", applyRotaryEmb);

@@ -297,6 +297,23 @@ Results vkLinear(const InferContext &ctx, const char *inputName, const char *wei
   return one(tensorResult(quantizedInput ? DType::F32 : x.dtype, out, &x));
 }
 
+// q8ta_linear / q8ta_linear_gemv: the int8 activation [..., K] times int8
+// weights [N, K] -> int8 [..., N] (the result is requantized). activation is
+// "none" or "relu": ET-VK's activation_type_from_string (Q8taConv2d.cpp)
+// rejects anything else.
+Results vkQ8taLinear(const InferContext &ctx) {
+  const TensorProto &x = ctx.tensor("x");
+  if (x.dtype != DType::I8)
+    return ctx.error("x must be the int8 quantized activation, got " + dtName(x.dtype));
+  if (const Argument *a = ctx.args.find("activation"))
+    if (a->isString() && a->string() != "none" && a->string() != "relu")
+      return ctx.error("activation must be 'none' or 'relu', got '" + a->string() + "'");
+  GRAFT_CHECK_OK(vkLinear(ctx, "x", "weights", false));
+  Shape out = x.shape;
+  out.back() = ctx.tensor("weights").shape[0];
+  return one(tensorResult(DType::I8, out, &x));
+}
+
 // embedding_q4gsw(weight [V, D/2], scales [V, G], group_size, indices) -> [*indices, D].
 Results vkEmbedding(const InferContext &ctx) {
   const TensorProto &w = ctx.tensor("weight");
@@ -337,6 +354,7 @@ void registerQuantRules(InferenceRules &rules) {
             [](const InferContext &c) { return vkLinear(c, "self", "weight", true); });
   rules.add("vk_linear_q8ta_q8csw",
             [](const InferContext &c) { return vkLinear(c, "x", "weights", false); });
+  rules.add("vk_q8ta_linear", vkQ8taLinear);
   rules.add("vk_embedding_q4gsw", vkEmbedding);
 }
 
