@@ -38,6 +38,7 @@
 #include <set>
 #include <sys/stat.h>
 #include <tuple>
+#include <type_traits>
 #include <unistd.h>
 
 namespace graft {
@@ -270,80 +271,6 @@ bool isRead(const Graph &g, const GraphInput &in) {
   return false;
 }
 
-json planJson(const Program &p) {
-  json nodes = json::array();
-  for (const ProgramNodePlan &n : p.plan) {
-    json j = {{"node", n.node},
-              {"target", n.target},
-              {"placement", n.placement},
-              {"kernel", n.kernel},
-              {"partition", n.partition}};
-    if (!n.reason.empty())
-      j["reason"] = n.reason;
-    nodes.push_back(std::move(j));
-  }
-  auto groups = [](const std::vector<ProgramSubgraph> &gs) {
-    json a = json::array();
-    for (const ProgramSubgraph &s : gs)
-      a.push_back({{"id", s.id}, {"nodes", s.nodes}});
-    return a;
-  };
-  return {{"dispatch", "per-node"},
-          {"nodes", std::move(nodes)}, // one entry per node: not copied
-          {"partitions", groups(p.partitions)},
-          {"cpu_subgraphs", groups(p.cpuSubgraphs)}};
-}
-
-/// SHADERS and SPIRV: each distinct module once (variants whose SPIR-V is
-/// byte-identical share it), 4-byte aligned as SPIR-V words are.
-std::pair<json, std::string> shaderSections(const Program &p, ProgramStats &stats) {
-  json variants = json::array(), modules = json::array();
-  std::string spirv;
-  std::multimap<uint64_t, std::size_t> byHash;
-  std::vector<std::pair<uint64_t, uint64_t>> ranges; // (offset, size) per module
-  for (const ProgramShader &sh : p.shaders) {
-    const char *bytes = reinterpret_cast<const char *>(sh.spirv.data());
-    uint64_t size = sh.spirv.size() * sizeof(uint32_t);
-    uint64_t h = contentHash(reinterpret_cast<const uint8_t *>(bytes), size);
-    std::size_t module = ranges.size();
-    auto [lo, hi] = byHash.equal_range(h);
-    for (auto it = lo; it != hi && module == ranges.size(); ++it)
-      if (ranges[it->second].second == size &&
-          std::memcmp(spirv.data() + ranges[it->second].first, bytes, size) == 0)
-        module = it->second;
-    if (module == ranges.size()) {
-      ranges.emplace_back(spirv.size(), size);
-      byHash.emplace(h, module);
-      modules.push_back({{"offset", spirv.size()}, {"size", size}, {"hash", hex64(h)}});
-      spirv.append(bytes, size);
-    }
-    variants.push_back({{"name", sh.variant},
-                        {"template", sh.templateName},
-                        {"source_hash", hex64(sh.sourceHash)},
-                        {"module", module},
-                        {"bindings", sh.bindings},
-                        {"local_size", {sh.localSize[0], sh.localSize[1], sh.localSize[2]}}});
-  }
-  stats.shaderVariants = p.shaders.size();
-  stats.spirvModules = ranges.size();
-  stats.spirvBytes = spirv.size();
-  json index = {{"compiler", p.shaderCompiler}, {"modules", modules}, {"variants", variants}};
-  return {std::move(index), std::move(spirv)};
-}
-
-json provenanceJson(const Program &p) {
-  json a = json::array();
-  for (const ProgramProvenance &e : p.provenance)
-    a.push_back({{"fqn", e.fqn},
-                 {"transform", e.transform},
-                 {"sources", e.sources},
-                 {"args", e.args},
-                 {"rule", e.rule},
-                 {"requests", e.requests},
-                 {"origins", e.origins}});
-  return a;
-}
-
 /// `s` as nlohmann's dump() writes a JSON string (UTF-8 as it is).
 void appendJsonString(std::string &out, std::string_view s) {
   bool plain = std::all_of(s.begin(), s.end(), [](char c) {
@@ -359,60 +286,243 @@ void appendJsonString(std::string &out, std::string_view s) {
   }
 }
 
-/// CONSTS, byte for byte what dump(1) of its nlohmann document gives (keys
-/// sorted, one space of indent per level), written directly: the document
-/// (a std::map per blob and binding, ~6,000 for a 128-layer model) cost more
-/// to build and free than the text, on the path that waits for DATA.
-std::string constsText(const Program &program, const std::vector<Blob> &blobs,
-                       const std::vector<Binding> &bindings) {
-  std::string out =
-      "{\n \"alignment\": " + std::to_string(kProgramAlignment) + ",\n \"bindings\": ";
-  // A list of objects at depth 1, each written by `each` at depth 2.
-  auto list = [&](std::size_t n, auto &&each) {
-    if (n == 0) {
-      out += "[]";
+/// JSON text byte for byte as nlohmann's dump(1) writes the same document
+/// (one space of indent per level; an object's keys sorted, as nlohmann::json
+/// keeps them: callers write them in that order), written directly. The
+/// metadata sections' documents (a std::map per plan entry, provenance
+/// record, blob and binding, ~20,000 for a 128-layer model) cost more to
+/// build, dump and free than their text.
+class JsonText {
+public:
+  void beginObject() { open('{'); }
+  void endObject() { close('}'); }
+  void beginArray() { open('['); }
+  void endArray() { close(']'); }
+  JsonText &key(std::string_view k) {
+    next();
+    appendJsonString(out_, k);
+    out_ += ": ";
+    afterKey_ = true;
+    return *this;
+  }
+  void value(std::string_view v) {
+    next();
+    appendJsonString(out_, v);
+  }
+  void value(const std::string &v) { value(std::string_view(v)); }
+  void value(const char *v) { value(std::string_view(v)); }
+  void value(bool v) {
+    next();
+    out_ += v ? "true" : "false";
+  }
+  template <class I>
+  requires std::is_integral_v<I>
+  void value(I v) {
+    next();
+    out_ += std::to_string(v);
+  }
+  /// A document as dump(1) writes it at this depth (its strings hold no raw
+  /// newline, so each of its lines is indented by the current depth).
+  void value(const json &v) {
+    next();
+    for (char c : v.dump(1)) {
+      out_ += c;
+      if (c == '\n')
+        out_.append(depth_.size(), ' ');
+    }
+  }
+  template <class T> void array(const std::vector<T> &items) {
+    beginArray();
+    for (const T &x : items)
+      value(x);
+    endArray();
+  }
+  std::string take() { return std::move(out_); }
+
+private:
+  /// Before a key or a value: a value after its key stays on the key's line;
+  /// anything else in a container goes on a line of its own.
+  void next() {
+    if (afterKey_) {
+      afterKey_ = false;
       return;
     }
-    out += "[\n";
-    for (std::size_t i = 0; i < n; ++i) {
-      out += i ? ",\n  {\n" : "  {\n";
-      each(i);
-      out += "\n  }";
+    if (depth_.empty())
+      return;
+    out_ += depth_.back() ? ",\n" : "\n";
+    depth_.back() = true;
+    out_.append(depth_.size(), ' ');
+  }
+  void open(char c) {
+    next();
+    out_ += c;
+    depth_.push_back(false);
+  }
+  void close(char c) {
+    bool any = depth_.back();
+    depth_.pop_back();
+    if (any) {
+      out_ += '\n';
+      out_.append(depth_.size(), ' ');
     }
-    out += "\n ]";
+    out_ += c;
+  }
+
+  std::string out_;
+  std::vector<bool> depth_; ///< per open container: whether it has an item yet
+  bool afterKey_ = false;
+};
+
+void subgraphsText(JsonText &t, const std::vector<ProgramSubgraph> &gs) {
+  t.beginArray();
+  for (const ProgramSubgraph &s : gs) {
+    t.beginObject();
+    t.key("id").value(s.id);
+    t.key("nodes").array(s.nodes);
+    t.endObject();
+  }
+  t.endArray();
+}
+
+std::string planText(const Program &p) {
+  JsonText t;
+  t.beginObject();
+  t.key("cpu_subgraphs");
+  subgraphsText(t, p.cpuSubgraphs);
+  t.key("dispatch").value("per-node");
+  t.key("nodes").beginArray();
+  for (const ProgramNodePlan &n : p.plan) {
+    t.beginObject();
+    t.key("kernel").value(n.kernel);
+    t.key("node").value(n.node);
+    t.key("partition").value(n.partition);
+    t.key("placement").value(n.placement);
+    if (!n.reason.empty())
+      t.key("reason").value(n.reason);
+    t.key("target").value(n.target);
+    t.endObject();
+  }
+  t.endArray();
+  t.key("partitions");
+  subgraphsText(t, p.partitions);
+  t.endObject();
+  return t.take();
+}
+
+/// SHADERS and SPIRV: each distinct module once (variants whose SPIR-V is
+/// byte-identical share it), 4-byte aligned as SPIR-V words are.
+std::pair<std::string, std::string> shaderSections(const Program &p, ProgramStats &stats) {
+  std::string spirv;
+  std::multimap<uint64_t, std::size_t> byHash;
+  struct Module {
+    uint64_t offset, size, hash;
   };
-  list(bindings.size(), [&](std::size_t i) {
-    const Binding &b = bindings[i];
+  std::vector<Module> modules;
+  std::vector<std::size_t> moduleOf;
+  for (const ProgramShader &sh : p.shaders) {
+    const char *bytes = reinterpret_cast<const char *>(sh.spirv.data());
+    uint64_t size = sh.spirv.size() * sizeof(uint32_t);
+    uint64_t h = contentHash(reinterpret_cast<const uint8_t *>(bytes), size);
+    std::size_t module = modules.size();
+    auto [lo, hi] = byHash.equal_range(h);
+    for (auto it = lo; it != hi && module == modules.size(); ++it)
+      if (modules[it->second].size == size &&
+          std::memcmp(spirv.data() + modules[it->second].offset, bytes, size) == 0)
+        module = it->second;
+    if (module == modules.size()) {
+      modules.push_back(Module{spirv.size(), size, h});
+      byHash.emplace(h, module);
+      spirv.append(bytes, size);
+    }
+    moduleOf.push_back(module);
+  }
+  stats.shaderVariants = p.shaders.size();
+  stats.spirvModules = modules.size();
+  stats.spirvBytes = spirv.size();
+  JsonText t;
+  t.beginObject();
+  t.key("compiler").value(p.shaderCompiler);
+  t.key("modules").beginArray();
+  for (const Module &m : modules) {
+    t.beginObject();
+    t.key("hash").value(hex64(m.hash));
+    t.key("offset").value(m.offset);
+    t.key("size").value(m.size);
+    t.endObject();
+  }
+  t.endArray();
+  t.key("variants").beginArray();
+  for (std::size_t i = 0; i < p.shaders.size(); ++i) {
+    const ProgramShader &sh = p.shaders[i];
+    t.beginObject();
+    t.key("bindings").value(sh.bindings);
+    t.key("local_size").beginArray();
+    for (uint32_t v : sh.localSize)
+      t.value(v);
+    t.endArray();
+    t.key("module").value(moduleOf[i]);
+    t.key("name").value(sh.variant);
+    t.key("source_hash").value(hex64(sh.sourceHash));
+    t.key("template").value(sh.templateName);
+    t.endObject();
+  }
+  t.endArray();
+  t.endObject();
+  return {t.take(), std::move(spirv)};
+}
+
+std::string provenanceText(const Program &p) {
+  JsonText t;
+  t.beginArray();
+  for (const ProgramProvenance &e : p.provenance) {
+    t.beginObject();
+    t.key("args").value(e.args);
+    t.key("fqn").value(e.fqn);
+    t.key("origins").array(e.origins);
+    t.key("requests").value(e.requests);
+    t.key("rule").value(e.rule);
+    t.key("sources").array(e.sources);
+    t.key("transform").value(e.transform);
+    t.endObject();
+  }
+  t.endArray();
+  return t.take();
+}
+
+/// CONSTS: its blobs (hash, offset, size) and which constant each binding
+/// reads (a blob, or a recipe computing it at load).
+std::string constsText(const Program &program, const std::vector<Blob> &blobs,
+                       const std::vector<Binding> &bindings) {
+  JsonText t;
+  t.beginObject();
+  t.key("alignment").value(kProgramAlignment);
+  t.key("bindings").beginArray();
+  for (const Binding &b : bindings) {
     const Graph &g = b.graph == "main" ? *program.graph : *program.reference;
     const GraphInput &in = g.inputs()[b.input];
+    t.beginObject();
     if (b.recipe.is_null())
-      out += "   \"blob\": " + std::to_string(b.blob) + ",\n";
-    out += "   \"dtype\": ";
-    appendJsonString(out, name(in.value->proto().dtype));
-    out += ",\n   \"fqn\": ";
-    appendJsonString(out, in.fqn);
-    out += ",\n   \"graph\": ";
-    appendJsonString(out, b.graph);
-    out += ",\n   \"input\": " + std::to_string(b.input);
-    if (!b.recipe.is_null()) {
-      // The recipe as dump(1) writes it three levels down: its own lines,
-      // indented three more spaces (its strings hold no raw newline).
-      out += ",\n   \"recipe\": ";
-      for (char c : b.recipe.dump(1)) {
-        out += c;
-        if (c == '\n')
-          out += "   ";
-      }
-    }
-  });
-  out += ",\n \"blobs\": ";
-  list(blobs.size(), [&](std::size_t i) {
-    const Blob &b = blobs[i];
-    out += "   \"hash\": \"" + hex64(b.hash) + "\",\n   \"offset\": " + std::to_string(b.offset) +
-           ",\n   \"size\": " + std::to_string(b.size);
-  });
-  out += "\n}";
-  return out;
+      t.key("blob").value(b.blob);
+    t.key("dtype").value(name(in.value->proto().dtype));
+    t.key("fqn").value(in.fqn);
+    t.key("graph").value(b.graph);
+    t.key("input").value(b.input);
+    if (!b.recipe.is_null())
+      t.key("recipe").value(b.recipe);
+    t.endObject();
+  }
+  t.endArray();
+  t.key("blobs").beginArray();
+  for (const Blob &b : blobs) {
+    t.beginObject();
+    t.key("hash").value(hex64(b.hash));
+    t.key("offset").value(b.offset);
+    t.key("size").value(b.size);
+    t.endObject();
+  }
+  t.endArray();
+  t.endObject();
+  return t.take();
 }
 
 /// A metadata section: its tag, its bytes and their FNV-1a hash.
@@ -443,10 +553,10 @@ Expected<std::vector<SectionBytes>> structureSections(const Program &p, ProgramS
     GRAFT_TRY(std::string refText, structureText(*p.reference));
     out.push_back(SectionBytes::of("REFGRAPH", std::move(refText)));
   }
-  out.push_back(SectionBytes::of("PLAN", planJson(p).dump(1)));
-  out.push_back(SectionBytes::of("PROV", provenanceJson(p).dump(1)));
+  out.push_back(SectionBytes::of("PLAN", planText(p)));
+  out.push_back(SectionBytes::of("PROV", provenanceText(p)));
   auto [shaderIndex, spirv] = shaderSections(p, shaderStats);
-  out.push_back(SectionBytes::of("SHADERS", shaderIndex.dump(1)));
+  out.push_back(SectionBytes::of("SHADERS", std::move(shaderIndex)));
   out.push_back(SectionBytes::of("SPIRV", std::move(spirv)));
   return out;
 }
