@@ -5,7 +5,9 @@
 // per-channel 8-bit -> aten._weight_int8pack_mm, 4-bit -> et_vk.linear_qcs4w,
 // bias as a separate add) and backends/vulkan/patterns/quantized_linear.py
 // (QuantizedLinearMatch: static per-tensor activation + per-channel weight ->
-// et_vk.linear_q8ta_q8csw fed the int8 activation itself).
+// et_vk.linear_q8ta_q8csw fed the int8 activation itself; with the output
+// requantized, make_q8ta_linear_custom_op -> et_vk.q8ta_linear, or
+// et_vk.q8ta_linear_gemv for one activation row; executorch cff6f4dd).
 //
 // Before (weight-only, 4-bit values in an int8 tensor):
 //   %wdq : f32[N, K] = quantized_decomposed.dequantize_per_channel.default(%w, %s, %zp, 0, -8, 7, i8)
@@ -22,6 +24,22 @@
 // After (the quantize stays: the fused op reads the int8 activation):
 //   %xq  : i8[M, K]  = quantized_decomposed.quantize_per_tensor.default(%x, 0.02, 3, -128, 127, i8)
 //   %y   : f32[M, N] = et_vk.linear_q8ta_q8csw.default(%xq, 0.02, 3, %w, %w.group_sums..., %s.pad..., %b)
+//
+// Before (static activation, requantized output, optional relu):
+//   %xdq : f32[M, K] = quantized_decomposed.dequantize_per_tensor.default(%xq, 0.02, 3, -128, 127, i8)
+//   %wdq : f32[N, K] = quantized_decomposed.dequantize_per_channel.default(%w, %s, %zp, 0, -127, 127, i8)
+//   %lin : f32[M, N] = aten.linear.default(%xdq, %wdq, %b)
+//   %r   : f32[M, N] = aten.relu.default(%lin)                     (optional)
+//   %y   : i8[M, N]  = quantized_decomposed.quantize_per_tensor.default(%r, 0.05, -4, -128, 127, i8)
+// After (M == 1: et_vk.q8ta_linear_gemv, same arguments):
+//   %y   : i8[M, N]  = et_vk.q8ta_linear.default(%xq, 0.02, 3, %w, %w.group_sums..., %s.pad...,
+//                                                 0.05, -4, %b, "relu")
+// The requantized rules are rooted at the output quantize, below the linear
+// that pt2e_linear_q8ta_q8csw is rooted at; the rewriter visits users before
+// producers, so they get the first chance and the two never fight (without
+// the output quantize, or when it does not match, the float-output rule still
+// fuses the linear). Upstream's check is the same: the output quantize is
+// what routes a static match to make_q8ta_linear_custom_op.
 //
 // Conditions, and where graft is stricter than upstream (each upstream gap
 // would fuse a graph into something that computes different numbers):
@@ -59,6 +77,15 @@
 //    limit) and an int8 activation dequantized per tensor with float scale
 //    and int zero point (quantize_per_tensor.default, not the .tensor form).
 //
+//  * the requantized rules need the output quantize to be
+//    quantize_per_tensor.default(_, scale, zp, -128, 127, i8): the op's
+//    reference (custom_ops_lib.py q8ta_linear) hard-codes that range, while
+//    upstream's matcher reads only the scale and zero point of whatever
+//    quantize follows, so it would change the clamp of a [-127, 127] or
+//    uint8 quantize. Upstream also skips a view_copy between the linear and
+//    the quantize (edge dialect decomposes a rank-3 linear); graft keeps
+//    aten.linear whole, so there is none to skip.
+//
 // Numerics: linear_qcs4w and linear_q8ta_q8csw dequantize exactly as
 // dequantize_per_channel does (w * s[n] in f32) and run the same f32 linear,
 // so they are bit-exact. _weight_int8pack_mm computes (sum_k x*w) * s[n]
@@ -73,6 +100,11 @@
 // output (rounding errors cancel). atol 1e-3 alone is 2.3x that (rtol 1e-5
 // adds 0.02 at |y| = 2000), while a wrong scale, transposition or reshape
 // changes an output by O(1).
+// q8ta_linear / q8ta_linear_gemv are bit-exact: their reference is the
+// matched graph op for op (dequantize_per_tensor of x with the same scale
+// and zero point, the same per-channel dequantize, F.linear, + bias, relu,
+// quantize_per_tensor with the same scale, zero point and [-128, 127]), and
+// the interpreter runs both the same way; nothing is reassociated.
 
 /// Weight-only 8-bit symmetric per-channel linear, no bias ->
 /// aten._weight_int8pack_mm.
@@ -290,6 +322,158 @@ rule pt2e_linear_q8ta_q8csw benefit 20 tags(linear, int8, pt2e) backend vulkan {
     K = [8, 64]
     is = 1
     izp = [0, 3]
+    aqmin = -128
+    aqmax = 127
+    wqmin = -127
+    wqmax = 127
+  }
+}
+
+/// Static per-tensor int8 activation, symmetric per-channel int8 weight and a
+/// requantized int8 output, one activation row (x : [..., 1, K] or [K]) ->
+/// et_vk.q8ta_linear_gemv; upstream picks the gemv kernel when
+/// input_shape[-2] == 1 or x is 1-D (make_q8ta_linear_custom_op).
+rule pt2e_q8ta_linear_gemv benefit 31 tags(linear, int8, pt2e) backend vulkan {
+  match {
+    %xdq = quantized_decomposed.dequantize_per_tensor($xq : i8[..., 1, $K] | $xq : i8[$K], $is,
+                                                      $izp, $aqmin, $aqmax, i8)
+    %w   = quantized_decomposed.dequantize_per_channel(param $qw : i8[$N, $K], param $s : f32[$N],
+                                                       $zp, 0, $wqmin, $wqmax, i8)
+    %lin = aten.linear(%xdq, %w, $b)
+    %y   = quantized_decomposed.quantize_per_tensor(%lin, $os, $ozp, -128, 127, i8)
+  }
+  where {
+    $K % 4 == 0
+    $aqmin >= -128 and $aqmax <= 127
+    $wqmin >= -128 and $wqmax <= 127
+    $zp is none or all_zero($zp)
+  }
+  rewrite {
+    $gsums  = group_sums($qw, $K, pad_to = 4)
+    $sums   = reshape($gsums, [-1])
+    $scales = pad_to_multiple($s, dim = 0, multiple = 4)
+    %y      = et_vk.q8ta_linear_gemv($xq, $is, $izp, $qw, $sums, $scales, $os, $ozp, $b, "none")
+  }
+  example {
+    N = [6, 8]
+    K = [8, 64]
+    is = 1
+    izp = [0, 3]
+    os = [32, 256]
+    ozp = [0, -5]
+    aqmin = -128
+    aqmax = 127
+    wqmin = -127
+    wqmax = 127
+  }
+}
+
+/// The same with a relu between the linear and the output quantize
+/// (upstream's q -> dq -> linear -> relu -> q) -> activation "relu".
+rule pt2e_q8ta_linear_gemv_relu benefit 31 tags(linear, int8, pt2e) backend vulkan {
+  match {
+    %xdq = quantized_decomposed.dequantize_per_tensor($xq : i8[..., 1, $K] | $xq : i8[$K], $is,
+                                                      $izp, $aqmin, $aqmax, i8)
+    %w   = quantized_decomposed.dequantize_per_channel(param $qw : i8[$N, $K], param $s : f32[$N],
+                                                       $zp, 0, $wqmin, $wqmax, i8)
+    %lin = aten.linear(%xdq, %w, $b)
+    %r   = aten.relu(%lin)
+    %y   = quantized_decomposed.quantize_per_tensor(%r, $os, $ozp, -128, 127, i8)
+  }
+  where {
+    $K % 4 == 0
+    $aqmin >= -128 and $aqmax <= 127
+    $wqmin >= -128 and $wqmax <= 127
+    $zp is none or all_zero($zp)
+  }
+  rewrite {
+    $gsums  = group_sums($qw, $K, pad_to = 4)
+    $sums   = reshape($gsums, [-1])
+    $scales = pad_to_multiple($s, dim = 0, multiple = 4)
+    %y      = et_vk.q8ta_linear_gemv($xq, $is, $izp, $qw, $sums, $scales, $os, $ozp, $b, "relu")
+  }
+  example {
+    N = [6, 8]
+    K = [8, 64]
+    is = 1
+    izp = [0, 3]
+    os = [32, 256]
+    ozp = [0, -5]
+    aqmin = -128
+    aqmax = 127
+    wqmin = -127
+    wqmax = 127
+  }
+}
+
+/// Static per-tensor int8 activation, symmetric per-channel int8 weight and a
+/// requantized int8 output, any other activation shape -> et_vk.q8ta_linear
+/// (tried after the gemv rule, which takes one-row activations).
+rule pt2e_q8ta_linear benefit 30 tags(linear, int8, pt2e) backend vulkan {
+  match {
+    %xdq = quantized_decomposed.dequantize_per_tensor($xq : i8[..., $K], $is, $izp, $aqmin, $aqmax,
+                                                      i8)
+    %w   = quantized_decomposed.dequantize_per_channel(param $qw : i8[$N, $K], param $s : f32[$N],
+                                                       $zp, 0, $wqmin, $wqmax, i8)
+    %lin = aten.linear(%xdq, %w, $b)
+    %y   = quantized_decomposed.quantize_per_tensor(%lin, $os, $ozp, -128, 127, i8)
+  }
+  where {
+    $K % 4 == 0
+    $aqmin >= -128 and $aqmax <= 127
+    $wqmin >= -128 and $wqmax <= 127
+    $zp is none or all_zero($zp)
+  }
+  rewrite {
+    $gsums  = group_sums($qw, $K, pad_to = 4)
+    $sums   = reshape($gsums, [-1])
+    $scales = pad_to_multiple($s, dim = 0, multiple = 4)
+    %y      = et_vk.q8ta_linear($xq, $is, $izp, $qw, $sums, $scales, $os, $ozp, $b, "none")
+  }
+  example {
+    N = [6, 8]
+    K = [8, 64]
+    is = 1
+    izp = [0, 3]
+    os = [32, 256]
+    ozp = [0, -5]
+    aqmin = -128
+    aqmax = 127
+    wqmin = -127
+    wqmax = 127
+  }
+}
+
+/// The same with a relu before the output quantize -> activation "relu".
+rule pt2e_q8ta_linear_relu benefit 30 tags(linear, int8, pt2e) backend vulkan {
+  match {
+    %xdq = quantized_decomposed.dequantize_per_tensor($xq : i8[..., $K], $is, $izp, $aqmin, $aqmax,
+                                                      i8)
+    %w   = quantized_decomposed.dequantize_per_channel(param $qw : i8[$N, $K], param $s : f32[$N],
+                                                       $zp, 0, $wqmin, $wqmax, i8)
+    %lin = aten.linear(%xdq, %w, $b)
+    %r   = aten.relu(%lin)
+    %y   = quantized_decomposed.quantize_per_tensor(%r, $os, $ozp, -128, 127, i8)
+  }
+  where {
+    $K % 4 == 0
+    $aqmin >= -128 and $aqmax <= 127
+    $wqmin >= -128 and $wqmax <= 127
+    $zp is none or all_zero($zp)
+  }
+  rewrite {
+    $gsums  = group_sums($qw, $K, pad_to = 4)
+    $sums   = reshape($gsums, [-1])
+    $scales = pad_to_multiple($s, dim = 0, multiple = 4)
+    %y      = et_vk.q8ta_linear($xq, $is, $izp, $qw, $sums, $scales, $os, $ozp, $b, "relu")
+  }
+  example {
+    N = [6, 8]
+    K = [8, 64]
+    is = 1
+    izp = [0, 3]
+    os = [32, 256]
+    ozp = [0, -5]
     aqmin = -128
     aqmax = 127
     wqmin = -127
