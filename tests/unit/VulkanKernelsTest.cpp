@@ -674,6 +674,33 @@ TEST(VulkanKernels, LinearQcs4wAndInt8ExactProfile) {
              kExact, 45);
 }
 
+TEST(VulkanKernels, Q8taLinearRequantizesExactly) {
+  GRAFT_REQUIRE_VULKAN();
+  // et_vk.q8ta_linear(_gemv) on linear_q8csw.glsl MODE q8ta_q8to: the int8
+  // result is bit-exact against the interpreter. %a: rank 3, bias, relu, N
+  // = 70 (scales padded to 72), outputs past [-128, 127] (saturation); %b:
+  // the gemv form, one row, no bias; %c: x a constant 5 and scales 0.5, so
+  // every sum is a multiple of 0.125 and many requantized values are exact
+  // halves (round half to even decides them).
+  checkGraph(R"(graph @t {
+  param %w8 : i8[70, 96] fqn="w8" = random(seed=9, min=-127, max=127)
+  param %s8p : f32[72] fqn="s8p" = random(seed=10, min=0.002, max=0.02)
+  param %sums : i32[72] fqn="sums" = full(0)
+  param %bias : f32[72] fqn="bias" = random(seed=11, min=-1, max=1)
+  param %half : f32[72] fqn="half" = full(0.5)
+  param %xc : i8[2, 96] fqn="xc" = full(5)
+  input %xi : i8[2, 3, 96]
+  input %x1 : i8[1, 96]
+  %a : i8[2, 3, 70] = et_vk.q8ta_linear.default(%xi, 0.05, 3, %w8, %sums, %s8p, 0.02, -7, %bias, "relu")
+  %b : i8[1, 70] = et_vk.q8ta_linear_gemv.default(%x1, 0.05, -2, %w8, %sums, %s8p, 0.1, 4)
+  %c : i8[2, 70] = et_vk.q8ta_linear.default(%xc, 0.25, 3, %w8, %sums, %half, 2.0, 0, none, "none")
+  output %a
+  output %b
+  output %c
+})",
+             kExact, 61);
+}
+
 //===-- Fast quantized linears: within their error bounds -----------------===//
 // The default kernels (linear_q4gsw_fast.glsl) reorder the K reduction and
 // contract to FMA. docs/numerics.md ("Fast kernels") derives their bound

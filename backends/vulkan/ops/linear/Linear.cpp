@@ -3,7 +3,7 @@
 // Float matrix products (mm, bmm, matmul, linear, addmm) and the quantized
 // linears of ExecuTorch's Vulkan backend: linear_q4gsw, linear_dq8ca_q4gsw,
 // linear_qcs4w (4-bit weights prepacked at load time), _weight_int8pack_mm
-// and linear_q8ta_q8csw (8-bit weights). Shaders: matmul.glsl, the
+// linear_q8ta_q8csw and q8ta_linear(_gemv) (8-bit weights). Shaders: matmul.glsl, the
 // linear_q4gsw* variants with q4_linear.glslh, linear_q8csw.glsl.
 //
 //===----------------------------------------------------------------------===//
@@ -413,6 +413,9 @@ struct Q8Push {
   int32_t M, N, K, hasBias;
   float inputScale, inputInvScale;
   int32_t inputZeroPoint;
+  // q8ta_linear's requantize (MODE q8ta_q8to only).
+  float outputInvScale;
+  int32_t outputZeroPoint, relu;
 };
 } // namespace
 
@@ -427,7 +430,7 @@ Expected<DeviceTensor> weightInt8PackMm(Context &ctx, const DeviceTensor &x,
                            std::to_string(w.K) + "], " + sizesStr(scales.sizes));
   int64_t M = x.sizes[0];
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, x.dtype, {M, w.N}));
-  Q8Push pc{i32(M), i32(w.N), i32(w.K), 0, 0.f, 0.f, 0};
+  Q8Push pc{i32(M), i32(w.N), i32(w.K), 0, 0.f, 0.f, 0, 0.f, 0, 0};
   std::string variant =
       "weight_int8pack_mm_" + shaderDType(x.dtype) + "_" + shaderDType(scales.dtype);
   GRAFT_CHECK_OK(ctx.dispatch1D(
@@ -460,11 +463,52 @@ Expected<DeviceTensor> linearQ8taQ8csw(Context &ctx, const DeviceTensor &x, doub
   outSizes.push_back(w.N);
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, outDType, outSizes));
   float s = static_cast<float>(inputScale);
-  Q8Push pc{i32(M), i32(w.N), i32(w.K), bias ? 1 : 0, s, 1.0f / s, i32(inputZeroPoint)};
+  Q8Push pc{i32(M), i32(w.N), i32(w.K), bias ? 1 : 0, s, 1.0f / s, i32(inputZeroPoint), 0.f, 0, 0};
   std::string variant =
       intX ? "linear_q8ta_q8csw_intx_" + shaderDType(scales.dtype)
            : "linear_q8ta_q8csw_" + shaderDType(x.dtype) + "_" + shaderDType(scales.dtype);
   GRAFT_CHECK_OK(ctx.dispatch1D(variant,
+                                {out.buffer.get(), x.buffer.get(), w.words.get(),
+                                 scales.buffer.get(), (bias ? bias : &x)->buffer.get()},
+                                &pc, sizeof(pc),
+                                uint64_t((M + kTileM - 1) / kTileM) * uint64_t(w.N)));
+  return out;
+}
+
+Expected<DeviceTensor> q8taLinear(Context &ctx, const DeviceTensor &x, double inputScale,
+                                  int64_t inputZeroPoint, const PackedQ8Weight &w,
+                                  const DeviceTensor &scales, double outputScale,
+                                  int64_t outputZeroPoint, const DeviceTensor *bias, bool relu) {
+  if (x.dtype != DType::I8 || scales.dtype != DType::F32)
+    return kernelError("q8ta_linear", "x must be i8 and weight_scales f32, got " +
+                                          std::string(name(x.dtype)) + ", " +
+                                          std::string(name(scales.dtype)));
+  if (x.sizes.empty() || x.sizes.back() != w.K)
+    return kernelError("q8ta_linear",
+                       "input features do not match the weight's " + std::to_string(w.K));
+  if (scales.numel() < w.N)
+    return kernelError("q8ta_linear",
+                       "weight_scales have fewer than " + std::to_string(w.N) + " entries");
+  if (bias && (bias->dtype != DType::F32 || bias->numel() < w.N))
+    return kernelError("q8ta_linear",
+                       "bias must be f32 with at least " + std::to_string(w.N) + " elements");
+  int64_t M = x.numel() / std::max<int64_t>(w.K, 1);
+  std::vector<int64_t> outSizes(x.sizes.begin(), x.sizes.end() - 1);
+  outSizes.push_back(w.N);
+  GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, DType::I8, outSizes));
+  float s = static_cast<float>(inputScale);
+  // quantize_per_tensor's inv_scale: 1.0 / scale in double, then f32.
+  Q8Push pc{i32(M),
+            i32(w.N),
+            i32(w.K),
+            bias ? 1 : 0,
+            s,
+            1.0f / s,
+            i32(inputZeroPoint),
+            static_cast<float>(1.0 / outputScale),
+            i32(outputZeroPoint),
+            relu ? 1 : 0};
+  GRAFT_CHECK_OK(ctx.dispatch1D("q8ta_linear_float",
                                 {out.buffer.get(), x.buffer.get(), w.words.get(),
                                  scales.buffer.get(), (bias ? bias : &x)->buffer.get()},
                                 &pc, sizeof(pc),
@@ -683,6 +727,49 @@ Lowering q8taLowering() {
   return l;
 }
 
+/// q8ta_linear and q8ta_linear_gemv share one kernel: the numbers are the
+/// same, and linear_q8csw.glsl's one-thread-per-(row tile, n) layout serves
+/// a single row as well (upstream's separate gemv shader is a speed choice).
+Lowering q8taLinearLowering(const char *kernel) {
+  Lowering l;
+  l.kernel = kernel;
+  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+    GRAFT_VK_REASON(requireConstant(node, b, "weights"));
+    const TensorProto *xp = protoOf(b, "x");
+    if (!xp || xp->dtype != DType::I8)
+      return "x must be an i8 tensor";
+    const TensorProto *sp = protoOf(b, "weight_scales");
+    if (!sp || sp->dtype != DType::F32)
+      return "weight_scales must be f32";
+    const TensorProto *bp = protoOf(b, "bias");
+    if (bp && bp->dtype != DType::F32)
+      return "bias must be f32";
+    auto k = xp->shape.empty() ? std::nullopt : xp->shape.back().value();
+    if (k && *k % 4 != 0)
+      return "in_channels " + std::to_string(*k) + " is not a multiple of 4";
+    return {};
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    GRAFT_TRY(DeviceTensor x, a.tensor("x"));
+    GRAFT_TRY(PackedQ8Weight w, a.state().packedQ8(a.value("weights")));
+    GRAFT_TRY(DeviceTensor scales, a.tensor("weight_scales"));
+    GRAFT_TRY(auto bias, a.optionalTensor("bias"));
+    auto is = a.number("input_scale");
+    auto izp = a.integer("input_zero_point");
+    auto os = a.number("output_scale");
+    auto ozp = a.integer("output_zero_point");
+    if (!is || !izp || !os || !ozp)
+      return a.error("the input and output scales and zero points must be numbers");
+    // Shape inference admits only "none" and "relu" (the schema's default
+    // is "none").
+    const Argument &act = a.arg("activation");
+    bool relu = act.isString() && act.string() == "relu";
+    return one(
+        q8taLinear(a.ctx(), x, *is, *izp, w, scales, *os, *ozp, bias ? &*bias : nullptr, relu));
+  };
+  return l;
+}
+
 } // namespace
 
 void addLinearLowerings(LoweringTable &m) {
@@ -696,6 +783,8 @@ void addLinearLowerings(LoweringTable &m) {
   m["et_vk.linear_dq8ca_q4gsw.default"] = q4Lowering("linear_dq8ca_q4gsw", true);
   m["et_vk.linear_qcs4w.default"] = qcs4wLowering();
   m["et_vk.linear_q8ta_q8csw.default"] = q8taLowering();
+  m["et_vk.q8ta_linear.default"] = q8taLinearLowering("q8ta_linear");
+  m["et_vk.q8ta_linear_gemv.default"] = q8taLinearLowering("q8ta_linear_gemv");
 }
 
 } // namespace graft::vk

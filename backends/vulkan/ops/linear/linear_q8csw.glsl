@@ -7,11 +7,20 @@
 //                  dequantized weight float(w) * scales[n], sequential f32
 //                  sum, then + bias. For integer x this is the reference's
 //                  computation exactly.
+//   MODE q8ta_q8to: et_vk.q8ta_linear / q8ta_linear_gemv (int8 x): q8ta_int,
+//                  then relu if asked, then quantize_per_tensor to int8:
+//                  clamp(roundEven(r * f32(1 / output_scale)) + output_zp,
+//                  -128, 127), the reference's operations in its order.
 // Weights are prepacked K-block major: word[k4 * N + n] holds the int8
 // values k = 4*k4 .. 4*k4+3 of row n (byte b = k 4*k4+b).
 #include "common.glslh"
 
+#if defined(MODE_q8ta_q8to)
+#define MODE_q8ta_int 1
+layout(set = 0, binding = 0) buffer Out { int t_out[]; };
+#else
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
+#endif
 #if defined(MODE_q8ta_int)
 #define MODE_q8ta 1
 layout(set = 0, binding = 1) readonly buffer X { int t_x[]; };
@@ -30,6 +39,9 @@ layout(push_constant) uniform PushConstants {
   float inputScale;
   float inputInvScale;
   int inputZeroPoint;
+  float outputInvScale;
+  int outputZeroPoint;
+  int relu;
 } pc;
 
 void main() {
@@ -86,9 +98,19 @@ void main() {
     precise float r = acc[t];
     if (pc.hasBias != 0)
       r = r + float(t_bias[n]);
+#if defined(MODE_q8ta_q8to)
+    // r < 0 is false for NaN, which relu keeps, as torch's does.
+    if (pc.relu != 0 && r < 0.0)
+      r = 0.0;
+    precise float y = r * pc.outputInvScale;
+    float q = clamp(roundEven(y) + float(pc.outputZeroPoint), -128.0, 127.0);
+    t_out[m * pc.N + n] = int(q);
+#else
+    t_out[m * pc.N + n] = TO_DTYPE(r);
+#endif
 #else
     precise float r = acc[t] * s;
-#endif
     t_out[m * pc.N + n] = TO_DTYPE(r);
+#endif
   }
 }

@@ -166,6 +166,12 @@ Expected<DeviceTensor> weightInt8PackMm(Context &ctx, const DeviceTensor &x,
 Expected<DeviceTensor> linearQ8taQ8csw(Context &ctx, const DeviceTensor &x, double inputScale,
                                        int64_t inputZeroPoint, const PackedQ8Weight &w,
                                        const DeviceTensor &scales, const DeviceTensor *bias);
+/// et_vk.q8ta_linear / q8ta_linear_gemv: int8 x [..., K] -> int8 [..., N]
+/// (linear_q8ta_q8csw's sum, relu if asked, quantize_per_tensor).
+Expected<DeviceTensor> q8taLinear(Context &ctx, const DeviceTensor &x, double inputScale,
+                                  int64_t inputZeroPoint, const PackedQ8Weight &w,
+                                  const DeviceTensor &scales, double outputScale,
+                                  int64_t outputZeroPoint, const DeviceTensor *bias, bool relu);
 
 //===-- Embeddings and RoPE (ops/embedding, ops/rotary) ----------------===//
 
