@@ -1153,6 +1153,151 @@ TEST(VulkanKernels, DequantizePerChannelHalf) {
              kExact, 62);
 }
 
+// quantized_decomposed.quantize_per_tensor / dequantize_per_tensor (PT2E's
+// activation qdq) on quant_affine.glsl, bit-exact against the interpreter on
+// hand-picked values: ties (x * inv_scale exactly k + 0.5, both signs),
+// saturation at both ends, zero points, NaN (0) and infinities, -0.0, an
+// int32 range whose f32(quant_max) = 2^31 wraps to INT_MIN as the reference
+// converts it, quant_min > quant_max, and scale 0.017, whose double
+// reciprocal rounded to f32 (the reference's) differs from the f32
+// reciprocal of f32(0.017): x = 0.0255 gives exactly 1.5 (-> 2) with the
+// former and 1.4999999 (-> 1) with the latter.
+TEST(VulkanKernels, QuantizePerTensorExact) {
+  GRAFT_REQUIRE_VULKAN();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> xs = {0.25,
+                            0.75,
+                            1.25,
+                            -0.25,
+                            -0.75,
+                            -1.25,
+                            0.025499999523162842,
+                            0.042500004172325134,
+                            0.05950000137090683,
+                            -0.0595,
+                            63.75,
+                            -64.25,
+                            100,
+                            -100,
+                            1e30,
+                            -1e30,
+                            nan,
+                            inf,
+                            -inf,
+                            -0.0,
+                            0.0,
+                            3.0,
+                            -2.5,
+                            1e-3,
+                            0.4999};
+  const int64_t n = static_cast<int64_t>(xs.size());
+  const std::string sig = "[" + std::to_string(n) + "]";
+  Tensor x = Tensor::fromDoubles(DType::F32, {n}, xs);
+  checkWithInputs(
+      "graph @t {\n  input %x : f32" + sig + R"(
+  %a : i8)" +
+          sig + R"( = quantized_decomposed.quantize_per_tensor.default(%x, 0.5, 3, -128, 127, i8)
+  %b : u8)" +
+          sig + R"( = quantized_decomposed.quantize_per_tensor.default(%x, 0.017, 128, 0, 255, u8)
+  %c : i16)" +
+          sig +
+          R"( = quantized_decomposed.quantize_per_tensor.default(%x, 0.001, -5, -32768, 32767, i16)
+  %d : i32)" +
+          sig +
+          R"( = quantized_decomposed.quantize_per_tensor.default(%x, 1e-30, 7, -2147483648, 2147483647, i32)
+  %e : i8)" +
+          sig + R"( = quantized_decomposed.quantize_per_tensor.default(%x, 0.5, 0, 10, -10, i8)
+  %f : u16)" +
+          sig +
+          R"( = quantized_decomposed.quantize_per_tensor.default(%x, 0.01, 30000, 0, 65535, u16)
+  %g : f32)" +
+          sig + R"( = quantized_decomposed.dequantize_per_tensor.default(%a, 0.5, 3, -128, 127, i8)
+  %h : f32)" +
+          sig + R"( = quantized_decomposed.dequantize_per_tensor.default(%b, 0.017, 128, 0, 255, u8)
+  %i : f32)" +
+          sig +
+          R"( = quantized_decomposed.dequantize_per_tensor.default(%c, 0.001, -5, -32768, 32767, i16)
+  %j : f32)" +
+          sig +
+          R"( = quantized_decomposed.dequantize_per_tensor.default(%d, 0.25, 7, -2147483648, 2147483647, i32)
+  %k : f32)" +
+          sig +
+          R"( = quantized_decomposed.dequantize_per_tensor.default(%f, 0.01, 30000, 0, 65535, u16)
+  output %a
+  output %b
+  output %c
+  output %d
+  output %e
+  output %f
+  output %g
+  output %h
+  output %i
+  output %j
+  output %k
+}
+)",
+      {x}, kExact);
+  // The .tensor overloads: one-element qparam tensors on the device (an f32
+  // scale inverted in the shader, an f16 one converted to f32 first).
+  checkWithInputs(
+      "graph @t {\n  param %s : f32[] fqn=\"s\" = full(0.017)\n"
+      "  param %sh : f16[] fqn=\"sh\" = full(0.017)\n"
+      "  param %z : i64[] fqn=\"z\" = full(128)\n  input %x : f32" +
+          sig + R"(
+  %a : u8)" +
+          sig + R"( = quantized_decomposed.quantize_per_tensor.tensor(%x, %s, %z, 0, 255, u8)
+  %b : u8)" +
+          sig + R"( = quantized_decomposed.quantize_per_tensor.tensor(%x, %sh, %z, 0, 255, u8)
+  %c : f32)" +
+          sig + R"( = quantized_decomposed.dequantize_per_tensor.tensor(%a, %s, %z, 0, 255, u8)
+  %d : f32)" +
+          sig + R"( = quantized_decomposed.dequantize_per_tensor.tensor(%b, %sh, %z, 0, 255, u8)
+  output %a
+  output %b
+  output %c
+  output %d
+}
+)",
+      {x}, kExact);
+  // Random inputs over shapes that are not multiples of the workgroup, with
+  // saturation (|x| / 0.0078 > 127 for much of them).
+  for (const char *shape : {"[1]", "[3, 67]", "[2, 3, 129]"}) {
+    std::string sh(shape);
+    checkGraph("graph @t {\n  input %x : f32" + sh + "\n  %q : i8" + sh +
+                   " = quantized_decomposed.quantize_per_tensor.default(%x, 0.0078, -3, -128, "
+                   "127, i8)\n  %d : f32" +
+                   sh +
+                   " = quantized_decomposed.dequantize_per_tensor.default(%q, 0.0078, -3, -128, "
+                   "127, i8)\n  output %q\n  output %d\n}\n",
+               kExact, 63);
+  }
+  if (!context()->info().storageBuffer16BitAccess)
+    return;
+  // f16: an f16 input is quantized as its f32 value; an f16 result of an
+  // 8-bit dequantize is (q - zp) * f32(scale) rounded once.
+  Tensor xh = Tensor::fromDoubles(DType::F16, {n}, xs);
+  checkWithInputs(
+      "graph @t {\n  input %x : f16" + sig + R"(
+  %a : u8)" +
+          sig + R"( = quantized_decomposed.quantize_per_tensor.default(%x, 0.017, 128, 0, 255, u8)
+  %b : f16)" +
+          sig +
+          R"( = quantized_decomposed.dequantize_per_tensor.default(%a, 0.017, 128, 0, 255, u8, out_dtype=f16)
+  %c : i8)" +
+          sig + R"( = quantized_decomposed.quantize_per_tensor.default(%x, 0.1, -7, -128, 127, i8)
+  %d : f16)" +
+          sig +
+          R"( = quantized_decomposed.dequantize_per_tensor.default(%c, 0.1, -7, -128, 127, i8, out_dtype=f16)
+  output %a
+  output %b
+  output %c
+  output %d
+}
+)",
+      {xh}, kExact);
+}
+
 TEST(VulkanKernels, ScaledDotProductAttention) {
   GRAFT_REQUIRE_VULKAN();
   checkGraph(R"(graph @t {

@@ -50,7 +50,39 @@ namespace {
 struct QuantPush {
   int32_t numel, groupSize, qmin, qmax, hasZero, mapping;
   float eps;
+  int32_t inlineQParams;
+  float factor;
+  int32_t zero;
 };
+
+/// quant_affine.glsl's quantize / dequantize: per-group qparams from the
+/// `scale` / `zeroPoint` buffers, or, when `scale` is null, the push
+/// constants' (pc.inlineQParams). Validation is the callers'.
+Expected<DeviceTensor> quantAffineDispatch(Context &ctx, bool quantize, const DeviceTensor &in,
+                                           const DeviceTensor *scale, const DeviceTensor *zeroPoint,
+                                           const QuantPush &pc, DType outDType) {
+  GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, outDType, in.sizes));
+  if (in.numel() == 0)
+    return out;
+  // The inline path reads no buffer; x stands in for the unused bindings.
+  const DeviceTensor &s = scale ? *scale : in;
+  const DeviceTensor &z = zeroPoint ? *zeroPoint : s;
+  std::string variant = quantize ? "quantize_affine_" + shaderDType(in.dtype)
+                                 : "dequantize_affine_" + shaderDType(outDType);
+  variant += "_" + (scale ? shaderDType(scale->dtype) : std::string("float"));
+  GRAFT_CHECK_OK(ctx.dispatch1D(variant,
+                                {out.buffer.get(), in.buffer.get(), s.buffer.get(), z.buffer.get()},
+                                &pc, sizeof(pc), static_cast<uint64_t>(in.numel())));
+  return out;
+}
+
+Diagnostic perTensorError(const char *op, const std::string &message) {
+  return Diagnostic::error(std::string("vulkan kernel ") + op + ": " + message);
+}
+
+bool fitsInt32(int64_t v) {
+  return v >= INT32_MIN && v <= INT32_MAX;
+}
 } // namespace
 
 Expected<QParams> chooseQParamsAffine(Context &ctx, const DeviceTensor &x, int64_t groupSize,
@@ -72,7 +104,10 @@ Expected<QParams> chooseQParamsAffine(Context &ctx, const DeviceTensor &x, int64
                i32(qmax),
                1,
                static_cast<int32_t>(mapping),
-               static_cast<float>(eps)};
+               static_cast<float>(eps),
+               0,
+               0.f,
+               0};
   std::string dtypes = shaderDType(x.dtype) + "_" + shaderDType(scaleDType);
   std::vector<Buffer *> bindings = {r.scale.buffer.get(), r.zeroPoint.buffer.get(), x.buffer.get()};
   int64_t groups = x.numel() / groupSize;
@@ -99,14 +134,9 @@ Expected<DeviceTensor> quantizeAffine(Context &ctx, const DeviceTensor &x, int64
     return kernelError("quantize_affine",
                        "scale " + sizesStr(scale.sizes) + " does not match blocks of " +
                            std::to_string(groupSize) + " of " + sizesStr(x.sizes));
-  GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, outDType, x.sizes));
-  QuantPush pc{i32(x.numel()), i32(groupSize), i32(qmin), i32(qmax), zeroPoint ? 1 : 0, 0, 0.f};
-  std::string variant = "quantize_affine_" + shaderDType(x.dtype) + "_" + shaderDType(scale.dtype);
-  GRAFT_CHECK_OK(ctx.dispatch1D(variant,
-                                {out.buffer.get(), x.buffer.get(), scale.buffer.get(),
-                                 (zeroPoint ? zeroPoint : &scale)->buffer.get()},
-                                &pc, sizeof(pc), static_cast<uint64_t>(x.numel())));
-  return out;
+  QuantPush pc{
+      i32(x.numel()), i32(groupSize), i32(qmin), i32(qmax), zeroPoint ? 1 : 0, 0, 0.f, 0, 0.f, 0};
+  return quantAffineDispatch(ctx, true, x, &scale, zeroPoint, pc, outDType);
 }
 
 Expected<DeviceTensor> dequantizeAffine(Context &ctx, const DeviceTensor &q, int64_t groupSize,
@@ -120,15 +150,52 @@ Expected<DeviceTensor> dequantizeAffine(Context &ctx, const DeviceTensor &q, int
     return kernelError("dequantize_affine",
                        "scale " + sizesStr(scale.sizes) + " does not match blocks of " +
                            std::to_string(groupSize) + " of " + sizesStr(q.sizes));
-  GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, outDType, q.sizes));
-  QuantPush pc{i32(q.numel()), i32(groupSize), 0, 0, zeroPoint ? 1 : 0, 0, 0.f};
-  std::string variant =
-      "dequantize_affine_" + shaderDType(outDType) + "_" + shaderDType(scale.dtype);
-  GRAFT_CHECK_OK(ctx.dispatch1D(variant,
-                                {out.buffer.get(), q.buffer.get(), scale.buffer.get(),
-                                 (zeroPoint ? zeroPoint : &scale)->buffer.get()},
-                                &pc, sizeof(pc), static_cast<uint64_t>(q.numel())));
-  return out;
+  QuantPush pc{i32(q.numel()), i32(groupSize), 0, 0, zeroPoint ? 1 : 0, 0, 0.f, 0, 0.f, 0};
+  return quantAffineDispatch(ctx, false, q, &scale, zeroPoint, pc, outDType);
+}
+
+Expected<DeviceTensor> quantizePerTensor(Context &ctx, const DeviceTensor &x, double scale,
+                                         int64_t zeroPoint, int64_t qmin, int64_t qmax,
+                                         DType outDType) {
+  if (!isDeviceFloat(x.dtype) || deviceElem(outDType) != DeviceElem::I32)
+    return perTensorError("quantize_per_tensor", "unsupported dtypes (f32/f16 input, integer "
+                                                 "result)");
+  if (!fitsInt32(zeroPoint) || !fitsInt32(qmin) || !fitsInt32(qmax))
+    return perTensorError("quantize_per_tensor",
+                          "zero_point, quant_min and quant_max must fit in int32");
+  // _decomposed.py: inv_scale = 1.0 / scale is Python float (double)
+  // arithmetic; the f32 tensor multiplies by it converted to f32.
+  QuantPush pc{i32(x.numel()),
+               i32(std::max<int64_t>(x.numel(), 1)),
+               static_cast<int32_t>(qmin),
+               static_cast<int32_t>(qmax),
+               0,
+               0,
+               0.f,
+               1,
+               static_cast<float>(1.0 / scale),
+               static_cast<int32_t>(zeroPoint)};
+  return quantAffineDispatch(ctx, true, x, nullptr, nullptr, pc, outDType);
+}
+
+Expected<DeviceTensor> dequantizePerTensor(Context &ctx, const DeviceTensor &q, double scale,
+                                           int64_t zeroPoint, DType outDType) {
+  if (deviceElem(q.dtype) != DeviceElem::I32 || !isDeviceFloat(outDType))
+    return perTensorError("dequantize_per_tensor",
+                          "unsupported dtypes (integer input, f32/f16 result)");
+  if (!fitsInt32(zeroPoint))
+    return perTensorError("dequantize_per_tensor", "zero_point must fit in int32");
+  QuantPush pc{i32(q.numel()),
+               i32(std::max<int64_t>(q.numel(), 1)),
+               0,
+               0,
+               0,
+               0,
+               0.f,
+               1,
+               static_cast<float>(scale),
+               static_cast<int32_t>(zeroPoint)};
+  return quantAffineDispatch(ctx, false, q, nullptr, nullptr, pc, outDType);
 }
 
 namespace {
@@ -374,6 +441,134 @@ Lowering dequantizePerChannelLowering() {
   return l;
 }
 
+/// Why integer dtype `d` is not one quantize_per_tensor produces or
+/// dequantize_per_tensor reads on the device (the reference's integer
+/// dtypes; its f8 ones have no device form).
+std::string perTensorIntReason(DType d, const char *what) {
+  if (d == DType::U8 || d == DType::I8 || d == DType::U16 || d == DType::I16 || d == DType::I32)
+    return {};
+  return std::string(what) + " dtype " + std::string(name(d)) +
+         " is unsupported (u8, i8, u16, i16, i32)";
+}
+
+/// The .tensor overloads' one-element qparams: a float scale and an integer
+/// zero point (the reference reads a float zero point truncated, which the
+/// device does not reproduce).
+std::string tensorQParamsReason(const BoundArgs &b) {
+  const TensorProto *s = protoOf(b, "scale");
+  const TensorProto *z = protoOf(b, "zero_point");
+  if (!s || !isDeviceFloat(s->dtype))
+    return "scale must be an f32/f16 tensor";
+  if (!z || !isIntegral(z->dtype) || deviceElem(z->dtype) != DeviceElem::I32)
+    return "zero_point must be an integer tensor";
+  for (const TensorProto *p : {s, z}) {
+    auto n = p->numel().value();
+    if (!n || *n != 1)
+      return "scale and zero_point must have one element (the reference's .item())";
+  }
+  return {};
+}
+
+/// quantized_decomposed.quantize_per_tensor / dequantize_per_tensor
+/// (_decomposed.py, pytorch 6661d4b6), the ops PT2E leaves around the
+/// activations between fused linears. ExecuTorch's Vulkan partitioner claims
+/// both overloads (backends/vulkan/op_registry.py, executorch cff6f4dd) and
+/// its runtime runs .default on int8 only (QuantizeDequantize.cpp); here
+/// they are quant_affine.glsl with one group covering the tensor, for every
+/// integer dtype the reference takes, bit-exact:
+///  * quantize: clamp(round(x * f32(1.0 / scale)) + zp, qmin, qmax).to(dtype)
+///    on the f32 (or f16-upcast) input. .default's Python-number scale is
+///    inverted on the host in double, as Python does, and pushed; .tensor's
+///    f32 scale tensor is inverted in the shader (divRN: the f32-rounded
+///    double quotient of two f32s is the correctly rounded f32 quotient),
+///    an f16 one converted to f32 first (exact).
+///  * dequantize: (q.to(out) - zp) * f32(scale). For an f32 result the
+///    shader's f32 steps are the reference's; for an f16 result the
+///    reference rounds q and q - zp to f16 first, exact only while they stay
+///    within f16's integers (|.| <= 2048), which a literal zero point and the
+///    input dtype's range decide here.
+Lowering perTensorLowering(bool quantize, bool tensorQParams) {
+  Lowering l;
+  l.kernel = quantize ? "quantize_affine" : "dequantize_affine";
+  l.check = [=](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+    const TensorProto *x = protoOf(b, "input");
+    if (!x)
+      return "input is not a tensor";
+    const Argument *dt = b.find("dtype");
+    if (!dt || !dt->isDType())
+      return "dtype must be a literal dtype";
+    DType qd = quantize ? node.output()->proto().dtype : x->dtype;
+    // A mismatch is the reference's error; it reports it on the CPU.
+    if (dt->dtype() != qd)
+      return "dtype " + std::string(name(dt->dtype())) + " differs from the " +
+             (quantize ? "result's " : "input's ") + std::string(name(qd));
+    GRAFT_VK_REASON(perTensorIntReason(qd, quantize ? "result" : "input"));
+    if (quantize && !isDeviceFloat(x->dtype))
+      return "input dtype " + std::string(name(x->dtype)) + " is unsupported (f32/f16)";
+    DType out = node.output()->proto().dtype;
+    if (!quantize && !isDeviceFloat(out))
+      return "result dtype " + std::string(name(out)) + " is unsupported (f32/f16)";
+    const Argument *qmin = b.find("quant_min");
+    const Argument *qmax = b.find("quant_max");
+    if (!qmin || !qmin->isInt() || !qmax || !qmax->isInt())
+      return "quant_min and quant_max must be literal ints";
+    auto bounds = *integerBounds(qd);
+    if (quantize && (qmin->integer() < bounds.first || qmax->integer() > bounds.second))
+      return "quant_min/quant_max outside " + std::string(name(qd)) +
+             "'s range (the reference's bounds error)";
+    if (tensorQParams) {
+      GRAFT_VK_REASON(tensorQParamsReason(b));
+      if (!quantize && out == DType::F16)
+        return "an f16 result with tensor qparams (exact only for zero points the host cannot "
+               "see)";
+      return {};
+    }
+    const Argument *s = b.find("scale");
+    const Argument *z = b.find("zero_point");
+    if (!s || !(s->isFloat() || s->isInt()))
+      return "scale must be a literal number";
+    if (!z || !z->isInt() || !fitsInt32(z->integer()))
+      return "zero_point must be a literal int32";
+    if (!quantize && out == DType::F16) {
+      // q, zp and q - zp must be integers f16 holds exactly (|.| <= 2048).
+      int64_t zp = z->integer();
+      for (int64_t v : {bounds.first, bounds.second, zp, bounds.first - zp, bounds.second - zp})
+        if (v < -2048 || v > 2048)
+          return "an f16 result where q - zero_point may round in f16 (the reference rounds it "
+                 "before the multiply)";
+    }
+    return {};
+  };
+  l.run = [=](NodeArgs &a) -> Results {
+    GRAFT_TRY(DeviceTensor x, a.tensor("input"));
+    DType out = a.outDType();
+    int64_t qmin = *a.integer("quant_min"), qmax = *a.integer("quant_max");
+    if (!tensorQParams) {
+      double scale = *a.number("scale");
+      int64_t zp = *a.integer("zero_point");
+      if (quantize)
+        return one(quantizePerTensor(a.ctx(), x, scale, zp, qmin, qmax, out));
+      return one(dequantizePerTensor(a.ctx(), x, scale, zp, out));
+    }
+    GRAFT_TRY(DeviceTensor s, a.tensor("scale"));
+    GRAFT_TRY(DeviceTensor z, a.tensor("zero_point"));
+    if (s.numel() != 1 || z.numel() != 1)
+      return a.error("scale and zero_point must have one element");
+    if (x.numel() == 0)
+      return one(allocateTensor(a.ctx(), out, x.sizes));
+    if (quantize) {
+      if (s.dtype == DType::F16) {
+        // quantize_affine's f16 variant rounds the reciprocal to f16, as
+        // torchao does; the reference inverts the f16 value in double.
+        GRAFT_TRY(s, asDType(a.ctx(), s, DType::F32));
+      }
+      return one(quantizeAffine(a.ctx(), x, x.numel(), s, &z, qmin, qmax, out));
+    }
+    return one(dequantizeAffine(a.ctx(), x, x.numel(), s, &z, out));
+  };
+  return l;
+}
+
 } // namespace
 
 void addQuantizeLowerings(LoweringTable &m) {
@@ -381,6 +576,10 @@ void addQuantizeLowerings(LoweringTable &m) {
   m["torchao.quantize_affine.default"] = quantizeLowering(true);
   m["torchao.dequantize_affine.default"] = quantizeLowering(false);
   m["quantized_decomposed.dequantize_per_channel.default"] = dequantizePerChannelLowering();
+  m["quantized_decomposed.quantize_per_tensor.default"] = perTensorLowering(true, false);
+  m["quantized_decomposed.quantize_per_tensor.tensor"] = perTensorLowering(true, true);
+  m["quantized_decomposed.dequantize_per_tensor.default"] = perTensorLowering(false, false);
+  m["quantized_decomposed.dequantize_per_tensor.tensor"] = perTensorLowering(false, true);
 }
 
 } // namespace graft::vk

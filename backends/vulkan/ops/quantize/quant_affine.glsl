@@ -6,6 +6,9 @@
 //                    together;
 //   MODE quantize:   quantize_affine: clamp(roundEven(x * (1/scale)) + zp, qmin, qmax);
 //   MODE dequantize: dequantize_affine: (float(q) - zp) * scale.
+// quantized_decomposed.quantize_per_tensor / dequantize_per_tensor are the
+// same arithmetic over one group covering the tensor; with Python-number
+// qparams (.default) the host passes them as push constants (`inlineQParams`).
 // The arithmetic and its order follow docs/numerics.md: the reciprocal of
 // the scale is rounded to the scale's dtype and multiplied (never a
 // division), round is half-to-even, the zero point is added before the clamp.
@@ -36,6 +39,15 @@ layout(push_constant) uniform PushConstants {
   int hasZero;
   int mapping; // choose: 0 asymmetric, 1 symmetric, 2 symmetric_no_clipping_err
   float eps;
+  // quantize / dequantize: 1 = one group whose qparams are `factor` and
+  // `zero` instead of the buffers. `factor` is the f32 multiplier the
+  // reference uses: f32(1.0 / scale) with the division in double (Python
+  // float arithmetic) for quantize, f32(scale) for dequantize. An f32
+  // reciprocal of f32(scale) would differ from it when the scale is a
+  // double that no f32 holds.
+  int inlineQParams;
+  float factor;
+  int zero;
 } pc;
 
 #if defined(MODE_choose)
@@ -137,20 +149,39 @@ void main() {
   if (id >= uint(pc.numel))
     return;
   int g = int(id) / pc.groupSize;
-  float zp = pc.hasZero != 0 ? float(t_zero[g]) : 0.0;
+  bool inl = pc.inlineQParams != 0;
+  float zp = inl ? float(pc.zero) : pc.hasZero != 0 ? float(t_zero[g]) : 0.0;
 #if defined(MODE_quantize)
-  precise float inv = divRN(1.0, float(t_scale[g]));
+  precise float inv;
+  if (inl) {
+    inv = pc.factor;
+  } else {
+    inv = divRN(1.0, float(t_scale[g]));
 #if SCALE_DTYPE_IS_HALF
-  inv = roundToHalf(inv);
+    inv = roundToHalf(inv);
 #endif
+  }
   precise float prod = float(t_in[id]) * inv;
 #if DTYPE_IS_HALF && SCALE_DTYPE_IS_HALF
   prod = roundToHalf(prod);
 #endif
-  float q = clamp(roundEven(prod) + zp, float(pc.qmin), float(pc.qmax));
-  t_out[id] = int(q);
+  // round(x * inv) + zp, with an infinite product kept as it is (the driver
+  // may assume roundEven and + see no infinities).
+  precise float v = selectBits(isInfOrNanBits(prod), prod, roundEven(prod) + zp);
+  // torch.clamp, then .to(int): std::min(std::max(v, qmin), qmax) on the
+  // bits (NaN stays NaN and qmin > qmax gives qmax, where GLSL's clamp is
+  // undefined), then NaN converts to 0 (the reference's Tensor::to). An
+  // int32 range's f32(qmax) is 2^31, which int() cannot hold: the
+  // reference's x86-style conversion wraps it to INT_MIN.
+  int q = 0;
+  if (!isNanBits(v)) {
+    float c = stdMin(stdMax(v, float(pc.qmin)), float(pc.qmax));
+    q = orderKey(c) >= orderKey(2147483648.0) ? int(0x80000000u) : int(c);
+  }
+  t_out[id] = q;
 #else
-  precise float v = (float(t_in[id]) - zp) * float(t_scale[g]);
+  float scale = inl ? pc.factor : float(t_scale[g]);
+  precise float v = (float(t_in[id]) - zp) * scale;
   t_out[id] = TO_DTYPE(v);
 #endif
 #endif

@@ -224,6 +224,18 @@ Expected<DeviceTensor> dequantizeAffine(Context &ctx, const DeviceTensor &q, int
 
 //===-- quantized_decomposed (ops/quantize) ----------------------------===//
 
+/// quantized_decomposed.quantize_per_tensor with Python-number qparams:
+/// clamp(round(x * f32(1.0 / scale)) + zeroPoint, qmin, qmax).to(outDType),
+/// the division in double as Python's; f32/f16 x (f16 read as f32), NaN
+/// gives 0. The .tensor overload is quantizeAffine with one group.
+Expected<DeviceTensor> quantizePerTensor(Context &ctx, const DeviceTensor &x, double scale,
+                                         int64_t zeroPoint, int64_t qmin, int64_t qmax,
+                                         DType outDType);
+/// quantized_decomposed.dequantize_per_tensor with Python-number qparams:
+/// (q - zeroPoint) * f32(scale) in f32, converted to outDType (f32/f16) once.
+Expected<DeviceTensor> dequantizePerTensor(Context &ctx, const DeviceTensor &q, double scale,
+                                           int64_t zeroPoint, DType outDType);
+
 /// quantized_decomposed.dequantize_per_channel: ((q - zeroPoints[c]) *
 /// scales[c]).to(outDType), c the index along `axis` (negative counts from
 /// the end); zeroPoints may be null. Integer q and zero points (int32 on the
