@@ -3,7 +3,8 @@
 // Llama-style blocks run end to end on the Vulkan device with no CPU
 // fallback and match the reference interpreter: the et_vk-fused 8da4w and
 // 4w decoder blocks (tests/golden/vulkan/, tied embedding / lm_head), and
-// the unfused torch.export form of examples/llama_block_8da4w.gir. Also:
+// the unfused torch.export form of examples/llama_block_8da4w.gir, and a
+// compiled PT2E static-int8 chain (one partition, bit-exact). Also:
 // the executor follows the plan it is given (planned CPU nodes run on the
 // interpreter; a device node the device cannot run is an error naming it,
 // and a CPU fallback with its reason only when opted in, in the library and
@@ -322,6 +323,41 @@ TEST(VulkanGraph, CliRunFollowsTheProgramsPlan) {
   ASSERT_FALSE(rj.is_discarded()) << runVkFallback;
   EXPECT_EQ(rj["nodes"]["cpu_fallback"], 1);
   EXPECT_EQ(rj["plan"][1]["placement"], "cpu-fallback");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+// A PT2E static-quantized chain (tests/golden/vulkan/pt2e_q8ta_qdq_chain.gir):
+// graft compile fuses both linears into et_vk.q8ta_linear, and the
+// per-tensor quantize / dequantize between them (around the float x*x + x)
+// run on the device as well: one partition, no CPU node, and the program's
+// output equals the interpreter's on the original graph, bit for bit.
+TEST(VulkanGraph, Pt2eQ8taChainIsOneExactPartition) {
+  GRAFT_REQUIRE_VULKAN();
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("graft_pt2e_chain_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string gir = std::string(GRAFT_TEST_DATA_DIR) + "/golden/vulkan/pt2e_q8ta_qdq_chain.gir";
+  std::string prog = (dir / "chain.vkprog").string();
+  int status = 0;
+  std::string compiled = runCli("compile " + gir + " -o " + prog + " --json", status);
+  ASSERT_EQ(status, 0) << compiled;
+  auto cj = nlohmann::json::parse(compiled, nullptr, false);
+  ASSERT_FALSE(cj.is_discarded()) << compiled;
+  EXPECT_EQ(cj["partitions"], 1) << compiled;
+  EXPECT_EQ(cj["cpu_nodes"], 0) << compiled;
+  EXPECT_EQ(cj["rules_fired"]["pt2e_q8ta_linear"], 2) << compiled;
+  for (int seed : {1, 2, 3}) {
+    std::string run =
+        runCli("run " + prog + " --check --atol 0 --json --seed " + std::to_string(seed), status);
+    ASSERT_EQ(status, 0) << run;
+    auto rj = nlohmann::json::parse(run, nullptr, false);
+    ASSERT_FALSE(rj.is_discarded()) << run;
+    EXPECT_EQ(rj["cpu_nodes"], 0);
+    EXPECT_EQ(rj["cpu_fallback_nodes"], 0);
+    EXPECT_EQ(rj["check"]["max_abs_error"], 0.0) << run;
+    EXPECT_TRUE(rj["check"]["ok"].get<bool>()) << run;
+  }
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
