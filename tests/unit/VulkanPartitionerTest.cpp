@@ -192,6 +192,46 @@ TEST(VulkanPartitioner, ReasonsForCpuNodes) {
   EXPECT_EQ(cpuNode(*a, "e"), nullptr);
 }
 
+// quantize_per_tensor / dequantize_per_tensor run on the device where they
+// are bit-exact; the rest stays on the CPU with the lowering's reason (the
+// reference's own errors among them, reported there).
+TEST(VulkanPartitioner, PerTensorQdqReasons) {
+  auto g = parse(R"(graph @t {
+  param %s : f32[2] fqn="s" = full(0.5)
+  param %z : i64[] fqn="z" = full(0)
+  param %fz : f32[] fqn="fz" = full(0.0)
+  param %s1 : f32[] fqn="s1" = full(0.5)
+  input %x : f32[4]
+  input %q16 : i16[4]
+  %ok : i8[4] = quantized_decomposed.quantize_per_tensor.default(%x, 0.5, 0, -128, 127, i8)
+  %dq : f16[4] = quantized_decomposed.dequantize_per_tensor.default(%ok, 0.5, 0, -128, 127, i8, out_dtype=f16)
+  %range : i8[4] = quantized_decomposed.quantize_per_tensor.default(%x, 0.5, 0, -129, 127, i8)
+  %h : f16[4] = quantized_decomposed.dequantize_per_tensor.default(%q16, 0.5, 0, -32768, 32767, i16, out_dtype=f16)
+  %t : i8[4] = quantized_decomposed.quantize_per_tensor.tensor(%x, %s, %z, -128, 127, i8)
+  %fzp : i8[4] = quantized_decomposed.quantize_per_tensor.tensor(%x, %s1, %fz, -128, 127, i8)
+  output %dq
+  output %range
+  output %h
+  output %t
+  output %fzp
+})");
+  ASSERT_TRUE(g);
+  auto r = vk::partitionGraph(*g, target("lavapipe"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(cpuNode(*r, "ok"), nullptr) << vk::formatReport(*r);
+  EXPECT_EQ(cpuNode(*r, "dq"), nullptr) << vk::formatReport(*r);
+  std::vector<std::pair<const char *, const char *>> reasons = {
+      {"range", "quant_min/quant_max outside i8's range"},
+      {"h", "an f16 result where q - zero_point may round in f16"},
+      {"t", "scale and zero_point must have one element"},
+      {"fzp", "dtype f32 at input 2 (zero_point)"}};
+  for (const auto &[node, why] : reasons) {
+    const vk::CpuNode *c = cpuNode(*r, node);
+    ASSERT_NE(c, nullptr) << node << "\n" << vk::formatReport(*r);
+    EXPECT_NE(c->reason.find(why), std::string::npos) << node << ": " << c->reason;
+  }
+}
+
 TEST(VulkanPartitioner, PartitionsAreConvex) {
   // %a -> %b (CPU: bf16) -> %c, and %a -> %c directly: %a and %c in one
   // partition would need %b's result to leave and re-enter it.
