@@ -519,8 +519,8 @@ Lowering perTensorLowering(bool quantize, bool tensorQParams) {
     if (tensorQParams) {
       GRAFT_VK_REASON(tensorQParamsReason(b));
       if (!quantize && out == DType::F16)
-        return "an f16 result with tensor qparams (exact only for zero points the host cannot "
-               "see)";
+        return "an f16 result with a zero-point tensor (whether q - zero_point rounds in f16 "
+               "depends on its value)";
       return {};
     }
     const Argument *s = b.find("scale");
