@@ -381,7 +381,11 @@ runReferenceKernel(const Node &node, const BoundArgs &bound,
     kernel = kernels.find(node.target());
   if (!kernel)
     return Diagnostic::error("no reference kernel for op '" + node.target() + "'");
-  KernelArgs kargs(bound, resolved, node.numOutputs() ? node.name() : node.target());
+  // Both as views: `cond ? name() : target()` would be a temporary
+  // std::string, and KernelArgs keeps a view of the name (ASan found it).
+  std::string_view kernelNode =
+      node.numOutputs() ? std::string_view(node.name()) : std::string_view(node.target());
+  KernelArgs kargs(bound, resolved, kernelNode);
   try {
     Expected<std::vector<RuntimeValue>> out = (*kernel)(kargs);
     if (!kargs.mutated().empty()) {

@@ -685,55 +685,6 @@ Expected<Tensor> transpose(const Tensor &x, int64_t d0, int64_t d1) {
   return permute(x, dims);
 }
 
-namespace {
-
-/// ATen's computeStride: strides for viewing `x` as `sizes` without copying,
-/// or nullopt when impossible.
-std::optional<std::vector<int64_t>> viewStrides(const Tensor &x,
-                                                const std::vector<int64_t> &sizes) {
-  const auto &oldSizes = x.sizes();
-  const auto &oldStrides = x.strides();
-  std::vector<int64_t> newStrides(sizes.size(), 0);
-  if (oldSizes.empty()) {
-    std::fill(newStrides.begin(), newStrides.end(), 1);
-    return newStrides;
-  }
-  int64_t numel = x.numel();
-  if (numel == 0) {
-    if (oldSizes == sizes)
-      return oldStrides;
-    return contiguousStrides(sizes);
-  }
-  int64_t viewD = static_cast<int64_t>(sizes.size()) - 1;
-  int64_t chunkBaseStride = oldStrides.back();
-  int64_t tensorNumel = 1, viewNumel = 1;
-  for (int64_t tensorD = static_cast<int64_t>(oldSizes.size()) - 1; tensorD >= 0; tensorD--) {
-    tensorNumel *= oldSizes[static_cast<std::size_t>(tensorD)];
-    if (tensorD == 0 ||
-        (oldSizes[static_cast<std::size_t>(tensorD - 1)] != 1 &&
-         oldStrides[static_cast<std::size_t>(tensorD - 1)] != tensorNumel * chunkBaseStride)) {
-      while (viewD >= 0 &&
-             (viewNumel < tensorNumel || sizes[static_cast<std::size_t>(viewD)] == 1)) {
-        newStrides[static_cast<std::size_t>(viewD)] = viewNumel * chunkBaseStride;
-        viewNumel *= sizes[static_cast<std::size_t>(viewD)];
-        viewD--;
-      }
-      if (viewNumel != tensorNumel)
-        return std::nullopt;
-      if (tensorD > 0) {
-        chunkBaseStride = oldStrides[static_cast<std::size_t>(tensorD - 1)];
-        tensorNumel = 1;
-        viewNumel = 1;
-      }
-    }
-  }
-  if (viewD != -1)
-    return std::nullopt;
-  return newStrides;
-}
-
-} // namespace
-
 Expected<Tensor> reshape(const Tensor &x, std::vector<int64_t> sizes) {
   int64_t known = 1;
   int inferIdx = -1;
@@ -758,7 +709,7 @@ Expected<Tensor> reshape(const Tensor &x, std::vector<int64_t> sizes) {
     return Diagnostic::error("shape " + sizesStr(sizes) + " is invalid for input of size " +
                              std::to_string(n));
   }
-  if (auto st = viewStrides(x, sizes)) {
+  if (auto st = viewStrides(x.sizes(), x.strides(), sizes)) {
     if (sizes.empty())
       return Tensor(x.dtype(), {}, x.storage(), x.offset(), {});
     return Tensor(x.dtype(), sizes, x.storage(), x.offset(), *st);

@@ -221,6 +221,50 @@ std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &sizes) {
   return strides;
 }
 
+std::optional<std::vector<int64_t>> viewStrides(const std::vector<int64_t> &oldSizes,
+                                                const std::vector<int64_t> &oldStrides,
+                                                const std::vector<int64_t> &sizes) {
+  std::vector<int64_t> newStrides(sizes.size(), 0);
+  if (oldSizes.empty()) {
+    std::fill(newStrides.begin(), newStrides.end(), 1);
+    return newStrides;
+  }
+  int64_t numel = 1;
+  for (int64_t s : oldSizes)
+    numel *= s;
+  if (numel == 0) {
+    if (oldSizes == sizes)
+      return oldStrides;
+    return contiguousStrides(sizes);
+  }
+  int64_t viewD = static_cast<int64_t>(sizes.size()) - 1;
+  int64_t chunkBaseStride = oldStrides.back();
+  int64_t tensorNumel = 1, viewNumel = 1;
+  for (int64_t tensorD = static_cast<int64_t>(oldSizes.size()) - 1; tensorD >= 0; tensorD--) {
+    tensorNumel *= oldSizes[static_cast<std::size_t>(tensorD)];
+    if (tensorD == 0 ||
+        (oldSizes[static_cast<std::size_t>(tensorD - 1)] != 1 &&
+         oldStrides[static_cast<std::size_t>(tensorD - 1)] != tensorNumel * chunkBaseStride)) {
+      while (viewD >= 0 &&
+             (viewNumel < tensorNumel || sizes[static_cast<std::size_t>(viewD)] == 1)) {
+        newStrides[static_cast<std::size_t>(viewD)] = viewNumel * chunkBaseStride;
+        viewNumel *= sizes[static_cast<std::size_t>(viewD)];
+        viewD--;
+      }
+      if (viewNumel != tensorNumel)
+        return std::nullopt;
+      if (tensorD > 0) {
+        chunkBaseStride = oldStrides[static_cast<std::size_t>(tensorD - 1)];
+        tensorNumel = 1;
+        viewNumel = 1;
+      }
+    }
+  }
+  if (viewD != -1)
+    return std::nullopt;
+  return newStrides;
+}
+
 bool SymbolTable::declare(const std::string &name, SymbolRange range) {
   return symbols_.emplace(name, range).second;
 }

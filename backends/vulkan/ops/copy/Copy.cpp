@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "KernelCommon.h"
 #include "Lowering.h"
+#include "graft/ir/Shape.h"
 
 #include <algorithm>
 #include <cmath>
@@ -217,10 +218,20 @@ Lowering viewLowering() {
     if (auto d = st.deferredViews.find(input); d != st.deferredViews.end()) {
       const GraphExecutor::State::DeferredView &dv = d->second;
       Tensor meta = metadataTensor(dv.base.dtype, dv.sizes, dv.offset, dv.strides);
-      auto composed = runView(meta);
-      if (composed.ok() && composed->storage() == meta.storage()) {
+      // reshape copies what its strides cannot express, and a copy of a
+      // metadata tensor would read its placeholder storage: ask first, with
+      // the target sizes from the same reshape of a contiguous operand.
+      bool composes = true;
+      if (viewKernelTarget(a.node().target()) == "aten.reshape.default") {
+        GRAFT_TRY(Tensor shaped, runView(metadataTensor(dv.base.dtype, dv.sizes)));
+        composes = viewStrides(dv.sizes, dv.strides, shaped.sizes()).has_value();
+      }
+      std::optional<Expected<Tensor>> composed;
+      if (composes)
+        composed.emplace(runView(meta));
+      if (composed && composed->ok() && (*composed)->storage() == meta.storage()) {
         src = dv.base;
-        view = std::move(*composed);
+        view = std::move(**composed);
       } else {
         // A view op that had to copy (reshape of a non-contiguous view) or
         // rejects the strides (view): materialize the operand, then view it.

@@ -179,6 +179,13 @@ std::optional<std::vector<int64_t>> concreteSizes(const Shape &shape);
 /// Row-major contiguous strides for a shape.
 Shape contiguousStrides(const Shape &shape);
 std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &sizes);
+/// ATen's computeStride: the strides that view a tensor of `sizes` /
+/// `strides` as `newSizes` (same element count) without copying, or nullopt
+/// when the elements are not laid out so that a view can express it (then
+/// reshape copies).
+std::optional<std::vector<int64_t>> viewStrides(const std::vector<int64_t> &sizes,
+                                                const std::vector<int64_t> &strides,
+                                                const std::vector<int64_t> &newSizes);
 
 /// Inclusive value range of a symbol; max absent means unbounded.
 struct SymbolRange {
