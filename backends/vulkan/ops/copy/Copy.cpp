@@ -218,11 +218,13 @@ Lowering viewLowering() {
     if (auto d = st.deferredViews.find(input); d != st.deferredViews.end()) {
       const GraphExecutor::State::DeferredView &dv = d->second;
       Tensor meta = metadataTensor(dv.base.dtype, dv.sizes, dv.offset, dv.strides);
-      // reshape copies what its strides cannot express, and a copy of a
-      // metadata tensor would read its placeholder storage: ask first, with
-      // the target sizes from the same reshape of a contiguous operand.
+      // reshape (and the interpreter's view, which shares its kernel) copies
+      // what strides cannot express, and a copy of a metadata tensor would
+      // read its placeholder storage: ask first, with the target sizes from
+      // the same op on a contiguous operand.
       bool composes = true;
-      if (viewKernelTarget(a.node().target()) == "aten.reshape.default") {
+      if (std::string k = viewKernelTarget(a.node().target());
+          k == "aten.reshape.default" || k == "aten.view.default") {
         GRAFT_TRY(Tensor shaped, runView(metadataTensor(dv.base.dtype, dv.sizes)));
         composes = viewStrides(dv.sizes, dv.strides, shaped.sizes()).has_value();
       }
