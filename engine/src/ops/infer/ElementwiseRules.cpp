@@ -247,26 +247,42 @@ Results rmsNormRule(const InferContext &ctx) {
   return one(tensorResult(x.dtype, x.shape, &x));
 }
 
-// et_vk.apply_rotary_emb(xq, xk, freqs_cos, freqs_sin) -> (xq', xk').
-Results rotaryRule(const InferContext &ctx) {
-  const TensorProto &xq = ctx.tensor("xq");
-  const TensorProto &xk = ctx.tensor("xk");
+// What both rotary ops ask of their operands before their own dim checks: xq
+// and xk 4-D [batch, seq, heads, head_dim], freqs_cos and freqs_sin 2-D of one
+// shape (`tableDims` says what the table dims mean for the op at hand).
+Status checkRotaryOperands(const InferContext &ctx, const char *tableDims) {
+  for (const char *n : {"xq", "xk"}) {
+    const TensorProto &t = ctx.tensor(n);
+    if (t.rank() != 4)
+      return ctx.error("xq and xk must be 4-D [batch, seq, heads, head_dim], got " +
+                       shapeStr(t.shape));
+  }
   const TensorProto &cos = ctx.tensor("freqs_cos");
   const TensorProto &sin = ctx.tensor("freqs_sin");
-  for (const TensorProto *t : {&xq, &xk})
-    if (t->rank() != 4)
-      return ctx.error("xq and xk must be 4-D [batch, seq, heads, head_dim], got " +
-                       shapeStr(t->shape));
   if (!cos.sameShapeAndDType(sin) || cos.rank() != 2)
-    return ctx.error("freqs_cos and freqs_sin must be 2-D [seq, head_dim/2] of one shape, got " +
-                     shapeStr(cos.shape) + " and " + shapeStr(sin.shape));
-  if (!mayBeEqual(xq.shape[3], xk.shape[3]) || !mayBeEqual(cos.shape[1] * 2, xq.shape[3]))
-    return ctx.error("head_dim mismatch: xq " + shapeStr(xq.shape) + ", xk " + shapeStr(xk.shape) +
-                     ", freqs " + shapeStr(cos.shape));
+    return ctx.error("freqs_cos and freqs_sin must be 2-D " + std::string(tableDims) +
+                     " of one shape, got " + shapeStr(cos.shape) + " and " + shapeStr(sin.shape));
+  return okStatus();
+}
+
+// Both rotary ops return (xq', xk'), each shaped and typed like its input.
+Results rotaryResults(const TensorProto &xq, const TensorProto &xk) {
   std::vector<InferredResult> out;
   out.push_back(tensorResult(xq.dtype, xq.shape, &xq));
   out.push_back(tensorResult(xk.dtype, xk.shape, &xk));
   return out;
+}
+
+// et_vk.apply_rotary_emb(xq, xk, freqs_cos, freqs_sin) -> (xq', xk').
+Results rotaryRule(const InferContext &ctx) {
+  GRAFT_CHECK_OK(checkRotaryOperands(ctx, "[seq, head_dim/2]"));
+  const TensorProto &xq = ctx.tensor("xq");
+  const TensorProto &xk = ctx.tensor("xk");
+  const TensorProto &cos = ctx.tensor("freqs_cos");
+  if (!mayBeEqual(xq.shape[3], xk.shape[3]) || !mayBeEqual(cos.shape[1] * 2, xq.shape[3]))
+    return ctx.error("head_dim mismatch: xq " + shapeStr(xq.shape) + ", xk " + shapeStr(xk.shape) +
+                     ", freqs " + shapeStr(cos.shape));
+  return rotaryResults(xq, xk);
 }
 
 // et_vk.apply_rotary_emb_hf(xq, xk, freqs_cos, freqs_sin, start_pos) -> (xq', xk'):
@@ -276,18 +292,10 @@ Results rotaryRule(const InferContext &ctx) {
 // the head passes through). Whether start_pos + S rows exist is checked at run
 // time.
 Results rotaryHfRule(const InferContext &ctx) {
+  GRAFT_CHECK_OK(checkRotaryOperands(ctx, "[max_seq, rotary_dim]"));
   const TensorProto &xq = ctx.tensor("xq");
   const TensorProto &xk = ctx.tensor("xk");
   const TensorProto &cos = ctx.tensor("freqs_cos");
-  const TensorProto &sin = ctx.tensor("freqs_sin");
-  for (const TensorProto *t : {&xq, &xk})
-    if (t->rank() != 4)
-      return ctx.error("xq and xk must be 4-D [batch, seq, heads, head_dim], got " +
-                       shapeStr(t->shape));
-  if (!cos.sameShapeAndDType(sin) || cos.rank() != 2)
-    return ctx.error(
-        "freqs_cos and freqs_sin must be 2-D [max_seq, rotary_dim] of one shape, got " +
-        shapeStr(cos.shape) + " and " + shapeStr(sin.shape));
   if (!mayBeEqual(xq.shape[1], xk.shape[1]) || !mayBeEqual(xq.shape[3], xk.shape[3]))
     return ctx.error("xq " + shapeStr(xq.shape) + " and xk " + shapeStr(xk.shape) +
                      " must have the same seq and head_dim");
@@ -296,10 +304,7 @@ Results rotaryHfRule(const InferContext &ctx) {
   if (r.isConstant() && (r.constant() % 2 != 0 || (d.isConstant() && r.constant() > d.constant())))
     return ctx.error("rotary_dim " + r.str() + " (freqs " + shapeStr(cos.shape) +
                      ") must be even and at most head_dim " + d.str());
-  std::vector<InferredResult> out;
-  out.push_back(tensorResult(xq.dtype, xq.shape, &xq));
-  out.push_back(tensorResult(xk.dtype, xk.shape, &xk));
-  return out;
+  return rotaryResults(xq, xk);
 }
 
 } // namespace
