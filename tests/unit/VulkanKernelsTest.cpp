@@ -770,14 +770,25 @@ std::vector<double> q4AbsDot(const Tensor &x, const Tensor &packed, const Tensor
 /// wide column tiles, no K split; "gpu": the GPU tilings this device
 /// supports; "gpu_gemv": K split 16 ways with the shared-memory reduction;
 /// "gpu_gemv_sg*": K split 32 ways with a subgroup reduction where the device
-/// has 32-lane subgroups, else gpu_gemv), whatever the device is.
+/// has 32-lane subgroups, else gpu_gemv; "gpu_gemv_splitk*": K split in
+/// 32-value blocks over teams of 64 or 256 lanes, `_sg` with subgroupAdd,
+/// which lavapipe's 8-lane subgroups run), whatever the device is.
 const char *const kLinearTilings[] = {"cpu",
                                       "gpu",
                                       "gpu_gemv",
                                       "gpu_gemv_sg",
                                       "gpu_gemv_sg_n4",
                                       "gpu_gemv_lanes",
-                                      "gpu_gemv_lanes_sg"};
+                                      "gpu_gemv_lanes_sg",
+                                      "gpu_gemv_splitk",
+                                      "gpu_gemv_splitk_sg",
+                                      "gpu_gemv_splitk_wg_sg"};
+
+/// GEMVs whose K is not a multiple of a split-K iteration (2 x 64 or
+/// 2 x 256 blocks of 32): 4160 leaves lanes with one block or none in the
+/// last iteration, 8256 gives the 256-lane team a second block on two lanes;
+/// N is not a multiple of any tiling's column block.
+const std::vector<LinearCase> kSplitKGemvShapes = {{1, 4160, 37, 64}, {1, 8256, 13, 32}};
 
 /// Runs `body` with the environment variable `name` set to `value`
 /// (restored afterwards).
@@ -801,6 +812,7 @@ void checkLinearQ4gswFast() {
   std::vector<LinearCase> shapes = kLinearShapes;
   shapes.push_back({9, 512, 300, 32});  // two GEMM row tiles, many column tiles
   shapes.push_back({1, 1024, 520, 64}); // a GEMV with several tiles
+  shapes.insert(shapes.end(), kSplitKGemvShapes.begin(), kSplitKGemvShapes.end());
   for (const LinearCase &c : shapes) {
     std::ostringstream g;
     g << "graph @t {\n"
@@ -833,21 +845,19 @@ TEST(VulkanKernels, LinearQ4gswFastWithinBound) {
     withLinearTiling(tiling, checkLinearQ4gswFast);
 }
 
-TEST(VulkanKernels, LinearQ4gswHalfFastWithinBound) {
-  GRAFT_REQUIRE_VULKAN();
-  if (!context()->info().storageBuffer16BitAccess)
-    GTEST_SKIP() << "device lacks 16-bit storage";
-  // f16 x and scales: the reference rounds each dequantized weight to f16
-  // (relative 2^-11) before its f32 dot product, the fast kernel does not;
-  // both round the result to f16 once.
-  BoundRun r = runForBound(R"(graph @t {
-  param %w : u8[67, 64] fqn="w" = random(seed=5, min=0, max=255)
-  param %s : f16[4, 68] fqn="s" = random(seed=6, min=0.002, max=0.02)
-  input %x : f16[9, 128]
-  %o : f16[9, 67] = et_vk.linear_q4gsw.default(%x, %w, %s, 32)
-  output %o
-})",
-                           43);
+/// f16 x and scales, M rows: the reference rounds each dequantized weight to
+/// f16 (relative 2^-11) before its f32 dot product, the fast kernel does not;
+/// both round the result to f16 once.
+void checkLinearQ4gswHalfFast(int M) {
+  std::ostringstream g;
+  g << "graph @t {\n"
+    << "  param %w : u8[67, 64] fqn=\"w\" = random(seed=5, min=0, max=255)\n"
+    << "  param %s : f16[4, 68] fqn=\"s\" = random(seed=6, min=0.002, max=0.02)\n"
+    << "  input %x : f16[" << M << ", 128]\n"
+    << "  %o : f16[" << M << ", 67] = et_vk.linear_q4gsw.default(%x, %w, %s, 32)\n"
+    << "  output %o\n}\n";
+  SCOPED_TRACE(g.str());
+  BoundRun r = runForBound(g.str(), 43);
   ASSERT_EQ(r.device.size(), 1u);
   std::vector<double> mag =
       q4AbsDot(std::get<Tensor>(r.inputs[0]), r.constant("w"), r.constant("s"), 32, 68, true);
@@ -859,17 +869,26 @@ TEST(VulkanKernels, LinearQ4gswHalfFastWithinBound) {
   EXPECT_EQ(withinBound(r.out(0), r.ref(0), bound), "");
 }
 
-TEST(VulkanKernels, LinearQcs4wFastWithinBound) {
+TEST(VulkanKernels, LinearQ4gswHalfFastWithinBound) {
   GRAFT_REQUIRE_VULKAN();
-  // One group spanning K, high nibble first.
-  BoundRun r = runForBound(R"(graph @t {
-  param %w4 : u8[70, 48] fqn="w4" = random(seed=7, min=0, max=255)
-  param %s4 : f32[72] fqn="s4" = random(seed=8, min=0.002, max=0.02)
-  input %x : f32[5, 96]
-  %a : f32[5, 70] = et_vk.linear_qcs4w.default(%x, %w4, %s4)
-  output %a
-})",
-                           45);
+  if (!context()->info().storageBuffer16BitAccess)
+    GTEST_SKIP() << "device lacks 16-bit storage";
+  checkLinearQ4gswHalfFast(9);
+  for (const char *tiling : kLinearTilings) // the GEMV tilings' half variants
+    withLinearTiling(tiling, [] { checkLinearQ4gswHalfFast(1); });
+}
+
+/// linear_qcs4w with M rows: one group spanning K, high nibble first.
+void checkLinearQcs4wFast(int M) {
+  std::ostringstream g;
+  g << "graph @t {\n"
+    << "  param %w4 : u8[70, 48] fqn=\"w4\" = random(seed=7, min=0, max=255)\n"
+    << "  param %s4 : f32[72] fqn=\"s4\" = random(seed=8, min=0.002, max=0.02)\n"
+    << "  input %x : f32[" << M << ", 96]\n"
+    << "  %a : f32[" << M << ", 70] = et_vk.linear_qcs4w.default(%x, %w4, %s4)\n"
+    << "  output %a\n}\n";
+  SCOPED_TRACE(g.str());
+  BoundRun r = runForBound(g.str(), 45);
   ASSERT_EQ(r.device.size(), 1u);
   std::vector<double> mag =
       q4AbsDot(std::get<Tensor>(r.inputs[0]), r.constant("w4"), r.constant("s4"), 96, 0, false);
@@ -879,9 +898,19 @@ TEST(VulkanKernels, LinearQcs4wFastWithinBound) {
   EXPECT_EQ(withinBound(r.out(0), r.ref(0), bound), "");
 }
 
-void checkLinearDq8caQ4gswFast() {
+TEST(VulkanKernels, LinearQcs4wFastWithinBound) {
+  GRAFT_REQUIRE_VULKAN();
+  checkLinearQcs4wFast(5);
+  for (const char *tiling : kLinearTilings) // the GEMV tilings, scale stride 0
+    withLinearTiling(tiling, [] { checkLinearQcs4wFast(1); });
+}
+
+/// `perBlock`: the kernel sums one f32 term per 32-value block rather than
+/// per group (the split-K tilings; docs/numerics.md).
+void checkLinearDq8caQ4gswFast(bool perBlock) {
   std::vector<LinearCase> shapes = kLinearShapes;
   shapes.push_back({9, 512, 300, 32});
+  shapes.insert(shapes.end(), kSplitKGemvShapes.begin(), kSplitKGemvShapes.end());
   for (const LinearCase &c : shapes) {
     int64_t G = c.K / c.groupSize, sumsStride = (c.N + 7) / 8 * 8;
     std::ostringstream g;
@@ -901,11 +930,14 @@ void checkLinearDq8caQ4gswFast() {
     // The integer group dot products are exact in both; what differs is the
     // f32 accumulation of G per-group terms float(idot) * (s_m * scale):
     // |fast - reference| <= 2 gamma_{G+3} (sum_g |idot_g * s_m * scale| + |bias|).
+    // Per block: U = K / 32 terms, the group's zero-point correction in its
+    // first block's idot, 2 gamma_{U+3} (sum_b |idot_b * s_m * scale| + |bias|).
     // The terms' magnitudes, from the reference's own qparams (outputs 1, 2).
     const Tensor &x = std::get<Tensor>(r.inputs[0]);
     const Tensor &xs = r.ref(1), &xz = r.ref(2);
     const Tensor &w = r.constant("w"), &s = r.constant("s"), &sums = r.constant("sums"),
                  &bias = r.constant("bias");
+    const int64_t unit = perBlock ? 32 : c.groupSize, U = c.K / unit;
     std::vector<double> bound;
     for (int64_t m = 0; m < c.M; ++m) {
       float sm = static_cast<float>(xs.getDouble(m));
@@ -913,17 +945,18 @@ void checkLinearDq8caQ4gswFast() {
       int64_t zp = xz.getInt(m);
       for (int64_t n = 0; n < c.N; ++n) {
         double mag = 0;
-        for (int64_t gi = 0; gi < G; ++gi) {
-          int64_t idot = 0;
-          for (int64_t k = gi * c.groupSize; k < (gi + 1) * c.groupSize; ++k) {
+        for (int64_t u = 0; u < U; ++u) {
+          int64_t idot = 0, gi = u * unit / c.groupSize;
+          for (int64_t k = u * unit; k < (u + 1) * unit; ++k) {
             float v = static_cast<float>(x.getDouble(m * c.K + k)) * inv;
             int64_t xq = std::clamp<int64_t>(int64_t(std::nearbyint(v)) + zp, -128, 127);
             idot += xq * q4At(w, n, k, true);
           }
-          idot -= zp * sums.getInt(gi * sumsStride + n);
+          if (u * unit % c.groupSize == 0)
+            idot -= zp * sums.getInt(gi * sumsStride + n);
           mag += std::abs(double(idot) * sm * s.getDouble(gi * s.size(1) + n));
         }
-        bound.push_back(2 * gammaF32(G + 3) * (mag + std::abs(bias.getDouble(n))));
+        bound.push_back(2 * gammaF32(U + 3) * (mag + std::abs(bias.getDouble(n))));
       }
     }
     EXPECT_EQ(withinBound(r.out(0), r.ref(0), bound), "");
@@ -932,8 +965,10 @@ void checkLinearDq8caQ4gswFast() {
 
 TEST(VulkanKernels, LinearDq8caQ4gswFastWithinBound) {
   GRAFT_REQUIRE_VULKAN();
-  for (const char *tiling : kLinearTilings)
-    withLinearTiling(tiling, checkLinearDq8caQ4gswFast);
+  for (const char *tiling : kLinearTilings) {
+    bool perBlock = std::string_view(tiling).starts_with("gpu_gemv_splitk");
+    withLinearTiling(tiling, [=] { checkLinearDq8caQ4gswFast(perBlock); });
+  }
 }
 
 TEST(VulkanKernels, LinearQ8taFloatInput) {
@@ -1337,6 +1372,48 @@ TEST(VulkanKernels, PrepackQ4Layout) {
   ASSERT_TRUE(h.ok());
   ASSERT_TRUE(context()->download(*h->words, words, 8).ok());
   EXPECT_EQ(words[0], 0x67452301u);
+}
+
+TEST(VulkanKernels, SplitKGemvTilingsRunWhereSupported) {
+  GRAFT_REQUIRE_VULKAN();
+  // The *FastWithinBound tests cover the split-K kernels only if a forced
+  // tiling really dispatches them: the shared-memory one everywhere, the
+  // subgroupAdd ones where subgroups have arithmetic and at most a team's
+  // lanes (lavapipe: 8).
+  vk::Context &ctx = *context();
+  if (ctx.info().timestampPeriodNs == 0)
+    GTEST_SKIP() << "no timestamps on the compute queue: dispatches are not listed";
+  std::vector<int64_t> bytes(13 * 32);
+  std::vector<double> xs(64);
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = int64_t(i * 37 % 256);
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    xs[i] = double(i % 7) - 3;
+  auto w = vk::prepackQ4(ctx, Tensor::fromInts(DType::U8, {13, 32}, bytes), true);
+  auto s =
+      vk::uploadTensor(ctx, Tensor::fromDoubles(DType::F32, {2, 13}, std::vector<double>(26, 0.5)));
+  auto x = vk::uploadTensor(ctx, Tensor::fromDoubles(DType::F32, {1, 64}, xs));
+  ASSERT_TRUE(w.ok() && s.ok() && x.ok());
+  const vk::DeviceInfo &d = ctx.info();
+  auto subgroupTeams = [&](uint32_t lanes) {
+    return d.subgroupArithmetic && d.subgroupSize > 0 && d.subgroupSize <= lanes;
+  };
+  for (auto [tiling, supported] :
+       std::vector<std::pair<std::string, bool>>{{"gpu_gemv_splitk", true},
+                                                 {"gpu_gemv_splitk_sg", subgroupTeams(64)},
+                                                 {"gpu_gemv_splitk_wg_sg", subgroupTeams(256)}})
+    withLinearTiling(tiling.c_str(), [&] {
+      ASSERT_TRUE(ctx.setProfiling(true).ok());
+      auto out = vk::linearQ4gsw(ctx, *x, *w, *s, 32, nullptr);
+      ASSERT_TRUE(out.ok()) << render(out.diags());
+      ASSERT_TRUE(ctx.flush().ok());
+      std::vector<vk::DispatchTiming> timings = ctx.takeDispatchTimings();
+      ASSERT_TRUE(ctx.setProfiling(false).ok());
+      bool dispatched = std::any_of(timings.begin(), timings.end(), [&](const auto &t) {
+        return t.variant == "linear_q4gsw_fast_" + tiling + "_float_float";
+      });
+      EXPECT_EQ(dispatched, supported);
+    });
 }
 
 TEST(VulkanKernels, KernelErrorsAreDiagnostics) {

@@ -52,6 +52,7 @@ nlohmann::json deviceJson(const vk::DeviceInfo &d) {
   j["shader_float16"] = d.shaderFloat16;
   j["shader_int64"] = d.shaderInt64;
   j["subgroup_size"] = d.subgroupSize;
+  j["subgroup_arithmetic"] = d.subgroupArithmetic;
   j["subgroup_clustered_add"] = d.subgroupClusteredAdd;
   return j;
 }
@@ -116,7 +117,8 @@ Command makeDevicesCommand() {
                 << ", 8-bit storage " << (d.storageBuffer8BitAccess ? "yes" : "no")
                 << ", float16 arithmetic " << (d.shaderFloat16 ? "yes" : "no") << ", int64 "
                 << (d.shaderInt64 ? "yes" : "no") << "\n"
-                << "   subgroup size " << d.subgroupSize << ", clustered subgroup add "
+                << "   subgroup size " << d.subgroupSize << ", subgroup add "
+                << (d.subgroupArithmetic ? "yes" : "no") << ", clustered subgroup add "
                 << (d.subgroupClusteredAdd ? "yes" : "no") << "\n";
     }
     return int(kOk);

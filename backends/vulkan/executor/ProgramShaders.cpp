@@ -26,7 +26,8 @@ const std::map<std::string, std::vector<std::string>, std::less<>> &extraTemplat
   static const std::map<std::string, std::vector<std::string>, std::less<>> table = {
       {"sdpa", {"binary", "matmul", "softmax", "where", "sdpa_kv"}}, // 4-D: sdpa_kv
       {"sdpa_kv", {"softmax", "index_copy"}},                        // scores, softmax, output
-      {"linear_qcs4w", {"linear_q4gsw", "linear_q4gsw_fast", "linear_q4gsw_lanes"}},
+      {"linear_qcs4w",
+       {"linear_q4gsw", "linear_q4gsw_fast", "linear_q4gsw_lanes", "linear_q4gsw_splitk"}},
       {"view", {}},
   };
   return table;

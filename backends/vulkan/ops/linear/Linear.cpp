@@ -170,27 +170,42 @@ struct FastLinearTiling {
   const char *name;
   int64_t columnsPerGroup; ///< output columns per workgroup
   int64_t tileM;           ///< rows per workgroup
-  uint32_t subgroupLanes;  ///< > 0: the variant reduces over this many subgroup lanes
-  bool weightOnly = false; ///< no dq8ca variant (linear_q4gsw_lanes.glsl)
+  /// > 0: the variant reduces with subgroups, a team of this many lanes:
+  /// with subgroupClusteredAdd (subgroups of at least that many lanes), or
+  /// where `wholeSubgroups`, with subgroupAdd (subgroups of at most that many).
+  uint32_t subgroupLanes;
+  bool weightOnly = false;     ///< no dq8ca variant (linear_q4gsw_lanes.glsl)
+  bool wholeSubgroups = false; ///< teams of whole subgroups (linear_q4gsw_splitk.glsl)
 };
 
 /// The GEMV (M = 1) tilings for GPUs. `gpu_gemv` reduces its 16-way K split in
 /// shared memory and runs anywhere; the `_sg` ones split K 32 ways and reduce
 /// with subgroupClusteredAdd, so they need subgroups of at least 32 lanes.
 /// The `lanes` ones (linear_q4gsw_lanes.glsl, weight-only) split K in 8-value
-/// chunks over adjacent lanes, so x and weight loads coalesce.
+/// chunks over adjacent lanes, so x and weight loads coalesce. The `splitk`
+/// ones (linear_q4gsw_splitk.glsl) split K in 32-value blocks over teams of
+/// 64 lanes (two warps; `_wg`: all 256 of the workgroup), two blocks in flight
+/// per lane; `_sg` reduces each subgroup with subgroupAdd, then shared memory.
 constexpr FastLinearTiling kGpuGemvTilings[] = {
     {"gpu_gemv", 4 * 2, 1, 0},
     {"gpu_gemv_sg", 2 * 2, 1, 32},
     {"gpu_gemv_sg_n4", 4 * 4, 1, 32},
     {"gpu_gemv_lanes", 2 * 4, 1, 0, true},
     {"gpu_gemv_lanes_sg", 2 * 4, 1, 32, true},
+    {"gpu_gemv_splitk", 4 * 2, 1, 0},
+    {"gpu_gemv_splitk_sg", 4 * 2, 1, 64, false, true},
+    {"gpu_gemv_splitk_wg_sg", 1 * 2, 1, 256, false, true},
 };
 
 bool supports(const Context &ctx, const FastLinearTiling &t, bool dq8ca) {
-  return (!t.weightOnly || !dq8ca) &&
-         (t.subgroupLanes == 0 ||
-          (ctx.info().subgroupClusteredAdd && ctx.info().subgroupSize >= t.subgroupLanes));
+  const DeviceInfo &d = ctx.info();
+  if (t.weightOnly && dq8ca)
+    return false;
+  if (t.subgroupLanes == 0)
+    return true;
+  if (t.wholeSubgroups)
+    return d.subgroupArithmetic && d.subgroupSize > 0 && d.subgroupSize <= t.subgroupLanes;
+  return d.subgroupClusteredAdd && d.subgroupSize >= t.subgroupLanes;
 }
 
 /// The first of `names` (kGpuGemvTilings) the device supports.
@@ -206,8 +221,8 @@ FastLinearTiling firstSupported(const Context &ctx, bool dq8ca,
 /// GRAFT_VK_LINEAR_TILING=cpu|gpu overrides the device class for the
 /// linears (else GRAFT_VK_KERNELS does, as for every kernel choice); naming a
 /// GEMV tiling (gpu_gemv_sg, ...) forces that one where the device supports
-/// it (benchmarks sweep them).
-FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M, bool dq8ca) {
+/// it (benchmarks sweep them). N is the number of output columns.
+FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M, int64_t N, bool dq8ca) {
   const std::string_view force = envOr("GRAFT_VK_LINEAR_TILING");
   const bool cpu = cpuKernels(ctx, force.starts_with("gpu") ? "gpu"
                                    : force.empty()          ? envOr("GRAFT_VK_KERNELS")
@@ -222,11 +237,22 @@ FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M, bool dq8ca) {
   if (M == 1) {
     if (cpu)
       return FastLinearTiling{wide ? "cpu_gemv_wide" : "cpu_gemv", 8 * 32, 1, 0};
-    // Measured on an H100 (docs/benchmarks.md, "Vulkan kernels on a GPU"):
-    // lanes_sg is the fastest weight-only GEMV over the three benchmark
-    // shapes, sg_n4 the fastest dq8ca one.
-    return firstSupported(ctx, dq8ca,
-                          {"gpu_gemv_lanes_sg", "gpu_gemv_sg_n4", "gpu_gemv_lanes", "gpu_gemv"});
+    // By output width, from the H100 runs of 2026-11-27 (docs/benchmarks.md,
+    // "Vulkan kernels on a GPU"): at N >= 8192 lanes_sg was the fastest
+    // weight-only GEMV (1x2048x8192: 62 us, sg 85; 1x4096x14336: 142, sg
+    // 259); at 1x4096x4096 sg_n4 was (76 us, lanes_sg 89; dq8ca 93 against
+    // 102-108). On the 1B model, whose other projections are 2048 and 512
+    // wide, lanes_sg everywhere took the linears from 4.6 ms (run 1, sg) to
+    // 8.0 ms: below 4096 columns sg stays, whose 4 columns per workgroup
+    // launch 4x as many workgroups as sg_n4's 16. The sweeps did not vary K
+    // on its own, so K does not enter the choice. The split-K tilings are not
+    // measured yet (bench/gpu_bench.sh sweeps them).
+    if (N >= 8192)
+      return firstSupported(ctx, dq8ca,
+                            {"gpu_gemv_lanes_sg", "gpu_gemv_sg_n4", "gpu_gemv_lanes", "gpu_gemv"});
+    if (N >= 4096)
+      return firstSupported(ctx, dq8ca, {"gpu_gemv_sg_n4", "gpu_gemv_lanes", "gpu_gemv"});
+    return firstSupported(ctx, dq8ca, {"gpu_gemv_sg", "gpu_gemv"});
   }
   // GEMM: a 4 x 16 tile per invocation. An invocation loads 4 rows of x and
   // 16 columns of weights per block; per output that is 16/16 + 3/4 loaded
@@ -276,7 +302,7 @@ Expected<DeviceTensor> q4Linear(Context &ctx, const char *kernel, const DeviceTe
     return out;
   // The fast kernels read whole 32-value blocks, one quantization group at a
   // time: K and the group size must be multiples of 32.
-  FastLinearTiling tiling = fastLinearTiling(ctx, M, xq != nullptr);
+  FastLinearTiling tiling = fastLinearTiling(ctx, M, w.N, xq != nullptr);
   uint64_t groupsX = uint64_t((w.N + tiling.columnsPerGroup - 1) / tiling.columnsPerGroup);
   uint64_t groupsY = uint64_t((M + tiling.tileM - 1) / tiling.tileM);
   bool fast = !ctx.exactKernels() && K % 32 == 0 && groupSize % 32 == 0 && K <= w.K &&
@@ -626,162 +652,148 @@ Lowering addmmLowering() {
   return l;
 }
 
-/// Why x's known last dim is not a multiple of 4, which the packed-weight
-/// linears with a free input width (q4gsw, dq8ca_q4gsw, q8ta) all require.
-std::string inChannelsReason(const TensorProto &x) {
-  auto k = x.shape.empty() ? std::nullopt : x.shape.back().value();
-  if (k && *k % 4 != 0)
-    return "in_channels " + std::to_string(*k) + " is not a multiple of 4";
-  return {};
-}
-
-/// The linears whose weight is a constant packed once at load time share
-/// their outline: the check requires the constant `weight` before asking
-/// `checkRest`; the run reads `input`, the weight packed by `pack` (q4 or q8
-/// layout) and `scales`, then hands them to `apply`, which reads whatever
-/// else its op takes and launches the kernel. Each lowering states only that.
-template <typename Check, typename Pack, typename Apply>
-Lowering packedWeightLowering(const char *kernel, const char *input, const char *weight,
-                              const char *scales, Check checkRest, Pack pack, Apply apply) {
+Lowering q4Lowering(const char *kernel, bool dq8ca) {
   Lowering l;
   l.kernel = kernel;
   l.check = [=](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
-    GRAFT_VK_REASON(requireConstant(node, b, weight));
-    return checkRest(node, b);
+    GRAFT_VK_REASON(requireConstant(node, b, "weights"));
+    const char *x = dq8ca ? "input" : "self";
+    if (!isFloatOfResultDType(node, b, x))
+      return "input must be f32/f16 of the result's dtype";
+    const TensorProto *xp = protoOf(b, x);
+    auto k = xp->shape.empty() ? std::nullopt : xp->shape.back().value();
+    if (k && *k % 4 != 0)
+      return "in_channels " + std::to_string(*k) + " is not a multiple of 4";
+    const TensorProto *bias = protoOf(b, "bias");
+    if (bias && bias->dtype != xp->dtype)
+      return "bias dtype differs from the input's";
+    return {};
   };
   l.run = [=](NodeArgs &a) -> Results {
-    GRAFT_TRY(DeviceTensor x, a.tensor(input));
-    GRAFT_TRY(auto w, pack(a.state(), a.value(weight)));
-    GRAFT_TRY(DeviceTensor s, a.tensor(scales));
-    return apply(a, x, w, s);
+    GRAFT_TRY(DeviceTensor x, a.tensor(dq8ca ? "input" : "self"));
+    GRAFT_TRY(PackedQ4Weight w, a.state().packedQ4(a.value("weights"), true));
+    GRAFT_TRY(DeviceTensor scales, a.tensor("weight_scales"));
+    GRAFT_TRY(auto bias, a.optionalTensor("bias"));
+    int64_t gs = a.integer("group_size").value_or(0);
+    if (dq8ca) {
+      GRAFT_TRY(DeviceTensor is, a.tensor("input_scales"));
+      GRAFT_TRY(DeviceTensor iz, a.tensor("input_zp"));
+      GRAFT_TRY(DeviceTensor sums, a.tensor("weight_sums"));
+      return one(
+          linearDq8caQ4gsw(a.ctx(), x, is, iz, w, sums, scales, gs, bias ? &*bias : nullptr));
+    }
+    return one(linearQ4gsw(a.ctx(), x, w, scales, gs, bias ? &*bias : nullptr));
   };
   return l;
 }
 
-/// The packings: int4 nibbles in the low-nibble-first order of the et_vk
-/// q4gsw ops or the high-nibble-first order of linear_qcs4w, and int8 words.
-auto q4Packing(bool lowNibbleFirst) {
-  return [=](GraphExecutor::State &s, const Value *v) { return s.packedQ4(v, lowNibbleFirst); };
-}
-Expected<PackedQ8Weight> q8Packing(GraphExecutor::State &s, const Value *v) {
-  return s.packedQ8(v);
-}
-
-Lowering q4Lowering(const char *kernel, bool dq8ca) {
-  const char *input = dq8ca ? "input" : "self";
-  return packedWeightLowering(
-      kernel, input, "weights", "weight_scales",
-      [=](const Node &node, const BoundArgs &b) -> std::string {
-        if (!isFloatOfResultDType(node, b, input))
-          return "input must be f32/f16 of the result's dtype";
-        const TensorProto *xp = protoOf(b, input);
-        GRAFT_VK_REASON(inChannelsReason(*xp));
-        const TensorProto *bias = protoOf(b, "bias");
-        if (bias && bias->dtype != xp->dtype)
-          return "bias dtype differs from the input's";
-        return {};
-      },
-      q4Packing(true),
-      [=](NodeArgs &a, const DeviceTensor &x, const PackedQ4Weight &w,
-          const DeviceTensor &scales) -> Results {
-        GRAFT_TRY(auto bias, a.optionalTensor("bias"));
-        int64_t gs = a.integer("group_size").value_or(0);
-        if (dq8ca) {
-          GRAFT_TRY(DeviceTensor is, a.tensor("input_scales"));
-          GRAFT_TRY(DeviceTensor iz, a.tensor("input_zp"));
-          GRAFT_TRY(DeviceTensor sums, a.tensor("weight_sums"));
-          return one(
-              linearDq8caQ4gsw(a.ctx(), x, is, iz, w, sums, scales, gs, bias ? &*bias : nullptr));
-        }
-        return one(linearQ4gsw(a.ctx(), x, w, scales, gs, bias ? &*bias : nullptr));
-      });
-}
-
 Lowering qcs4wLowering() {
-  return packedWeightLowering(
-      "linear_qcs4w", "self", "weight", "scales",
-      [](const Node &node, const BoundArgs &b) -> std::string {
-        if (!isFloatOfResultDType(node, b, "self"))
-          return "input must be f32/f16 of the result's dtype";
-        return {};
-      },
-      q4Packing(false),
-      [](NodeArgs &a, const DeviceTensor &x, const PackedQ4Weight &w, const DeviceTensor &scales)
-          -> Results { return one(linearQcs4w(a.ctx(), x, w, scales)); });
+  Lowering l;
+  l.kernel = "linear_qcs4w";
+  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+    GRAFT_VK_REASON(requireConstant(node, b, "weight"));
+    if (!isFloatOfResultDType(node, b, "self"))
+      return "input must be f32/f16 of the result's dtype";
+    return {};
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    GRAFT_TRY(DeviceTensor x, a.tensor("self"));
+    GRAFT_TRY(PackedQ4Weight w, a.state().packedQ4(a.value("weight"), false));
+    GRAFT_TRY(DeviceTensor scales, a.tensor("scales"));
+    return one(linearQcs4w(a.ctx(), x, w, scales));
+  };
+  return l;
 }
 
 Lowering int8packLowering() {
-  return packedWeightLowering(
-      "weight_int8pack_mm", "self", "mat2", "scales",
-      [](const Node &, const BoundArgs &b) -> std::string {
-        const TensorProto *xp = protoOf(b, "self");
-        if (!xp || !isDeviceFloat(xp->dtype))
-          return "self must be f32/f16";
-        return {};
-      },
-      q8Packing,
-      [](NodeArgs &a, const DeviceTensor &x, const PackedQ8Weight &w, const DeviceTensor &scales)
-          -> Results { return one(weightInt8PackMm(a.ctx(), x, w, scales)); });
+  Lowering l;
+  l.kernel = "weight_int8pack_mm";
+  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+    GRAFT_VK_REASON(requireConstant(node, b, "mat2"));
+    const TensorProto *xp = protoOf(b, "self");
+    if (!xp || !isDeviceFloat(xp->dtype))
+      return "self must be f32/f16";
+    return {};
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    GRAFT_TRY(DeviceTensor x, a.tensor("self"));
+    GRAFT_TRY(PackedQ8Weight w, a.state().packedQ8(a.value("mat2")));
+    GRAFT_TRY(DeviceTensor scales, a.tensor("scales"));
+    return one(weightInt8PackMm(a.ctx(), x, w, scales));
+  };
+  return l;
 }
 
 Lowering q8taLowering() {
-  return packedWeightLowering(
-      "linear_q8ta_q8csw", "x", "weights", "weight_scales",
-      [](const Node &, const BoundArgs &b) -> std::string {
-        const TensorProto *xp = protoOf(b, "x");
-        if (!xp)
-          return "x is not a tensor";
-        if (!isDeviceFloat(xp->dtype) && deviceElem(xp->dtype) != DeviceElem::I32)
-          return "x dtype " + std::string(name(xp->dtype)) + " is unsupported";
-        return inChannelsReason(*xp);
-      },
-      q8Packing,
-      [](NodeArgs &a, const DeviceTensor &x, const PackedQ8Weight &w,
-         const DeviceTensor &scales) -> Results {
-        GRAFT_TRY(auto bias, a.optionalTensor("bias"));
-        auto s = a.number("input_scale");
-        auto zp = a.integer("input_zero_point");
-        if (!s || !zp)
-          return a.error("input_scale and input_zero_point must be numbers");
-        return one(linearQ8taQ8csw(a.ctx(), x, *s, *zp, w, scales, bias ? &*bias : nullptr));
-      });
+  Lowering l;
+  l.kernel = "linear_q8ta_q8csw";
+  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+    GRAFT_VK_REASON(requireConstant(node, b, "weights"));
+    const TensorProto *xp = protoOf(b, "x");
+    if (!xp)
+      return "x is not a tensor";
+    if (!isDeviceFloat(xp->dtype) && deviceElem(xp->dtype) != DeviceElem::I32)
+      return "x dtype " + std::string(name(xp->dtype)) + " is unsupported";
+    auto k = xp->shape.empty() ? std::nullopt : xp->shape.back().value();
+    if (k && *k % 4 != 0)
+      return "in_channels " + std::to_string(*k) + " is not a multiple of 4";
+    return {};
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    GRAFT_TRY(DeviceTensor x, a.tensor("x"));
+    GRAFT_TRY(PackedQ8Weight w, a.state().packedQ8(a.value("weights")));
+    GRAFT_TRY(DeviceTensor scales, a.tensor("weight_scales"));
+    GRAFT_TRY(auto bias, a.optionalTensor("bias"));
+    auto s = a.number("input_scale");
+    auto zp = a.integer("input_zero_point");
+    if (!s || !zp)
+      return a.error("input_scale and input_zero_point must be numbers");
+    return one(linearQ8taQ8csw(a.ctx(), x, *s, *zp, w, scales, bias ? &*bias : nullptr));
+  };
+  return l;
 }
 
 /// q8ta_linear and q8ta_linear_gemv share one kernel: the numbers are the
 /// same, and linear_q8csw.glsl's one-thread-per-(row tile, n) layout serves
 /// a single row as well (upstream's separate gemv shader is a speed choice).
 Lowering q8taLinearLowering(const char *kernel) {
-  return packedWeightLowering(
-      kernel, "x", "weights", "weight_scales",
-      [](const Node &, const BoundArgs &b) -> std::string {
-        const TensorProto *xp = protoOf(b, "x");
-        if (!xp || xp->dtype != DType::I8)
-          return "x must be an i8 tensor";
-        const TensorProto *sp = protoOf(b, "weight_scales");
-        if (!sp || sp->dtype != DType::F32)
-          return "weight_scales must be f32";
-        const TensorProto *bp = protoOf(b, "bias");
-        if (bp && bp->dtype != DType::F32)
-          return "bias must be f32";
-        return inChannelsReason(*xp);
-      },
-      q8Packing,
-      [](NodeArgs &a, const DeviceTensor &x, const PackedQ8Weight &w,
-         const DeviceTensor &scales) -> Results {
-        GRAFT_TRY(auto bias, a.optionalTensor("bias"));
-        auto is = a.number("input_scale");
-        auto izp = a.integer("input_zero_point");
-        auto os = a.number("output_scale");
-        auto ozp = a.integer("output_zero_point");
-        if (!is || !izp || !os || !ozp)
-          return a.error("the input and output scales and zero points must be numbers");
-        // Shape inference admits only "none" and "relu" (the schema's default
-        // is "none").
-        const Argument &act = a.arg("activation");
-        bool relu = act.isString() && act.string() == "relu";
-        return one(
-            q8taLinear(a.ctx(), x, *is, *izp, w, scales, *os, *ozp, bias ? &*bias : nullptr, relu));
-      });
+  Lowering l;
+  l.kernel = kernel;
+  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+    GRAFT_VK_REASON(requireConstant(node, b, "weights"));
+    const TensorProto *xp = protoOf(b, "x");
+    if (!xp || xp->dtype != DType::I8)
+      return "x must be an i8 tensor";
+    const TensorProto *sp = protoOf(b, "weight_scales");
+    if (!sp || sp->dtype != DType::F32)
+      return "weight_scales must be f32";
+    const TensorProto *bp = protoOf(b, "bias");
+    if (bp && bp->dtype != DType::F32)
+      return "bias must be f32";
+    auto k = xp->shape.empty() ? std::nullopt : xp->shape.back().value();
+    if (k && *k % 4 != 0)
+      return "in_channels " + std::to_string(*k) + " is not a multiple of 4";
+    return {};
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    GRAFT_TRY(DeviceTensor x, a.tensor("x"));
+    GRAFT_TRY(PackedQ8Weight w, a.state().packedQ8(a.value("weights")));
+    GRAFT_TRY(DeviceTensor scales, a.tensor("weight_scales"));
+    GRAFT_TRY(auto bias, a.optionalTensor("bias"));
+    auto is = a.number("input_scale");
+    auto izp = a.integer("input_zero_point");
+    auto os = a.number("output_scale");
+    auto ozp = a.integer("output_zero_point");
+    if (!is || !izp || !os || !ozp)
+      return a.error("the input and output scales and zero points must be numbers");
+    // Shape inference admits only "none" and "relu" (the schema's default
+    // is "none").
+    const Argument &act = a.arg("activation");
+    bool relu = act.isString() && act.string() == "relu";
+    return one(
+        q8taLinear(a.ctx(), x, *is, *izp, w, scales, *os, *ozp, bias ? &*bias : nullptr, relu));
+  };
+  return l;
 }
 
 } // namespace

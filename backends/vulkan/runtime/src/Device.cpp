@@ -227,10 +227,11 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
     p2.pNext = &sg;
     vkGetPhysicalDeviceProperties2(pd, &p2);
     info.subgroupSize = sg.subgroupSize;
-    const VkSubgroupFeatureFlags needed =
-        VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT;
-    info.subgroupClusteredAdd = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
-                                (sg.supportedOperations & needed) == needed;
+    const bool compute = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+    info.subgroupArithmetic =
+        compute && (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
+    info.subgroupClusteredAdd = info.subgroupArithmetic &&
+                                (sg.supportedOperations & VK_SUBGROUP_FEATURE_CLUSTERED_BIT) != 0;
   }
 
   VkPhysicalDeviceDriverProperties drv{};

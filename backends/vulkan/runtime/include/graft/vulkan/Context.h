@@ -49,6 +49,9 @@ struct DeviceInfo {
   bool shaderInt64 = false;
   /// Invocations per subgroup (0: unknown, a Vulkan 1.0 device).
   uint32_t subgroupSize = 0;
+  /// Compute shaders may use subgroupAdd (arithmetic subgroup operations in
+  /// the compute stage).
+  bool subgroupArithmetic = false;
   /// Compute shaders may use subgroupClusteredAdd (arithmetic and clustered
   /// subgroup operations in the compute stage).
   bool subgroupClusteredAdd = false;
