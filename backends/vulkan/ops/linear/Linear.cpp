@@ -652,148 +652,162 @@ Lowering addmmLowering() {
   return l;
 }
 
-Lowering q4Lowering(const char *kernel, bool dq8ca) {
+/// Why x's known last dim is not a multiple of 4, which the packed-weight
+/// linears with a free input width (q4gsw, dq8ca_q4gsw, q8ta) all require.
+std::string inChannelsReason(const TensorProto &x) {
+  auto k = x.shape.empty() ? std::nullopt : x.shape.back().value();
+  if (k && *k % 4 != 0)
+    return "in_channels " + std::to_string(*k) + " is not a multiple of 4";
+  return {};
+}
+
+/// The linears whose weight is a constant packed once at load time share
+/// their outline: the check requires the constant `weight` before asking
+/// `checkRest`; the run reads `input`, the weight packed by `pack` (q4 or q8
+/// layout) and `scales`, then hands them to `apply`, which reads whatever
+/// else its op takes and launches the kernel. Each lowering states only that.
+template <typename Check, typename Pack, typename Apply>
+Lowering packedWeightLowering(const char *kernel, const char *input, const char *weight,
+                              const char *scales, Check checkRest, Pack pack, Apply apply) {
   Lowering l;
   l.kernel = kernel;
   l.check = [=](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
-    GRAFT_VK_REASON(requireConstant(node, b, "weights"));
-    const char *x = dq8ca ? "input" : "self";
-    if (!isFloatOfResultDType(node, b, x))
-      return "input must be f32/f16 of the result's dtype";
-    const TensorProto *xp = protoOf(b, x);
-    auto k = xp->shape.empty() ? std::nullopt : xp->shape.back().value();
-    if (k && *k % 4 != 0)
-      return "in_channels " + std::to_string(*k) + " is not a multiple of 4";
-    const TensorProto *bias = protoOf(b, "bias");
-    if (bias && bias->dtype != xp->dtype)
-      return "bias dtype differs from the input's";
-    return {};
+    GRAFT_VK_REASON(requireConstant(node, b, weight));
+    return checkRest(node, b);
   };
   l.run = [=](NodeArgs &a) -> Results {
-    GRAFT_TRY(DeviceTensor x, a.tensor(dq8ca ? "input" : "self"));
-    GRAFT_TRY(PackedQ4Weight w, a.state().packedQ4(a.value("weights"), true));
-    GRAFT_TRY(DeviceTensor scales, a.tensor("weight_scales"));
-    GRAFT_TRY(auto bias, a.optionalTensor("bias"));
-    int64_t gs = a.integer("group_size").value_or(0);
-    if (dq8ca) {
-      GRAFT_TRY(DeviceTensor is, a.tensor("input_scales"));
-      GRAFT_TRY(DeviceTensor iz, a.tensor("input_zp"));
-      GRAFT_TRY(DeviceTensor sums, a.tensor("weight_sums"));
-      return one(
-          linearDq8caQ4gsw(a.ctx(), x, is, iz, w, sums, scales, gs, bias ? &*bias : nullptr));
-    }
-    return one(linearQ4gsw(a.ctx(), x, w, scales, gs, bias ? &*bias : nullptr));
+    GRAFT_TRY(DeviceTensor x, a.tensor(input));
+    GRAFT_TRY(auto w, pack(a.state(), a.value(weight)));
+    GRAFT_TRY(DeviceTensor s, a.tensor(scales));
+    return apply(a, x, w, s);
   };
   return l;
+}
+
+/// The packings: int4 nibbles in the low-nibble-first order of the et_vk
+/// q4gsw ops or the high-nibble-first order of linear_qcs4w, and int8 words.
+auto q4Packing(bool lowNibbleFirst) {
+  return [=](GraphExecutor::State &s, const Value *v) { return s.packedQ4(v, lowNibbleFirst); };
+}
+Expected<PackedQ8Weight> q8Packing(GraphExecutor::State &s, const Value *v) {
+  return s.packedQ8(v);
+}
+
+Lowering q4Lowering(const char *kernel, bool dq8ca) {
+  const char *input = dq8ca ? "input" : "self";
+  return packedWeightLowering(
+      kernel, input, "weights", "weight_scales",
+      [=](const Node &node, const BoundArgs &b) -> std::string {
+        if (!isFloatOfResultDType(node, b, input))
+          return "input must be f32/f16 of the result's dtype";
+        const TensorProto *xp = protoOf(b, input);
+        GRAFT_VK_REASON(inChannelsReason(*xp));
+        const TensorProto *bias = protoOf(b, "bias");
+        if (bias && bias->dtype != xp->dtype)
+          return "bias dtype differs from the input's";
+        return {};
+      },
+      q4Packing(true),
+      [=](NodeArgs &a, const DeviceTensor &x, const PackedQ4Weight &w,
+          const DeviceTensor &scales) -> Results {
+        GRAFT_TRY(auto bias, a.optionalTensor("bias"));
+        int64_t gs = a.integer("group_size").value_or(0);
+        if (dq8ca) {
+          GRAFT_TRY(DeviceTensor is, a.tensor("input_scales"));
+          GRAFT_TRY(DeviceTensor iz, a.tensor("input_zp"));
+          GRAFT_TRY(DeviceTensor sums, a.tensor("weight_sums"));
+          return one(
+              linearDq8caQ4gsw(a.ctx(), x, is, iz, w, sums, scales, gs, bias ? &*bias : nullptr));
+        }
+        return one(linearQ4gsw(a.ctx(), x, w, scales, gs, bias ? &*bias : nullptr));
+      });
 }
 
 Lowering qcs4wLowering() {
-  Lowering l;
-  l.kernel = "linear_qcs4w";
-  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
-    GRAFT_VK_REASON(requireConstant(node, b, "weight"));
-    if (!isFloatOfResultDType(node, b, "self"))
-      return "input must be f32/f16 of the result's dtype";
-    return {};
-  };
-  l.run = [](NodeArgs &a) -> Results {
-    GRAFT_TRY(DeviceTensor x, a.tensor("self"));
-    GRAFT_TRY(PackedQ4Weight w, a.state().packedQ4(a.value("weight"), false));
-    GRAFT_TRY(DeviceTensor scales, a.tensor("scales"));
-    return one(linearQcs4w(a.ctx(), x, w, scales));
-  };
-  return l;
+  return packedWeightLowering(
+      "linear_qcs4w", "self", "weight", "scales",
+      [](const Node &node, const BoundArgs &b) -> std::string {
+        if (!isFloatOfResultDType(node, b, "self"))
+          return "input must be f32/f16 of the result's dtype";
+        return {};
+      },
+      q4Packing(false),
+      [](NodeArgs &a, const DeviceTensor &x, const PackedQ4Weight &w, const DeviceTensor &scales)
+          -> Results { return one(linearQcs4w(a.ctx(), x, w, scales)); });
 }
 
 Lowering int8packLowering() {
-  Lowering l;
-  l.kernel = "weight_int8pack_mm";
-  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
-    GRAFT_VK_REASON(requireConstant(node, b, "mat2"));
-    const TensorProto *xp = protoOf(b, "self");
-    if (!xp || !isDeviceFloat(xp->dtype))
-      return "self must be f32/f16";
-    return {};
-  };
-  l.run = [](NodeArgs &a) -> Results {
-    GRAFT_TRY(DeviceTensor x, a.tensor("self"));
-    GRAFT_TRY(PackedQ8Weight w, a.state().packedQ8(a.value("mat2")));
-    GRAFT_TRY(DeviceTensor scales, a.tensor("scales"));
-    return one(weightInt8PackMm(a.ctx(), x, w, scales));
-  };
-  return l;
+  return packedWeightLowering(
+      "weight_int8pack_mm", "self", "mat2", "scales",
+      [](const Node &, const BoundArgs &b) -> std::string {
+        const TensorProto *xp = protoOf(b, "self");
+        if (!xp || !isDeviceFloat(xp->dtype))
+          return "self must be f32/f16";
+        return {};
+      },
+      q8Packing,
+      [](NodeArgs &a, const DeviceTensor &x, const PackedQ8Weight &w, const DeviceTensor &scales)
+          -> Results { return one(weightInt8PackMm(a.ctx(), x, w, scales)); });
 }
 
 Lowering q8taLowering() {
-  Lowering l;
-  l.kernel = "linear_q8ta_q8csw";
-  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
-    GRAFT_VK_REASON(requireConstant(node, b, "weights"));
-    const TensorProto *xp = protoOf(b, "x");
-    if (!xp)
-      return "x is not a tensor";
-    if (!isDeviceFloat(xp->dtype) && deviceElem(xp->dtype) != DeviceElem::I32)
-      return "x dtype " + std::string(name(xp->dtype)) + " is unsupported";
-    auto k = xp->shape.empty() ? std::nullopt : xp->shape.back().value();
-    if (k && *k % 4 != 0)
-      return "in_channels " + std::to_string(*k) + " is not a multiple of 4";
-    return {};
-  };
-  l.run = [](NodeArgs &a) -> Results {
-    GRAFT_TRY(DeviceTensor x, a.tensor("x"));
-    GRAFT_TRY(PackedQ8Weight w, a.state().packedQ8(a.value("weights")));
-    GRAFT_TRY(DeviceTensor scales, a.tensor("weight_scales"));
-    GRAFT_TRY(auto bias, a.optionalTensor("bias"));
-    auto s = a.number("input_scale");
-    auto zp = a.integer("input_zero_point");
-    if (!s || !zp)
-      return a.error("input_scale and input_zero_point must be numbers");
-    return one(linearQ8taQ8csw(a.ctx(), x, *s, *zp, w, scales, bias ? &*bias : nullptr));
-  };
-  return l;
+  return packedWeightLowering(
+      "linear_q8ta_q8csw", "x", "weights", "weight_scales",
+      [](const Node &, const BoundArgs &b) -> std::string {
+        const TensorProto *xp = protoOf(b, "x");
+        if (!xp)
+          return "x is not a tensor";
+        if (!isDeviceFloat(xp->dtype) && deviceElem(xp->dtype) != DeviceElem::I32)
+          return "x dtype " + std::string(name(xp->dtype)) + " is unsupported";
+        return inChannelsReason(*xp);
+      },
+      q8Packing,
+      [](NodeArgs &a, const DeviceTensor &x, const PackedQ8Weight &w,
+         const DeviceTensor &scales) -> Results {
+        GRAFT_TRY(auto bias, a.optionalTensor("bias"));
+        auto s = a.number("input_scale");
+        auto zp = a.integer("input_zero_point");
+        if (!s || !zp)
+          return a.error("input_scale and input_zero_point must be numbers");
+        return one(linearQ8taQ8csw(a.ctx(), x, *s, *zp, w, scales, bias ? &*bias : nullptr));
+      });
 }
 
 /// q8ta_linear and q8ta_linear_gemv share one kernel: the numbers are the
 /// same, and linear_q8csw.glsl's one-thread-per-(row tile, n) layout serves
 /// a single row as well (upstream's separate gemv shader is a speed choice).
 Lowering q8taLinearLowering(const char *kernel) {
-  Lowering l;
-  l.kernel = kernel;
-  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
-    GRAFT_VK_REASON(requireConstant(node, b, "weights"));
-    const TensorProto *xp = protoOf(b, "x");
-    if (!xp || xp->dtype != DType::I8)
-      return "x must be an i8 tensor";
-    const TensorProto *sp = protoOf(b, "weight_scales");
-    if (!sp || sp->dtype != DType::F32)
-      return "weight_scales must be f32";
-    const TensorProto *bp = protoOf(b, "bias");
-    if (bp && bp->dtype != DType::F32)
-      return "bias must be f32";
-    auto k = xp->shape.empty() ? std::nullopt : xp->shape.back().value();
-    if (k && *k % 4 != 0)
-      return "in_channels " + std::to_string(*k) + " is not a multiple of 4";
-    return {};
-  };
-  l.run = [](NodeArgs &a) -> Results {
-    GRAFT_TRY(DeviceTensor x, a.tensor("x"));
-    GRAFT_TRY(PackedQ8Weight w, a.state().packedQ8(a.value("weights")));
-    GRAFT_TRY(DeviceTensor scales, a.tensor("weight_scales"));
-    GRAFT_TRY(auto bias, a.optionalTensor("bias"));
-    auto is = a.number("input_scale");
-    auto izp = a.integer("input_zero_point");
-    auto os = a.number("output_scale");
-    auto ozp = a.integer("output_zero_point");
-    if (!is || !izp || !os || !ozp)
-      return a.error("the input and output scales and zero points must be numbers");
-    // Shape inference admits only "none" and "relu" (the schema's default
-    // is "none").
-    const Argument &act = a.arg("activation");
-    bool relu = act.isString() && act.string() == "relu";
-    return one(
-        q8taLinear(a.ctx(), x, *is, *izp, w, scales, *os, *ozp, bias ? &*bias : nullptr, relu));
-  };
-  return l;
+  return packedWeightLowering(
+      kernel, "x", "weights", "weight_scales",
+      [](const Node &, const BoundArgs &b) -> std::string {
+        const TensorProto *xp = protoOf(b, "x");
+        if (!xp || xp->dtype != DType::I8)
+          return "x must be an i8 tensor";
+        const TensorProto *sp = protoOf(b, "weight_scales");
+        if (!sp || sp->dtype != DType::F32)
+          return "weight_scales must be f32";
+        const TensorProto *bp = protoOf(b, "bias");
+        if (bp && bp->dtype != DType::F32)
+          return "bias must be f32";
+        return inChannelsReason(*xp);
+      },
+      q8Packing,
+      [](NodeArgs &a, const DeviceTensor &x, const PackedQ8Weight &w,
+         const DeviceTensor &scales) -> Results {
+        GRAFT_TRY(auto bias, a.optionalTensor("bias"));
+        auto is = a.number("input_scale");
+        auto izp = a.integer("input_zero_point");
+        auto os = a.number("output_scale");
+        auto ozp = a.integer("output_zero_point");
+        if (!is || !izp || !os || !ozp)
+          return a.error("the input and output scales and zero points must be numbers");
+        // Shape inference admits only "none" and "relu" (the schema's default
+        // is "none").
+        const Argument &act = a.arg("activation");
+        bool relu = act.isString() && act.string() == "relu";
+        return one(
+            q8taLinear(a.ctx(), x, *is, *izp, w, scales, *os, *ozp, bias ? &*bias : nullptr, relu));
+      });
 }
 
 } // namespace
