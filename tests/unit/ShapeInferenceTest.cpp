@@ -786,6 +786,16 @@ TEST_F(Infer, EtVkOps) {
   EXPECT_ERR(err("et_vk.apply_rotary_emb.default", {xq, xk, in("c2", DType::F32, {S("s0"), 16}),
                                                     in("s2", DType::F32, {S("s0"), 16})}),
              "head_dim mismatch");
+  // The operand checks both rotary ops share, each naming its own table dims.
+  EXPECT_ERR(err("et_vk.apply_rotary_emb.default",
+                 {in("xq3", DType::F32, {S("s0"), 8, 64}), xk, cos, sin}),
+             "xq and xk must be 4-D");
+  EXPECT_ERR(
+      err("et_vk.apply_rotary_emb.default", {xq, xk, cos, in("s5", DType::F16, {S("s0"), 32})}),
+      "2-D [seq, head_dim/2] of one shape");
+  EXPECT_ERR(err("et_vk.apply_rotary_emb_hf.default",
+                 {xq, in("xk5", DType::F32, {1, S("s0"), 64}), cos, sin, int64_t(0)}),
+             "xq and xk must be 4-D");
   // apply_rotary_emb_hf: whole [max_seq, R] tables, R <= head_dim (partial rotation).
   Value *tc = in("tc", DType::F32, {128, 48});
   Value *ts = in("ts", DType::F32, {128, 48});
