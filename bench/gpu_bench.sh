@@ -5,8 +5,11 @@
 #   devices.json   `graft devices --json` (card, driver, subgroup size)
 #   tests.txt      graft_VulkanKernelsTest on this device (fast and exact
 #                  kernels against the reference interpreter)
-#   sweep.txt      the q4gsw / dq8ca GEMVs under each GPU GEMV tiling
-#                  (GRAFT_VK_LINEAR_TILING), console table with counters
+#   sweep.txt      the q4gsw / dq8ca GEMVs (M = 1 shapes of BM_VkLinear*:
+#                  4096x4096, 4096x14336, 2048x8192 and the 1B model's
+#                  2048x2048, 2048x512, 8192x2048) under each GPU GEMV tiling
+#                  (GRAFT_VK_LINEAR_TILING; `default`: the shape-aware
+#                  choice), console table with counters
 #   bench.json     every Vulkan kernel benchmark (graft_bench, JSON; the
 #                  console table goes to stderr)
 #   models.jsonl   per quantization (MODELS="4w 8da4w"; MODELS= skips them),
@@ -24,7 +27,8 @@ BUNDLE=${BUNDLE:-$(cd "$(dirname "$0")" && pwd)}
 RESULTS=${RESULTS:-$PWD/gpu-results}
 STEP_SECONDS=${STEP_SECONDS:-150}
 MODELS=${MODELS-4w 8da4w}
-TILINGS=${TILINGS:-gpu_gemv gpu_gemv_sg gpu_gemv_sg_n4 gpu_gemv_lanes gpu_gemv_lanes_sg}
+TILINGS=${TILINGS:-default gpu_gemv gpu_gemv_sg gpu_gemv_sg_n4 gpu_gemv_lanes gpu_gemv_lanes_sg
+  gpu_gemv_splitk gpu_gemv_splitk_sg gpu_gemv_splitk_wg_sg}
 mkdir -p "$RESULTS"
 export LD_LIBRARY_PATH=$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 step() { # name, command...
@@ -44,7 +48,8 @@ grep -E "PASSED|FAILED" "$RESULTS/tests.txt" >&2
 : >"$RESULTS/sweep.txt"
 for t in $TILINGS; do
   echo "## GRAFT_VK_LINEAR_TILING=$t" >>"$RESULTS/sweep.txt"
-  GRAFT_VK_LINEAR_TILING=$t step "sweep $t" "$BUNDLE/graft_bench" \
+  # `default` leaves the variable empty: Linear.cpp's choice by shape.
+  GRAFT_VK_LINEAR_TILING=${t#default} step "sweep $t" "$BUNDLE/graft_bench" \
     --benchmark_filter='BM_VkStream|BM_VkLinear.*/M:1/.*/exact:0' --benchmark_min_time=0.1 \
     >>"$RESULTS/sweep.txt" 2>&1
 done
