@@ -8,40 +8,17 @@
 // elements per invocation with vec4 loads and stores (the last invocation
 // the scalar tail), with the same per-element formula: bit-exact to the
 // scalar variants.
-#if VEC4_WIDE
-#extension GL_ARB_gpu_shader_int64 : require
-#endif
 #include "common.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
 layout(set = 0, binding = 1) readonly buffer In { DTYPE t_in[]; };
 #if VEC4
-#if DTYPE_IS_HALF
-#define VEC4_T f16vec4
-#else
-#define VEC4_T vec4
-#endif
 layout(set = 0, binding = 0) buffer Out4 { VEC4_T t_out4[]; };
 layout(set = 0, binding = 1) readonly buffer In4 { VEC4_T t_in4[]; };
 #endif
-#if VEC4_WIDE && !DTYPE_IS_HALF
-// VEC4_WIDE (CPU drivers with shaderInt64): the vec4s moved as two 64-bit
-// words, because llvmpipe's cost is per loaded or stored component; the
-// values are the same bits.
-#define WIDE 1
+#if WIDE
 layout(set = 0, binding = 0) buffer Out64 { u64vec2 t_out64[]; };
 layout(set = 0, binding = 1) readonly buffer In64 { u64vec2 t_in64[]; };
-#else
-#define WIDE 0
-#endif
-#if WIDE
-vec4 load64(u64vec2 v) {
-  return uintBitsToFloat(uvec4(unpackUint2x32(v.x), unpackUint2x32(v.y)));
-}
-u64vec2 store64(vec4 v) {
-  uvec4 b = floatBitsToUint(v);
-  return u64vec2(packUint2x32(b.xy), packUint2x32(b.zw));
-}
 #endif
 
 layout(push_constant) uniform PushConstants {
@@ -136,10 +113,8 @@ void main() {
     vec4 r = vec4(apply(x.x), apply(x.y), apply(x.z), apply(x.w));
 #if WIDE
     t_out64[id] = store64(r);
-#elif DTYPE_IS_HALF
-    t_out4[id] = f16vec4(vec4(roundToHalf(r.x), roundToHalf(r.y), roundToHalf(r.z), roundToHalf(r.w)));
 #else
-    t_out4[id] = r;
+    t_out4[id] = store4(r);
 #endif
     return;
   }

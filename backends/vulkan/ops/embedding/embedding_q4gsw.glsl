@@ -10,20 +10,8 @@
 #include "common.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
-layout(set = 0, binding = 1) readonly buffer Indices { int t_indices[]; };
 layout(set = 0, binding = 2) readonly buffer W { uint t_weight[]; };
-layout(set = 0, binding = 3) readonly buffer Scales { DTYPE t_scales[]; };
-layout(set = 0, binding = 4) buffer Status { uint t_status[]; };
-
-layout(push_constant) uniform PushConstants {
-  int numIndices;
-  int D;           // embedding dim (2 * bytes per row)
-  int rowBytes;    // bytes per packed row (D / 2)
-  int V;
-  int groupSize;
-  int scaleRowStride; // groups per row; 0 for a single per-tensor scale
-  int groupShift;     // log2(groupSize) when it is a power of two, else -1
-} pc;
+#include "embedding_q4gsw.glslh"
 
 void main() {
   uint id = linearId();

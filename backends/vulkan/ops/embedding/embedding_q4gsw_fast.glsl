@@ -9,35 +9,9 @@
 // An index outside [0, V) writes zeros and sets t_status[0] = 1.
 #include "common.glslh"
 
-#if DTYPE_IS_HALF
-#define VEC4_T f16vec4
-#else
-#define VEC4_T vec4
-#endif
-
 layout(set = 0, binding = 0) writeonly buffer Out { VEC4_T t_out4[]; };
-layout(set = 0, binding = 1) readonly buffer Indices { int t_indices[]; };
 layout(set = 0, binding = 2) readonly buffer W { uvec4 t_weight4[]; };
-layout(set = 0, binding = 3) readonly buffer Scales { DTYPE t_scales[]; };
-layout(set = 0, binding = 4) buffer Status { uint t_status[]; };
-
-layout(push_constant) uniform PushConstants {
-  int numIndices;
-  int D;           // embedding dim (2 * bytes per row)
-  int rowBytes;    // bytes per packed row (D / 2)
-  int V;
-  int groupSize;
-  int scaleRowStride; // groups per row; 0 for a single per-tensor scale
-  int groupShift;     // log2(groupSize) when it is a power of two, else -1
-} pc;
-
-VEC4_T store4(vec4 v) {
-#if DTYPE_IS_HALF
-  return f16vec4(vec4(roundToHalf(v.x), roundToHalf(v.y), roundToHalf(v.z), roundToHalf(v.w)));
-#else
-  return v;
-#endif
-}
+#include "embedding_q4gsw.glslh"
 
 void main() {
   uint id = linearId();
