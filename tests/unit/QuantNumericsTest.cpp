@@ -552,6 +552,112 @@ TEST(QuantNumerics, Embedding4bitGroupsAndZeroPoints) {
   EXPECT_EQ(values(t.run1(e)), (std::vector<double>{1, -1, 0, 12, 0, 0, 0, 0}));
 }
 
+TEST(QuantNumerics, EmbeddingByteAnd2bit) {
+  // ExecuTorch's Llama export writes these for `-E 8,G` / `-E 2,G`
+  // (examples/models/llama/source_transformation/quantize.py,
+  // QuantizedGroupEmbedding.forward); their meaning is
+  // exir/passes/_quant_patterns_and_replacements.py embedding_byte / embedding_2bit:
+  // unpack, dequantize_per_channel_group, aten.embedding.
+  Tensor idx = Tensor::fromInts(DType::I64, {2}, {1, 0});
+  {
+    // embedding_byte: the stored values, groups of 2, f32 zero points.
+    //   row 1 = [-128, 127, 3, -3]: g0 ([-128, 127] - 1) * 0.5 = [-64.5, 63],
+    //   g1 ([3, -3] - (-1)) * 2 = [8, -4]; row 0 = [0, 1, 2, 4] * 1 - 0
+    TestGraph t;
+    Value *w = t.constant("w", Tensor::fromInts(DType::I8, {2, 4}, {0, 1, 2, 4, -128, 127, 3, -3}));
+    Value *s = t.constant("s", f32({2, 2}, {1.0, 1.0, 0.5, 2.0}));
+    Value *z = t.constant("z", f32({2, 2}, {0, 0, 1, -1}));
+    Value *i = t.input("i", idx);
+    Value *e = t.op("quantized_decomposed.embedding_byte.default",
+                    {w, s, z, int64_t(-128), int64_t(127), i}, {}, DType::F32, {2, 4});
+    EXPECT_EQ(values(t.run1(e)), (std::vector<double>{-64.5, 63, 8, -4, 0, 1, 2, 4}));
+  }
+  {
+    // embedding_2bit (u8 [V, D/4]): element k of a byte is bits 2k..2k+1, minus 2.
+    //   0x1B = 0b00'01'10'11 -> [3, 2, 1, 0] - 2 = [1, 0, -1, -2]
+    //   0xE4 = 0b11'10'01'00 -> [0, 1, 2, 3] - 2 = [-2, -1, 0, 1]
+    //   per-row scales [0.5, 0.25] (1-D: one group per row), dtype = f16
+    TestGraph t;
+    Value *w = t.constant("w", Tensor::fromInts(DType::U8, {2, 1}, {0x1B, 0xE4}));
+    Value *s = t.constant("s", f32({2}, {0.5, 0.25}));
+    Value *i = t.input("i", idx);
+    Value *e = t.op("quantized_decomposed.embedding_2bit.dtype",
+                    {w, s, Argument::none(), int64_t(-2), int64_t(1), i}, {{"dtype", DType::F16}},
+                    DType::F16, {2, 4});
+    EXPECT_EQ(values(t.run1(e)), (std::vector<double>{-0.5, -0.25, 0, 0.25, 0.5, 0, -0.5, -1}));
+  }
+  {
+    // embedding_2bit's range is fixed upstream (asserted): a clear error otherwise.
+    TestGraph t;
+    Value *w = t.constant("w", Tensor::fromInts(DType::U8, {1, 1}, {0}));
+    Value *s = t.constant("s", f32({1}, {1.0}));
+    Value *i = t.input("i", Tensor::fromInts(DType::I64, {1}, {0}));
+    Value *e = t.op("quantized_decomposed.embedding_2bit.default",
+                    {w, s, Argument::none(), int64_t(-8), int64_t(7), i}, {}, DType::F32, {1, 4});
+    auto r = t.run({e});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(render(r.diags()).find("weight_quant_min == -2"), std::string::npos)
+        << render(r.diags());
+  }
+}
+
+TEST(QuantNumerics, ChooseQParamsPerTensorDynamic) {
+  // quantized_decomposed.choose_qparams(_symmetric).tensor, what PT2E's convert writes for
+  // a dynamically quantized activation (ExecuTorch VulkanQuantizer
+  // get_symmetric_quantization_config(is_dynamic=True): PlaceholderObserver,
+  // per_tensor_affine, int8 [-128, 127]; torchao quantization/pt2e/convert.py).
+  const double eps = 0x1.0p-23; // torch.finfo(torch.float32).eps
+  auto run = [&](const Tensor &x, const char *op, int64_t qmin, int64_t qmax, DType dt) {
+    TestGraph t;
+    Value *in = t.input("x", x);
+    auto outs = t.opN(op, {in, qmin, qmax, eps, dt}, {}, {{DType::F64, {1}}, {DType::I64, {1}}});
+    auto r = t.run(outs);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : render(r.diags()));
+    if (!r.ok())
+      return std::pair<double, int64_t>{0, 0};
+    return std::pair<double, int64_t>{std::get<Tensor>((*r)[0]).getDouble(0),
+                                      std::get<Tensor>((*r)[1]).getInt(0)};
+  };
+  Tensor x = f32({4}, {-1.0, 0.5, 2.0, 0.25});
+  // affine: scale = f32(3 / 255) = 0.0117647061124444; -1 / scale = -85.0 in f32,
+  // zp = -128 - (-85) = -43
+  auto [s, zp] = run(x, "quantized_decomposed.choose_qparams.tensor", -128, 127, DType::I8);
+  EXPECT_EQ(s, static_cast<double>(3.0f / 255.0f));
+  EXPECT_EQ(zp, -43);
+  // symmetric: scale = f32(max(1, 2) / 127.5), zp 0 (128 for uint8)
+  auto [ss, szp] =
+      run(x, "quantized_decomposed.choose_qparams_symmetric.tensor", -128, 127, DType::I8);
+  EXPECT_EQ(ss, static_cast<double>(2.0f / 127.5f));
+  EXPECT_EQ(szp, 0);
+  EXPECT_EQ(
+      run(x, "quantized_decomposed.choose_qparams_symmetric.tensor", 0, 255, DType::U8).second,
+      128);
+  // all zeros: the scale is eps, the zero point qmin
+  auto [es, ezp] =
+      run(f32({3}, {0, 0, 0}), "quantized_decomposed.choose_qparams.tensor", -128, 127, DType::I8);
+  EXPECT_EQ(es, eps);
+  EXPECT_EQ(ezp, -128);
+  // f16 input: max - min and the division round to f16 (1.000244 -> 1.0, then
+  // 1 / 255 -> 0.0039215087890625; in f32 it would be 0.0039225...), then the zero point in
+  // f32: -0.300048828125 / 0.0039215087890625 = -76.51 -> -77, zp = -128 + 77 = -51
+  auto [hs, hzp] = run(Tensor::fromDoubles(DType::F16, {2}, {-0.3, 0.7}),
+                       "quantized_decomposed.choose_qparams.tensor", -128, 127, DType::I8);
+  EXPECT_EQ(hs, 0.0039215087890625);
+  EXPECT_EQ(hzp, -51);
+}
+
+TEST(QuantNumerics, ChooseQParamsPerTensorRejectsBadRanges) {
+  // validate_qmin_qmax: the range must include 0 (a clear error, not a crash).
+  TestGraph t;
+  Value *in = t.input("x", f32({2}, {1, 2}));
+  auto outs = t.opN("quantized_decomposed.choose_qparams.tensor",
+                    {in, int64_t(1), int64_t(127), 0x1.0p-23, DType::I8}, {},
+                    {{DType::F64, {1}}, {DType::I64, {1}}});
+  auto r = t.run(outs);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(render(r.diags()).find("must include 0"), std::string::npos) << render(r.diags());
+}
+
 //===----------------------------------------------------------------------===//
 // et_vk linear ops
 //===----------------------------------------------------------------------===//

@@ -709,6 +709,41 @@ TEST_F(Infer, Embedding4bit) {
              "rows");
 }
 
+TEST_F(Infer, EmbeddingByteAnd2bit) {
+  // embedding_byte: [V, D] -> D; embedding_2bit: [V, D/4] -> 4 * (D/4); range asserted
+  // only for the packed form (_quant_patterns_and_replacements.py).
+  Value *w8 = in("w8", DType::I8, {100, 32});
+  Value *w2 = in("w2", DType::U8, {100, 8});
+  Value *s = in("s", DType::BF16, {100});
+  Value *idx = in("idx", DType::I64, {1, S("s0")});
+  EXPECT_PROTO(one("quantized_decomposed.embedding_byte.default",
+                   {w8, s, Argument(), int64_t(-128), int64_t(127), idx}),
+               "bf16[1, s0, 32]");
+  EXPECT_PROTO(one("quantized_decomposed.embedding_byte.dtype",
+                   {w8, s, Argument(), int64_t(-128), int64_t(127), idx}, {{"dtype", DType::F32}}),
+               "f32[1, s0, 32]");
+  EXPECT_PROTO(one("quantized_decomposed.embedding_2bit.dtype",
+                   {w2, s, Argument(), int64_t(-2), int64_t(1), idx}, {{"dtype", DType::F32}}),
+               "f32[1, s0, 32]");
+  EXPECT_ERR(err("quantized_decomposed.embedding_2bit.default",
+                 {w2, s, Argument(), int64_t(-8), int64_t(7), idx}),
+             "embedding_2bit expects weight_quant_min == -2 and weight_quant_max == 1");
+}
+
+TEST_F(Infer, ChooseQParamsPerTensor) {
+  // The Meta kernels: scale f64 [1], zero point i64 [1], whatever the input's shape.
+  Value *x = in("x", DType::F32, {1, S("s0"), 64});
+  auto r = run("quantized_decomposed.choose_qparams.tensor",
+               {x, int64_t(-128), int64_t(127), 0x1.0p-23, DType::I8});
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].proto.str(), "f64[1]");
+  EXPECT_EQ((*r)[1].proto.str(), "i64[1]");
+  EXPECT_ERR(err("quantized_decomposed.choose_qparams_symmetric.tensor",
+                 {x, int64_t(127), int64_t(-128), 0x1.0p-23, DType::I8}),
+             "smaller than quant_max");
+}
+
 TEST_F(Infer, EtVkOps) {
   Value *x = in("x", DType::F16, {1, S("s0"), 60});
   // Packed int4 weights [N, K_pad/2]: K = 60 padded to 64.

@@ -2,7 +2,7 @@
 //
 // The quantized_decomposed library, transcribed op by op from
 // torch/ao/quantization/fx/_decomposed.py (pytorch 6661d4b6) and, for
-// embedding_4bit, ExecuTorch exir/passes/_quant_patterns_and_replacements.py
+// embedding_byte/_2bit/_4bit, ExecuTorch exir/passes/_quant_patterns_and_replacements.py
 // (executorch cff6f4dd). Details that decide the bits:
 //
 //  * quantize_per_tensor: f16/bf16 inputs are upcast to f32; the scale is a
@@ -17,11 +17,14 @@
 //    dequantize_per_channel: (x - zp) * s with integer subtraction first;
 //    dequantize_per_token: ((x - zp) * s) in f64, then .to(output_dtype).
 //  * embedding_4bit: even column = byte div 16 (HIGH nibble), odd = byte
-//    mod 16, minus 8, then dequantize_per_channel_group and embedding.
+//    mod 16, minus 8, then dequantize_per_channel_group and embedding;
+//    embedding_2bit: four values per byte, LOWEST bits first, minus 2;
+//    embedding_byte: the stored int8/uint8 values as they are.
 //
 //===----------------------------------------------------------------------===//
 #include "Kernels.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace graft::interp {
@@ -274,6 +277,79 @@ Results chooseQParamsPerTokenAsymmetric(const KernelArgs &a) {
   return std::vector<RuntimeValue>{scale.to(DType::F64), zp.to(DType::I64)};
 }
 
+/// choose_qparams.tensor / choose_qparams_symmetric.tensor: the per-tensor qparams
+/// PT2E's convert writes for a dynamically quantized activation (torchao
+/// quantization/pt2e/convert.py, _QSCHEME_TO_CHOOSE_QPARAMS_OP; ExecuTorch's
+/// VulkanQuantizer and XNNPACKQuantizer with is_dynamic=True): aminmax of the input,
+/// then torch.ao.quantization.utils.determine_qparams with has_customized_qrange=False.
+/// Each step rounds where torch does: min(min, 0), max(max, 0) and the scale division
+/// in the input's dtype; torch.max against the 1-element f32 eps tensor makes the scale
+/// f32 (an f16/bf16 0-d tensor does not win promotion over a 1-d f32 one), and so the
+/// zero point's division; scale f64 [1], zero point i64 [1].
+Results chooseQParamsPerTensor(const KernelArgs &a, bool symmetric) {
+  const Tensor &x = a.tensor("input");
+  if (!x.defined())
+    return a.error("expects tensor 'input'");
+  const DType in = x.dtype();
+  if (in != DType::F32 && in != DType::F16 && in != DType::BF16)
+    return a.error("Expecting input to have dtype torch.float32/16/b16, but got dtype: " +
+                   std::string(torchName(in)));
+  const DType target = a.dtype("dtype");
+  if (target != DType::U8 && target != DType::I8 && target != DType::U16 && target != DType::I16 &&
+      target != DType::I32)
+    return a.error("Expecting target dtype to be one of uint8, int8, uint16, int16, int32, "
+                   "but got: " +
+                   std::string(torchName(target)));
+  const int64_t qmin = a.integer("quant_min"), qmax = a.integer("quant_max");
+  // validate_qmin_qmax (torch/ao/quantization/utils.py)
+  if (!(qmin <= 0 && 0 <= qmax))
+    return a.error("User-specified quantization range must include 0.");
+  if (!(qmin < qmax))
+    return a.error("qmin must be strictly less than qmax for user-specified quantization range.");
+  if (x.numel() == 0)
+    return a.error("aminmax(): cannot compute aminmax over an empty tensor");
+  double mn = x.getDouble(0), mx = mn;
+  for (int64_t i = 1, n = x.numel(); i < n; ++i) {
+    const double v = x.getDouble(i);
+    if (std::isnan(v) || std::isnan(mn)) {
+      mn = mx = v + mn; // NaN propagates through aminmax
+      continue;
+    }
+    mn = std::min(mn, v);
+    mx = std::max(mx, v);
+  }
+  if (!(mn <= mx)) // check_min_max_valid's assert (NaN included)
+    return a.error("min " + std::to_string(mn) + " should be less than max " + std::to_string(mx));
+  auto inDType = [in](double v) {
+    return in == DType::F32 ? static_cast<double>(static_cast<float>(v))
+                            : static_cast<double>(roundToDType(static_cast<float>(v), in));
+  };
+  // One rounding from the exact double result (innocuous double rounding: f32
+  // opmath, then f16/bf16, as torch's CPU kernels do).
+  const double minNeg = std::min(mn, 0.0), maxPos0 = std::max(mx, 0.0);
+  const float eps = static_cast<float>(a.number("eps"));
+  double scale;
+  int64_t zp = 0;
+  if (symmetric) {
+    const double maxPos = std::max(-minNeg, maxPos0);
+    scale = inDType(maxPos / (static_cast<double>(qmax - qmin) / 2.0));
+    scale = std::max(static_cast<float>(scale), eps);
+    if (target == DType::U8)
+      zp = 128;
+  } else {
+    scale = inDType(inDType(maxPos0 - minNeg) / static_cast<double>(qmax - qmin));
+    scale = std::max(static_cast<float>(scale), eps);
+    const float descaled = static_cast<float>(minNeg / scale);
+    zp = qmin - static_cast<int64_t>(std::nearbyint(descaled)); // round half even
+    zp = std::clamp(zp, qmin, qmax);
+  }
+  Tensor s = Tensor::empty(DType::F64, {1});
+  s.setDouble(0, scale);
+  Tensor z = Tensor::empty(DType::I64, {1});
+  z.setInt(0, zp);
+  return std::vector<RuntimeValue>{s, z};
+}
+
 Status perTokenDimCheck(const KernelArgs &a, const Tensor &x, const Tensor &scales,
                         const Tensor &zps) {
   int64_t tokens = 1;
@@ -380,27 +456,63 @@ Status embeddingWeightChecks(const KernelArgs &a, const Tensor &w, const Tensor 
   return okStatus();
 }
 
-Results embedding4bit(const KernelArgs &a, bool hasDType) {
+/// 2-bit unpacking of embedding_2bit: element k of a byte is (b & (3 << 2k)) >> 2k,
+/// computed as torch does in the weight's own dtype (an int8 weight keeps its sign
+/// through the arithmetic shift), then .view(torch.int8).add(-2).
+Tensor unpack2Bit(const Tensor &w) {
+  const bool isSigned = w.dtype() == DType::I8;
+  Tensor out = Tensor::empty(DType::I8, {w.size(0), w.size(1) * 4});
+  for (int64_t i = 0, n = w.numel(); i < n; ++i) {
+    const auto byte = static_cast<uint8_t>(w.getInt(i));
+    for (int k = 0; k < 4; ++k) {
+      const auto masked = static_cast<uint8_t>(byte & (3u << (2 * k)));
+      const int64_t field = isSigned ? static_cast<int8_t>(masked) >> (2 * k) : masked >> (2 * k);
+      // .view(torch.int8) of a uint8 field in [0, 3] keeps its value.
+      out.setInt(i * 4 + k, static_cast<int8_t>(field - 2));
+    }
+  }
+  return out;
+}
+
+/// embedding_byte for 8-bit values, embedding_<bits>bit for packed ones.
+std::string embeddingOpName(int bitsPerValue) {
+  return bitsPerValue == 8 ? "embedding_byte" : "embedding_" + std::to_string(bitsPerValue) + "bit";
+}
+
+/// embedding_byte / embedding_2bit / embedding_4bit (.dtype): unpack the weight
+/// to int8 values (bitsPerValue 8: as stored), then dequantize_per_channel_group
+/// and aten.embedding, as _quant_patterns_and_replacements.py does.
+Results embeddingQuantized(const KernelArgs &a, bool hasDType, int bitsPerValue) {
   const Tensor &w = a.tensor("weight");
   const Tensor &s = a.tensor("weight_scales");
   const Tensor &idx = a.tensor("indices");
   if (!w.defined() || !s.defined() || !idx.defined())
     return a.error("expects tensors 'weight', 'weight_scales' and 'indices'");
-  if (a.integer("weight_quant_min") != -8)
-    return a.error("embedding_4bit in ExecuTorch expects weight_quant_min == -8");
-  if (a.integer("weight_quant_max") != 7)
-    return a.error("embedding_4bit in ExecuTorch expects weight_quant_max == 7");
+  const std::string op = embeddingOpName(bitsPerValue);
+  if (bitsPerValue < 8) {
+    const int64_t qmin = -(int64_t{1} << (bitsPerValue - 1)), qmax = -qmin - 1;
+    if (a.integer("weight_quant_min") != qmin)
+      return a.error(op + " in ExecuTorch expects weight_quant_min == " + std::to_string(qmin));
+    if (a.integer("weight_quant_max") != qmax)
+      return a.error(op + " in ExecuTorch expects weight_quant_max == " + std::to_string(qmax));
+  }
   const Tensor *zp = a.optionalTensor("weight_zero_points");
   GRAFT_CHECK_OK(embeddingWeightChecks(a, w, s, zp));
-  int64_t groupSize = (2 * w.size(1)) / (s.rank() == 2 ? s.size(1) : 1);
-  // weight.div(16, rounding_mode="trunc") is the HIGH nibble: even column.
-  GRAFT_TRY(Tensor even, binary(BinaryOp::DivTrunc, w, Operand::integer(16)));
-  GRAFT_TRY(Tensor odd, binary(BinaryOp::Remainder, w, Operand::integer(16)));
-  GRAFT_TRY(Tensor st, stack({even, odd}, -1));
-  GRAFT_TRY(Tensor unpacked, reshape(st, {w.size(0), -1}));
-  // .view(torch.int8): reinterpret the bytes, then .add(-8) in int8.
-  Tensor asInt8(DType::I8, unpacked.sizes(), copy(unpacked).storage());
-  GRAFT_TRY(Tensor centered, binary(BinaryOp::Add, asInt8, Operand::integer(-8)));
+  const int64_t perByte = 8 / bitsPerValue;
+  int64_t groupSize = (perByte * w.size(1)) / (s.rank() == 2 ? s.size(1) : 1);
+  Tensor centered = w; // embedding_byte dequantizes the stored values
+  if (bitsPerValue == 2) {
+    centered = unpack2Bit(w);
+  } else if (bitsPerValue == 4) {
+    // weight.div(16, rounding_mode="trunc") is the HIGH nibble: even column.
+    GRAFT_TRY(Tensor even, binary(BinaryOp::DivTrunc, w, Operand::integer(16)));
+    GRAFT_TRY(Tensor odd, binary(BinaryOp::Remainder, w, Operand::integer(16)));
+    GRAFT_TRY(Tensor st, stack({even, odd}, -1));
+    GRAFT_TRY(Tensor unpacked, reshape(st, {w.size(0), -1}));
+    // .view(torch.int8): reinterpret the bytes, then .add(-8) in int8.
+    Tensor asInt8(DType::I8, unpacked.sizes(), copy(unpacked).storage());
+    GRAFT_TRY(centered, binary(BinaryOp::Add, asInt8, Operand::integer(-8)));
+  }
   DType out = s.dtype();
   if (hasDType && !a.isNone("dtype")) {
     // .dtype with dtype=None: upstream's eager dequantize call would reject
@@ -460,10 +572,18 @@ void registerDecomposedQuantKernels(KernelRegistry &r) {
   r.add(ns + "quantize_per_channel_group.default", quantizePerChannelGroup);
   r.add(ns + "dequantize_per_channel_group.default", dequantizePerChannelGroup);
   r.add(ns + "choose_qparams_per_token_asymmetric.default", chooseQParamsPerTokenAsymmetric);
+  r.add(ns + "choose_qparams.tensor",
+        [](const KernelArgs &a) { return chooseQParamsPerTensor(a, false); });
+  r.add(ns + "choose_qparams_symmetric.tensor",
+        [](const KernelArgs &a) { return chooseQParamsPerTensor(a, true); });
   r.add(ns + "quantize_per_token.default", quantizePerToken);
   r.add(ns + "dequantize_per_token.default", dequantizePerToken);
-  r.add(ns + "embedding_4bit.default", [](const KernelArgs &a) { return embedding4bit(a, false); });
-  r.add(ns + "embedding_4bit.dtype", [](const KernelArgs &a) { return embedding4bit(a, true); });
+  for (int bits : {2, 4, 8}) {
+    const std::string op = ns + embeddingOpName(bits);
+    r.add(op + ".default",
+          [bits](const KernelArgs &a) { return embeddingQuantized(a, false, bits); });
+    r.add(op + ".dtype", [bits](const KernelArgs &a) { return embeddingQuantized(a, true, bits); });
+  }
 }
 
 } // namespace graft::interp

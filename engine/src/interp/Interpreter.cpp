@@ -410,7 +410,9 @@ std::optional<int64_t> indexBound(const Value *v) {
     } else if (t == "quantized_decomposed.embedding_4bit.default" ||
                t == "quantized_decomposed.embedding_4bit.dtype" ||
                t == "quantized_decomposed.embedding_byte.default" ||
-               t == "quantized_decomposed.embedding_byte.dtype") {
+               t == "quantized_decomposed.embedding_byte.dtype" ||
+               t == "quantized_decomposed.embedding_2bit.default" ||
+               t == "quantized_decomposed.embedding_2bit.dtype") {
       indexPos = 5;
       tablePos = 0;
     } else if (t == "et_vk.embedding_q4gsw.default") {

@@ -14,6 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "InferUtil.h"
+#include <optional>
+#include <utility>
 
 namespace graft::infer {
 
@@ -215,6 +217,23 @@ Results qdDequantize(const InferContext &ctx) {
   return one(tensorResult(out, x.shape, &x));
 }
 
+// choose_qparams(_symmetric).tensor -> (f64 scale [1], i64 zero_point [1]), as the
+// Meta kernels in torch/ao/quantization/fx/_decomposed.py say.
+Results chooseQparamsPerTensor(const InferContext &ctx) {
+  const TensorProto &x = ctx.tensor("input");
+  if (x.dtype != DType::F32 && x.dtype != DType::F16 && x.dtype != DType::BF16)
+    return ctx.error("input must be f32, f16 or bf16, got " + dtName(x.dtype));
+  GRAFT_TRY(int64_t qmin, intArg(ctx, "quant_min"));
+  GRAFT_TRY(int64_t qmax, intArg(ctx, "quant_max"));
+  if (!(qmin < qmax))
+    return ctx.error("Expecting quant_min to be smaller than quant_max but received min: " +
+                     std::to_string(qmin) + " max: " + std::to_string(qmax));
+  std::vector<InferredResult> out;
+  out.push_back(tensorResult(DType::F64, Shape{Dim(1)}, &x));
+  out.push_back(tensorResult(DType::I64, Shape{Dim(1)}, &x));
+  return out;
+}
+
 // choose_qparams_per_token_asymmetric -> (f64 scale [..., 1], i64 zero_point [..., 1]).
 Results chooseQparamsPerToken(const InferContext &ctx) {
   const TensorProto &x = ctx.tensor("input");
@@ -229,13 +248,17 @@ Results chooseQparamsPerToken(const InferContext &ctx) {
   return out;
 }
 
-// embedding_4bit(.dtype): weight [V, D/2] packed (high nibble first) -> [*indices, D].
-Results embedding4bit(const InferContext &ctx) {
+// embedding_byte / embedding_2bit / embedding_4bit (.dtype): weight [V, D / perByte]
+// (perByte values packed in each byte; 1 for embedding_byte) -> [*indices, D]. The
+// packed forms assert their quant range (ExecuTorch
+// exir/passes/_quant_patterns_and_replacements.py); embedding_byte does not.
+Results embeddingPacked(const InferContext &ctx, const char *op, int64_t perByte,
+                        std::optional<std::pair<int64_t, int64_t>> range) {
   const TensorProto &w = ctx.tensor("weight");
   const TensorProto &s = ctx.tensor("weight_scales");
   const TensorProto &idx = ctx.tensor("indices");
   if (w.rank() != 2 || (w.dtype != DType::U8 && w.dtype != DType::I8))
-    return ctx.error("weight must be a 2-D uint8/int8 packed tensor, got " + w.str());
+    return ctx.error("weight must be a 2-D uint8/int8 tensor, got " + w.str());
   if (s.rank() < 1 || s.rank() > 2 || !mayBeEqual(s.shape[0], w.shape[0]))
     return ctx.error("weight_scales must be 1-D or 2-D with " + w.shape[0].str() + " rows, got " +
                      shapeStr(s.shape));
@@ -245,13 +268,15 @@ Results embedding4bit(const InferContext &ctx) {
     return ctx.error("weight_zero_points must have the scales' dtype " + dtName(s.dtype));
   GRAFT_TRY(int64_t qmin, intArg(ctx, "weight_quant_min"));
   GRAFT_TRY(int64_t qmax, intArg(ctx, "weight_quant_max"));
-  if (qmin != -8 || qmax != 7)
-    return ctx.error("embedding_4bit expects weight_quant_min == -8 and weight_quant_max == 7");
+  if (range && (qmin != range->first || qmax != range->second))
+    return ctx.error(std::string(op) +
+                     " expects weight_quant_min == " + std::to_string(range->first) +
+                     " and weight_quant_max == " + std::to_string(range->second));
   if (idx.dtype != DType::I64 && idx.dtype != DType::I32)
     return ctx.error("indices must be int32 or int64, got " + dtName(idx.dtype));
   DType dt = ctx.dtype("dtype").value_or(s.dtype);
   Shape out = idx.shape;
-  out.push_back(w.shape[1] * 2);
+  out.push_back(w.shape[1] * perByte);
   return one(tensorResult(dt, out, &s));
 }
 
@@ -345,7 +370,16 @@ void registerQuantRules(InferenceRules &rules) {
   rules.add("qd_quantize", qdQuantize);
   rules.add("qd_dequantize", qdDequantize);
   rules.add("choose_qparams_per_token_asymmetric", chooseQparamsPerToken);
-  rules.add("embedding_4bit", embedding4bit);
+  rules.add("choose_qparams_per_tensor", chooseQparamsPerTensor);
+  rules.add("embedding_byte", [](const InferContext &c) {
+    return embeddingPacked(c, "embedding_byte", 1, std::nullopt);
+  });
+  rules.add("embedding_2bit", [](const InferContext &c) {
+    return embeddingPacked(c, "embedding_2bit", 4, std::pair<int64_t, int64_t>{-2, 1});
+  });
+  rules.add("embedding_4bit", [](const InferContext &c) {
+    return embeddingPacked(c, "embedding_4bit", 2, std::pair<int64_t, int64_t>{-8, 7});
+  });
   rules.add("vk_linear_q4gsw",
             [](const InferContext &c) { return vkLinear(c, "self", "weights", true); });
   rules.add("vk_linear_dq8ca_q4gsw",
