@@ -17,7 +17,9 @@
 // [V, G] (never transposed here: the lm_head gets its own transposed copy).
 //
 // Conditions (backends/vulkan/patterns/quantized_embedding.py, executorch cff6f4dd):
-// quant range exactly [-8, 7], input_dtype i8, block_size [1, G], D % G == 0, D % 32 == 0
+// weight values in [-8, 7] (the torchao rule: any int8 quant range, since dequantize_affine's
+// result does not depend on it, so IntxWeightOnlyConfig int1..int4 embeddings fuse; upstream
+// asks for exactly (-8, 7); embedding_4bit's range is asserted by the op), input_dtype i8, block_size [1, G], D % G == 0, D % 32 == 0
 // (the shader writes 32 values per invocation), zero point absent or all zero (the kernel
 // has no zero point), weight and scales are state-dict constants.
 
@@ -27,7 +29,7 @@ rule torchao_embedding_q4gsw benefit 20 tags(embedding, int4) backend vulkan {
     // `shared`: torch.export may emit one dequantize for a tied embedding and lm_head;
     // the embedding fuses first and the dequantize stays for the lm_head's rule.
     shared %dq = torchao.dequantize_affine(param $w : i8[$V, $D], [1, $G], param $s : $sdt[$V, $NG],
-                                           $zp, i8, -8, 7, output_dtype = $odt)
+                                           $zp, i8, $wqmin, $wqmax, output_dtype = $odt)
     %out       = aten.embedding(%dq, $idx)
   }
   where {
@@ -36,6 +38,7 @@ rule torchao_embedding_q4gsw benefit 20 tags(embedding, int4) backend vulkan {
     $NG == $D / $G
     $sdt == $odt or bits($sdt) < bits($odt)
     $zp is none or all_zero($zp)
+    $wqmin >= -128 and $wqmax <= 127
     values_in($w, -8, 7)
   }
   rewrite {
@@ -47,7 +50,15 @@ rule torchao_embedding_q4gsw benefit 20 tags(embedding, int4) backend vulkan {
     $packed = pack_int4($w, nibbles = low_first)
     %out    = et_vk.embedding_q4gsw($packed, $scales, $G, $idx, is_linear_weight = true)
   }
-  example { V = [8, 40], D = [64, 128], G = [32, 64], odt = [f32, bf16], sdt = [f32, bf16] }
+  example {
+    V = [8, 40]
+    D = [64, 128]
+    G = [32, 64]
+    odt = [f32, bf16]
+    sdt = [f32, bf16]
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
+  }
 }
 
 /// quantized_decomposed.embedding_4bit.dtype (high nibble = even column) repacked to the

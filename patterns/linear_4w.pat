@@ -5,6 +5,9 @@
 //                                              none, i8, -8, 7, output_dtype=f32)
 //   %y : f32[..., N] = aten.linear(%x : f32[..., K], %w, %bias?)
 //   or  %wt = aten.t(%w) | aten.permute_copy(%w, [1, 0]);  %y = aten.mm(%x, %wt)
+//       (aten.t: torch.export's training IR; t_copy / permute_copy: ExecuTorch's edge dialect;
+//       aten.permute: the core ATen IR of ExportedProgram.run_decompositions(), where t is
+//       a permute and a rank-3 linear is view -> mm | addmm -> view, ATen Linear.cpp)
 //   or  %wt = ...;  %y = aten.addmm(%bias, %x, %wt)
 // After:
 //   %y : f32[..., N] = et_vk.linear_q4gsw(%x, %packed : u8[N, K8/2], %scales : f32[K/G, N4], G,
@@ -19,10 +22,16 @@
 // embedding's packed weight is reused, and the transposed scales are a *separate* constant
 // (the embedding keeps reading scales [V, G]).
 //
-// Conditions: quant range [-8, 7] and input_dtype i8 (a 4-bit weight stored in int8),
+// Conditions: input_dtype i8 (a 4-bit weight stored in int8), any int8 quant range,
 // block_size [1, G], K % G == 0, K % 4 == 0 (upstream's in_channels % 4 check), zero point
 // absent or all zero (the kernel has none), weight values in [-8, 7], weight and scales are
-// state-dict constants, and the dequantized weight has no other user.
+// state-dict constants, and the dequantized weight has no other user. The declared quant
+// range does not enter dequantize_affine's result ((q - zp) * s, no clamp: torchao
+// quant_primitives.py _dequantize_affine_no_dtype_check), so the data decides, as upstream's
+// router does (utils.is_in_4bit_range on the weight, quantized_linear.py): torchao
+// IntxWeightOnlyConfig / Int8DynamicActivationIntxWeightConfig with weight_dtype int1..int4
+// write ranges (-1, 0), (-2, 1), (-4, 3), (-8, 7) (_DTYPE_TO_QVALUE_BOUNDS,
+// intx_unpacked_to_int8_tensor.py dequantize) and all fuse here.
 //
 // linear_q4gsw returns the activation's dtype; the scales are widened to it when the
 // checkpoint stored them narrower (bf16 scales in an f32 graph, after dtype_legalize.pat).
@@ -31,7 +40,7 @@
 rule torchao_linear_q4gsw benefit 20 tags(linear, int4, weight_only) backend vulkan {
   match {
     %w = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G], param $s : $sdt[$N, $NG], $zp,
-                                   i8, -8, 7, output_dtype = $odt)
+                                   i8, $wqmin, $wqmax, output_dtype = $odt)
     %y = aten.linear($x : $odt[..., $K], %w, none)
   }
   where {
@@ -40,6 +49,7 @@ rule torchao_linear_q4gsw benefit 20 tags(linear, int4, weight_only) backend vul
     $NG == $K / $G
     $sdt == $odt or bits($sdt) < bits($odt)
     $zp is none or all_zero($zp)
+    $wqmin >= -128 and $wqmax <= 127
     values_in($qw, -8, 7)
   }
   rewrite {
@@ -50,14 +60,22 @@ rule torchao_linear_q4gsw benefit 20 tags(linear, int4, weight_only) backend vul
     $scales = pad_to_multiple($st, dim = 1, multiple = 4)
     %y      = et_vk.linear_q4gsw($x, $packed, $scales, $G)
   }
-  example { N = [4, 8, 12], K = [32, 64, 96], G = [16, 32], odt = [f32, bf16], sdt = [f32, bf16] }
+  example {
+    N = [4, 8, 12]
+    K = [32, 64, 96]
+    G = [16, 32]
+    odt = [f32, bf16]
+    sdt = [f32, bf16]
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
+  }
 }
 
 /// torchao 4w linear with a constant bias (padded to a multiple of 4, as upstream does).
 rule torchao_linear_q4gsw_bias benefit 20 tags(linear, int4, weight_only) backend vulkan {
   match {
     %w = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G], param $s : $sdt[$N, $NG], $zp,
-                                   i8, -8, 7, output_dtype = $odt)
+                                   i8, $wqmin, $wqmax, output_dtype = $odt)
     %y = aten.linear($x : $odt[..., $K], %w, param $b : $odt[$N])
   }
   where {
@@ -66,6 +84,7 @@ rule torchao_linear_q4gsw_bias benefit 20 tags(linear, int4, weight_only) backen
     $NG == $K / $G
     $sdt == $odt or bits($sdt) < bits($odt)
     $zp is none or all_zero($zp)
+    $wqmin >= -128 and $wqmax <= 127
     values_in($qw, -8, 7)
   }
   rewrite {
@@ -77,15 +96,24 @@ rule torchao_linear_q4gsw_bias benefit 20 tags(linear, int4, weight_only) backen
     $bias   = pad_to_multiple($b, dim = 0, multiple = 4)
     %y      = et_vk.linear_q4gsw($x, $packed, $scales, $G, $bias)
   }
-  example { N = [4, 8, 12], K = [32, 64, 96], G = [16, 32], odt = [f32, bf16], sdt = [f32, bf16] }
+  example {
+    N = [4, 8, 12]
+    K = [32, 64, 96]
+    G = [16, 32]
+    odt = [f32, bf16]
+    sdt = [f32, bf16]
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
+  }
 }
 
-/// torchao 4w weight reaching aten.mm through a transpose (aten.t or permute_copy [1, 0]).
+/// torchao 4w weight reaching aten.mm through a transpose (aten.t, t_copy, permute_copy or
+/// permute [1, 0]).
 rule torchao_mm_q4gsw benefit 20 tags(linear, int4, weight_only) backend vulkan {
   match {
     %w  = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G], param $s : $sdt[$N, $NG], $zp,
-                                    i8, -8, 7, output_dtype = $odt)
-    %wt = aten.t(%w) | aten.permute_copy(%w, [1, 0]) | aten.t_copy(%w)
+                                    i8, $wqmin, $wqmax, output_dtype = $odt)
+    %wt = aten.t(%w) | aten.permute_copy(%w, [1, 0]) | aten.t_copy(%w) | aten.permute(%w, [1, 0])
     %y  = aten.mm($x : $odt[_, $K], %wt)
   }
   where {
@@ -94,6 +122,7 @@ rule torchao_mm_q4gsw benefit 20 tags(linear, int4, weight_only) backend vulkan 
     $NG == $K / $G
     $sdt == $odt or bits($sdt) < bits($odt)
     $zp is none or all_zero($zp)
+    $wqmin >= -128 and $wqmax <= 127
     values_in($qw, -8, 7)
   }
   rewrite {
@@ -104,7 +133,15 @@ rule torchao_mm_q4gsw benefit 20 tags(linear, int4, weight_only) backend vulkan 
     $scales = pad_to_multiple($st, dim = 1, multiple = 4)
     %y      = et_vk.linear_q4gsw($x, $packed, $scales, $G)
   }
-  example { N = [4, 8, 12], K = [32, 64, 96], G = [16, 32], odt = [f32, bf16], sdt = [f32, bf16] }
+  example {
+    N = [4, 8, 12]
+    K = [32, 64, 96]
+    G = [16, 32]
+    odt = [f32, bf16]
+    sdt = [f32, bf16]
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
+  }
 }
 
 /// torchao 4w weight in aten.addmm(bias, x, w^T) with beta = alpha = 1 (what
@@ -112,8 +149,8 @@ rule torchao_mm_q4gsw benefit 20 tags(linear, int4, weight_only) backend vulkan 
 rule torchao_addmm_q4gsw benefit 20 tags(linear, int4, weight_only) backend vulkan {
   match {
     %w  = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G], param $s : $sdt[$N, $NG], $zp,
-                                    i8, -8, 7, output_dtype = $odt)
-    %wt = aten.t(%w) | aten.permute_copy(%w, [1, 0]) | aten.t_copy(%w)
+                                    i8, $wqmin, $wqmax, output_dtype = $odt)
+    %wt = aten.t(%w) | aten.permute_copy(%w, [1, 0]) | aten.t_copy(%w) | aten.permute(%w, [1, 0])
     %y  = aten.addmm(param $b : $odt[$N], $x : $odt[_, $K], %wt)
   }
   where {
@@ -122,6 +159,7 @@ rule torchao_addmm_q4gsw benefit 20 tags(linear, int4, weight_only) backend vulk
     $NG == $K / $G
     $sdt == $odt or bits($sdt) < bits($odt)
     $zp is none or all_zero($zp)
+    $wqmin >= -128 and $wqmax <= 127
     values_in($qw, -8, 7)
   }
   rewrite {
@@ -133,5 +171,13 @@ rule torchao_addmm_q4gsw benefit 20 tags(linear, int4, weight_only) backend vulk
     $bias   = pad_to_multiple($b, dim = 0, multiple = 4)
     %y      = et_vk.linear_q4gsw($x, $packed, $scales, $G, $bias)
   }
-  example { N = [4, 8, 12], K = [32, 64, 96], G = [16, 32], odt = [f32, bf16], sdt = [f32, bf16] }
+  example {
+    N = [4, 8, 12]
+    K = [32, 64, 96]
+    G = [16, 32]
+    odt = [f32, bf16]
+    sdt = [f32, bf16]
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
+  }
 }

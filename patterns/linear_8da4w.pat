@@ -67,7 +67,7 @@ rule torchao_linear_dq8ca_q4gsw benefit 30 tags(linear, int4, dynamic_act) backe
     shared %xdq    = torchao.dequantize_affine(%q, [1, $K], %s, %zp, i8, -128, 127,
                                                output_dtype = $odt)
     %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
-                                               param $ws : $sdt[$N, $NG], $wzp, i8, -8, 7,
+                                               param $ws : $sdt[$N, $NG], $wzp, i8, $wqmin, $wqmax,
                                                output_dtype = $odt)
     %y             = aten.linear(%xdq, %w, none)
   }
@@ -79,6 +79,7 @@ rule torchao_linear_dq8ca_q4gsw benefit 30 tags(linear, int4, dynamic_act) backe
     $NG == $K / $G
     $sdt == $odt or bits($sdt) < bits($odt)
     $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
     values_in($qw, -8, 7)
   }
   rewrite {
@@ -98,6 +99,8 @@ rule torchao_linear_dq8ca_q4gsw benefit 30 tags(linear, int4, dynamic_act) backe
     G = [16, 32]
     odt = f32
     sdt = [f32, bf16]
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
   }
   tolerance(atol = 1e-3, rtol = 1e-5)
 }
@@ -112,7 +115,7 @@ rule torchao_linear_dq8ca_q4gsw_3d benefit 30 tags(linear, int4, dynamic_act) ba
     shared %xdq    = torchao.dequantize_affine(%q, [1, 1, $K], %s, %zp, i8, -128, 127,
                                                output_dtype = $odt)
     %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
-                                               param $ws : $sdt[$N, $NG], $wzp, i8, -8, 7,
+                                               param $ws : $sdt[$N, $NG], $wzp, i8, $wqmin, $wqmax,
                                                output_dtype = $odt)
     %y             = aten.linear(%xdq, %w, none)
   }
@@ -124,6 +127,7 @@ rule torchao_linear_dq8ca_q4gsw_3d benefit 30 tags(linear, int4, dynamic_act) ba
     $NG == $K / $G
     $sdt == $odt or bits($sdt) < bits($odt)
     $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
     values_in($qw, -8, 7)
   }
   rewrite {
@@ -144,6 +148,8 @@ rule torchao_linear_dq8ca_q4gsw_3d benefit 30 tags(linear, int4, dynamic_act) ba
     G = [16, 32]
     odt = f32
     sdt = [f32, bf16]
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
   }
   tolerance(atol = 1e-3, rtol = 1e-5)
 }
@@ -157,7 +163,7 @@ rule torchao_linear_dq8ca_q4gsw_bias benefit 30 tags(linear, int4, dynamic_act) 
     shared %xdq    = torchao.dequantize_affine(%q, [1, $K], %s, %zp, i8, -128, 127,
                                                output_dtype = $odt)
     %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
-                                               param $ws : $sdt[$N, $NG], $wzp, i8, -8, 7,
+                                               param $ws : $sdt[$N, $NG], $wzp, i8, $wqmin, $wqmax,
                                                output_dtype = $odt)
     %y             = aten.linear(%xdq, %w, param $b : $odt[$N])
   }
@@ -169,6 +175,7 @@ rule torchao_linear_dq8ca_q4gsw_bias benefit 30 tags(linear, int4, dynamic_act) 
     $NG == $K / $G
     $sdt == $odt or bits($sdt) < bits($odt)
     $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
     values_in($qw, -8, 7)
   }
   rewrite {
@@ -189,6 +196,8 @@ rule torchao_linear_dq8ca_q4gsw_bias benefit 30 tags(linear, int4, dynamic_act) 
     G = [16, 32]
     odt = f32
     sdt = [f32, bf16]
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
   }
   tolerance(atol = 1e-3, rtol = 1e-5)
 }
@@ -203,7 +212,7 @@ rule torchao_linear_dq8ca_q4gsw_bias_3d benefit 30 tags(linear, int4, dynamic_ac
     shared %xdq    = torchao.dequantize_affine(%q, [1, 1, $K], %s, %zp, i8, -128, 127,
                                                output_dtype = $odt)
     %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
-                                               param $ws : $sdt[$N, $NG], $wzp, i8, -8, 7,
+                                               param $ws : $sdt[$N, $NG], $wzp, i8, $wqmin, $wqmax,
                                                output_dtype = $odt)
     %y             = aten.linear(%xdq, %w, param $b : $odt[$N])
   }
@@ -215,6 +224,7 @@ rule torchao_linear_dq8ca_q4gsw_bias_3d benefit 30 tags(linear, int4, dynamic_ac
     $NG == $K / $G
     $sdt == $odt or bits($sdt) < bits($odt)
     $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
     values_in($qw, -8, 7)
   }
   rewrite {
@@ -236,6 +246,8 @@ rule torchao_linear_dq8ca_q4gsw_bias_3d benefit 30 tags(linear, int4, dynamic_ac
     G = [16, 32]
     odt = f32
     sdt = [f32, bf16]
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
   }
   tolerance(atol = 1e-3, rtol = 1e-5)
 }
@@ -250,11 +262,12 @@ rule qd_linear_dq8ca_q4gsw benefit 30 tags(linear, int4, dynamic_act) backend vu
     shared %q      = quantized_decomposed.quantize_per_token($x, %s, %zp, -128, 127, i8)
     shared %xdq    = quantized_decomposed.dequantize_per_token(%q, %s, %zp, -128, 127, i8, $odt)
     %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
-                                               param $ws : $sdt[$N, $NG], $wzp, i8, -8, 7,
+                                               param $ws : $sdt[$N, $NG], $wzp, i8, $wqmin, $wqmax,
                                                output_dtype = $odt)
                    | quantized_decomposed.dequantize_per_channel_group(param $qw : i8[$N, $K],
                                                                        param $ws : $odt[$N, $NG],
-                                                                       $wzp, -8, 7, i8, $G, $odt)
+                                                                       $wzp, $wqmin, $wqmax, i8, $G,
+                                                                       $odt)
     %y             = aten.linear(%xdq, %w, none)
   }
   where {
@@ -264,6 +277,7 @@ rule qd_linear_dq8ca_q4gsw benefit 30 tags(linear, int4, dynamic_act) backend vu
     $NG == $K / $G
     dtype($ws) == $odt or bits(dtype($ws)) < bits($odt)
     $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
     values_in($qw, -8, 7)
   }
   rewrite {
@@ -276,7 +290,15 @@ rule qd_linear_dq8ca_q4gsw benefit 30 tags(linear, int4, dynamic_act) backend vu
     $scales = pad_to_multiple($st, dim = 1, multiple = 4)
     %y      = et_vk.linear_dq8ca_q4gsw($x, %s, %zp, $packed, $sums, $scales, $G)
   }
-  example { N = [4, 8, 12], K = [32, 64, 96], G = [16, 32], odt = f32, sdt = [f32, bf16] }
+  example {
+    N = [4, 8, 12]
+    K = [32, 64, 96]
+    G = [16, 32]
+    odt = f32
+    sdt = [f32, bf16]
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
+  }
   tolerance(atol = 0.07, rtol = 1e-5)
 }
 
@@ -288,11 +310,12 @@ rule qd_linear_dq8ca_q4gsw_bias benefit 30 tags(linear, int4, dynamic_act) backe
     shared %q      = quantized_decomposed.quantize_per_token($x, %s, %zp, -128, 127, i8)
     shared %xdq    = quantized_decomposed.dequantize_per_token(%q, %s, %zp, -128, 127, i8, $odt)
     %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
-                                               param $ws : $sdt[$N, $NG], $wzp, i8, -8, 7,
+                                               param $ws : $sdt[$N, $NG], $wzp, i8, $wqmin, $wqmax,
                                                output_dtype = $odt)
                    | quantized_decomposed.dequantize_per_channel_group(param $qw : i8[$N, $K],
                                                                        param $ws : $odt[$N, $NG],
-                                                                       $wzp, -8, 7, i8, $G, $odt)
+                                                                       $wzp, $wqmin, $wqmax, i8, $G,
+                                                                       $odt)
     %y             = aten.linear(%xdq, %w, param $b : $odt[$N])
   }
   where {
@@ -302,6 +325,7 @@ rule qd_linear_dq8ca_q4gsw_bias benefit 30 tags(linear, int4, dynamic_act) backe
     $NG == $K / $G
     dtype($ws) == $odt or bits(dtype($ws)) < bits($odt)
     $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
     values_in($qw, -8, 7)
   }
   rewrite {
@@ -315,6 +339,14 @@ rule qd_linear_dq8ca_q4gsw_bias benefit 30 tags(linear, int4, dynamic_act) backe
     $bias   = pad_to_multiple($b, dim = 0, multiple = 4)
     %y      = et_vk.linear_dq8ca_q4gsw($x, %s, %zp, $packed, $sums, $scales, $G, $bias)
   }
-  example { N = [4, 8, 12], K = [32, 64, 96], G = [16, 32], odt = f32, sdt = [f32, bf16] }
+  example {
+    N = [4, 8, 12]
+    K = [32, 64, 96]
+    G = [16, 32]
+    odt = f32
+    sdt = [f32, bf16]
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
+  }
   tolerance(atol = 0.07, rtol = 1e-5)
 }
