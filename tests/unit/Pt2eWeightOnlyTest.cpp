@@ -20,6 +20,7 @@
 #include "graft/serialize/ProgramFile.h"
 #include "graft/vulkan/GraphExecutor.h"
 
+#include "CompileTestUtil.h"
 #include "VulkanTestUtil.h"
 
 #include <gtest/gtest.h>
@@ -75,11 +76,9 @@ TEST_F(Pt2eWeightOnly, FixtureHasUpstreamSpelling) {
 TEST_F(Pt2eWeightOnly, Rank3LinearsFuseToOnePartition) {
   CompileOptions opts;
   opts.output = path("m.vkprog");
-  auto r = compile(kFixture, opts);
-  ASSERT_TRUE(r.ok()) << render(r.diags());
-  const CompileSummary &s = r->summary;
-  EXPECT_EQ(s.partitions, 1u) << s.text();
-  EXPECT_EQ(s.cpuNodes, 0u) << s.text();
+  CompileSummary s;
+  auto back = graft::testing::compileToOnePartition(kFixture, opts, &s);
+  ASSERT_TRUE(back);
   if (RuleSet::shippedFiles().empty())
     GTEST_SKIP() << "patterns were not embedded";
   EXPECT_EQ(s.rulesFired.count("pt2e_linear_int8pack_3d")
@@ -90,8 +89,6 @@ TEST_F(Pt2eWeightOnly, Rank3LinearsFuseToOnePartition) {
   EXPECT_EQ(
       s.rulesFired.count("pt2e_linear_int8pack") ? s.rulesFired.at("pt2e_linear_int8pack") : 0u, 1u)
       << s.text();
-  auto back = readProgram(opts.output);
-  ASSERT_TRUE(back.ok()) << render(back.diags());
   for (const Node &n : back->graph->nodes())
     EXPECT_NE(n.target(), "quantized_decomposed.dequantize_per_channel.default") << n.name();
 
@@ -108,12 +105,8 @@ TEST_F(Pt2eWeightOnly, StandaloneDequantizeRunsOnTheDevice) {
   CompileOptions opts;
   opts.defaultRules = false;
   opts.output = path("raw.vkprog");
-  auto r = compile(kFixture, opts);
-  ASSERT_TRUE(r.ok()) << render(r.diags());
-  EXPECT_EQ(r->summary.partitions, 1u) << r->summary.text();
-  EXPECT_EQ(r->summary.cpuNodes, 0u) << r->summary.text();
-  auto back = readProgram(opts.output);
-  ASSERT_TRUE(back.ok()) << render(back.diags());
+  auto back = graft::testing::compileToOnePartition(kFixture, opts);
+  ASSERT_TRUE(back);
   std::size_t dq = 0;
   for (const Node &n : back->graph->nodes())
     dq += n.target() == "quantized_decomposed.dequantize_per_channel.default";

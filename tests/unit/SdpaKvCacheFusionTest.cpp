@@ -15,6 +15,7 @@
 // moved update would change what it reads).
 //
 //===----------------------------------------------------------------------===//
+#include "CompileTestUtil.h"
 #include "RewriteTestUtil.h"
 #include "SynthTestUtil.h"
 #include "VulkanTestUtil.h"
@@ -143,17 +144,11 @@ TEST_F(SdpaKvCacheFusion, CompilesToOnePartitionWithTheFusedOp) {
   ASSERT_FALSE(::testing::Test::HasFailure());
   CompileOptions opts;
   opts.output = path("kv.vkprog");
-  auto r = compile(model, opts);
-  ASSERT_TRUE(r.ok()) << render(r.diags());
-  EXPECT_EQ(r->summary.partitions, 1u) << r->summary.text();
-  EXPECT_EQ(r->summary.cpuNodes, 0u) << r->summary.text();
-  auto program = readProgram(opts.output);
-  ASSERT_TRUE(program.ok()) << render(program.diags());
+  auto program = graft::testing::compileToOnePartition(model, opts);
+  ASSERT_TRUE(program);
   EXPECT_EQ(countNodes(*program->graph, "llama.sdpa_with_kv_cache.default"),
             static_cast<std::size_t>(o.layers));
   EXPECT_EQ(countNodes(*program->graph, "llama.update_cache.default"), 0u);
-  for (const ProgramNodePlan &p : program->plan)
-    EXPECT_NE(p.placement, "cpu") << p.node << " (" << p.target << "): " << p.reason;
 }
 
 // A node outside the match reading the k cache between update_cache and

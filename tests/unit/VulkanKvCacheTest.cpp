@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "VulkanTestUtil.h"
 
+#include "CompileTestUtil.h"
 #include "SynthTestUtil.h"
 #include "graft/Compiler.h"
 #include "graft/serialize/ProgramFile.h"
@@ -520,14 +521,8 @@ TEST_P(VulkanKvCacheLlama, OnePartitionDecodesLikeTheInterpreter) {
   ASSERT_FALSE(::testing::Test::HasFailure());
   CompileOptions opts;
   opts.output = path("kv.vkprog");
-  auto r = compile(model, opts);
-  ASSERT_TRUE(r.ok()) << render(r.diags());
-  EXPECT_EQ(r->summary.partitions, 1u) << r->summary.text();
-  EXPECT_EQ(r->summary.cpuNodes, 0u) << r->summary.text();
-  auto program = readProgram(opts.output);
-  ASSERT_TRUE(program.ok()) << render(program.diags());
-  for (const ProgramNodePlan &p : program->plan)
-    EXPECT_NE(p.placement, "cpu") << p.node << " (" << p.target << "): " << p.reason;
+  auto program = graft::testing::compileToOnePartition(model, opts);
+  ASSERT_TRUE(program);
   if (c.hfRope != 0) {
     std::size_t fused = 0;
     for (const ProgramNodePlan &p : program->plan)
