@@ -252,6 +252,130 @@ rule torchao_linear_dq8ca_q4gsw_bias_3d benefit 30 tags(linear, int4, dynamic_ac
   tolerance(atol = 1e-3, rtol = 1e-5)
 }
 
+/// The rank-3 rule with aten.linear decomposed, as ATen's Linear.cpp computes it for a
+/// contiguous [B, S, K] input: flatten to [B*S, K], mm (or addmm with the bias) with the
+/// transposed weight, view back to [B, S, N]. ExportedProgram.run_decompositions() writes
+/// it with view / permute / _unsafe_view (core ATen IR), ExecuTorch's edge dialect with
+/// view_copy / permute_copy (its matcher skips that view_copy,
+/// backends/vulkan/patterns/quantized_linear.py). The two views must undo each other.
+rule torchao_mm_dq8ca_q4gsw_3d benefit 30 tags(linear, int4, dynamic_act) backend vulkan {
+  match {
+    shared %s, %zp = torchao.choose_qparams_affine($x : $odt[$B, $M, $K],
+                                                   "ASYMMETRIC" | "SYMMETRIC", [1, 1, $K], i8, -128,
+                                                   127, ...)
+    shared %q      = torchao.quantize_affine($x, [1, 1, $K], %s, %zp, i8, -128, 127)
+    shared %xdq    = torchao.dequantize_affine(%q, [1, 1, $K], %s, %zp, i8, -128, 127,
+                                               output_dtype = $odt)
+    %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
+                                               param $ws : $sdt[$N, $NG], $wzp, i8, $wqmin, $wqmax,
+                                               output_dtype = $odt)
+    shared %xv     = aten.view(%xdq, [$BM, $K]) | aten.view_copy(%xdq, [$BM, $K])
+    %wt            = aten.permute(%w, [1, 0])
+                   | aten.permute_copy(%w, [1, 0])
+                   | aten.t(%w)
+                   | aten.t_copy(%w)
+    %mm            = aten.mm(%xv, %wt)
+    %y             = aten._unsafe_view(%mm, [$B, $M, $N])
+                   | aten.view(%mm, [$B, $M, $N])
+                   | aten.view_copy(%mm, [$B, $M, $N])
+  }
+  where {
+    $BM == $B * $M
+    $K % $G == 0
+    $K % 4 == 0
+    not is_float(dtype(%zp))
+    bits(dtype(%s)) <= 32
+    $NG == $K / $G
+    $sdt == $odt or bits($sdt) < bits($odt)
+    $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
+    values_in($qw, -8, 7)
+  }
+  rewrite {
+    $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
+    $packed = pack_int4($wp, nibbles = low_first)
+    $wq     = unpack_int4($packed, nibbles = low_first, length = $K)
+    $sums   = group_sums($wq, group_size = $G, pad_to = 8)
+    $sc     = cast($ws, dtype = $odt)
+    $st     = transpose($sc, 0, 1)
+    $scales = pad_to_multiple($st, dim = 1, multiple = 4)
+    %y      = et_vk.linear_dq8ca_q4gsw($x, %s, %zp, $packed, $sums, $scales, $G)
+  }
+  example {
+    B = 2
+    M = 3
+    BM = 6
+    N = [4, 8, 12]
+    K = [32, 64, 96]
+    G = [16, 32]
+    odt = f32
+    sdt = [f32, bf16]
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
+  }
+  tolerance(atol = 1e-3, rtol = 1e-5)
+}
+
+/// The same with a constant bias (addmm(bias, x, w^T) between the views).
+rule torchao_addmm_dq8ca_q4gsw_3d benefit 30 tags(linear, int4, dynamic_act) backend vulkan {
+  match {
+    shared %s, %zp = torchao.choose_qparams_affine($x : $odt[$B, $M, $K],
+                                                   "ASYMMETRIC" | "SYMMETRIC", [1, 1, $K], i8, -128,
+                                                   127, ...)
+    shared %q      = torchao.quantize_affine($x, [1, 1, $K], %s, %zp, i8, -128, 127)
+    shared %xdq    = torchao.dequantize_affine(%q, [1, 1, $K], %s, %zp, i8, -128, 127,
+                                               output_dtype = $odt)
+    %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
+                                               param $ws : $sdt[$N, $NG], $wzp, i8, $wqmin, $wqmax,
+                                               output_dtype = $odt)
+    shared %xv     = aten.view(%xdq, [$BM, $K]) | aten.view_copy(%xdq, [$BM, $K])
+    %wt            = aten.permute(%w, [1, 0])
+                   | aten.permute_copy(%w, [1, 0])
+                   | aten.t(%w)
+                   | aten.t_copy(%w)
+    %mm            = aten.addmm(param $b : $odt[$N], %xv, %wt)
+    %y             = aten._unsafe_view(%mm, [$B, $M, $N])
+                   | aten.view(%mm, [$B, $M, $N])
+                   | aten.view_copy(%mm, [$B, $M, $N])
+  }
+  where {
+    $BM == $B * $M
+    $K % $G == 0
+    $K % 4 == 0
+    not is_float(dtype(%zp))
+    bits(dtype(%s)) <= 32
+    $NG == $K / $G
+    $sdt == $odt or bits($sdt) < bits($odt)
+    $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
+    values_in($qw, -8, 7)
+  }
+  rewrite {
+    $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
+    $packed = pack_int4($wp, nibbles = low_first)
+    $wq     = unpack_int4($packed, nibbles = low_first, length = $K)
+    $sums   = group_sums($wq, group_size = $G, pad_to = 8)
+    $sc     = cast($ws, dtype = $odt)
+    $st     = transpose($sc, 0, 1)
+    $scales = pad_to_multiple($st, dim = 1, multiple = 4)
+    $bias   = pad_to_multiple($b, dim = 0, multiple = 4)
+    %y      = et_vk.linear_dq8ca_q4gsw($x, %s, %zp, $packed, $sums, $scales, $G, $bias)
+  }
+  example {
+    B = 2
+    M = 3
+    BM = 6
+    N = [4, 8, 12]
+    K = [32, 64, 96]
+    G = [16, 32]
+    odt = f32
+    sdt = [f32, bf16]
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
+  }
+  tolerance(atol = 1e-3, rtol = 1e-5)
+}
+
 /// quantized_decomposed per-token activation chain (choose_qparams_per_token_asymmetric /
 /// quantize_per_token / dequantize_per_token; scales f64 [..., 1], zero points i64 [..., 1])
 /// with a torchao [1, G] or a dequantize_per_channel_group int4 weight.
