@@ -8,6 +8,8 @@
 // later readers see the update and a MutableState keeps it across runs.
 //
 //===----------------------------------------------------------------------===//
+#include "InterpTestUtil.h"
+
 #include "graft/interp/Interpreter.h"
 #include "graft/ir/Graph.h"
 #include "graft/ops/OpRegistry.h"
@@ -19,21 +21,13 @@
 #include <limits>
 
 using namespace graft;
+using graft::testing::f32;
+using graft::testing::values;
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::vector<double> values(const Tensor &t) {
-  std::vector<double> out;
-  for (int64_t i = 0; i < t.numel(); ++i)
-    out.push_back(t.getDouble(i));
-  return out;
-}
-
-Tensor f32(std::vector<int64_t> sizes, std::vector<double> v) {
-  return Tensor::fromDoubles(DType::F32, std::move(sizes), v);
-}
 Tensor i64(std::vector<int64_t> sizes, std::vector<int64_t> v) {
   return Tensor::fromInts(DType::I64, std::move(sizes), v);
 }

@@ -11,6 +11,8 @@
 // point) is pinned down explicitly.
 //
 //===----------------------------------------------------------------------===//
+#include "InterpTestUtil.h"
+
 #include "graft/interp/Interpreter.h"
 #include "graft/ir/Graph.h"
 #include "graft/rewrite/ConstantTransforms.h"
@@ -23,6 +25,7 @@
 #include <cstring>
 
 using namespace graft;
+using graft::testing::values;
 
 namespace {
 
@@ -40,13 +43,6 @@ std::vector<Tensor> run(const std::string &text) {
   for (const RuntimeValue &v : *out)
     ts.push_back(std::get<Tensor>(v));
   return ts;
-}
-
-std::vector<double> values(const Tensor &t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.numel(); ++i)
-    v.push_back(t.getDouble(i));
-  return v;
 }
 
 /// Same dtype, shape and bytes.
