@@ -16,6 +16,8 @@
 // outputs of the graph signature are what the interpreter follows.
 //
 //===----------------------------------------------------------------------===//
+#include "SynthTestUtil.h"
+
 #include "graft/interp/Interpreter.h"
 #include "graft/ir/Graph.h"
 #include "graft/serialize/Pt2.h"
@@ -130,17 +132,15 @@ TEST_P(KvCacheDecode, PrefillThenDecodeEqualsFullSequenceLogits) {
   const std::size_t prefill = c.dynamicSeq ? 4 : 1;
   Interpreter interp;
   MutableState state;
-  for (std::size_t end = prefill; end <= ids.size(); ++end) {
-    // Prefill: tokens [0, prefill) at position 0; then one token per step.
-    std::size_t begin = end == prefill ? 0 : end - 1;
-    std::vector<int64_t> step(ids.begin() + static_cast<std::ptrdiff_t>(begin),
-                              ids.begin() + static_cast<std::ptrdiff_t>(end));
-    SCOPED_TRACE("positions [" + std::to_string(begin) + ", " + std::to_string(end) + ")");
-    auto out = interp.run(*cached, {tokensOf(step), position(static_cast<int64_t>(begin))}, state);
+  for (const graft::testing::DecodeStep &s : graft::testing::decodeSteps(ids, prefill)) {
+    SCOPED_TRACE(s.trace());
+    auto out = interp.run(*cached, s.inputs, state);
     ASSERT_TRUE(out.ok()) << render(out.diags());
-    auto ref = interp.run(*full, {tokensOf(std::vector<int64_t>(
-                                      ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(end))),
-                                  position(0)});
+    // The model without a cache takes the whole prefix [0, end) every time.
+    auto ref =
+        interp.run(*full, {tokensOf(std::vector<int64_t>(
+                               ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(s.end))),
+                           position(0)});
     ASSERT_TRUE(ref.ok()) << render(ref.diags());
     Tensor got = logitsOf(*out), want = logitsOf(*ref);
     ASSERT_EQ(got.sizes(), want.sizes());

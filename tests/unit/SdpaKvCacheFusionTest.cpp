@@ -108,17 +108,12 @@ TEST_P(SdpaKvCacheFusion, EveryLayerFusesAndDecodesBitIdentically) {
   Interpreter interp;
   MutableState before, after;
   std::size_t steps = 0;
-  for (std::size_t end = prefill; end <= ids.size(); ++end, ++steps) {
-    std::size_t begin = end == prefill ? 0 : end - 1;
-    SCOPED_TRACE("positions [" + std::to_string(begin) + ", " + std::to_string(end) + ")");
-    std::vector<int64_t> step(ids.begin() + static_cast<std::ptrdiff_t>(begin),
-                              ids.begin() + static_cast<std::ptrdiff_t>(end));
-    std::vector<RuntimeValue> in = {
-        Tensor::fromInts(DType::I64, {1, static_cast<int64_t>(step.size())}, step),
-        Tensor::fromInts(DType::I64, {1}, {static_cast<int64_t>(begin)})};
-    auto want = interp.run(*original, in, before);
+  for (const graft::testing::DecodeStep &s : graft::testing::decodeSteps(ids, prefill)) {
+    SCOPED_TRACE(s.trace());
+    ++steps;
+    auto want = interp.run(*original, s.inputs, before);
     ASSERT_TRUE(want.ok()) << render(want.diags());
-    auto got = interp.run(*fused, in, after);
+    auto got = interp.run(*fused, s.inputs, after);
     ASSERT_TRUE(got.ok()) << render(got.diags());
     EXPECT_TRUE(std::get<Tensor>(got->back()).equal(std::get<Tensor>(want->back())))
         << "fused logits differ";

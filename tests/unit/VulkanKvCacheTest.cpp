@@ -553,24 +553,18 @@ TEST_P(VulkanKvCacheLlama, OnePartitionDecodesLikeTheInterpreter) {
   const std::vector<int64_t> ids = {5, 17, 3, 88, 42, 42, 9, 60, 1};
   Interpreter interp;
   MutableState state;
-  for (std::size_t end = 4; end <= ids.size(); ++end) {
-    std::size_t begin = end == 4 ? 0 : end - 1;
-    SCOPED_TRACE("positions [" + std::to_string(begin) + ", " + std::to_string(end) + ")");
-    std::vector<int64_t> step(ids.begin() + static_cast<std::ptrdiff_t>(begin),
-                              ids.begin() + static_cast<std::ptrdiff_t>(end));
-    std::vector<RuntimeValue> in = {
-        Tensor::fromInts(DType::I64, {1, static_cast<int64_t>(step.size())}, step),
-        Tensor::fromInts(DType::I64, {1}, {static_cast<int64_t>(begin)})};
-    auto ref = interp.run(*original->graph, in, state);
+  for (const graft::testing::DecodeStep &s : graft::testing::decodeSteps(ids, 4)) {
+    SCOPED_TRACE(s.trace());
+    auto ref = interp.run(*original->graph, s.inputs, state);
     ASSERT_TRUE(ref.ok()) << render(ref.diags());
-    auto dev = (*exec)->run(in);
+    auto dev = (*exec)->run(s.inputs);
     ASSERT_TRUE(dev.ok()) << render(dev.diags());
     ASSERT_EQ(dev->size(), 1u) << "the logits only";
     vk::Comparison cmp = vk::compareValues({dev->back()}, {ref->back()});
     EXPECT_EQ(cmp.firstProblem, "");
     EXPECT_LT(cmp.maxAbsError, 1e-4);
     EXPECT_EQ(cmp.mismatchedNonFinite, 0);
-    if (begin > 0) {
+    if (s.begin > 0) {
       // A decode step moves its tokens, position, scalar reads and logits:
       // less than one cache ([1, 16, 2, 16] f32, 2 KiB), so no cache made a
       // host round trip.
