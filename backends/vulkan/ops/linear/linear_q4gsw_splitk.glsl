@@ -42,13 +42,8 @@
 #if SUBGROUP_REDUCE
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
+// common.glslh also gives VEC4_T, four DTYPE values.
 #include "common.glslh"
-
-#if DTYPE_IS_HALF
-#define VEC4_T f16vec4
-#else
-#define VEC4_T vec4
-#endif
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
 #if defined(MODE_dq8ca)
