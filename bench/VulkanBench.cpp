@@ -31,6 +31,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -166,6 +167,16 @@ double streamGBs() {
   return gbs;
 }
 
+/// CPU seconds used by every thread of this process so far. On a CPU device
+/// (lavapipe) the kernel runs on the process's own worker threads, so this
+/// is the kernel's work, whereas the device time also counts the time the
+/// shared machine's other processes held the cores.
+double processCpuSeconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
 /// Times `launch` (which records dispatches) per iteration; reports GB/s of
 /// `bytes` moved, its share of the stream and memcpy ceilings, and GFLOP/s.
 void runKernel(benchmark::State &state, const std::function<Status()> &launch, double bytes,
@@ -177,10 +188,12 @@ void runKernel(benchmark::State &state, const std::function<Status()> &launch, d
     state.SkipWithError("kernel failed");
     return;
   }
-  double total = 0;
+  double total = 0, cpuTotal = 0;
   int64_t iterations = 0;
   for (auto _ : state) {
+    double cpu0 = processCpuSeconds();
     auto secs = timeOnce(launch);
+    cpuTotal += processCpuSeconds() - cpu0;
     if (!secs) {
       state.SkipWithError("kernel failed");
       return;
@@ -196,6 +209,8 @@ void runKernel(benchmark::State &state, const std::function<Status()> &launch, d
   if (flops > 0)
     state.counters["GFLOP/s"] = total > 0 ? flops * double(iterations) * 1e-9 / total : 0;
   state.counters["MiB"] = bytes / (1024.0 * 1024.0);
+  if (cpuDevice() && iterations > 0)
+    state.counters["cpu ms"] = 1e3 * cpuTotal / double(iterations);
 }
 
 /// Selects the bit-exact or the fast kernels for one benchmark (restored on exit).

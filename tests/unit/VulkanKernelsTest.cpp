@@ -750,17 +750,21 @@ int q4At(const Tensor &packed, int64_t n, int64_t k, bool lowNibbleFirst) {
 }
 
 /// sum_k |x[m, k] * w[n, k]| per output (m, n), w = q * scale(g(k), n), in
-/// double: the magnitude the bound scales with.
+/// double: the magnitude the bound scales with. With `nibbleOffset` 16, q + 16
+/// replaces q: sum_k |x * scale| (stored nibble + 8), the magnitude of the
+/// kernel that folds the -8 offset out of each block.
 std::vector<double> q4AbsDot(const Tensor &x, const Tensor &packed, const Tensor &scales,
-                             int64_t groupSize, int64_t scaleStride, bool lowNibbleFirst) {
+                             int64_t groupSize, int64_t scaleStride, bool lowNibbleFirst,
+                             int nibbleOffset = 0) {
   int64_t K = x.sizes().back(), M = x.numel() / K, N = packed.size(0);
   std::vector<double> mag(static_cast<std::size_t>(M * N), 0.0);
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
       double acc = 0;
       for (int64_t k = 0; k < K; ++k)
-        acc += std::abs(x.getDouble(m * K + k) * q4At(packed, n, k, lowNibbleFirst) *
-                        scales.getDouble((k / groupSize) * scaleStride + n));
+        acc +=
+            std::abs(x.getDouble(m * K + k) * (q4At(packed, n, k, lowNibbleFirst) + nibbleOffset) *
+                     scales.getDouble((k / groupSize) * scaleStride + n));
       mag[static_cast<std::size_t>(m * N + n)] = acc;
     }
   return mag;
@@ -808,6 +812,35 @@ template <class F> void withLinearTiling(const char *tiling, F body) {
   withEnv("GRAFT_VK_LINEAR_TILING", tiling, body);
 }
 
+/// Whether the weight-only fast linear may run the CPU kernel that folds the
+/// -8 offset out of each block (linear_q4gsw_fast.glsl, PAIRS): any tiling
+/// but a forced GPU one.
+bool mayFoldOffset() {
+  const char *tiling = std::getenv("GRAFT_VK_LINEAR_TILING");
+  return !tiling || !std::string_view(tiling).starts_with("gpu");
+}
+
+/// The weight-only fast linears' bound on |fast - reference| per output
+/// (docs/numerics.md, "Fast kernels"): 2 gamma_{K+3} (sum_k |x w| + |bias|),
+/// or where the kernel may fold the -8 offset, gamma_{K+5} (sum_k |x scale|
+/// (q + 8) + sum_k |x w| + 2 |bias|), q the stored nibble.
+std::vector<double> q4LinearBound(const Tensor &x, const Tensor &packed, const Tensor &scales,
+                                  int64_t groupSize, int64_t scaleStride, bool lowNibbleFirst,
+                                  const Tensor *bias) {
+  int64_t K = x.sizes().back(), N = packed.size(0);
+  std::vector<double> mag = q4AbsDot(x, packed, scales, groupSize, scaleStride, lowNibbleFirst);
+  std::vector<double> folded;
+  if (mayFoldOffset())
+    folded = q4AbsDot(x, packed, scales, groupSize, scaleStride, lowNibbleFirst, 16);
+  std::vector<double> bound;
+  for (std::size_t i = 0; i < mag.size(); ++i) {
+    double b = bias ? std::abs(bias->getDouble(int64_t(i) % N)) : 0.0;
+    bound.push_back(folded.empty() ? 2 * gammaF32(K + 3) * (mag[i] + b)
+                                   : gammaF32(K + 5) * (folded[i] + mag[i] + 2 * b));
+  }
+  return bound;
+}
+
 void checkLinearQ4gswFast() {
   std::vector<LinearCase> shapes = kLinearShapes;
   shapes.push_back({9, 512, 300, 32});  // two GEMM row tiles, many column tiles
@@ -824,18 +857,16 @@ void checkLinearQ4gswFast() {
     SCOPED_TRACE(g.str());
     BoundRun r = runForBound(g.str(), 41);
     ASSERT_EQ(r.device.size(), 2u);
-    const Tensor &s = r.constant("s"), &bias = r.constant("bias");
-    std::vector<double> mag =
-        q4AbsDot(std::get<Tensor>(r.inputs[0]), r.constant("w"), s, c.groupSize, s.size(1), true);
-    // docs/numerics.md: |fast - reference| <= 2 gamma_{K+3} (sum |x w| + |bias|).
-    double gamma = gammaF32(c.K + 3);
-    std::vector<double> b0, b1;
-    for (std::size_t i = 0; i < mag.size(); ++i) {
-      b0.push_back(2 * gamma * mag[i]);
-      b1.push_back(2 * gamma * (mag[i] + std::abs(bias.getDouble(int64_t(i) % c.N))));
-    }
-    EXPECT_EQ(withinBound(r.out(0), r.ref(0), b0), "");
-    EXPECT_EQ(withinBound(r.out(1), r.ref(1), b1), "");
+    const Tensor &x = std::get<Tensor>(r.inputs[0]), &s = r.constant("s"),
+                 &bias = r.constant("bias");
+    EXPECT_EQ(
+        withinBound(r.out(0), r.ref(0),
+                    q4LinearBound(x, r.constant("w"), s, c.groupSize, s.size(1), true, nullptr)),
+        "");
+    EXPECT_EQ(
+        withinBound(r.out(1), r.ref(1),
+                    q4LinearBound(x, r.constant("w"), s, c.groupSize, s.size(1), true, &bias)),
+        "");
   }
 }
 
@@ -859,13 +890,14 @@ void checkLinearQ4gswHalfFast(int M) {
   SCOPED_TRACE(g.str());
   BoundRun r = runForBound(g.str(), 43);
   ASSERT_EQ(r.device.size(), 1u);
-  std::vector<double> mag =
-      q4AbsDot(std::get<Tensor>(r.inputs[0]), r.constant("w"), r.constant("s"), 32, 68, true);
+  const Tensor &x = std::get<Tensor>(r.inputs[0]);
+  std::vector<double> mag = q4AbsDot(x, r.constant("w"), r.constant("s"), 32, 68, true);
+  std::vector<double> bound =
+      q4LinearBound(x, r.constant("w"), r.constant("s"), 32, 68, true, nullptr);
   const double u16 = std::ldexp(1.0, -11);
-  std::vector<double> bound;
   for (std::size_t i = 0; i < mag.size(); ++i)
-    bound.push_back((2 * gammaF32(128 + 3) + u16) * mag[i] +
-                    2 * u16 * std::abs(r.ref(0).getDouble(int64_t(i))) + std::ldexp(1.0, -24));
+    bound[i] +=
+        u16 * mag[i] + 2 * u16 * std::abs(r.ref(0).getDouble(int64_t(i))) + std::ldexp(1.0, -24);
   EXPECT_EQ(withinBound(r.out(0), r.ref(0), bound), "");
 }
 
@@ -890,12 +922,10 @@ void checkLinearQcs4wFast(int M) {
   SCOPED_TRACE(g.str());
   BoundRun r = runForBound(g.str(), 45);
   ASSERT_EQ(r.device.size(), 1u);
-  std::vector<double> mag =
-      q4AbsDot(std::get<Tensor>(r.inputs[0]), r.constant("w4"), r.constant("s4"), 96, 0, false);
-  std::vector<double> bound;
-  for (double m : mag)
-    bound.push_back(2 * gammaF32(96 + 3) * m);
-  EXPECT_EQ(withinBound(r.out(0), r.ref(0), bound), "");
+  EXPECT_EQ(withinBound(r.out(0), r.ref(0),
+                        q4LinearBound(std::get<Tensor>(r.inputs[0]), r.constant("w4"),
+                                      r.constant("s4"), 96, 0, false, nullptr)),
+            "");
 }
 
 TEST(VulkanKernels, LinearQcs4wFastWithinBound) {

@@ -45,12 +45,6 @@
 #endif
 #include "common.glslh"
 
-#if DTYPE_IS_HALF
-#define VEC4_T f16vec4
-#else
-#define VEC4_T vec4
-#endif
-
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
 #if defined(MODE_dq8ca)
 layout(set = 0, binding = 1) readonly buffer X { ivec4 t_x4[]; };
@@ -70,6 +64,11 @@ layout(set = 0, binding = 2) readonly buffer W64 { u64vec2 t_w64[]; };
 #define WIDE_X 0
 #endif
 layout(set = 0, binding = 3) readonly buffer Scales { SCALES_DTYPE t_scales[]; };
+#if PAIRS
+layout(set = 0, binding = 1) readonly buffer X256 { u64vec4 t_x256[]; };
+layout(set = 0, binding = 2) readonly buffer W256 { u64vec4 t_w256[]; };
+layout(set = 0, binding = 3) readonly buffer S256 { u64vec4 t_s256[]; };
+#endif
 layout(set = 0, binding = 4) readonly buffer Bias { DTYPE t_bias[]; };
 #if defined(MODE_dq8ca)
 layout(set = 0, binding = 5) readonly buffer InScales { float t_in_scales[]; };
@@ -115,6 +114,95 @@ XV_T loadX(int index) {
 #endif
 }
 
+#if PAIRS
+uvec4 lo4(u64vec4 v) {
+  return uvec4(unpackUint2x32(v.x), unpackUint2x32(v.y));
+}
+uvec4 hi4(u64vec4 v) {
+  return uvec4(unpackUint2x32(v.z), unpackUint2x32(v.w));
+}
+
+// Eight x values starting at vec4 index `index` (even), as two vec4s.
+void loadX8(int index, out vec4 a, out vec4 b) {
+#if DTYPE_IS_HALF
+  a = loadX(index);
+  b = loadX(index + 1);
+#else
+  u64vec4 v = t_x256[index / 2];
+  a = uintBitsToFloat(lo4(v));
+  b = uintBitsToFloat(hi4(v));
+#endif
+}
+
+// x * 16^-i for nibble position i of a word (i = 0..3 in the first vec4 of
+// its 8 values, 4..7 in the second); position 7 is shifted down instead of
+// masked in place (nibble * 16^7 would not fit a signed conversion).
+const vec4 kPlaceLo = vec4(1.0, 0.0625, 0.00390625, 0.000244140625);
+const vec4 kPlaceHi = vec4(1.52587890625e-05, 9.5367431640625e-07, 5.9604644775390625e-08, 1.0);
+
+// nibble * 16^i for the word's nibbles 0..3 and 4..7 (signed conversions:
+// one instruction on CPUs without an unsigned one).
+vec4 placedLo(uint word) {
+  return vec4(ivec4(uvec4(word) & uvec4(0xFu, 0xF0u, 0xF00u, 0xF000u)));
+}
+vec4 placedHi(uint word) {
+  return vec4(ivec4(uvec4(word & 0xF0000u, word & 0xF00000u, word & 0xF000000u, word >> 28u)));
+}
+
+// The block's 8 * sum x per row, then its x scaled by kPlaceLo / kPlaceHi.
+void prepareBlockX(inout vec4 xv[TILE_M * 8], out float x8[TILE_M]) {
+  [[unroll]] for (int t = 0; t < TILE_M; ++t) {
+    vec4 sx = xv[t * 8];
+    [[unroll]] for (int j = 1; j < 8; ++j)
+      sx += xv[t * 8 + j];
+    x8[t] = 8.0 * ((sx.x + sx.y) + (sx.z + sx.w));
+    [[unroll]] for (int j = 0; j < 8; ++j)
+      xv[t * 8 + j] *= (j % 2 == 0) ? kPlaceLo : kPlaceHi;
+  }
+}
+
+// Group g's scales of the tile's columns: 8 per load where the tile is whole
+// and its first scale 32-byte aligned (f32 scales), else one by one (a
+// column past N reads column n0's).
+void loadScales(int g, int n0, int cols, out float s[TILE_N]) {
+  int base = g * pc.scaleStride + n0;
+#if !SCALES_DTYPE_IS_HALF
+  if (cols == TILE_N && base % 8 == 0) {
+    [[unroll]] for (int q = 0; q < TILE_N / 8; ++q) {
+      u64vec4 v = t_s256[base / 8 + q];
+      vec4 a = uintBitsToFloat(lo4(v)), b = uintBitsToFloat(hi4(v));
+      [[unroll]] for (int i = 0; i < 4; ++i) {
+        s[q * 8 + i] = a[i];
+        s[q * 8 + 4 + i] = b[i];
+      }
+    }
+    return;
+  }
+#endif
+  [[unroll]] for (int c = 0; c < TILE_N; ++c)
+    s[c] = float(t_scales[base + (c < cols ? c : 0)]);
+}
+
+// One 32-value block for the whole tile: acc += s * (sum x * q - 8 sum x),
+// with xv and x8 from prepareBlockX and w[c] column c's block.
+void addBlock(inout float acc[TILE], vec4 xv[TILE_M * 8], float x8[TILE_M], float s[TILE_N],
+              uvec4 w[TILE_N]) {
+  [[unroll]] for (int c = 0; c < TILE_N; ++c) {
+    vec4 q[8];
+    [[unroll]] for (int j = 0; j < 4; ++j) {
+      q[2 * j] = placedLo(w[c][j]);
+      q[2 * j + 1] = placedHi(w[c][j]);
+    }
+    [[unroll]] for (int t = 0; t < TILE_M; ++t) {
+      vec4 p = xv[t * 8] * q[0];
+      [[unroll]] for (int j = 1; j < 8; ++j)
+        p = fma(xv[t * 8 + j], q[j], p);
+      acc[c * TILE_M + t] = fma(((p.x + p.y) + (p.z + p.w)) - x8[t], s[c], acc[c * TILE_M + t]);
+    }
+  }
+}
+#endif
+
 void main() {
   uint lid = gl_LocalInvocationIndex;
   int ky = int(lid % uint(K_SPLIT));
@@ -132,6 +220,52 @@ void main() {
   [[unroll]] for (int i = 0; i < TILE; ++i)
     acc[i] = 0.0;
 
+#if PAIRS
+  // Pairs of blocks with 32-byte weight loads where a row is a whole number
+  // of pairs (rowVec4 even), then single blocks.
+  int blocks = pc.K / 32;
+  int pairs = pc.rowVec4 % 2 == 0 ? blocks / 2 : 0;
+  for (int kp = 0; kp < pairs; ++kp) {
+    vec4 xv0[TILE_M * 8], xv1[TILE_M * 8];
+    [[unroll]] for (int t = 0; t < TILE_M; ++t) {
+      int xb = (m0 + (t < rows ? t : 0)) * K4 + kp * 16;
+      [[unroll]] for (int j = 0; j < 4; ++j) {
+        loadX8(xb + 2 * j, xv0[t * 8 + 2 * j], xv0[t * 8 + 2 * j + 1]);
+        loadX8(xb + 8 + 2 * j, xv1[t * 8 + 2 * j], xv1[t * 8 + 2 * j + 1]);
+      }
+    }
+    float x80[TILE_M], x81[TILE_M];
+    prepareBlockX(xv0, x80);
+    prepareBlockX(xv1, x81);
+    uvec4 w0[TILE_N], w1[TILE_N];
+    [[unroll]] for (int c = 0; c < TILE_N; ++c) {
+      u64vec4 v = t_w256[(n0 + (c < cols ? c : 0)) * (pc.rowVec4 / 2) + kp];
+      w0[c] = lo4(v);
+      w1[c] = hi4(v);
+    }
+    float s[TILE_N];
+    loadScales(2 * kp / blocksPerGroup, n0, cols, s);
+    addBlock(acc, xv0, x80, s, w0);
+    loadScales((2 * kp + 1) / blocksPerGroup, n0, cols, s);
+    addBlock(acc, xv1, x81, s, w1);
+  }
+  for (int kb = 2 * pairs; kb < blocks; ++kb) {
+    vec4 xv[TILE_M * 8];
+    [[unroll]] for (int t = 0; t < TILE_M; ++t) {
+      int xb = (m0 + (t < rows ? t : 0)) * K4 + kb * 8;
+      [[unroll]] for (int j = 0; j < 8; ++j)
+        xv[t * 8 + j] = loadX(xb + j);
+    }
+    float x8[TILE_M];
+    prepareBlockX(xv, x8);
+    uvec4 w[TILE_N];
+    [[unroll]] for (int c = 0; c < TILE_N; ++c)
+      w[c] = loadWeights((n0 + (c < cols ? c : 0)) * pc.rowVec4 + kb);
+    float s[TILE_N];
+    loadScales(kb / blocksPerGroup, n0, cols, s);
+    addBlock(acc, xv, x8, s, w);
+  }
+#else
   for (int g = ky; g < groups; g += K_SPLIT) {
     ACC_T gacc[TILE];
     [[unroll]] for (int i = 0; i < TILE; ++i)
@@ -189,6 +323,7 @@ void main() {
 #endif
     }
   }
+#endif
 
 #if K_SPLIT > 1
   // A tile's K_SPLIT invocations are consecutive lanes (of one subgroup
