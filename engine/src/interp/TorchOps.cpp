@@ -122,6 +122,26 @@ template <class T> T powFloat(T base, T exp) {
   return std::pow(base, exp);
 }
 
+/// The comparison ops on values of one type (the float, integer and bool
+/// paths all compare in the common dtype, as TensorIterator does). `op` is
+/// one of Lt, Le, Gt, Ge, Eq, Ne.
+template <class T> bool compareAs(BinaryOp op, T a, T b) {
+  switch (op) {
+  case BinaryOp::Lt:
+    return a < b;
+  case BinaryOp::Le:
+    return a <= b;
+  case BinaryOp::Gt:
+    return a > b;
+  case BinaryOp::Ge:
+    return a >= b;
+  case BinaryOp::Eq:
+    return a == b;
+  default:
+    return a != b;
+  }
+}
+
 template <class T> T applyFloat(BinaryOp op, T a, T b, T alpha) {
   switch (op) {
   case BinaryOp::Add:
@@ -145,17 +165,12 @@ template <class T> T applyFloat(BinaryOp op, T a, T b, T alpha) {
   case BinaryOp::Minimum:
     return (std::isnan(a) || std::isnan(b)) ? std::numeric_limits<T>::quiet_NaN() : std::min(a, b);
   case BinaryOp::Lt:
-    return a < b;
   case BinaryOp::Le:
-    return a <= b;
   case BinaryOp::Gt:
-    return a > b;
   case BinaryOp::Ge:
-    return a >= b;
   case BinaryOp::Eq:
-    return a == b;
   case BinaryOp::Ne:
-    return a != b;
+    return compareAs(op, a, b);
   default:
     return std::numeric_limits<T>::quiet_NaN();
   }
@@ -371,22 +386,12 @@ Expected<Tensor> binary(BinaryOp op, const Operand &a, const Operand &b, double 
         r = (x && y) ? 1 : 0;
         break;
       case BinaryOp::Lt:
-        r = x < y;
-        break;
       case BinaryOp::Le:
-        r = x <= y;
-        break;
       case BinaryOp::Gt:
-        r = x > y;
-        break;
       case BinaryOp::Ge:
-        r = x >= y;
-        break;
       case BinaryOp::Eq:
-        r = x == y;
-        break;
       case BinaryOp::Ne:
-        r = x != y;
+        r = compareAs(op, x, y);
         break;
       default:
         return Diagnostic::error(std::string(opName(op)) + " is not defined for bool tensors");
@@ -438,22 +443,12 @@ Expected<Tensor> binary(BinaryOp op, const Operand &a, const Operand &b, double 
       r = std::min(x, y);
       break;
     case BinaryOp::Lt:
-      r = x < y;
-      break;
     case BinaryOp::Le:
-      r = x <= y;
-      break;
     case BinaryOp::Gt:
-      r = x > y;
-      break;
     case BinaryOp::Ge:
-      r = x >= y;
-      break;
     case BinaryOp::Eq:
-      r = x == y;
-      break;
     case BinaryOp::Ne:
-      r = x != y;
+      r = compareAs(op, x, y);
       break;
     case BinaryOp::BitAnd:
       r = static_cast<int64_t>(ux & uy);
