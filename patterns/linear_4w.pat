@@ -1,14 +1,11 @@
 // Int4 group-wise weight-only linears ("4w") -> et_vk.linear_q4gsw (docs/rules.md, "Linear 4w").
 //
-// Before (torchao IntxUnpackedToInt8Tensor weight, any of three spellings of the matmul):
+// Before (torchao IntxUnpackedToInt8Tensor weight):
 //   %w : f32[N, K] = torchao.dequantize_affine(%qw : i8[N, K], [1, G], %s : f32[N, K/G],
 //                                              none, i8, -8, 7, output_dtype=f32)
 //   %y : f32[..., N] = aten.linear(%x : f32[..., K], %w, %bias?)
-//   or  %wt = aten.t(%w) | aten.permute_copy(%w, [1, 0]);  %y = aten.mm(%x, %wt)
-//       (aten.t: torch.export's training IR; t_copy / permute_copy: ExecuTorch's edge dialect;
-//       aten.permute: the core ATen IR of ExportedProgram.run_decompositions(), where t is
-//       a permute and a rank-3 linear is view -> mm | addmm -> view, ATen Linear.cpp)
-//   or  %wt = ...;  %y = aten.addmm(%bias, %x, %wt)
+// (mm / addmm with a transposed weight, the decomposed spellings of the same linear, are
+// turned back into aten.linear first by linear_recompose_legalize.pat.)
 // After:
 //   %y : f32[..., N] = et_vk.linear_q4gsw(%x, %packed : u8[N, K8/2], %scales : f32[K/G, N4], G,
 //                                         %bias4?)
@@ -77,81 +74,6 @@ rule torchao_linear_q4gsw_bias benefit 20 tags(linear, int4, weight_only) backen
     %w = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G], param $s : $sdt[$N, $NG], $zp,
                                    i8, $wqmin, $wqmax, output_dtype = $odt)
     %y = aten.linear($x : $odt[..., $K], %w, param $b : $odt[$N])
-  }
-  where {
-    $K % $G == 0
-    $K % 4 == 0
-    $NG == $K / $G
-    $sdt == $odt or bits($sdt) < bits($odt)
-    $zp is none or all_zero($zp)
-    $wqmin >= -128 and $wqmax <= 127
-    values_in($qw, -8, 7)
-  }
-  rewrite {
-    $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
-    $packed = pack_int4($wp, nibbles = low_first)
-    $sc     = cast($s, dtype = $odt)
-    $st     = transpose($sc, 0, 1)
-    $scales = pad_to_multiple($st, dim = 1, multiple = 4)
-    $bias   = pad_to_multiple($b, dim = 0, multiple = 4)
-    %y      = et_vk.linear_q4gsw($x, $packed, $scales, $G, $bias)
-  }
-  example {
-    N = [4, 8, 12]
-    K = [32, 64, 96]
-    G = [16, 32]
-    odt = [f32, bf16]
-    sdt = [f32, bf16]
-    wqmin = [-8, -2]
-    wqmax = [7, 1]
-  }
-}
-
-/// torchao 4w weight reaching aten.mm through a transpose (aten.t, t_copy, permute_copy or
-/// permute [1, 0]).
-rule torchao_mm_q4gsw benefit 20 tags(linear, int4, weight_only) backend vulkan {
-  match {
-    %w  = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G], param $s : $sdt[$N, $NG], $zp,
-                                    i8, $wqmin, $wqmax, output_dtype = $odt)
-    %wt = aten.t(%w) | aten.permute_copy(%w, [1, 0]) | aten.t_copy(%w) | aten.permute(%w, [1, 0])
-    %y  = aten.mm($x : $odt[_, $K], %wt)
-  }
-  where {
-    $K % $G == 0
-    $K % 4 == 0
-    $NG == $K / $G
-    $sdt == $odt or bits($sdt) < bits($odt)
-    $zp is none or all_zero($zp)
-    $wqmin >= -128 and $wqmax <= 127
-    values_in($qw, -8, 7)
-  }
-  rewrite {
-    $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
-    $packed = pack_int4($wp, nibbles = low_first)
-    $sc     = cast($s, dtype = $odt)
-    $st     = transpose($sc, 0, 1)
-    $scales = pad_to_multiple($st, dim = 1, multiple = 4)
-    %y      = et_vk.linear_q4gsw($x, $packed, $scales, $G)
-  }
-  example {
-    N = [4, 8, 12]
-    K = [32, 64, 96]
-    G = [16, 32]
-    odt = [f32, bf16]
-    sdt = [f32, bf16]
-    wqmin = [-8, -2]
-    wqmax = [7, 1]
-  }
-}
-
-/// torchao 4w weight in aten.addmm(bias, x, w^T) with beta = alpha = 1 (what
-/// AddmmToLinearTransform turns back into a linear upstream).
-rule torchao_addmm_q4gsw benefit 20 tags(linear, int4, weight_only) backend vulkan {
-  match {
-    %w  = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G], param $s : $sdt[$N, $NG], $zp,
-                                    i8, $wqmin, $wqmax, output_dtype = $odt)
-    %wt = aten.t(%w) | aten.permute_copy(%w, [1, 0]) | aten.t_copy(%w) | aten.permute(%w, [1, 0])
-    %y  = aten.addmm(param $b : $odt[$N], $x : $odt[_, $K], %wt)
   }
   where {
     $K % $G == 0
