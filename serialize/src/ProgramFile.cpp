@@ -28,15 +28,20 @@
 
 #include <bit>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <sys/stat.h>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <unistd.h>
@@ -560,6 +565,68 @@ Expected<std::vector<SectionBytes>> structureSections(const Program &p, ProgramS
   out.push_back(SectionBytes::of("SPIRV", std::move(spirv)));
   return out;
 }
+
+/// A constant on its way from the thread that loads and hashes it to the
+/// thread that writes it (writeProgram's DATA loop).
+struct QueuedBlob {
+  Tensor tensor; ///< contiguous, offset 0
+  uint64_t hash = 0;
+  bool main = true; ///< of the main graph (not the reference)
+};
+
+/// The constants loaded but not yet written, first in first out. Bounded by
+/// bytes so that computed constants (repacks own their buffers) do not pile
+/// up in memory when writing is the slower side; one constant is always let
+/// in, however large.
+class BlobQueue {
+public:
+  /// Waits for room; false when the writer failed (nothing more is wanted).
+  bool push(QueuedBlob b) {
+    const uint64_t n = b.tensor.nbytes();
+    std::unique_lock<std::mutex> lock(mutex_);
+    room_.wait(lock, [&] { return failed_ || items_.empty() || bytes_ + n <= kLimit; });
+    if (failed_)
+      return false;
+    bytes_ += n;
+    items_.push_back(std::move(b));
+    ready_.notify_one();
+    return true;
+  }
+  /// The next constant, or nothing once the queue is closed and empty.
+  std::optional<QueuedBlob> pop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ready_.wait(lock, [&] { return closed_ || !items_.empty(); });
+    if (items_.empty())
+      return std::nullopt;
+    QueuedBlob b = std::move(items_.front());
+    items_.pop_front();
+    return b;
+  }
+  /// A popped constant of `n` bytes is written and dropped: its room is free.
+  void done(uint64_t n) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    bytes_ -= n;
+    room_.notify_one();
+  }
+  void close() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+    ready_.notify_one();
+  }
+  void fail() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failed_ = true;
+    room_.notify_one();
+  }
+
+private:
+  static constexpr uint64_t kLimit = uint64_t(64) << 20;
+  std::mutex mutex_;
+  std::condition_variable ready_, room_;
+  std::deque<QueuedBlob> items_;
+  uint64_t bytes_ = 0; ///< of the constants pushed and not yet done
+  bool closed_ = false, failed_ = false;
+};
 
 /// A temp file next to the destination, removed unless committed.
 class TempFile {
@@ -1197,7 +1264,6 @@ Expected<ProgramStats> writeProgram(const Program &program, const std::string &p
   auto writeData = [&]() -> Status {
     GRAFT_CHECK_OK(out.open(path));
     GRAFT_CHECK_OK(out.pad(dataOffset));
-    std::multimap<std::pair<uint64_t, uint64_t>, std::size_t> index;
     // Progress counts prototype bytes (known before any data is touched).
     uint64_t total = 0, done = 0;
     auto isStored = [](const Graph &g, const GraphInput &in) {
@@ -1218,6 +1284,52 @@ Expected<ProgramStats> writeProgram(const Program &program, const std::string &p
             total += protoBytes(in);
     const std::vector<json> recipes = planRecipes(
         *program.graph, [&](const GraphInput &in) { return isStored(*program.graph, in); });
+    // This thread loads each constant (a mapped weight, or a deferred repack
+    // computed now) and hashes it; a second thread dedups, writes and drops
+    // them in the same order, so copying the bytes into the page cache (a
+    // third of the DATA loop) overlaps computing the next constants. The
+    // blob each binding reads is known once the writer has placed it.
+    BlobQueue queue;
+    std::vector<std::size_t> awaiting; // bindings[awaiting[k]] reads the k-th queued blob
+    std::vector<std::size_t> placed;   // the writer's blob index for the k-th queued blob
+    Status written = okStatus();
+    std::thread writer([&] {
+      std::multimap<std::pair<uint64_t, uint64_t>, std::size_t> index;
+      while (std::optional<QueuedBlob> b = queue.pop()) {
+        if (written)
+          written = [&]() -> Status {
+            const uint8_t *p = b->tensor.rawData();
+            const uint64_t size = b->tensor.nbytes();
+            std::size_t found = blobs.size();
+            auto [lo, hi] = index.equal_range({b->hash, size});
+            for (auto it = lo; it != hi && found == blobs.size(); ++it) {
+              GRAFT_TRY(bool same,
+                        out.equalsWritten(dataOffset + blobs[it->second].offset, p, size));
+              if (same)
+                found = it->second;
+            }
+            if (found == blobs.size()) {
+              uint64_t at = alignUp(out.written(), kProgramAlignment);
+              GRAFT_CHECK_OK(out.pad(at));
+              GRAFT_CHECK_OK(out.write(p, size));
+              blobs.push_back(Blob{size, b->hash, at - dataOffset});
+              index.emplace(std::make_pair(b->hash, size), found);
+              stats.blobBytes += size;
+              if (b->main)
+                stats.graphBlobBytes += size;
+            } else {
+              stats.dedupedBytes += size;
+            }
+            placed.push_back(found);
+            return okStatus();
+          }();
+        if (!written)
+          queue.fail(); // the loading thread stops at its next push
+        // Written: a mapped weight's pages leave the RSS; a computed one is freed.
+        b->tensor.releasePages();
+        queue.done(b->tensor.nbytes());
+      }
+    });
     auto addGraph = [&](const Graph &g, const std::string &which) -> Status {
       for (std::size_t i = 0; i < g.inputs().size(); ++i) {
         const GraphInput &in = g.inputs()[i];
@@ -1240,41 +1352,30 @@ Expected<ProgramStats> writeProgram(const Program &program, const std::string &p
           continue;
         if (!t.isContiguous() || t.offset() != 0)
           t = t.contiguous();
-        const uint8_t *p = t.rawData();
-        uint64_t size = t.nbytes();
-        uint64_t h = blobHash(kProgramVersion, p, size);
+        uint64_t h = blobHash(kProgramVersion, t.rawData(), t.nbytes());
         ++stats.constants;
-        std::size_t found = blobs.size();
-        auto [lo, hi] = index.equal_range({h, size});
-        for (auto it = lo; it != hi && found == blobs.size(); ++it) {
-          GRAFT_TRY(bool same, out.equalsWritten(dataOffset + blobs[it->second].offset, p, size));
-          if (same)
-            found = it->second;
-        }
-        if (found == blobs.size()) {
-          uint64_t at = alignUp(out.written(), kProgramAlignment);
-          GRAFT_CHECK_OK(out.pad(at));
-          GRAFT_CHECK_OK(out.write(p, size));
-          blobs.push_back(Blob{size, h, at - dataOffset});
-          index.emplace(std::make_pair(h, size), found);
-          stats.blobBytes += size;
-          if (which == "main")
-            stats.graphBlobBytes += size;
-        } else {
-          stats.dedupedBytes += size;
-        }
-        // Written: a mapped weight's pages leave the RSS; a computed one is freed.
-        t.releasePages();
-        bindings.push_back(Binding{which, i, found, nullptr});
+        awaiting.push_back(bindings.size());
+        bindings.push_back(Binding{which, i, 0, nullptr});
+        if (!queue.push(QueuedBlob{std::move(t), h, which == "main"}))
+          return okStatus(); // the writer failed: its error is the one reported
         done += protoBytes(in);
         if (options.progress && total)
           options.progress(double(std::min(done, total)) / double(total));
       }
       return okStatus();
     };
-    GRAFT_CHECK_OK(addGraph(*program.graph, "main"));
-    if (program.reference)
-      GRAFT_CHECK_OK(addGraph(*program.reference, "reference"));
+    Status loaded = addGraph(*program.graph, "main");
+    if (loaded && program.reference)
+      loaded = addGraph(*program.reference, "reference");
+    queue.close();
+    writer.join();
+    // The writer's error concerns an earlier constant than a loading error
+    // (it only fails on constants already loaded): report it first, as the
+    // sequential loop did.
+    GRAFT_CHECK_OK(written);
+    GRAFT_CHECK_OK(loaded);
+    for (std::size_t k = 0; k < awaiting.size(); ++k)
+      bindings[awaiting[k]].blob = placed[k];
     return okStatus();
   };
   Status data = writeData();
