@@ -22,7 +22,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <future>
 #include <limits>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -1299,6 +1301,141 @@ void annotateQuant(Graph &graph, GraphInput &in, const Pt2SubclassWeight &w) {
     graph.setProto(in.value, p);
 }
 
+/// One Storage per record: weights viewing the same record share it.
+using StorageCache = std::map<std::string, std::shared_ptr<Storage>>;
+
+/// A raw payload's tensor: a view of the record (mapped, never copied) with
+/// the sizes, strides and offset of its tensor_meta, which must fit in it.
+Expected<Tensor> rawTensor(const ZipReader &zip, const ZipEntry &e, const JsonRef &tm,
+                           const std::string &what, StorageCache &storages) {
+  GRAFT_TRY(JsonRef dtJ, tm.field("dtype"));
+  GRAFT_TRY(int64_t dtv, dtJ.integer());
+  auto dt = dtypeFromExportScalarType(dtv);
+  if (!dt)
+    return dtJ.error("unknown ScalarType " + std::to_string(dtv));
+  auto ints = [&](const char *f) -> Expected<std::vector<int64_t>> {
+    GRAFT_TRY(JsonRef l, tm.field(f));
+    GRAFT_TRY(auto items, l.array());
+    std::vector<int64_t> out;
+    for (const JsonRef &x : items) {
+      GRAFT_TRY(auto u, x.unionMember());
+      if (u.first != "as_int")
+        return x.error("a weight must have concrete sizes and strides");
+      GRAFT_TRY(int64_t v, u.second.integer());
+      out.push_back(v);
+    }
+    return out;
+  };
+  GRAFT_TRY(std::vector<int64_t> sizes, ints("sizes"));
+  GRAFT_TRY(std::vector<int64_t> strides, ints("strides"));
+  if (sizes.size() != strides.size())
+    return tm.error("sizes and strides differ in length");
+  GRAFT_TRY(JsonRef offJ, tm.field("storage_offset"));
+  GRAFT_TRY(auto offU, offJ.unionMember());
+  if (offU.first != "as_int")
+    return offJ.error("a weight must have a concrete storage offset");
+  GRAFT_TRY(int64_t offset, offU.second.integer());
+  if (e.size == 0)
+    return Tensor(); // torch writes a fake tensor as an empty record
+  std::size_t es = elementSize(*dt);
+  if (e.size % es != 0)
+    return Diagnostic::error(what + ": record has " + std::to_string(e.size) +
+                             " bytes, not a whole number of " + std::string(name(*dt)) +
+                             " elements");
+  uint64_t elems = e.size / es;
+  uint64_t last = 0;
+  bool empty = false;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 0 || strides[i] < 0)
+      return tm.error("negative size or stride");
+    if (sizes[i] == 0)
+      empty = true;
+    else if (sizes[i] > 1 && static_cast<uint64_t>(strides[i]) >
+                                 (uint64_t(1) << 62) / static_cast<uint64_t>(sizes[i]))
+      return tm.error("size overflow");
+    else
+      last += static_cast<uint64_t>(sizes[i] - 1) * static_cast<uint64_t>(strides[i]);
+  }
+  if (offset < 0 || (!empty && static_cast<uint64_t>(offset) + last >= elems))
+    return Diagnostic::error(what + ": the tensor meta (" + fmtShape(*dt, sizes) +
+                             ", storage offset " + std::to_string(offset) +
+                             ") needs more than the record's " + std::to_string(elems) +
+                             " elements (" + std::to_string(e.size) + " bytes)");
+  std::shared_ptr<Storage> storage;
+  auto it = storages.find(e.name);
+  if (it != storages.end()) {
+    storage = it->second;
+  } else {
+    GRAFT_TRY(storage, zip.map(e));
+    storages.emplace(e.name, storage);
+  }
+  return Tensor(*dt, sizes, storage, offset, strides);
+}
+
+/// A PayloadConfig record (torch >= 2.9) and, for each of its entries in
+/// order, the raw payload's tensor (or the error making it) where the entry
+/// names one: what WeightLoader::loadRaw would compute, computed ahead.
+struct PreparedConfig {
+  const ZipEntry *record = nullptr; ///< null: the archive has no such record
+  std::optional<Expected<JsonDocument>> doc;
+  std::vector<std::optional<Expected<Tensor>>> tensors;
+  std::vector<std::optional<Status>> crcs; ///< with Pt2ReadOptions::verifyWeightChecksums
+};
+
+/// The raw layout's weights and constants configs, parsed and their tensors
+/// mapped on a second thread while model.json is parsed and imported (they
+/// need only the archive). Nothing is reported here: SubclassScanner and
+/// WeightLoader read the results and report errors where they always did.
+struct PreparedPayloads {
+  PreparedConfig weights, constants;
+  StorageCache storages;
+};
+
+PreparedConfig prepareConfig(const ZipReader &zip, const std::string &dir,
+                             const std::string &configRecord, const Pt2ReadOptions &opts,
+                             StorageCache &storages) {
+  PreparedConfig out;
+  out.record = zip.find(configRecord);
+  if (!out.record)
+    return out;
+  out.doc = pt2::parseJsonRecord(zip, *out.record);
+  const JsonValue *config = out.doc->ok() ? (*out.doc)->root().find("config") : nullptr;
+  if (!config || !config->isObject())
+    return out;
+  JsonRef root((*out.doc)->root(), configRecord, "");
+  auto configRef = root.field("config");
+  if (!configRef.ok())
+    return out;
+  auto members = configRef->members();
+  if (!members.ok())
+    return out;
+  out.tensors.resize(members->size());
+  out.crcs.resize(members->size());
+  for (std::size_t i = 0; i < members->size(); ++i) {
+    const auto &[key, meta] = (*members)[i];
+    const JsonValue &m = meta.json();
+    const JsonValue *path = m.find("path_name"), *usePickle = m.find("use_pickle");
+    const JsonValue *tmJ = m.find("tensor_meta");
+    if (!path || !path->isString() || !usePickle || !usePickle->isBoolean() ||
+        usePickle->boolean() || !tmJ || tmJ->isNull())
+      continue;
+    std::string pathName(path->string());
+    if (pathName.find('/') != std::string::npos || pathName.find("..") != std::string::npos)
+      continue;
+    const ZipEntry *e = zip.find(dir + pathName);
+    if (!e)
+      continue;
+    if (opts.verifyWeightChecksums)
+      out.crcs[i] = zip.verifyCrc(*e);
+    auto tm = meta.field("tensor_meta");
+    if (!tm.ok())
+      continue;
+    out.tensors[i] =
+        rawTensor(zip, *e, *tm, "weight '" + std::string(key) + "' (" + e->name + ")", storages);
+  }
+  return out;
+}
+
 struct WeightSource {
   enum class Kind { Raw, PickledDict } kind = Kind::Raw;
   std::string dir;        ///< "root/data/weights/" for raw
@@ -1321,11 +1458,10 @@ public:
   const std::map<std::string, pt2::PyRef> &decoded() const { return decoded_; }
 
   /// `use_pickle` payloads of a PayloadConfig (torch >= 2.9).
-  Status scanRaw(const std::string &dir, const std::string &configRecord, bool constants) {
-    const ZipEntry *ce = zip_->find(configRecord);
-    if (!ce)
+  Status scanRaw(const std::string &dir, const PreparedConfig &prepared, bool constants) {
+    if (!prepared.record)
       return okStatus();
-    auto doc = pt2::parseJsonRecord(*zip_, *ce);
+    const Expected<JsonDocument> &doc = *prepared.doc;
     const JsonValue *config = doc ? doc->root().find("config") : nullptr;
     if (!config)
       return okStatus();
@@ -1393,6 +1529,10 @@ public:
                const Pt2ReadOptions &opts, const std::map<std::string, pt2::PyRef> &decoded)
       : zip_(zip), graph_(graph), prov_(prov), opts_(opts), decoded_(decoded) {}
 
+  /// The records mapped ahead (prepareConfig), so that a weight mapped here
+  /// shares its record's Storage with those mapped there.
+  void adoptStorages(StorageCache storages) { storages_ = std::move(storages); }
+
   /// An inner tensor of an unwrapped subclass, for the constant `fqn` the
   /// importer made for it: mapped in place, as the pickle reader left it.
   Status bindInner(const std::string &fqn, const Tensor &t, int64_t fileOffset,
@@ -1409,15 +1549,17 @@ public:
   }
 
   /// Raw payloads + PayloadConfig (torch >= 2.9).
-  Status loadRaw(const std::string &dir, const std::string &configRecord, bool constants) {
-    const ZipEntry *ce = zip_->find(configRecord);
-    if (!ce)
+  Status loadRaw(const std::string &dir, const std::string &configRecord, PreparedConfig &prepared,
+                 bool constants) {
+    if (!prepared.record)
       return Diagnostic::error(zip_->displayName() + ": missing record '" + configRecord + "'");
-    GRAFT_TRY(JsonDocument doc, pt2::parseJsonRecord(*zip_, *ce));
-    JsonRef root(doc.root(), configRecord, "");
+    if (!prepared.doc->ok())
+      return prepared.doc->takeFailure();
+    JsonRef root((*prepared.doc)->root(), configRecord, "");
     GRAFT_TRY(JsonRef config, root.field("config"));
     GRAFT_TRY(auto members, config.members());
-    for (const auto &[key, meta] : members) {
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const auto &[key, meta] = members[i];
       const std::string fqn(key);
       GRAFT_TRY(JsonRef pn, meta.field("path_name"));
       GRAFT_TRY(std::string pathName, pn.str());
@@ -1438,7 +1580,8 @@ public:
                                  "' (weight '" + fqn + "')");
       std::string what = "weight '" + fqn + "' (" + record + ")";
       if (opts_.verifyWeightChecksums) {
-        Status crc = zip_->verifyCrc(*e);
+        Status crc = i < prepared.crcs.size() && prepared.crcs[i] ? std::move(*prepared.crcs[i])
+                                                                  : zip_->verifyCrc(*e);
         if (!crc)
           return Diagnostic::error("weight '" + fqn + "': " + crc.diags()[0].message);
       }
@@ -1452,7 +1595,9 @@ public:
       GRAFT_TRY(JsonRef tm, meta.field("tensor_meta"));
       if (tm.isNull())
         return tm.error("a raw payload needs a tensor_meta");
-      GRAFT_TRY(Tensor t, rawTensor(*e, tm, what));
+      GRAFT_TRY(Tensor t, i < prepared.tensors.size() && prepared.tensors[i]
+                              ? std::move(*prepared.tensors[i])
+                              : rawTensor(*zip_, *e, tm, what, storages_));
       if (!t.defined()) {
         loaded_.insert(fqn); // zero-length record: a fake tensor, no data
         continue;
@@ -1567,77 +1712,12 @@ private:
     return Diagnostic::error(what + ": expected a tensor, got " + obj.describe());
   }
 
-  Expected<Tensor> rawTensor(const ZipEntry &e, const JsonRef &tm, const std::string &what) {
-    GRAFT_TRY(JsonRef dtJ, tm.field("dtype"));
-    GRAFT_TRY(int64_t dtv, dtJ.integer());
-    auto dt = dtypeFromExportScalarType(dtv);
-    if (!dt)
-      return dtJ.error("unknown ScalarType " + std::to_string(dtv));
-    auto ints = [&](const char *f) -> Expected<std::vector<int64_t>> {
-      GRAFT_TRY(JsonRef l, tm.field(f));
-      GRAFT_TRY(auto items, l.array());
-      std::vector<int64_t> out;
-      for (const JsonRef &x : items) {
-        GRAFT_TRY(auto u, x.unionMember());
-        if (u.first != "as_int")
-          return x.error("a weight must have concrete sizes and strides");
-        GRAFT_TRY(int64_t v, u.second.integer());
-        out.push_back(v);
-      }
-      return out;
-    };
-    GRAFT_TRY(std::vector<int64_t> sizes, ints("sizes"));
-    GRAFT_TRY(std::vector<int64_t> strides, ints("strides"));
-    if (sizes.size() != strides.size())
-      return tm.error("sizes and strides differ in length");
-    GRAFT_TRY(JsonRef offJ, tm.field("storage_offset"));
-    GRAFT_TRY(auto offU, offJ.unionMember());
-    if (offU.first != "as_int")
-      return offJ.error("a weight must have a concrete storage offset");
-    GRAFT_TRY(int64_t offset, offU.second.integer());
-    if (e.size == 0)
-      return Tensor(); // torch writes a fake tensor as an empty record
-    std::size_t es = elementSize(*dt);
-    if (e.size % es != 0)
-      return Diagnostic::error(what + ": record has " + std::to_string(e.size) +
-                               " bytes, not a whole number of " + std::string(name(*dt)) +
-                               " elements");
-    uint64_t elems = e.size / es;
-    uint64_t last = 0;
-    bool empty = false;
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-      if (sizes[i] < 0 || strides[i] < 0)
-        return tm.error("negative size or stride");
-      if (sizes[i] == 0)
-        empty = true;
-      else if (sizes[i] > 1 && static_cast<uint64_t>(strides[i]) >
-                                   (uint64_t(1) << 62) / static_cast<uint64_t>(sizes[i]))
-        return tm.error("size overflow");
-      else
-        last += static_cast<uint64_t>(sizes[i] - 1) * static_cast<uint64_t>(strides[i]);
-    }
-    if (offset < 0 || (!empty && static_cast<uint64_t>(offset) + last >= elems))
-      return Diagnostic::error(what + ": the tensor meta (" + fmtShape(*dt, sizes) +
-                               ", storage offset " + std::to_string(offset) +
-                               ") needs more than the record's " + std::to_string(elems) +
-                               " elements (" + std::to_string(e.size) + " bytes)");
-    std::shared_ptr<Storage> storage;
-    auto it = storages_.find(e.name);
-    if (it != storages_.end()) {
-      storage = it->second;
-    } else {
-      GRAFT_TRY(storage, zip_->map(e));
-      storages_.emplace(e.name, storage);
-    }
-    return Tensor(*dt, sizes, storage, offset, strides);
-  }
-
   std::shared_ptr<ZipReader> zip_;
   Graph &graph_;
   Pt2Provenance &prov_;
   const Pt2ReadOptions &opts_;
   const std::map<std::string, pt2::PyRef> &decoded_;
-  std::map<std::string, std::shared_ptr<Storage>> storages_; // one Storage per record
+  StorageCache storages_;
   std::set<std::string> loaded_;
 };
 
@@ -1707,10 +1787,29 @@ Expected<Pt2Program> readPt2(const std::string &path, const Pt2ReadOptions &opti
                       : Pt2Layout::RawWeights;
   }
 
+  // The raw layout's payload configs are read on a second thread meanwhile
+  // (prepareConfig); what they hold is used, and their errors reported, after
+  // model.json's, as before.
+  std::future<PreparedPayloads> payloads;
+  if (prov.layout == Pt2Layout::RawWeights)
+    payloads =
+        std::async(std::launch::async, [&zip, &options, r = root + "/", model = prov.modelName] {
+          PreparedPayloads p;
+          p.weights = prepareConfig(*zip, r + "data/weights/",
+                                    r + "data/weights/" + model + "_weights_config.json", options,
+                                    p.storages);
+          p.constants = prepareConfig(*zip, r + "data/constants/",
+                                      r + "data/constants/" + model + "_constants_config.json",
+                                      options, p.storages);
+          return p;
+        });
   const ZipEntry *me = zip->find(modelRecord);
   if (!me)
     return Diagnostic::error(path + ": missing record '" + modelRecord + "'");
   GRAFT_TRY(JsonDocument doc, pt2::parseJsonRecord(*zip, *me));
+  std::optional<PreparedPayloads> prepared;
+  if (payloads.valid())
+    prepared = payloads.get();
   // Subclass weights are decoded first: unwrapping them changes the graph.
   SubclassScanner scanner(zip);
   if (options.unwrapSubclassWeights) {
@@ -1726,12 +1825,8 @@ Expected<Pt2Program> readPt2(const std::string &path, const Pt2ReadOptions &opti
         GRAFT_CHECK_OK(scanner.scanDict(zip->find(rec), rec, constants));
       }
     } else {
-      GRAFT_CHECK_OK(scanner.scanRaw(r + "data/weights/",
-                                     r + "data/weights/" + prov.modelName + "_weights_config.json",
-                                     false));
-      GRAFT_CHECK_OK(
-          scanner.scanRaw(r + "data/constants/",
-                          r + "data/constants/" + prov.modelName + "_constants_config.json", true));
+      GRAFT_CHECK_OK(scanner.scanRaw(r + "data/weights/", prepared->weights, false));
+      GRAFT_CHECK_OK(scanner.scanRaw(r + "data/constants/", prepared->constants, true));
     }
   }
   Importer importer(doc.root(), modelRecord, options, *extras,
@@ -1765,8 +1860,9 @@ Expected<Pt2Program> readPt2(const std::string &path, const Pt2ReadOptions &opti
     } else {
       std::string wc = r + "data/weights/" + prov.modelName + "_weights_config.json";
       std::string cc = r + "data/constants/" + prov.modelName + "_constants_config.json";
-      GRAFT_CHECK_OK(loader.loadRaw(r + "data/weights/", wc, false));
-      GRAFT_CHECK_OK(loader.loadRaw(r + "data/constants/", cc, true));
+      loader.adoptStorages(std::move(prepared->storages));
+      GRAFT_CHECK_OK(loader.loadRaw(r + "data/weights/", wc, prepared->weights, false));
+      GRAFT_CHECK_OK(loader.loadRaw(r + "data/constants/", cc, prepared->constants, true));
       where = wc + " / " + cc;
     }
     if (const ZipEntry *si = zip->find(r + "data/sample_inputs/" + prov.modelName + ".pt")) {
