@@ -409,6 +409,57 @@ BENCHMARK(BM_VkSilu)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
+/// quantize_affine as 8da4w quantizes activations: one group per row of K
+/// (per token), f32 -> i8 with a scale and zero point per row
+/// (quant_affine.glsl, whose clamp and conversion work on the float bits);
+/// integers are 32-bit on the device, so 4 bytes are written per value.
+void BM_VkQuantizeAffine(benchmark::State &state) {
+  GRAFT_VK_BENCH_GUARD();
+  int64_t rows = state.range(0), K = state.range(1);
+  auto x = upload(randomTensor(DType::F32, {rows, K}, -4, 4, 21));
+  auto s = upload(randomTensor(DType::F32, {rows}, 0.02, 0.04, 22));
+  auto z = upload(randomTensor(DType::I8, {rows}, -10, 10, 23));
+  runKernel(
+      state,
+      [&]() -> Status {
+        auto r = vk::quantizeAffine(*context(), x, K, s, &z, -128, 127, DType::I8);
+        return r ? okStatus() : r.takeFailure();
+      },
+      8.0 * double(rows * K + rows), 0);
+}
+BENCHMARK(BM_VkQuantizeAffine)->Args({512, 4096})->UseManualTime()->Unit(benchmark::kMillisecond);
+
+/// quantized_decomposed.quantize_per_tensor / dequantize_per_tensor with
+/// Python-number qparams (quant_affine.glsl with one group, the qparams as
+/// push constants): f32 -> i8 and back, 4 bytes per integer on the device.
+void BM_VkQuantizePerTensor(benchmark::State &state) {
+  GRAFT_VK_BENCH_GUARD();
+  int64_t n = state.range(0);
+  auto x = upload(randomTensor(DType::F32, {n}, -4, 4, 24));
+  runKernel(
+      state,
+      [&]() -> Status {
+        auto r = vk::quantizePerTensor(*context(), x, 0.03, 3, -128, 127, DType::I8);
+        return r ? okStatus() : r.takeFailure();
+      },
+      8.0 * double(n), 0);
+}
+BENCHMARK(BM_VkQuantizePerTensor)->Arg(1 << 22)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+void BM_VkDequantizePerTensor(benchmark::State &state) {
+  GRAFT_VK_BENCH_GUARD();
+  int64_t n = state.range(0);
+  auto q = upload(randomTensor(DType::I8, {n}, -128, 128, 25));
+  runKernel(
+      state,
+      [&]() -> Status {
+        auto r = vk::dequantizePerTensor(*context(), q, 0.03, 3, DType::F32);
+        return r ? okStatus() : r.takeFailure();
+      },
+      8.0 * double(n), 0);
+}
+BENCHMARK(BM_VkDequantizePerTensor)->Arg(1 << 22)->UseManualTime()->Unit(benchmark::kMillisecond);
+
 void BM_VkRmsNorm(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();
   int64_t rows = state.range(0), D = state.range(1);
