@@ -7,7 +7,10 @@
 // Before (ExecuTorch llama quantizer, two nibbles per byte, EVEN column in the HIGH nibble):
 //   %out : f32[*, D] = quantized_decomposed.embedding_4bit.dtype(%wp : u8[V, D/2], %s, none,
 //                                                               -8, 7, %idx, dtype=f32)
-// After (both):
+// Before (the same with -E 2,G: four 2-bit values per byte, +2, first in the lowest bits):
+//   %out : f32[*, D] = quantized_decomposed.embedding_2bit.dtype(%wp : u8[V, D/4], %s, none,
+//                                                               -2, 1, %idx, dtype=f32)
+// After (all three):
 //   %out : f32[*, D] = et_vk.embedding_q4gsw(%packed : u8[V, D/2], %s : f32[V, D/G], G, %idx,
 //                                            is_linear_weight=true)
 //
@@ -100,4 +103,48 @@ rule qd_embedding_4bit_q4gsw_per_row benefit 20 tags(embedding, int4) backend vu
     %out      = et_vk.embedding_q4gsw($packed, $s, 2 * $DH, $idx, is_linear_weight = true)
   }
   example { V = [8, 40], DH = [16, 32, 64], sdt = [f32, bf16] }
+}
+
+/// quantized_decomposed.embedding_2bit.dtype (ExecuTorch's Llama export with -E 2,G: four
+/// 2-bit values per byte, +2, first in the lowest bits) -> the int4 embedding: the values
+/// [-2, 1] lie in the 4-bit range, so unpacking and repacking them in the linear convention
+/// gives embedding_q4gsw the same integers (upstream ET-VK has no 2-bit embedding and leaves
+/// this op to the CPU). The op asserts quant range (-2, 1); the group is 4 * DQ / NG
+/// (_quant_patterns_and_replacements.py embedding_2bit).
+rule qd_embedding_2bit_q4gsw benefit 20 tags(embedding, int2) backend vulkan {
+  match {
+    %out = quantized_decomposed.embedding_2bit.dtype(param $w : u8[$V, $DQ],
+                                                     param $s : $sdt[$V, $NG], $zp, -2, 1, $idx,
+                                                     dtype = none | $sdt)
+  }
+  where {
+    (4 * $DQ) % $NG == 0
+    (4 * $DQ) % 32 == 0
+    $zp is none or all_zero($zp)
+  }
+  rewrite {
+    $G        = 4 * $DQ / $NG
+    $unpacked = unpack_int2($w)
+    $packed   = pack_int4($unpacked, nibbles = low_first)
+    %out      = et_vk.embedding_q4gsw($packed, $s, $G, $idx, is_linear_weight = true)
+  }
+  example { V = [8, 40], DQ = [8, 16, 32], NG = [1, 2, 4], sdt = [f32, bf16] }
+}
+
+/// embedding_2bit with per-row scales [V]: one group spanning the row.
+rule qd_embedding_2bit_q4gsw_per_row benefit 20 tags(embedding, int2) backend vulkan {
+  match {
+    %out = quantized_decomposed.embedding_2bit.dtype(param $w : u8[$V, $DQ], param $s : $sdt[$V],
+                                                     $zp, -2, 1, $idx, dtype = none | $sdt)
+  }
+  where {
+    (4 * $DQ) % 32 == 0
+    $zp is none or all_zero($zp)
+  }
+  rewrite {
+    $unpacked = unpack_int2($w)
+    $packed   = pack_int4($unpacked, nibbles = low_first)
+    %out      = et_vk.embedding_q4gsw($packed, $s, 4 * $DQ, $idx, is_linear_weight = true)
+  }
+  example { V = [8, 40], DQ = [8, 16, 32], sdt = [f32, bf16] }
 }

@@ -57,8 +57,8 @@ std::string planError(const std::string &name, const TensorProto &p, std::vector
 } // namespace
 
 TEST(ConstantTransforms, RegistryHasTheBuiltins) {
-  for (const char *n : {"pack_int4", "unpack_int4", "transpose", "pad_to_multiple", "group_sums",
-                        "cast", "reshape"})
+  for (const char *n : {"pack_int4", "unpack_int4", "unpack_int2", "transpose", "pad_to_multiple",
+                        "group_sums", "cast", "reshape"})
     EXPECT_NE(ConstantTransformRegistry::builtin().find(n), nullptr) << n;
   EXPECT_EQ(transform("pack_int4").signature(),
             "pack_int4(w, nibbles: enum{low_first, high_first})");
@@ -80,6 +80,21 @@ TEST(ConstantTransforms, PackInt4NibbleOrders) {
   // Unsigned values are stored without the offset.
   Tensor u = Tensor::fromInts(DType::U8, {2}, {3, 15});
   EXPECT_EQ(ints(apply("pack_int4", u, {Argument("low_first")})), std::vector<int64_t>{0xF3});
+}
+
+TEST(ConstantTransforms, UnpackInt2ReadsEmbedding2bitsPacking) {
+  // ExecuTorch's 2-bit embedding packing: byte = f0 + (f1 << 2) + (f2 << 4) + (f3 << 6),
+  // each field the value + 2 (quantize.py QuantizedGroupEmbedding, packed for bitwidth 2).
+  //   0x1B = 0b00'01'10'11 -> fields [3, 2, 1, 0] -> [1, 0, -1, -2]
+  //   0xE4 = 0b11'10'01'00 -> fields [0, 1, 2, 3] -> [-2, -1, 0, 1]
+  Tensor p = Tensor::fromInts(DType::U8, {2, 1}, {0x1B, 0xE4});
+  Tensor w = apply("unpack_int2", p, {});
+  EXPECT_EQ(w.proto().str(), "i8[2, 4]");
+  EXPECT_EQ(ints(w), (std::vector<int64_t>{1, 0, -1, -2, -2, -1, 0, 1}));
+  // Only the packed byte layout is accepted.
+  EXPECT_NE(planError("unpack_int2", Tensor::fromInts(DType::I8, {1, 1}, {0}).proto(), {})
+                .find("must be u8"),
+            std::string::npos);
 }
 
 TEST(ConstantTransforms, PackUnpackRoundTrip) {

@@ -1,6 +1,6 @@
 //===- ConstantTransforms.cpp - The built-in constant transforms ----------===//
 //
-// pack_int4 / unpack_int4 / transpose / pad_to_multiple / group_sums / cast /
+// pack_int4 / unpack_int4 / unpack_int2 / transpose / pad_to_multiple / group_sums / cast /
 // reshape. Formats follow ExecuTorch's Vulkan backend
 // (backends/vulkan/patterns/quantized_linear.py, weight_packing_utils.py):
 //  * 4-bit values are stored with a +8 offset (signed) two per byte, the
@@ -603,6 +603,43 @@ ConstantTransform makeUnpackInt4() {
   return t;
 }
 
+/// quantized_decomposed.embedding_2bit's packing (ExecuTorch
+/// examples/models/llama/source_transformation/quantize.py: four values per byte, the
+/// first in the lowest two bits, each stored + 2; unpacked by
+/// exir/passes/_quant_patterns_and_replacements.py embedding_2bit) -> i8 values in [-2, 1].
+ConstantTransform makeUnpackInt2() {
+  ConstantTransform t;
+  t.name = "unpack_int2";
+  t.doc = "u8 [..., K/4] holding four 2-bit values per byte, the first in the lowest bits, "
+          "stored + 2 (quantized_decomposed.embedding_2bit) -> i8 [..., K] in [-2, 1]";
+  t.inputs = {"packed"};
+  t.infer = [](const std::vector<const TensorProto *> &in,
+               TransformArgs &) -> Expected<TransformPlan> {
+    const TensorProto &p = *in[0];
+    if (p.dtype != DType::U8)
+      return Diagnostic::error("unpack_int2: input must be u8 (four 2-bit values per byte), got " +
+                               p.str());
+    auto sizes = sizesOf(p);
+    if (sizes.empty())
+      return Diagnostic::error("unpack_int2: input must have at least one dim");
+    sizes.back() *= 4;
+    return TransformPlan{protoOf(DType::I8, sizes), false};
+  };
+  t.compute = [](const std::vector<const Tensor *> &in, const TransformArgs &) -> Expected<Tensor> {
+    Tensor src = in[0]->contiguous();
+    std::vector<int64_t> sizes = src.sizes();
+    sizes.back() *= 4;
+    Tensor out = Tensor::uninitialized(DType::I8, sizes); // every element is written
+    const uint8_t *p = src.data<uint8_t>();
+    int8_t *dst = out.mutableData<int8_t>();
+    for (int64_t i = 0, n = src.numel(); i < n; ++i)
+      for (int k = 0; k < 4; ++k)
+        dst[4 * i + k] = static_cast<int8_t>(((p[i] >> (2 * k)) & 0x3) - 2);
+    return out;
+  };
+  return t;
+}
+
 ConstantTransform makeTranspose() {
   ConstantTransform t;
   t.name = "transpose";
@@ -833,7 +870,7 @@ std::vector<const ConstantTransform *> ConstantTransformRegistry::all() const {
 const ConstantTransformRegistry &ConstantTransformRegistry::builtin() {
   static const ConstantTransformRegistry *registry = [] {
     auto *r = new ConstantTransformRegistry();
-    for (ConstantTransform t : {makePackInt4(), makeUnpackInt4(), makeTranspose(),
+    for (ConstantTransform t : {makePackInt4(), makeUnpackInt4(), makeUnpackInt2(), makeTranspose(),
                                 makePadToMultiple(), makeGroupSums(), makeCast(), makeReshape()}) {
       Status s = r->add(std::move(t));
       assert(s.ok() && "built-in constant transforms have unique names");
