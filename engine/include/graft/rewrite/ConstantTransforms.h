@@ -112,7 +112,7 @@ struct ConstantTransform {
 
 class ConstantTransformRegistry {
 public:
-  /// pack_int4, unpack_int4, transpose, pad_to_multiple, group_sums, cast, reshape,
+  /// pack_int4, unpack_int4, unpack_int2, transpose, pad_to_multiple, group_sums, cast, reshape,
   /// quantize_affine, quantize_affine_no_zp.
   static const ConstantTransformRegistry &builtin();
   /// Registers a transform; a name registered twice is an error.
