@@ -9,8 +9,10 @@
 // GRAFT_UPDATE_GOLDEN=1 to rewrite the golden files.
 //
 //===----------------------------------------------------------------------===//
-#include "graft/rewrite/Coverage.h"
+#include "CliTestUtil.h"
+
 #include "graft/dsl/Pat.h"
+#include "graft/rewrite/Coverage.h"
 #include "graft/serialize/CoverageReport.h"
 #include "graft/serialize/TextIR.h"
 #include "graft/support/FileIO.h"
@@ -29,17 +31,13 @@
 
 using namespace graft;
 namespace fs = std::filesystem;
+using graft::testing::CliRun;
+using graft::testing::runGraft;
+using graft::testing::slurp;
 
 namespace {
 
 const fs::path kGolden = fs::path(GRAFT_TEST_DATA_DIR) / "golden";
-
-std::string slurp(const fs::path &p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 /// Rules and graphs named relative to tests/golden, so that locations in
 /// the reports do not depend on where the checkout is.
@@ -512,28 +510,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, CoverageGolden, ::testing::ValuesIn(goldenCases(
 
 namespace {
 
-struct RunResult {
-  int code = -1;
-  std::string out, err;
-};
-
 std::string temp(const std::string &name) {
   return ::testing::TempDir() + "covcli_" + std::to_string(::getpid()) + "_" + name;
-}
-
-RunResult runGraft(const std::string &args) {
-  static int counter = 0;
-  std::string stem = temp(std::to_string(counter++));
-  std::string out = stem + ".out", err = stem + ".err";
-  std::string cmd = std::string(GRAFT_CLI_PATH) + " " + args + " >" + out + " 2>" + err;
-  int status = std::system(cmd.c_str());
-  RunResult r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return r;
 }
 
 const std::string kRules = (kGolden / "rewrite/use_outside_blocks/rules.pat").string();
@@ -543,7 +521,7 @@ const std::string kGraphB = (kGolden / "rewrite/use_outside_blocks/input.gir").s
 } // namespace
 
 TEST(CoverageCli, JsonOnStdout) {
-  RunResult r =
+  CliRun r =
       runGraft("coverage " + kGraphA + " " + kGraphB + " --rules " + kRules + " --format json");
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
@@ -555,7 +533,7 @@ TEST(CoverageCli, JsonOnStdout) {
 
 TEST(CoverageCli, ReadsPt2Graphs) {
   std::string pt2 = (kGolden / "pt2/tinynet_torch2_9.pt2").string();
-  RunResult r = runGraft("coverage " + pt2 + " --rules " + kRules + " --format json");
+  CliRun r = runGraft("coverage " + pt2 + " --rules " + kRules + " --format json");
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["graphs"][0]["name"], pt2);
@@ -568,7 +546,7 @@ TEST(CoverageCli, WritesAtomicallyAndPicksTheFormatFromTheExtension) {
   fs::create_directories(dir);
   std::string out = dir + "/report.xml";
   std::ofstream(out) << "stale contents that are much longer than nothing at all";
-  RunResult r = runGraft("coverage " + kGraphB + " --rules " + kRules + " -o " + out);
+  CliRun r = runGraft("coverage " + kGraphB + " --rules " + kRules + " -o " + out);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "");
   std::string x = slurp(out);
@@ -582,10 +560,10 @@ TEST(CoverageCli, WritesAtomicallyAndPicksTheFormatFromTheExtension) {
   // A failed write leaves the old file alone and says where.
   std::string md = dir + "/report.md";
   std::ofstream(md) << "old";
-  RunResult bad = runGraft("coverage " + dir + "/missing.gir --rules " + kRules + " -o " + md);
+  CliRun bad = runGraft("coverage " + dir + "/missing.gir --rules " + kRules + " -o " + md);
   EXPECT_EQ(bad.code, 1);
   EXPECT_EQ(slurp(md), "old");
-  RunResult noDir =
+  CliRun noDir =
       runGraft("coverage " + kGraphB + " --rules " + kRules + " -o " + dir + "/no/such/dir/r.md");
   EXPECT_EQ(noDir.code, 1);
   EXPECT_FALSE(noDir.err.empty());
@@ -598,7 +576,7 @@ TEST(CoverageCli, WritesAtomicallyAndPicksTheFormatFromTheExtension) {
 // spelling) is fused exactly as compile fuses it.
 TEST(CoverageCli, DefaultsToTheShippedRulesPhaseByPhase) {
   std::string pt2 = (kGolden / "exports/torchao_8da4w_f64_untied_bf16/model.pt2").string();
-  RunResult r = runGraft("coverage " + pt2 + " --format json");
+  CliRun r = runGraft("coverage " + pt2 + " --format json");
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   std::map<std::string, uint64_t> firedByPhase;
@@ -612,7 +590,7 @@ TEST(CoverageCli, DefaultsToTheShippedRulesPhaseByPhase) {
 
   // The same fusions as graft compile, which reports the rules it fired.
   std::string prog = temp("coverage_default.vkprog");
-  RunResult c = runGraft("compile " + pt2 + " -o " + prog + " --json");
+  CliRun c = runGraft("compile " + pt2 + " -o " + prog + " --json");
   ASSERT_EQ(c.code, 0) << c.err;
   auto cj = nlohmann::json::parse(c.out);
   std::map<std::string, uint64_t> compiled, covered;
@@ -626,20 +604,20 @@ TEST(CoverageCli, DefaultsToTheShippedRulesPhaseByPhase) {
 }
 
 TEST(CoverageCli, UserErrorsExitOne) {
-  RunResult noGraph = runGraft("coverage --rules " + kRules);
+  CliRun noGraph = runGraft("coverage --rules " + kRules);
   EXPECT_EQ(noGraph.code, 1);
 
-  RunResult badFormat = runGraft("coverage " + kGraphB + " --rules " + kRules + " --format yaml");
+  CliRun badFormat = runGraft("coverage " + kGraphB + " --rules " + kRules + " --format yaml");
   EXPECT_EQ(badFormat.code, 1);
   EXPECT_NE(badFormat.err.find("unknown coverage report format 'yaml'"), std::string::npos)
       << badFormat.err;
 
-  RunResult badExt =
+  CliRun badExt =
       runGraft("coverage " + kGraphB + " --rules " + kRules + " -o " + temp("report.txt"));
   EXPECT_EQ(badExt.code, 1);
   EXPECT_NE(badExt.err.find("extension"), std::string::npos) << badExt.err;
 
-  RunResult missing = runGraft("coverage /nonexistent/g.gir --rules " + kRules);
+  CliRun missing = runGraft("coverage /nonexistent/g.gir --rules " + kRules);
   EXPECT_EQ(missing.code, 1);
   EXPECT_NE(missing.err.find("/nonexistent/g.gir"), std::string::npos) << missing.err;
 
@@ -647,7 +625,7 @@ TEST(CoverageCli, UserErrorsExitOne) {
   std::string pat = temp("bad.pat");
   std::ofstream(pat)
       << "rule broken {\n  match { %y = aten.nosuchop($x) }\n  rewrite { %y = $x }\n}\n";
-  RunResult badRules = runGraft("coverage " + kGraphB + " --rules " + pat);
+  CliRun badRules = runGraft("coverage " + kGraphB + " --rules " + pat);
   EXPECT_EQ(badRules.code, 1);
   EXPECT_NE(badRules.err.find(pat + ":2:"), std::string::npos) << badRules.err;
   std::remove(pat.c_str());
@@ -655,7 +633,7 @@ TEST(CoverageCli, UserErrorsExitOne) {
   // A graph with a syntax error: located in the .gir.
   std::string gir = temp("bad.gir");
   std::ofstream(gir) << "graph @g {\n  input %x : f32[2\n}\n";
-  RunResult badGraph = runGraft("coverage " + gir + " --rules " + kRules);
+  CliRun badGraph = runGraft("coverage " + gir + " --rules " + kRules);
   EXPECT_EQ(badGraph.code, 1);
   EXPECT_NE(badGraph.err.find(gir + ":"), std::string::npos) << badGraph.err;
   std::remove(gir.c_str());

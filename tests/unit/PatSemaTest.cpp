@@ -7,6 +7,8 @@
 // the `graft check` / `graft fmt` commands.
 //
 //===----------------------------------------------------------------------===//
+#include "CliTestUtil.h"
+
 #include "graft/dsl/Pat.h"
 #include "graft/rewrite/Rewriter.h"
 #include "graft/serialize/TextIR.h"
@@ -24,6 +26,9 @@ namespace graft::dsl {
 namespace {
 
 namespace fs = std::filesystem;
+using graft::testing::CliRun;
+using graft::testing::runGraft;
+using graft::testing::slurp;
 using rewrite::ArgPattern;
 using rewrite::DimPattern;
 using rewrite::Expr;
@@ -589,52 +594,26 @@ TEST(PatImports, DuplicateRuleAcrossFilesAndMissingFiles) {
 // graft check / graft fmt
 //===----------------------------------------------------------------------===//
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string &path) {
-  std::ifstream in(path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-CliRun graft(const std::string &args) {
-  std::string base = ::testing::TempDir() + "patcli_" + std::to_string(::getpid());
-  std::string cmd =
-      std::string(GRAFT_CLI_PATH) + " " + args + " >" + base + ".out 2>" + base + ".err";
-  int status = std::system(cmd.c_str());
-  CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(base + ".out");
-  r.err = slurp(base + ".err");
-  std::remove((base + ".out").c_str());
-  std::remove((base + ".err").c_str());
-  return r;
-}
-
 TEST(PatCli, CheckReportsEveryDiagnostic) {
   std::string ok = (patDir("ok") / "torchao_embedding.pat").string();
   std::string bad = (patDir("errors") / "unknown_op.pat").string();
   std::string warn = (patDir("errors") / "unused_capture.pat").string();
-  CliRun r = graft("check " + ok);
+  CliRun r = runGraft("check " + ok);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find(": ok"), std::string::npos);
-  r = graft("check " + ok + " " + bad);
+  r = runGraft("check " + ok + " " + bad);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("unknown_op.pat:4:16: error: unknown op 'aten.lnear'"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("^~~~~~~~~~"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("did you mean 'aten.linear'?"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("1 error and 0 warnings generated."), std::string::npos) << r.err;
-  r = graft("check " + warn);
+  r = runGraft("check " + warn);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("warning: capture $b is never used"), std::string::npos) << r.err;
-  r = graft("check --werror " + warn);
+  r = runGraft("check --werror " + warn);
   EXPECT_EQ(r.code, 1) << r.err;
-  r = graft("check " + (patDir("errors") / "no_such_file.pat").string());
+  r = runGraft("check " + (patDir("errors") / "no_such_file.pat").string());
   EXPECT_EQ(r.code, 1);
 }
 
@@ -644,22 +623,22 @@ TEST(PatCli, FmtPrintsChecksAndRewritesInPlace) {
       dir.write("m.pat", "rule r{match{%y=aten.relu($x)}rewrite{%y=aten.relu($x)}}\n");
   std::string canonical = "rule r {\n  match {\n    %y = aten.relu($x)\n  }\n  rewrite {\n"
                           "    %y = aten.relu($x)\n  }\n}\n";
-  CliRun r = graft("fmt " + messy);
+  CliRun r = runGraft("fmt " + messy);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, canonical);
-  r = graft("fmt --check " + messy);
+  r = runGraft("fmt --check " + messy);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("m.pat:1: not canonically formatted"), std::string::npos) << r.err;
-  r = graft("fmt -i " + messy);
+  r = runGraft("fmt -i " + messy);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(slurp(messy), canonical);
-  r = graft("fmt --check " + messy + " " + (patDir("ok") / "comments.pat").string());
+  r = runGraft("fmt --check " + messy + " " + (patDir("ok") / "comments.pat").string());
   EXPECT_EQ(r.code, 0) << r.err;
   std::string broken = dir.write("b.pat", "rule r { match {\n");
-  r = graft("fmt " + broken);
+  r = runGraft("fmt " + broken);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("b.pat:2:1: error: expected '}'"), std::string::npos) << r.err;
-  r = graft("fmt " + messy + " " + broken);
+  r = runGraft("fmt " + messy + " " + broken);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("several FILEs need --check or -i"), std::string::npos);
 }

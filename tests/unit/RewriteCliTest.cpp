@@ -5,6 +5,8 @@
 // and its data file, explain lines, verify-rules catching a planted bug.
 //
 //===----------------------------------------------------------------------===//
+#include "CliTestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -18,38 +20,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+using graft::testing::CliRun;
+using graft::testing::runGraft;
+using graft::testing::slurp;
+
 namespace {
-
-struct RunResult {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::string &path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string temp(const std::string &name) {
   return ::testing::TempDir() + "rwcli_" + std::to_string(::getpid()) + "_" + name;
-}
-
-RunResult graft(const std::string &args) {
-  static int counter = 0;
-  std::string stem = temp(std::to_string(counter++));
-  std::string out = stem + ".out", err = stem + ".err";
-  std::string cmd = std::string(GRAFT_CLI_PATH) + " " + args + " >" + out + " 2>" + err;
-  int status = std::system(cmd.c_str());
-  RunResult r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return r;
 }
 
 std::string writeTemp(const std::string &name, const std::string &text) {
@@ -65,7 +43,7 @@ const std::string kExamples = std::string(GRAFT_TEST_DATA_DIR) + "/../examples/"
 
 TEST(RewriteCli, FuseWritesTheGraphAndReportsWhatFired) {
   std::string out = temp("fused.gir");
-  RunResult r = graft("fuse " + kExamples + "tiny_embedding.gir --rules " + kGolden +
+  CliRun r = runGraft("fuse " + kExamples + "tiny_embedding.gir --rules " + kGolden +
                       "embedding_q4gsw/rules.pat -o " + out + " --verify-each");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("fired torchao_embedding_q4gsw at %out -> %embedding_q4gsw; new constants "
@@ -82,16 +60,16 @@ TEST(RewriteCli, FuseWritesTheGraphAndReportsWhatFired) {
   EXPECT_NE(text.find("file(\"" + bin.substr(bin.rfind('/') + 1) + "\""), std::string::npos)
       << text;
   // The written graph verifies and runs.
-  RunResult v = graft("verify " + out);
+  CliRun v = runGraft("verify " + out);
   EXPECT_EQ(v.code, 0) << v.err;
-  RunResult run = graft("run " + out);
+  CliRun run = runGraft("run " + out);
   EXPECT_EQ(run.code, 0) << run.err;
   std::remove(out.c_str());
   std::remove(bin.c_str());
 }
 
 TEST(RewriteCli, FuseJsonHasStatsAndProvenance) {
-  RunResult r = graft("fuse " + kGolden + "tied_embedding_lm_head/input.gir --rules " + kGolden +
+  CliRun r = runGraft("fuse " + kGolden + "tied_embedding_lm_head/input.gir --rules " + kGolden +
                       "tied_embedding_lm_head/rules.pat --json -o " + temp("tied.gir"));
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
@@ -110,7 +88,7 @@ TEST(RewriteCli, ExplainPrintsTheFailingCheck) {
   std::string bad = slurp(kExamples + "tiny_embedding.gir");
   bad.replace(bad.find("i8, -8, 7"), 9, "i8, -128, 127");
   std::string path = writeTemp("bad.gir", bad);
-  RunResult r = graft("explain " + path + " --rules " + kGolden + "embedding_q4gsw/rules.pat");
+  CliRun r = runGraft("explain " + path + " --rules " + kGolden + "embedding_q4gsw/rules.pat");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("rule torchao_embedding_q4gsw (" + kGolden +
                        "embedding_q4gsw/rules.pat:8:42): quant_min: expected -8, node %dq has "
@@ -118,22 +96,22 @@ TEST(RewriteCli, ExplainPrintsTheFailingCheck) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("1 candidate(s), 0 match"), std::string::npos) << r.out;
-  RunResult none =
-      graft("explain " + path + " --rules " + kGolden + "embedding_q4gsw/rules.pat --rule nope");
+  CliRun none =
+      runGraft("explain " + path + " --rules " + kGolden + "embedding_q4gsw/rules.pat --rule nope");
   EXPECT_EQ(none.code, 1);
   EXPECT_NE(none.err.find("no rule named 'nope'"), std::string::npos) << none.err;
   std::remove(path.c_str());
 }
 
 TEST(RewriteCli, VerifyRulesPassesGoodRulesAndCatchesAPlantedBug) {
-  RunResult ok = graft("verify-rules " + kGolden + "embedding_q4gsw/rules.pat --instances 2");
+  CliRun ok = runGraft("verify-rules " + kGolden + "embedding_q4gsw/rules.pat --instances 2");
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
   EXPECT_NE(ok.out.find("ok, 2 instance(s), max |diff| 0.0"), std::string::npos) << ok.out;
 
   std::string rules = slurp(kGolden + "embedding_q4gsw/rules.pat");
   rules.replace(rules.find("nibbles = low_first"), 19, "nibbles = high_first");
   std::string path = writeTemp("bug.pat", rules);
-  RunResult bug = graft("verify-rules " + path + " --instances 2");
+  CliRun bug = runGraft("verify-rules " + path + " --instances 2");
   EXPECT_EQ(bug.code, 1);
   EXPECT_NE(bug.out.find("FAILED on D=64, G=32, NG=2, V=8, odt=f32; seed 1"), std::string::npos)
       << bug.out;
@@ -143,13 +121,14 @@ TEST(RewriteCli, VerifyRulesPassesGoodRulesAndCatchesAPlantedBug) {
 }
 
 TEST(RewriteCli, BadInvocationsAreUserErrors) {
-  EXPECT_EQ(graft("fuse").code, 1);
-  EXPECT_EQ(graft("fuse --rules x.pat").code, 1);
-  RunResult missing = graft("fuse " + kExamples + "tiny_embedding.gir --rules /nonexistent.pat");
+  EXPECT_EQ(runGraft("fuse").code, 1);
+  EXPECT_EQ(runGraft("fuse --rules x.pat").code, 1);
+  CliRun missing = runGraft("fuse " + kExamples + "tiny_embedding.gir --rules /nonexistent.pat");
   EXPECT_EQ(missing.code, 1);
-  EXPECT_EQ(graft("verify-rules " + kGolden + "embedding_q4gsw/rules.pat --instances x").code, 1);
+  EXPECT_EQ(runGraft("verify-rules " + kGolden + "embedding_q4gsw/rules.pat --instances x").code,
+            1);
   for (const char *cmd : {"fuse", "explain", "verify-rules"})
-    EXPECT_EQ(graft(std::string(cmd) + " --help").code, 0) << cmd;
+    EXPECT_EQ(runGraft(std::string(cmd) + " --help").code, 0) << cmd;
 }
 
 // Lossy rules (tag `lossy`) are opt-in: fuse leaves the Q -> DQ pair and says
@@ -157,13 +136,13 @@ TEST(RewriteCli, BadInvocationsAreUserErrors) {
 TEST(RewriteCli, LossyRulesRunOnlyWithAllowLossy) {
   const std::string input =
       std::string(GRAFT_TEST_DATA_DIR) + "/golden/rules/qdq_q_dq_fold/input.gir";
-  RunResult kept = graft("fuse " + input + " -o " + temp("lossy_default.gir"));
+  CliRun kept = runGraft("fuse " + input + " -o " + temp("lossy_default.gir"));
   ASSERT_EQ(kept.code, 0) << kept.err;
   EXPECT_EQ((kept.out + kept.err).find("fired qdq_fold_q_dq"), std::string::npos) << kept.out;
   EXPECT_NE((kept.out + kept.err).find("not run (lossy; --allow-lossy runs them): qdq_fold_q_dq"),
             std::string::npos)
       << kept.out << kept.err;
-  RunResult folded = graft("fuse " + input + " --allow-lossy -o " + temp("lossy_allowed.gir"));
+  CliRun folded = runGraft("fuse " + input + " --allow-lossy -o " + temp("lossy_allowed.gir"));
   ASSERT_EQ(folded.code, 0) << folded.err;
   EXPECT_NE((folded.out + folded.err).find("fired qdq_fold_q_dq"), std::string::npos)
       << folded.out << folded.err;
@@ -171,7 +150,7 @@ TEST(RewriteCli, LossyRulesRunOnlyWithAllowLossy) {
 
 // Without FILEs, check checks the shipped rules compiled into graft.
 TEST(RewriteCli, CheckDefaultsToTheShippedRules) {
-  RunResult r = graft("check");
+  CliRun r = runGraft("check");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("patterns/embedding.pat: ok"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("patterns/select_as_symint.pat: ok"), std::string::npos) << r.out;
@@ -179,7 +158,7 @@ TEST(RewriteCli, CheckDefaultsToTheShippedRules) {
 
 // Without FILEs, verify-rules checks the shipped rules of every phase.
 TEST(RewriteCli, VerifyRulesDefaultsToTheShippedRules) {
-  RunResult r = graft("verify-rules --instances 1 --rule dequantize_affine_f64_scale "
+  CliRun r = runGraft("verify-rules --instances 1 --rule dequantize_affine_f64_scale "
                       "--rule torchao_embedding_q4gsw");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("dequantize_affine_f64_scale"), std::string::npos) << r.out;
@@ -190,8 +169,8 @@ TEST(RewriteCli, VerifyRulesDefaultsToTheShippedRules) {
 // Without --rules, fuse and explain use the shipped library, phase by phase
 // as graft compile does; --json reports each phase with its timing.
 TEST(RewriteCli, FuseDefaultsToTheShippedRulesPhaseByPhase) {
-  RunResult fuse =
-      graft("fuse " + kExamples + "tiny_embedding.gir --json -o " + temp("default_rules.gir"));
+  CliRun fuse =
+      runGraft("fuse " + kExamples + "tiny_embedding.gir --json -o " + temp("default_rules.gir"));
   ASSERT_EQ(fuse.code, 0) << fuse.err;
   auto j = nlohmann::json::parse(fuse.out);
   EXPECT_TRUE(j["converged"].get<bool>());
@@ -209,12 +188,12 @@ TEST(RewriteCli, FuseDefaultsToTheShippedRulesPhaseByPhase) {
   for (const auto &f : j["fired"])
     embedding = embedding || (f["rule"] == "torchao_embedding_q4gsw" && f["phase"] == "fuse");
   EXPECT_TRUE(embedding) << fuse.out;
-  RunResult text = graft("fuse " + kExamples + "tiny_embedding.gir -o " + temp("text_rules.gir"));
+  CliRun text = runGraft("fuse " + kExamples + "tiny_embedding.gir -o " + temp("text_rules.gir"));
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("phase legalize:\n"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("phase fuse:\nfired torchao_embedding_q4gsw"), std::string::npos)
       << text.out;
-  RunResult explain = graft("explain " + kExamples +
+  CliRun explain = runGraft("explain " + kExamples +
                             "tiny_embedding.gir --rule "
                             "torchao_embedding_q4gsw");
   ASSERT_EQ(explain.code, 0) << explain.err;
@@ -225,15 +204,15 @@ TEST(RewriteCli, RuleDirectoriesExpandToTheirPatFiles) {
   // `--rules DIR` means DIR/*.pat in name order — the shipped library is
   // `--rules patterns/` — for fuse, explain, coverage, check and verify-rules.
   const std::string patterns = std::string(GRAFT_TEST_DATA_DIR) + "/../patterns";
-  RunResult fuse = graft("fuse " + kExamples + "tiny_embedding.gir --rules " + patterns);
+  CliRun fuse = runGraft("fuse " + kExamples + "tiny_embedding.gir --rules " + patterns);
   ASSERT_EQ(fuse.code, 0) << fuse.err;
   EXPECT_NE((fuse.out + fuse.err).find("fired torchao_embedding_q4gsw"), std::string::npos)
       << fuse.err;
-  RunResult check = graft("check " + patterns);
+  CliRun check = runGraft("check " + patterns);
   EXPECT_EQ(check.code, 0) << check.err;
   EXPECT_NE((check.out + check.err).find("embedding.pat: ok"), std::string::npos) << check.err;
-  RunResult coverage =
-      graft("coverage " + kExamples + "tiny_embedding.gir --format json --rules " + patterns);
+  CliRun coverage =
+      runGraft("coverage " + kExamples + "tiny_embedding.gir --format json --rules " + patterns);
   EXPECT_EQ(coverage.code, 0) << coverage.err;
   EXPECT_NE(coverage.out.find("\"torchao_embedding_q4gsw\""), std::string::npos);
 
@@ -242,13 +221,13 @@ TEST(RewriteCli, RuleDirectoriesExpandToTheirPatFiles) {
   std::string empty = temp("no_rules_dir");
   std::filesystem::create_directories(empty);
   for (const char *cmd : {"fuse", "explain", "coverage"}) {
-    RunResult r = graft(std::string(cmd) + " " + kExamples + "tiny_embedding.gir --rules " + empty);
+    CliRun r = runGraft(std::string(cmd) + " " + kExamples + "tiny_embedding.gir --rules " + empty);
     EXPECT_EQ(r.code, 1) << cmd << ": " << r.out << r.err;
     EXPECT_NE(r.err.find("has no .pat files"), std::string::npos) << cmd << ": " << r.err;
   }
-  RunResult verify = graft("verify-rules " + empty);
+  CliRun verify = runGraft("verify-rules " + empty);
   EXPECT_EQ(verify.code, 1) << verify.err;
-  RunResult print = graft("print " + empty);
+  CliRun print = runGraft("print " + empty);
   EXPECT_EQ(print.code, 1) << print.err;
   EXPECT_NE(print.err.find("is a directory"), std::string::npos) << print.err;
   std::filesystem::remove_all(empty);
