@@ -83,23 +83,8 @@ TEST_P(RewriteGolden, FusesToTheExpectedGraph) {
   auto again = parseGraph(*text, "expected.gir");
   ASSERT_TRUE(again.ok()) << render(again.diags());
 
-  if (test::allConstantsHaveData(**before)) {
-    auto in = makeRandomInputs(**before, 11);
-    ASSERT_TRUE(in.ok()) << render(in.diags());
-    auto a = Interpreter().run(**before, *in);
-    auto b = Interpreter().run(**graph, *in);
-    ASSERT_TRUE(a.ok()) << render(a.diags());
-    ASSERT_TRUE(b.ok()) << render(b.diags());
-    ASSERT_EQ(a->size(), b->size());
-    for (std::size_t o = 0; o < a->size(); ++o) {
-      const Tensor &x = std::get<Tensor>((*a)[o]);
-      const Tensor &y = std::get<Tensor>((*b)[o]);
-      ASSERT_EQ(x.sizes(), y.sizes());
-      for (int64_t k = 0; k < x.numel(); ++k)
-        ASSERT_LE(std::abs(x.getDouble(k) - y.getDouble(k)), atol + rtol * std::abs(x.getDouble(k)))
-            << dir << " output " << o << " element " << k;
-    }
-  }
+  if (test::allConstantsHaveData(**before))
+    test::expectSameOutputs(**before, **graph, atol, rtol, dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, RewriteGolden, ::testing::ValuesIn(test::goldenCaseDirs("rewrite")),
