@@ -274,15 +274,21 @@ const SymbolRange *SymbolTable::find(const std::string &name) const {
   return it == symbols_.end() ? nullptr : &it->second;
 }
 
-std::optional<int64_t> SymbolTable::upperBound(const Dim &dim) const {
+namespace {
+
+/// `dim`'s largest value over the symbol ranges when `upper`, else its
+/// smallest: each term takes the end of its symbol's range that pushes the
+/// sum that way. nullopt for an opaque dim, an unknown symbol, or a term
+/// that needs an unbounded maximum.
+std::optional<int64_t> boundOf(const SymbolTable &symbols, const Dim &dim, bool upper) {
   if (dim.isOpaque())
     return std::nullopt;
   int64_t total = dim.constant();
   for (const auto &[n, c] : dim.terms()) {
-    const SymbolRange *r = find(n);
+    const SymbolRange *r = symbols.find(n);
     if (!r)
       return std::nullopt;
-    if (c > 0) {
+    if ((c > 0) == upper) {
       if (!r->max)
         return std::nullopt;
       total += c * *r->max;
@@ -293,23 +299,14 @@ std::optional<int64_t> SymbolTable::upperBound(const Dim &dim) const {
   return total;
 }
 
+} // namespace
+
+std::optional<int64_t> SymbolTable::upperBound(const Dim &dim) const {
+  return boundOf(*this, dim, true);
+}
+
 std::optional<int64_t> SymbolTable::lowerBound(const Dim &dim) const {
-  if (dim.isOpaque())
-    return std::nullopt;
-  int64_t total = dim.constant();
-  for (const auto &[n, c] : dim.terms()) {
-    const SymbolRange *r = find(n);
-    if (!r)
-      return std::nullopt;
-    if (c > 0) {
-      total += c * r->min;
-    } else {
-      if (!r->max)
-        return std::nullopt;
-      total += c * *r->max;
-    }
-  }
-  return total;
+  return boundOf(*this, dim, false);
 }
 
 std::optional<int64_t> SymbolTable::evaluate(const Dim &dim,

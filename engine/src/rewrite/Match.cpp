@@ -536,33 +536,34 @@ bool Matcher::matchScalar(const Goal &g, int depth) {
   return false;
 }
 
+bool Matcher::matchArgConstraints(const Goal &g, int depth, std::size_t trailMark) {
+  const CArg &p = *g.pat;
+  if (p.scalar != ArgPattern::Scalar::None && !matchScalar(g, depth))
+    return false;
+  if ((p.mustBeParam || p.type) &&
+      !matchValueConstraints(g, g.arg->isValue() ? g.arg->value() : nullptr, depth)) {
+    undoTo(trailMark);
+    return false;
+  }
+  return true;
+}
+
 bool Matcher::matchArg(const Goal &g, int depth) {
   const CArg &p = *g.pat;
   const Argument &arg = *g.arg;
   std::size_t trailMark = trail_.size(), cellMark = cells_.size();
   switch (p.kind) {
   case ArgPattern::Kind::Wildcard: {
-    if (p.scalar != ArgPattern::Scalar::None && !matchScalar(g, depth))
+    if (!matchArgConstraints(g, depth, trailMark))
       return false;
-    if (p.mustBeParam || p.type) {
-      if (!matchValueConstraints(g, arg.isValue() ? arg.value() : nullptr, depth)) {
-        undoTo(trailMark);
-        return false;
-      }
-    }
     if (solve(g.next, depth + 1))
       return true;
     undoTo(trailMark);
     return false;
   }
   case ArgPattern::Kind::Var: {
-    if (p.scalar != ArgPattern::Scalar::None && !matchScalar(g, depth))
+    if (!matchArgConstraints(g, depth, trailMark))
       return false;
-    if (p.mustBeParam || p.type)
-      if (!matchValueConstraints(g, arg.isValue() ? arg.value() : nullptr, depth)) {
-        undoTo(trailMark);
-        return false;
-      }
     Capture c;
     c.kind = Capture::Kind::Arg;
     c.arg = &arg;

@@ -352,6 +352,10 @@ private:
   bool matchValueConstraints(const Goal &g, const Value *v, int depth);
   /// `$x : scalar float|int`: the argument is a number, not a tensor value.
   bool matchScalar(const Goal &g, int depth);
+  /// What a wildcard or variable asks of its argument before it binds:
+  /// matchScalar, then matchValueConstraints for `param` or a type pattern
+  /// (undoing the trail to `trailMark` when those fail).
+  bool matchArgConstraints(const Goal &g, int depth, std::size_t trailMark);
   bool finish(int depth);
   bool bindSlot(int slot, const Capture &c, const Goal &g, int site, int depth);
   void undoTo(std::size_t mark);
