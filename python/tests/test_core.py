@@ -92,7 +92,8 @@ def test_ruleset_shipped_and_from_paths():
     assert "linear_4w.pat" in graft.shipped_rule_files()
     mine = graft.RuleSet(EMBEDDING_RULES)
     assert mine.names == ["torchao_embedding_q4gsw", "qd_embedding_4bit_q4gsw",
-                          "qd_embedding_4bit_q4gsw_per_row"]
+                          "qd_embedding_4bit_q4gsw_per_row", "qd_embedding_2bit_q4gsw",
+                          "qd_embedding_2bit_q4gsw_per_row"]
     assert any(f.endswith("embedding.pat") for f in mine.files)
     assert len(graft.RuleSet(PATTERNS)) == len(shipped)  # a directory: its *.pat files
 
