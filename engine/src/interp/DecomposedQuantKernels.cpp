@@ -31,20 +31,6 @@ namespace graft::interp {
 
 namespace {
 
-Expected<Tensor> mul(const Operand &a, const Operand &b) {
-  return binary(BinaryOp::Mul, a, b);
-}
-Expected<Tensor> sub(const Operand &a, const Operand &b) {
-  return binary(BinaryOp::Sub, a, b);
-}
-Expected<Tensor> add(const Operand &a, const Operand &b) {
-  return binary(BinaryOp::Add, a, b);
-}
-
-Expected<Tensor> rdivOne(const Tensor &t) {
-  return mul(unary(UnaryOp::Reciprocal, t), Operand::num(1.0));
-}
-
 /// _decomposed.py _quant_min_max_bounds_check.
 Status boundsCheck(const KernelArgs &a, int64_t qmin, int64_t qmax, DType dtype) {
   int64_t lo, hi;

@@ -28,6 +28,26 @@ inline Results one(Tensor t) {
   return std::vector<RuntimeValue>{std::move(t)};
 }
 
+// Python's tensor arithmetic (`x * s`, `x - zp`, ...) for the kernels that
+// transcribe upstream Python one operation at a time: torch.add / sub / mul
+// / div with torch's type promotion.
+inline Expected<Tensor> add(const Operand &a, const Operand &b) {
+  return binary(BinaryOp::Add, a, b);
+}
+inline Expected<Tensor> sub(const Operand &a, const Operand &b) {
+  return binary(BinaryOp::Sub, a, b);
+}
+inline Expected<Tensor> mul(const Operand &a, const Operand &b) {
+  return binary(BinaryOp::Mul, a, b);
+}
+inline Expected<Tensor> div(const Operand &a, const Operand &b) {
+  return binary(BinaryOp::Div, a, b);
+}
+/// `1.0 / t` in Python: torch/_tensor.py __rdiv__ is t.reciprocal() * 1.0.
+inline Expected<Tensor> rdivOne(const Tensor &t) {
+  return mul(unary(UnaryOp::Reciprocal, t), Operand::num(1.0));
+}
+
 /// Whether the bound schema has an argument called `name` (legacy and
 /// current signatures differ, and so may registry spellings).
 bool hasArg(const KernelArgs &args, std::string_view name);

@@ -28,24 +28,6 @@ namespace graft::interp {
 
 namespace {
 
-Expected<Tensor> mul(const Operand &a, const Operand &b) {
-  return binary(BinaryOp::Mul, a, b);
-}
-Expected<Tensor> sub(const Operand &a, const Operand &b) {
-  return binary(BinaryOp::Sub, a, b);
-}
-Expected<Tensor> add(const Operand &a, const Operand &b) {
-  return binary(BinaryOp::Add, a, b);
-}
-Expected<Tensor> div(const Operand &a, const Operand &b) {
-  return binary(BinaryOp::Div, a, b);
-}
-
-/// `1.0 / t` in Python: torch/_tensor.py __rdiv__ is t.reciprocal() * 1.0.
-Expected<Tensor> rdivOne(const Tensor &t) {
-  return mul(unary(UnaryOp::Reciprocal, t), Operand::num(1.0));
-}
-
 bool isTorchaoFp8(DType d) {
   return d == DType::F8E4M3FN || d == DType::F8E5M2 || d == DType::F8E4M3FNUZ ||
          d == DType::F8E5M2FNUZ;
