@@ -98,8 +98,7 @@ Results quantizePerTensorImpl(const KernelArgs &a, double scale, int64_t zp) {
 
 Results dequantizePerTensorImpl(const KernelArgs &a, double scale, int64_t zp) {
   const Tensor &x = a.tensor("input");
-  if (!x.defined())
-    return a.error("expects tensor 'input'");
+  GRAFT_CHECK_OK(requireTensors(a, {"input"}));
   DType dtype = a.dtype("dtype");
   if (x.dtype() != dtype)
     return a.error("Expecting input to have dtype: " + std::string(torchName(dtype)) +
@@ -144,8 +143,7 @@ Results quantizePerChannel(const KernelArgs &a) {
   GRAFT_TRY(Tensor x, upcastToF32(a, a.tensor("input")));
   const Tensor &scales = a.tensor("scales");
   const Tensor &zps = a.tensor("zero_points");
-  if (!scales.defined() || !zps.defined())
-    return a.error("expects tensors 'scales' and 'zero_points'");
+  GRAFT_CHECK_OK(requireTensors(a, {"scales", "zero_points"}));
   int64_t axis = a.integer("axis");
   if (axis >= x.rank() || axis < -x.rank())
     return a.error("Expecting axis to be < " + std::to_string(x.rank()));
@@ -166,8 +164,7 @@ Results quantizePerChannel(const KernelArgs &a) {
 Results dequantizePerChannel(const KernelArgs &a) {
   const Tensor &x = a.tensor("input");
   const Tensor &scales = a.tensor("scales");
-  if (!x.defined() || !scales.defined())
-    return a.error("expects tensors 'input' and 'scales'");
+  GRAFT_CHECK_OK(requireTensors(a, {"input", "scales"}));
   DType dtype = a.dtype("dtype");
   if (x.dtype() != dtype)
     return a.error("Expecting input to have dtype " + std::string(torchName(dtype)) +
@@ -226,8 +223,7 @@ Expected<Tensor> dequantPerChannelGroup(const KernelArgs &a, const Tensor &w, co
 Results dequantizePerChannelGroup(const KernelArgs &a) {
   const Tensor &w = a.tensor("input");
   const Tensor &scales = a.tensor("scales");
-  if (!w.defined() || !scales.defined())
-    return a.error("expects tensors 'input' and 'scales'");
+  GRAFT_CHECK_OK(requireTensors(a, {"input", "scales"}));
   DType out = a.optionalDType("output_dtype").value_or(DType::F32);
   GRAFT_TRY(Tensor r, dequantPerChannelGroup(a, w, scales, a.optionalTensor("zero_points"),
                                              a.optionalInteger("group_size").value_or(128), out));
@@ -236,8 +232,7 @@ Results dequantizePerChannelGroup(const KernelArgs &a) {
 
 Results chooseQParamsPerTokenAsymmetric(const KernelArgs &a) {
   const Tensor &x = a.tensor("input");
-  if (!x.defined())
-    return a.error("expects tensor 'input'");
+  GRAFT_CHECK_OK(requireTensors(a, {"input"}));
   if (!isFloatingPoint(x.dtype()))
     return a.error("input must be floating point");
   const double qmin = -128, qmax = 127;
@@ -274,8 +269,7 @@ Results chooseQParamsPerTokenAsymmetric(const KernelArgs &a) {
 /// zero point's division; scale f64 [1], zero point i64 [1].
 Results chooseQParamsPerTensor(const KernelArgs &a, bool symmetric) {
   const Tensor &x = a.tensor("input");
-  if (!x.defined())
-    return a.error("expects tensor 'input'");
+  GRAFT_CHECK_OK(requireTensors(a, {"input"}));
   const DType in = x.dtype();
   if (in != DType::F32 && in != DType::F16 && in != DType::BF16)
     return a.error("Expecting input to have dtype torch.float32/16/b16, but got dtype: " +
@@ -354,8 +348,7 @@ Results quantizePerToken(const KernelArgs &a) {
   const Tensor &x = a.tensor("input");
   const Tensor &scales = a.tensor("scales");
   const Tensor &zps = a.tensor("zero_points");
-  if (!x.defined() || !scales.defined() || !zps.defined())
-    return a.error("expects tensors 'input', 'scales' and 'zero_points'");
+  GRAFT_CHECK_OK(requireTensors(a, {"input", "scales", "zero_points"}));
   int64_t qmin = a.integer("quant_min"), qmax = a.integer("quant_max");
   DType dtype = a.dtype("dtype");
   GRAFT_CHECK_OK(boundsCheck(a, qmin, qmax, dtype));
@@ -372,8 +365,7 @@ Results quantizePerChannelGroup(const KernelArgs &a) {
   const Tensor &x = a.tensor("input");
   const Tensor &scales = a.tensor("scales");
   const Tensor &zps = a.tensor("zero_points");
-  if (!x.defined() || !scales.defined() || !zps.defined())
-    return a.error("expects tensors 'input', 'scales' and 'zero_points'");
+  GRAFT_CHECK_OK(requireTensors(a, {"input", "scales", "zero_points"}));
   int64_t groupSize = a.optionalInteger("group_size").value_or(128);
   if (groupSize <= 1)
     return a.error("group_size must be > 1, got " + std::to_string(groupSize));
@@ -404,8 +396,7 @@ Results dequantizePerToken(const KernelArgs &a) {
   const Tensor &x = a.tensor("input");
   const Tensor &scales = a.tensor("scales");
   const Tensor &zps = a.tensor("zero_points");
-  if (!x.defined() || !scales.defined() || !zps.defined())
-    return a.error("expects tensors 'input', 'scales' and 'zero_points'");
+  GRAFT_CHECK_OK(requireTensors(a, {"input", "scales", "zero_points"}));
   DType out = a.optionalDType("output_dtype").value_or(DType::F32);
   GRAFT_TRY(Tensor d, sub(x, zps));
   GRAFT_TRY(Tensor r, mul(d, scales));
@@ -472,8 +463,7 @@ Results embeddingQuantized(const KernelArgs &a, bool hasDType, int bitsPerValue)
   const Tensor &w = a.tensor("weight");
   const Tensor &s = a.tensor("weight_scales");
   const Tensor &idx = a.tensor("indices");
-  if (!w.defined() || !s.defined() || !idx.defined())
-    return a.error("expects tensors 'weight', 'weight_scales' and 'indices'");
+  GRAFT_CHECK_OK(requireTensors(a, {"weight", "weight_scales", "indices"}));
   const std::string op = embeddingOpName(bitsPerValue);
   if (bitsPerValue < 8) {
     const int64_t qmin = -(int64_t{1} << (bitsPerValue - 1)), qmax = -qmin - 1;

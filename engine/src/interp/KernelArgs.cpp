@@ -251,6 +251,23 @@ std::string pickArg(const KernelArgs &args, std::initializer_list<std::string_vi
   return {};
 }
 
+Status requireTensors(const KernelArgs &args, std::initializer_list<std::string_view> names) {
+  bool all = true;
+  for (std::string_view n : names)
+    all = all && args.tensor(n).defined();
+  if (all)
+    return okStatus();
+  std::string list;
+  std::size_t i = 0;
+  for (std::string_view n : names) {
+    if (i > 0)
+      list += i + 1 == names.size() ? " and " : ", ";
+    list += "'" + std::string(n) + "'";
+    ++i;
+  }
+  return args.error(std::string(names.size() == 1 ? "expects tensor " : "expects tensors ") + list);
+}
+
 std::optional<Number> optionalNumberArg(const KernelArgs &args, std::string_view name) {
   if (!hasArg(args, name))
     return std::nullopt;

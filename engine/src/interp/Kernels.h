@@ -53,6 +53,9 @@ inline Expected<Tensor> rdivOne(const Tensor &t) {
 bool hasArg(const KernelArgs &args, std::string_view name);
 /// The first of `names` the bound schema has, or empty.
 std::string pickArg(const KernelArgs &args, std::initializer_list<std::string_view> names);
+/// The error for a kernel whose tensor arguments `names` are not all
+/// tensors: "expects tensor 'x'", "expects tensors 'a', 'b' and 'c'".
+Status requireTensors(const KernelArgs &args, std::initializer_list<std::string_view> names);
 
 /// A Tensor or Scalar argument as an elementwise operand (Python numbers
 /// keep their int/float/bool kind for type promotion).

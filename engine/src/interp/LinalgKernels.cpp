@@ -38,8 +38,7 @@ Results addmmKernel(const KernelArgs &a) {
   const Tensor &bias = a.tensor("self");
   const Tensor &m1 = a.tensor("mat1");
   const Tensor &m2 = a.tensor("mat2");
-  if (!bias.defined() || !m1.defined() || !m2.defined())
-    return a.error("expects tensors 'self', 'mat1' and 'mat2'");
+  GRAFT_CHECK_OK(requireTensors(a, {"self", "mat1", "mat2"}));
   if (m1.rank() != 2 || m2.rank() != 2 || m1.size(1) != m2.size(0))
     return a.error("mat1 and mat2 shapes cannot be multiplied");
   if (m1.dtype() != m2.dtype() || bias.dtype() != m1.dtype())
@@ -91,8 +90,7 @@ Results weightInt8PackMm(const KernelArgs &a) {
   const Tensor &x = a.tensor("self");
   const Tensor &w = a.tensor("mat2");
   const Tensor &s = a.tensor("scales");
-  if (!x.defined() || !w.defined() || !s.defined())
-    return a.error("expects tensors 'self', 'mat2' and 'scales'");
+  GRAFT_CHECK_OK(requireTensors(a, {"self", "mat2", "scales"}));
   if (x.rank() != 2 || w.rank() != 2 || s.rank() != 1)
     return a.error("expects 2-D self and mat2 and 1-D scales");
   if (w.dtype() != DType::I8)
@@ -130,8 +128,7 @@ Expected<Tensor> repeatHeads(const Tensor &x, int64_t r) {
 /// added; _safe_softmax (all -inf rows give 0); @ v; cast back.
 Results sdpaKernel(const KernelArgs &a) {
   const Tensor &q = a.tensor("query"), &k = a.tensor("key"), &v = a.tensor("value");
-  if (!q.defined() || !k.defined() || !v.defined())
-    return a.error("expects tensors 'query', 'key' and 'value'");
+  GRAFT_CHECK_OK(requireTensors(a, {"query", "key", "value"}));
   if (a.optionalNumber("dropout_p").value_or(0.0) != 0.0)
     return a.error("dropout_p != 0 is random and has no reference result");
   bool causal = a.boolean("is_causal");
@@ -226,8 +223,7 @@ void registerLinalgKernels(KernelRegistry &r) {
   r.add("aten.linear.default", [](const KernelArgs &a) -> Results {
     const Tensor &x = a.tensor("input");
     const Tensor &w = a.tensor("weight");
-    if (!x.defined() || !w.defined())
-      return a.error("expects tensors 'input' and 'weight'");
+    GRAFT_CHECK_OK(requireTensors(a, {"input", "weight"}));
     GRAFT_TRY(Tensor y, linear(x, w, a.optionalTensor("bias")));
     return one(y);
   });

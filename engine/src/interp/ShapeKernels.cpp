@@ -177,8 +177,7 @@ void registerShapeKernels(KernelRegistry &r) {
   r.add("aten.embedding.default", [](const KernelArgs &a) -> Results {
     const Tensor &w = a.tensor("weight");
     const Tensor &idx = a.tensor("indices");
-    if (!w.defined() || !idx.defined())
-      return a.error("embedding expects tensors 'weight' and 'indices'");
+    GRAFT_CHECK_OK(requireTensors(a, {"weight", "indices"}));
     if (w.rank() != 2)
       return a.error("embedding: 'weight' must be 2-D, got rank " + std::to_string(w.rank()));
     if (!isIntegral(idx.dtype()))

@@ -179,8 +179,7 @@ Expected<Tensor> dequantizeNoCheck(const Tensor &input, const std::vector<int64_
 Results quantizeAffine(const KernelArgs &a) {
   const Tensor &x = a.tensor("input");
   const Tensor &scale = a.tensor("scale");
-  if (!x.defined() || !scale.defined())
-    return a.error("expects tensors 'input' and 'scale'");
+  GRAFT_CHECK_OK(requireTensors(a, {"input", "scale"}));
   DType outDType = a.dtype("output_dtype");
   GRAFT_TRY(std::string domain, zeroPointDomain(a));
   GRAFT_TRY(QRange r, quantRange(a, outDType));
@@ -194,8 +193,7 @@ Results quantizeAffine(const KernelArgs &a) {
 Results dequantizeAffine(const KernelArgs &a) {
   const Tensor &x = a.tensor("input");
   const Tensor &scale = a.tensor("scale");
-  if (!x.defined() || !scale.defined())
-    return a.error("expects tensors 'input' and 'scale'");
+  GRAFT_CHECK_OK(requireTensors(a, {"input", "scale"}));
   DType inDType = a.dtype("input_dtype");
   if (!isSubByteUnsigned(inDType) && x.dtype() != inDType)
     return a.error("Expected: " + std::string(torchName(inDType)) +
@@ -214,8 +212,7 @@ Results dequantizeAffine(const KernelArgs &a) {
 Results fakeQuantizeAffine(const KernelArgs &a) {
   const Tensor &x = a.tensor("input");
   const Tensor &scale = a.tensor("scale");
-  if (!x.defined() || !scale.defined())
-    return a.error("expects tensors 'input' and 'scale'");
+  GRAFT_CHECK_OK(requireTensors(a, {"input", "scale"}));
   std::string qd = pickArg(a, {"quant_dtype", "target_dtype", "output_dtype", "dtype"});
   if (qd.empty())
     return a.error("the schema has no quant dtype argument");

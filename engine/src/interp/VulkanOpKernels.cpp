@@ -93,8 +93,7 @@ Results linearQ4gsw(const KernelArgs &a, const char *xName) {
   const Tensor &x = a.tensor(xName);
   const Tensor &w = a.tensor("weights");
   const Tensor &scales = a.tensor("weight_scales");
-  if (!x.defined() || !w.defined() || !scales.defined())
-    return a.error(std::string("expects tensors '") + xName + "', 'weights' and 'weight_scales'");
+  GRAFT_CHECK_OK(requireTensors(a, {xName, "weights", "weight_scales"}));
   if (x.rank() == 0)
     return a.error("input must have at least 1 dim");
   int64_t groupSize = a.integer("group_size");
@@ -128,10 +127,8 @@ Results linearDq8caQ4gsw(const KernelArgs &a) {
   const Tensor &w = a.tensor("weights");
   const Tensor &sums = a.tensor("weight_sums");
   const Tensor &scales = a.tensor("weight_scales");
-  if (!x.defined() || !inScales.defined() || !inZeros.defined() || !w.defined() ||
-      !sums.defined() || !scales.defined())
-    return a.error("expects tensors 'input', 'input_scales', 'input_zp', 'weights', "
-                   "'weight_sums' and 'weight_scales'");
+  GRAFT_CHECK_OK(requireTensors(
+      a, {"input", "input_scales", "input_zp", "weights", "weight_sums", "weight_scales"}));
   if (x.rank() == 0 || !isFloatingPoint(x.dtype()))
     return a.error("input must be a floating-point tensor of at least 1 dim");
   int64_t groupSize = a.integer("group_size");
@@ -204,8 +201,7 @@ Results linearQcs4w(const KernelArgs &a) {
   const Tensor &x = a.tensor("self");
   const Tensor &w = a.tensor("weight");
   const Tensor &scales = a.tensor("scales");
-  if (!x.defined() || !w.defined() || !scales.defined())
-    return a.error("expects tensors 'self', 'weight' and 'scales'");
+  GRAFT_CHECK_OK(requireTensors(a, {"self", "weight", "scales"}));
   if (w.rank() != 2)
     return a.error("weight must be 2-D [N, K/2]");
   int64_t N = w.size(0);
@@ -233,8 +229,7 @@ Expected<Tensor> q8cswLinear(const KernelArgs &a) {
   Tensor x = a.tensor("x");
   const Tensor &w = a.tensor("weights");
   const Tensor &scales = a.tensor("weight_scales");
-  if (!x.defined() || !w.defined() || !scales.defined())
-    return a.error("expects tensors 'x', 'weights' and 'weight_scales'");
+  GRAFT_CHECK_OK(requireTensors(a, {"x", "weights", "weight_scales"}));
   if (w.rank() != 2)
     return a.error("weights must be 2-D [N, K]");
   int64_t N = w.size(0);
@@ -286,8 +281,7 @@ Results embeddingQ4gsw(const KernelArgs &a) {
   const Tensor &w = a.tensor("weight");
   const Tensor &scales = a.tensor("weight_scales");
   const Tensor &idx = a.tensor("indices");
-  if (!w.defined() || !scales.defined() || !idx.defined())
-    return a.error("expects tensors 'weight', 'weight_scales' and 'indices'");
+  GRAFT_CHECK_OK(requireTensors(a, {"weight", "weight_scales", "indices"}));
   if (w.rank() != 2)
     return a.error("weight must be 2-D [V, D/2]");
   if (!isIntegral(idx.dtype()))
@@ -342,8 +336,7 @@ Results embeddingQ4gsw(const KernelArgs &a) {
 Results rmsNorm(const KernelArgs &a) {
   const Tensor &x = a.tensor("x");
   const Tensor &w = a.tensor("weight");
-  if (!x.defined() || !w.defined())
-    return a.error("expects tensors 'x' and 'weight'");
+  GRAFT_CHECK_OK(requireTensors(a, {"x", "weight"}));
   if (!isFloatingPoint(x.dtype()))
     return a.error("x must be floating point");
   // variance = x.float().pow(2).mean(-1, keepdim=True)
@@ -382,8 +375,7 @@ Results applyRotaryEmb(const KernelArgs &a) {
   const Tensor &xk = a.tensor("xk");
   const Tensor &cos0 = a.tensor("freqs_cos");
   const Tensor &sin0 = a.tensor("freqs_sin");
-  if (!xq.defined() || !xk.defined() || !cos0.defined() || !sin0.defined())
-    return a.error("expects tensors 'xq', 'xk', 'freqs_cos' and 'freqs_sin'");
+  GRAFT_CHECK_OK(requireTensors(a, {"xq", "xk", "freqs_cos", "freqs_sin"}));
   if (xq.rank() < 2 || xk.rank() < 2 || xq.size(-1) % 2 || xk.size(-1) % 2)
     return a.error("xq and xk need an even last dim");
   // x.float().reshape(x.shape[:-1] + (-1, 2)).unbind(-1)
@@ -435,8 +427,7 @@ Results applyRotaryEmbHf(const KernelArgs &a) {
   const Tensor &xk = a.tensor("xk");
   const Tensor &cos0 = a.tensor("freqs_cos");
   const Tensor &sin0 = a.tensor("freqs_sin");
-  if (!xq.defined() || !xk.defined() || !cos0.defined() || !sin0.defined())
-    return a.error("expects tensors 'xq', 'xk', 'freqs_cos' and 'freqs_sin'");
+  GRAFT_CHECK_OK(requireTensors(a, {"xq", "xk", "freqs_cos", "freqs_sin"}));
   if (xq.rank() != 4 || xk.rank() != 4 || cos0.rank() != 2 || sin0.rank() != 2)
     return a.error("expects 4-D xq and xk and 2-D freqs");
   const int64_t start = a.integer("start_pos");
@@ -492,8 +483,7 @@ void registerVulkanOpKernels(KernelRegistry &r) {
   // _local_scalar_dense(select_copy.int(x, dim, index)), fused.
   r.add("et_vk.select_as_symint.default", [](const KernelArgs &a) -> Results {
     const Tensor &x = a.tensor("x");
-    if (!x.defined())
-      return a.error("expects tensor 'x'");
+    GRAFT_CHECK_OK(requireTensors(a, {"x"}));
     GRAFT_TRY(Tensor s, select(x, a.integer("dim"), a.integer("index")));
     if (s.numel() != 1 || !isIntegral(s.dtype(), true))
       return a.error("the selected slice must be a single integer element");
