@@ -70,9 +70,10 @@ Expected<DeviceTensor> quantAffineDispatch(Context &ctx, bool quantize, const De
   std::string variant = quantize ? "quantize_affine_" + shaderDType(in.dtype)
                                  : "dequantize_affine_" + shaderDType(outDType);
   variant += "_" + (scale ? shaderDType(scale->dtype) : std::string("float"));
+  // Four values per invocation (quant_affine.glsl).
   GRAFT_CHECK_OK(ctx.dispatch1D(variant,
                                 {out.buffer.get(), in.buffer.get(), s.buffer.get(), z.buffer.get()},
-                                &pc, sizeof(pc), static_cast<uint64_t>(in.numel())));
+                                &pc, sizeof(pc), static_cast<uint64_t>((in.numel() + 3) / 4)));
   return out;
 }
 
