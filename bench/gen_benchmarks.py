@@ -181,14 +181,22 @@ def memcpy_bw(B):
     return best
 
 
+def cpu_gbs(b):
+    """GB/s per CPU second of every thread (the "cpu ms" counter, CPU devices only)."""
+    if err(b) or not b.get("cpu ms") or "MiB" not in b:
+        return None
+    return b["MiB"] * 1048576 * 1e-9 / (b["cpu ms"] * 1e-3)
+
+
 def vulkan_block(B, m):
     mc = memcpy_bw(B)
+    stream_cpu = cpu_gbs(B.get("BM_VkStream/0") or {})
     rows = []
     for key in ("BM_HostMemcpy/16", "BM_HostMemcpy/64"):
         b = B.get(key)
         if not err(b):
             rows.append(("`memcpy` (host, one thread; read + write bytes)", key.split("/")[1] + " MiB",
-                         fmt_secs(B.cpu(b)), "%.2f" % b["GB/s"], "", "", "100 %" if b["GB/s"] == mc else
+                         fmt_secs(B.cpu(b)), "", "%.2f" % b["GB/s"], "", "", "", "100 %" if b["GB/s"] == mc else
                          "%.0f %%" % (100 * b["GB/s"] / mc)))
     for name, b in B.by_name.items():
         if not name.startswith("BM_Vk"):
@@ -201,13 +209,17 @@ def vulkan_block(B, m):
         size = "×".join(a.split(":")[-1] for a in args if not a.startswith("exact:"))
         label = "`%s`%s" % (kernel, " (exact)" if exact else "")
         if err(b):
-            rows.append((label, size, "failed: " + b.get("error_message", ""), "", "", "", ""))
+            rows.append((label, size, "failed: " + b.get("error_message", ""), "", "", "", "", "", ""))
             continue
         gf = "%.3g" % b["GFLOP/s"] if "GFLOP/s" in b else ""
         stream = "%.0f %%" % b["% stream"] if "% stream" in b else ""
+        cg = cpu_gbs(b)
+        stream_c = "%.0f %%" % (100 * cg / stream_cpu) if cg and stream_cpu else ""
+        cpu = fmt_secs(b["cpu ms"] * 1e-3) if b.get("cpu ms") else ""
         pct = "%.2g %%" % (100 * b["GB/s"] / mc) if mc else ""
-        rows.append((label, size, fmt_secs(B.real(b)), "%.3g" % b["GB/s"], gf, stream, pct))
-    return table(("kernel", "size", "time", "GB/s", "GFLOP/s", "of stream", "of memcpy"), rows)
+        rows.append((label, size, fmt_secs(B.real(b)), cpu, "%.3g" % b["GB/s"], gf, stream, stream_c, pct))
+    return table(("kernel", "size", "time", "CPU time", "GB/s", "GFLOP/s", "of stream", "of stream (CPU)",
+                  "of memcpy"), rows)
 
 
 def pack_block(B):
