@@ -148,16 +148,20 @@ struct BindAttempt {
   std::vector<Diagnostic> diags;
 };
 
+/// Binds to `schema` (the node's or one of its legacy signatures); messages
+/// start with nodePrefix(nodeName, named), spelled only for a message: most
+/// binds succeed (the verifier and the importer bind every node).
 BindAttempt bindOne(const OpSchema &schema, const std::vector<Argument> &args,
                     const std::vector<std::pair<std::string, Argument>> &kwargs,
-                    const std::string &prefix) {
+                    std::string_view nodeName, const OpSchema &named) {
+  auto prefix = [&] { return nodePrefix(nodeName, named); };
   BindAttempt r;
   const std::size_t n = schema.args.size();
   r.values.resize(n);
   r.provided.assign(n, false);
   std::size_t maxPos = schema.numPositional();
   if (args.size() > maxPos) {
-    r.diags.push_back(Diagnostic::error(prefix + "too many positional arguments (got " +
+    r.diags.push_back(Diagnostic::error(prefix() + "too many positional arguments (got " +
                                         std::to_string(args.size()) + ", at most " +
                                         std::to_string(maxPos) + " accepted)"));
     return r;
@@ -169,13 +173,13 @@ BindAttempt bindOne(const OpSchema &schema, const std::vector<Argument> &args,
   for (const auto &[name, value] : kwargs) {
     int idx = schema.argIndex(name);
     if (idx < 0) {
-      r.diags.push_back(Diagnostic::error(prefix + "unknown keyword argument '" + name + "'"));
+      r.diags.push_back(Diagnostic::error(prefix() + "unknown keyword argument '" + name + "'"));
       continue;
     }
     if (r.provided[static_cast<std::size_t>(idx)]) {
       bool positional = static_cast<std::size_t>(idx) < args.size();
       r.diags.push_back(Diagnostic::error(
-          prefix + "duplicate argument '" + name + "'" +
+          prefix() + "duplicate argument '" + name + "'" +
           (positional ? " (given positionally and by keyword)" : " (keyword given twice)")));
       continue;
     }
@@ -189,7 +193,7 @@ BindAttempt bindOne(const OpSchema &schema, const std::vector<Argument> &args,
         r.values[i] = *sa.defaultValue;
       else
         r.diags.push_back(
-            Diagnostic::error(prefix + "missing required argument '" + sa.name + "'"));
+            Diagnostic::error(prefix() + "missing required argument '" + sa.name + "'"));
       continue;
     }
     // Exported graphs pass Python numbers straight to the Tensor operands of
@@ -204,7 +208,7 @@ BindAttempt bindOne(const OpSchema &schema, const std::vector<Argument> &args,
         (v.isInt() || v.isFloat() || v.isBool() || (v.isValue() && !v.value()->isTensor())))
       continue;
     if (auto m = mismatch(r.values[i], sa.type))
-      r.diags.push_back(Diagnostic::error(prefix + "argument '" + sa.name + "' expects " +
+      r.diags.push_back(Diagnostic::error(prefix() + "argument '" + sa.name + "' expects " +
                                           sa.type.str() + " but got " + *m));
   }
   return r;
@@ -215,14 +219,13 @@ BindAttempt bindOne(const OpSchema &schema, const std::vector<Argument> &args,
 Expected<BoundArgs> BoundArgs::bind(const OpSchema &schema, const std::vector<Argument> &args,
                                     const std::vector<std::pair<std::string, Argument>> &kwargs,
                                     std::string_view nodeName) {
-  std::string prefix = nodePrefix(nodeName, schema);
-  BindAttempt first = bindOne(schema, args, kwargs, prefix);
+  BindAttempt first = bindOne(schema, args, kwargs, nodeName, schema);
   const OpSchema *matched = &schema;
   int legacy = -1;
   BindAttempt *winner = first.diags.empty() ? &first : nullptr;
   BindAttempt alt;
   for (std::size_t i = 0; !winner && i < schema.legacySchemas.size(); ++i) {
-    alt = bindOne(schema.legacySchemas[i], args, kwargs, prefix);
+    alt = bindOne(schema.legacySchemas[i], args, kwargs, nodeName, schema);
     if (alt.diags.empty()) {
       winner = &alt;
       matched = &schema.legacySchemas[i];
