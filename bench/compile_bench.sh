@@ -21,6 +21,9 @@
 #   REPEAT     compiles per model and binary (default 7)
 #   WORK       where the models and programs go (default a temporary directory)
 #   EXTRA      extra `graft synth llama` flags (e.g. --tied-embeddings)
+#   FLAGS      extra `graft compile` flags for both binaries; FLAGS=--no-default-rules
+#              compiles the unfused graph, which measures the code alone (the
+#              fused graph's size depends on each binary's rules)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +32,7 @@ BASELINE=${BASELINE:-}
 LAYERS=${LAYERS:-16 64 128}
 REPEAT=${REPEAT:-7}
 EXTRA=${EXTRA:-}
+FLAGS=${FLAGS:-}
 WORK=${WORK:-$(mktemp -d)}
 mkdir -p "$WORK"
 
@@ -40,7 +44,7 @@ cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)
 echo "machine: ${cpu:-unknown CPU}, $(nproc) cores, $(free -g 2>/dev/null | awk '/^Mem:/{print $2}') GiB;" \
   "$(uname -sr); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-echo "graft: $GRAFT${BASELINE:+; baseline: $BASELINE}; $REPEAT runs per model, medians"
+echo "graft: $GRAFT${BASELINE:+; baseline: $BASELINE}; $REPEAT runs per model, medians${FLAGS:+; compile flags: $FLAGS}"
 echo
 
 results=$WORK/results.jsonl
@@ -56,7 +60,8 @@ for layers in $LAYERS; do
     for which in graft ${BASELINE:+baseline}; do
       exe=$GRAFT
       [[ $which == baseline ]] && exe=$BASELINE
-      out=$("$exe" compile "$model" -o "$WORK/out_$which.vkprog" --json)
+      # shellcheck disable=SC2086 # FLAGS is a list of flags
+      out=$("$exe" compile "$model" -o "$WORK/out_$which.vkprog" --json $FLAGS)
       python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(json.dumps({"which":sys.argv[2],"layers":int(sys.argv[3]),"nodes_in":d["nodes_in"],"nodes_out":d["nodes_out"],"phases":d["phase_seconds"],"total":d["total_seconds"]}))' \
         "$out" "$which" "$layers" >>"$results"
     done
