@@ -81,6 +81,26 @@ inline double gammaF32(int64_t n) {
   return nu / (1.0 - nu);
 }
 
+/// The element of `actual` (same shape as `expected`) whose distance to
+/// `expected` exceeds bound(i, expected[i]) the most, or -1 when none does.
+/// NaN matches NaN and an infinity itself; any other NaN exceeds every bound.
+template <class Bound>
+int64_t worstOutside(const Tensor &actual, const Tensor &expected, Bound &&bound) {
+  double worst = 0;
+  int64_t worstAt = -1;
+  for (int64_t i = 0, n = actual.numel(); i < n; ++i) {
+    double a = actual.getDouble(i), e = expected.getDouble(i);
+    if ((std::isnan(e) && std::isnan(a)) || (std::isinf(e) && a == e))
+      continue;
+    double excess = std::abs(a - e) - bound(i, e);
+    if (!(excess <= 0) && (worstAt < 0 || excess > worst)) {
+      worst = excess;
+      worstAt = i;
+    }
+  }
+  return worstAt;
+}
+
 /// Whether |actual[i] - expected[i]| <= bound[i] for every element (NaN and
 /// infinities must match); empty when so, else the worst element.
 inline std::string withinBound(const Tensor &actual, const Tensor &expected,
@@ -88,18 +108,8 @@ inline std::string withinBound(const Tensor &actual, const Tensor &expected,
   if (actual.dtype() != expected.dtype() || actual.sizes() != expected.sizes() ||
       static_cast<int64_t>(bound.size()) != expected.numel())
     return "got " + actual.proto().str() + ", expected " + expected.proto().str();
-  double worst = 0;
-  int64_t worstAt = -1;
-  for (int64_t i = 0, n = actual.numel(); i < n; ++i) {
-    double a = actual.getDouble(i), e = expected.getDouble(i);
-    if ((std::isnan(e) && std::isnan(a)) || (std::isinf(e) && a == e))
-      continue;
-    double excess = std::abs(a - e) - bound[static_cast<std::size_t>(i)];
-    if (!(excess <= 0) && (worstAt < 0 || excess > worst)) {
-      worst = excess;
-      worstAt = i;
-    }
-  }
+  int64_t worstAt = worstOutside(
+      actual, expected, [&](int64_t i, double) { return bound[static_cast<std::size_t>(i)]; });
   if (worstAt < 0)
     return {};
   return "element " + std::to_string(worstAt) + ": got " +
@@ -119,20 +129,8 @@ struct Tolerance {
 inline std::string allClose(const Tensor &actual, const Tensor &expected, Tolerance tol) {
   if (actual.dtype() != expected.dtype() || actual.sizes() != expected.sizes())
     return "got " + actual.proto().str() + ", expected " + expected.proto().str();
-  double worst = 0;
-  int64_t worstAt = -1;
-  for (int64_t i = 0, n = actual.numel(); i < n; ++i) {
-    double a = actual.getDouble(i), e = expected.getDouble(i);
-    if (std::isnan(e) && std::isnan(a))
-      continue;
-    if (std::isinf(e) && a == e)
-      continue;
-    double excess = std::abs(a - e) - (tol.abs + tol.rel * std::abs(e));
-    if (!(excess <= 0) && (worstAt < 0 || excess > worst)) {
-      worst = excess;
-      worstAt = i;
-    }
-  }
+  int64_t worstAt = worstOutside(
+      actual, expected, [&](int64_t, double e) { return tol.abs + tol.rel * std::abs(e); });
   if (worstAt < 0)
     return {};
   return "element " + std::to_string(worstAt) + ": got " +
