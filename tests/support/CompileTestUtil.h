@@ -21,18 +21,19 @@ namespace graft::testing {
 /// reads the program back, expecting one partition and no CPU node: none in
 /// the summary and none placed "cpu" in the plan (whose reason is printed).
 /// A failure fails the test; nullopt when there is no program to look at.
-/// `summary`, when given, receives the compile summary (rules fired, sizes).
+/// `result`, when given, receives the compile result (the summary with the
+/// rules fired; the in-memory program, whose constants all keep their data).
 inline std::optional<Program> compileToOnePartition(const std::string &model,
                                                     const CompileOptions &opts,
-                                                    CompileSummary *summary = nullptr) {
+                                                    CompileResult *result = nullptr) {
   auto r = compile(model, opts);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : render(r.diags()));
   if (!r.ok())
     return std::nullopt;
   EXPECT_EQ(r->summary.partitions, 1u) << r->summary.text();
   EXPECT_EQ(r->summary.cpuNodes, 0u) << r->summary.text();
-  if (summary)
-    *summary = r->summary;
+  if (result)
+    *result = std::move(*r);
   auto program = readProgram(opts.output);
   EXPECT_TRUE(program.ok()) << (program.ok() ? "" : render(program.diags()));
   if (!program.ok())

@@ -76,9 +76,10 @@ TEST_F(Pt2eWeightOnly, FixtureHasUpstreamSpelling) {
 TEST_F(Pt2eWeightOnly, Rank3LinearsFuseToOnePartition) {
   CompileOptions opts;
   opts.output = path("m.vkprog");
-  CompileSummary s;
-  auto back = graft::testing::compileToOnePartition(kFixture, opts, &s);
+  CompileResult r;
+  auto back = graft::testing::compileToOnePartition(kFixture, opts, &r);
   ASSERT_TRUE(back);
+  const CompileSummary &s = r.summary;
   if (RuleSet::shippedFiles().empty())
     GTEST_SKIP() << "patterns were not embedded";
   EXPECT_EQ(s.rulesFired.count("pt2e_linear_int8pack_3d")

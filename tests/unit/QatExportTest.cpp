@@ -22,6 +22,7 @@
 #include "graft/serialize/Synth.h"
 #include "graft/vulkan/GraphExecutor.h"
 
+#include "CompileTestUtil.h"
 #include "VulkanTestUtil.h"
 
 #include <gtest/gtest.h>
@@ -120,11 +121,10 @@ TEST_F(QatExport, FixtureHasUpstreamSpelling) {
 TEST_F(QatExport, Qat8da4wFusesToOnePartition) {
   CompileOptions opts;
   opts.output = path("m.vkprog");
-  auto r = compile(kFixture, opts);
-  ASSERT_TRUE(r.ok()) << render(r.diags());
-  const CompileSummary &s = r->summary;
-  EXPECT_EQ(s.partitions, 1u) << s.text();
-  EXPECT_EQ(s.cpuNodes, 0u) << s.text();
+  CompileResult r;
+  auto back = graft::testing::compileToOnePartition(kFixture, opts, &r);
+  ASSERT_TRUE(back);
+  const CompileSummary &s = r.summary;
   if (RuleSet::shippedFiles().empty())
     GTEST_SKIP() << "patterns were not embedded";
   // Every fake quantizer is legalized: 8 weights (group-wise), the 7 rank-3
@@ -135,8 +135,6 @@ TEST_F(QatExport, Qat8da4wFusesToOnePartition) {
   EXPECT_EQ(fired(s, "qat_weight_qparams_fold_zp_cast"), 8u) << s.text();
   EXPECT_EQ(fired(s, "torchao_linear_dq8ca_q4gsw_3d") + fired(s, "torchao_linear_dq8ca_q4gsw"), 8u)
       << s.text();
-  auto back = readProgram(opts.output);
-  ASSERT_TRUE(back.ok()) << render(back.diags());
   auto n = opCounts(*back->graph);
   EXPECT_EQ(n["et_vk.linear_dq8ca_q4gsw.default"], 8);
   EXPECT_EQ(n["aten.linear.default"], 0);
@@ -152,7 +150,7 @@ TEST_F(QatExport, Qat8da4wFusesToOnePartition) {
   // rounding, about 1e-7 on the interpreter and the device alike.
   // The in-memory program (the file drops the data of constants nothing reads
   // any more, such as the float QAT weights, which the interpreter insists on).
-  EXPECT_LT(maxAbsError(*r->program.graph, *original->graph, vktest::runOnInterpreter), 1e-5);
+  EXPECT_LT(maxAbsError(*r.program.graph, *original->graph, vktest::runOnInterpreter), 1e-5);
   GRAFT_REQUIRE_VULKAN();
   EXPECT_LT(maxAbsError(*back->graph, *original->graph, vktest::runOnDevice), 1e-4);
 }
@@ -162,19 +160,16 @@ TEST_F(QatExport, Qat4wFusesToLinearQ4gsw) {
   ASSERT_FALSE(model.empty());
   CompileOptions opts;
   opts.output = path("q4.vkprog");
-  auto r = compile(model, opts);
-  ASSERT_TRUE(r.ok()) << render(r.diags());
-  const CompileSummary &s = r->summary;
-  EXPECT_EQ(s.partitions, 1u) << s.text();
-  EXPECT_EQ(s.cpuNodes, 0u) << s.text();
+  CompileResult r;
+  auto back = graft::testing::compileToOnePartition(model, opts, &r);
+  ASSERT_TRUE(back);
+  const CompileSummary &s = r.summary;
   if (RuleSet::shippedFiles().empty())
     GTEST_SKIP() << "patterns were not embedded";
   EXPECT_EQ(fired(s, "qat_fake_quant_decomposed_group"), 8u) << s.text();
   EXPECT_EQ(fired(s, "qat_weight_qparams_fold_zp_cast"), 8u) << s.text();
   EXPECT_EQ(fired(s, "qat_weight_fake_quant"), 8u) << s.text();
   EXPECT_EQ(fired(s, "torchao_linear_q4gsw"), 8u) << s.text();
-  auto back = readProgram(opts.output);
-  ASSERT_TRUE(back.ok()) << render(back.diags());
   auto n = opCounts(*back->graph);
   EXPECT_EQ(n["et_vk.linear_q4gsw.default"], 8);
   for (const auto &[target, count] : n)
@@ -186,7 +181,7 @@ TEST_F(QatExport, Qat4wFusesToLinearQ4gsw) {
   // weight bit for bit; only the summation order of the fused linear differs.
   // The in-memory program (the file drops the data of constants nothing reads
   // any more, such as the float QAT weights, which the interpreter insists on).
-  EXPECT_LT(maxAbsError(*r->program.graph, *original->graph, vktest::runOnInterpreter), 1e-5);
+  EXPECT_LT(maxAbsError(*r.program.graph, *original->graph, vktest::runOnInterpreter), 1e-5);
   GRAFT_REQUIRE_VULKAN();
   EXPECT_LT(maxAbsError(*back->graph, *original->graph, vktest::runOnDevice), 1e-4);
 }
