@@ -142,32 +142,13 @@ Results symArith(const KernelArgs &a, SymOp op) {
   return std::vector<RuntimeValue>{r};
 }
 
-enum class SymCmp { Eq, Ne, Lt, Le, Gt, Ge };
-
-Results symCompare(const KernelArgs &a, SymCmp op) {
+Results symCompare(const KernelArgs &a, BinaryOp op) {
   auto x = optionalNumberArg(a, "a"), y = optionalNumberArg(a, "b");
   if (!x || !y)
     return a.error("operands must be numbers");
   bool floating = x->kind == Number::Kind::Float || y->kind == Number::Kind::Float;
   // Ints compare exactly (a double would round values above 2^53).
-  auto cmp = [&](auto p, auto q) {
-    switch (op) {
-    case SymCmp::Eq:
-      return p == q;
-    case SymCmp::Ne:
-      return p != q;
-    case SymCmp::Lt:
-      return p < q;
-    case SymCmp::Le:
-      return p <= q;
-    case SymCmp::Gt:
-      return p > q;
-    case SymCmp::Ge:
-      return p >= q;
-    }
-    return false;
-  };
-  bool r = floating ? cmp(x->toDouble(), y->toDouble()) : cmp(x->i, y->i);
+  bool r = floating ? compareAs(op, x->toDouble(), y->toDouble()) : compareAs(op, x->i, y->i);
   return std::vector<RuntimeValue>{r};
 }
 
@@ -232,12 +213,12 @@ void registerScalarKernels(KernelRegistry &r) {
       return a.error("integer result of -" + std::to_string(x->i) + " does not fit in int64");
     return std::vector<RuntimeValue>{-x->i};
   });
-  for (auto [name, op] : {std::pair{"operator.eq.default", SymCmp::Eq},
-                          {"operator.ne.default", SymCmp::Ne},
-                          {"operator.lt.default", SymCmp::Lt},
-                          {"operator.le.default", SymCmp::Le},
-                          {"operator.gt.default", SymCmp::Gt},
-                          {"operator.ge.default", SymCmp::Ge}})
+  for (auto [name, op] : {std::pair{"operator.eq.default", BinaryOp::Eq},
+                          {"operator.ne.default", BinaryOp::Ne},
+                          {"operator.lt.default", BinaryOp::Lt},
+                          {"operator.le.default", BinaryOp::Le},
+                          {"operator.gt.default", BinaryOp::Gt},
+                          {"operator.ge.default", BinaryOp::Ge}})
     r.add(name, [op = op](const KernelArgs &a) { return symCompare(a, op); });
   r.add("aten._assert_async.msg", [](const KernelArgs &a) -> Results {
     const Tensor &x = a.tensor("self");

@@ -122,26 +122,6 @@ template <class T> T powFloat(T base, T exp) {
   return std::pow(base, exp);
 }
 
-/// The comparison ops on values of one type (the float, integer and bool
-/// paths all compare in the common dtype, as TensorIterator does). `op` is
-/// one of Lt, Le, Gt, Ge, Eq, Ne.
-template <class T> bool compareAs(BinaryOp op, T a, T b) {
-  switch (op) {
-  case BinaryOp::Lt:
-    return a < b;
-  case BinaryOp::Le:
-    return a <= b;
-  case BinaryOp::Gt:
-    return a > b;
-  case BinaryOp::Ge:
-    return a >= b;
-  case BinaryOp::Eq:
-    return a == b;
-  default:
-    return a != b;
-  }
-}
-
 template <class T> T applyFloat(BinaryOp op, T a, T b, T alpha) {
   switch (op) {
   case BinaryOp::Add:

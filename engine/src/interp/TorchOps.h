@@ -104,6 +104,26 @@ enum class BinaryOp {
 /// broadcast, integer division by zero.
 Expected<Tensor> binary(BinaryOp op, const Operand &a, const Operand &b, double alpha = 1.0);
 
+/// `a op b` for the comparison ops (Lt, Le, Gt, Ge, Eq, Ne) on two values of
+/// one type: binary() compares tensors in their common dtype with it, and the
+/// symbolic-scalar kernels compare Python numbers.
+template <class T> bool compareAs(BinaryOp op, T a, T b) {
+  switch (op) {
+  case BinaryOp::Lt:
+    return a < b;
+  case BinaryOp::Le:
+    return a <= b;
+  case BinaryOp::Gt:
+    return a > b;
+  case BinaryOp::Ge:
+    return a >= b;
+  case BinaryOp::Eq:
+    return a == b;
+  default:
+    return a != b;
+  }
+}
+
 enum class UnaryOp {
   Neg,
   Abs,
