@@ -15,6 +15,7 @@
 #include "graft/ops/OpRegistry.h"
 #include "graft/serialize/Pt2.h"
 #include "graft/serialize/Zip.h"
+#include "graft/support/StringViewMap.h"
 #include "pt2/Pickle.h"
 #include "pt2/Pt2Internal.h"
 #include "pt2/SymExpr.h"
@@ -389,10 +390,11 @@ private:
     GRAFT_TRY(JsonRef tv, graphJ.field("tensor_values"));
     GRAFT_TRY(auto members, tv.members());
     metas_.reserve(members.size());
+    metaInfos_.reserve(members.size());
     for (const auto &[n, m] : members) {
       ValueMetaInfo info;
       GRAFT_TRY(info.proto, tensorMeta(m, &info.requiresGrad));
-      metas_[n] = std::move(info);
+      putMeta(n, std::move(info));
     }
     auto scalars = [&](const char *field, ValueKind kind) -> Status {
       GRAFT_TRY(auto f, graphJ.optField(field));
@@ -404,7 +406,7 @@ private:
         (void)u;
         ValueMetaInfo info;
         info.kind = kind;
-        metas_[n] = info;
+        putMeta(n, std::move(info));
         extras_.symValues[std::string(n)] = toOrderedJson(v.json());
       }
       return okStatus();
@@ -422,19 +424,19 @@ private:
 
   Expected<const ValueMetaInfo *> meta(const JsonRef &at, const std::string &valueName,
                                        ValueKind kind) {
-    auto it = metas_.find(valueName);
-    if (it == metas_.end())
+    const ValueMetaInfo *m = findMeta(valueName);
+    if (!m)
       return at.error("value '" + valueName + "' has no entry in graph." +
                       (kind == ValueKind::Tensor ? "tensor_values" : "sym_*_values"));
-    if (it->second.kind != kind)
-      return at.error("value '" + valueName + "' is a " + std::string(name(it->second.kind)) +
+    if (m->kind != kind)
+      return at.error("value '" + valueName + "' is a " + std::string(name(m->kind)) +
                       " but is used as a " + std::string(name(kind)));
-    return &it->second;
+    return m;
   }
 
   void noteRequiresGrad(const std::string &valueName, bool isParam) {
-    auto it = metas_.find(valueName);
-    if (it != metas_.end() && it->second.requiresGrad != isParam)
+    const ValueMetaInfo *m = findMeta(valueName);
+    if (m && m->requiresGrad != isParam)
       extras_.requiresGradFlipped.insert(valueName);
   }
 
@@ -604,7 +606,7 @@ private:
       std::string valueBase = prefix + inner, valueName;
       std::replace(valueBase.begin(), valueBase.end(), '.', '_');
       valueName = valueBase;
-      for (int k = 1; metas_.count(valueName) || graph_->findValue(valueName); ++k)
+      for (int k = 1; findMeta(valueName) || graph_->findValue(valueName); ++k)
         valueName = valueBase + "_" + std::to_string(k);
       TensorProto p = t.proto();
       p.device = placeholder.device;
@@ -1120,7 +1122,19 @@ private:
   const OpRegistry &registry_;
   std::unique_ptr<Graph> graph_;
   /// Keys view the document, which outlives the import.
-  std::unordered_map<std::string_view, ValueMetaInfo> metas_;
+  /// Value name (a view of the document) -> its entry in metaInfos_: a flat
+  /// table, looked up for every node output and tensor argument.
+  StringViewMap<uint32_t> metas_;
+  std::vector<ValueMetaInfo> metaInfos_;
+  const ValueMetaInfo *findMeta(std::string_view n) const {
+    const uint32_t *i = metas_.find(n);
+    return i ? &metaInfos_[*i] : nullptr;
+  }
+  /// A later entry for the same name replaces the earlier one.
+  void putMeta(std::string_view n, ValueMetaInfo info) {
+    metas_.insertOrAssign(n, static_cast<uint32_t>(metaInfos_.size()));
+    metaInfos_.push_back(std::move(info));
+  }
   std::map<std::string, std::string> renamed_; // file symbol -> IR symbol
   std::set<std::string> usedSymbols_;
   const SubclassMap *subclasses_;
