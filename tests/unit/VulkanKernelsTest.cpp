@@ -1036,6 +1036,79 @@ TEST(VulkanKernels, EmbeddingQ4gswBothLayouts) {
     }
 }
 
+// quantized_decomposed.embedding_byte (ExecuTorch's -E 8,G) against the
+// reference kernel, bit-exact: int8 and uint8 tables, per-row scales [V]
+// (group = D) and grouped ones [V, NG], zero points absent or given
+// (fractional, in the scales' dtype, so q - zp rounds for f16), f32 and f16
+// scales, .default (the scales' dtype) and .dtype (f32 from f16 scales, f16
+// from f32 ones).
+TEST(VulkanKernels, EmbeddingByte) {
+  GRAFT_REQUIRE_VULKAN();
+  struct Case {
+    const char *wdt, *sdt, *out;
+    int V, D, groups; // groups 0: 1-D scales [V]
+    bool zp, dtypeOverload;
+  };
+  for (Case c : {Case{"i8", "f32", "f32", 40, 64, 2, false, true},
+                 Case{"i8", "f32", "f32", 37, 48, 0, false, false},
+                 Case{"u8", "f32", "f32", 50, 96, 3, true, true},
+                 Case{"i8", "f16", "f16", 41, 64, 4, true, false},
+                 Case{"u8", "f16", "f32", 38, 40, 0, true, true},
+                 Case{"i8", "f32", "f16", 45, 32, 1, true, true}}) {
+    const bool isU8 = std::string_view(c.wdt) == "u8";
+    std::string sShape =
+        std::to_string(c.V) + (c.groups ? ", " + std::to_string(c.groups) : std::string());
+    std::ostringstream g;
+    g << "graph @t {\n  param %w : " << c.wdt << "[" << c.V << ", " << c.D
+      << "] fqn=\"w\" = random(seed=61, min=" << (isU8 ? 0 : -128) << ", max=" << (isU8 ? 255 : 127)
+      << ")\n  param %s : " << c.sdt << "[" << sShape
+      << "] fqn=\"s\" = random(seed=62, min=0.001, max=0.05)\n";
+    if (c.zp)
+      g << "  param %z : " << c.sdt << "[" << sShape
+        << "] fqn=\"z\" = random(seed=63, min=-3.7, max=9.3)\n";
+    g << "  input %idx : i64[3, 5]\n  %o : " << c.out << "[3, 5, " << c.D
+      << "] = quantized_decomposed.embedding_byte." << (c.dtypeOverload ? "dtype" : "default")
+      << "(%w, %s, " << (c.zp ? "%z" : "none") << ", " << (isU8 ? 0 : -128) << ", "
+      << (isU8 ? 255 : 127) << ", %idx" << (c.dtypeOverload ? std::string(", dtype=") + c.out : "")
+      << ")\n  output %o\n}\n";
+    SCOPED_TRACE(g.str());
+    checkGraph(g.str(), kExact, 59);
+  }
+}
+
+// What the kernel does not reproduce stays on the CPU with a reason: bf16
+// scales (no device bf16), and a group of one value, which the reference
+// itself rejects (its diagnostic is the user's). Outside a compiled plan the
+// executor reports such a node as a CPU fallback.
+TEST(VulkanKernels, EmbeddingByteUnsupportedStaysOnCpu) {
+  GRAFT_REQUIRE_VULKAN();
+  for (const char *scales : {"bf16[40]", "f32[40, 32]"}) {
+    std::string g = std::string(R"(graph @t {
+  param %w : i8[40, 32] fqn="w" = random(seed=61, min=-128, max=127)
+  param %s : )") + scales +
+                    R"( fqn="s" = random(seed=62, min=0.001, max=0.05)
+  input %idx : i64[4]
+  %o : f32[4, 32] = quantized_decomposed.embedding_byte.dtype(%w, %s, none, -128, 127, %idx, dtype=f32)
+  output %o
+})";
+    SCOPED_TRACE(g);
+    auto graph = parseGraph(g, "t.gir");
+    ASSERT_TRUE(graph.ok()) << render(graph.diags());
+    vk::ExecutorOptions opts;
+    opts.allowCpuFallback = true;
+    auto exec = vk::GraphExecutor::create(*context(), **graph, opts);
+    ASSERT_TRUE(exec.ok()) << render(exec.diags());
+    bool found = false;
+    for (const vk::NodePlan &p : (*exec)->plan())
+      if (p.node->target() == "quantized_decomposed.embedding_byte.dtype") {
+        found = true;
+        EXPECT_EQ(p.placement, vk::Placement::CpuFallback);
+        EXPECT_FALSE(p.reason.empty());
+      }
+    EXPECT_TRUE(found);
+  }
+}
+
 TEST(VulkanKernels, EmbeddingFloatAndOutOfRangeIndex) {
   GRAFT_REQUIRE_VULKAN();
   std::string g = R"(graph @t {

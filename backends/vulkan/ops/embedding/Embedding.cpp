@@ -1,8 +1,9 @@
-//===- Embedding.cpp - embedding and embedding_q4gsw ------------------------===//
+//===- Embedding.cpp - embedding, embedding_q4gsw, embedding_byte ----------===//
 //
-// Row gathers from an embedding table: aten.embedding on a device tensor
-// and et_vk.embedding_q4gsw on the raw bytes of a 4-bit table (uploaded
-// once). Shaders: embedding.glsl, embedding_q4gsw*.glsl.
+// Row gathers from an embedding table: aten.embedding on a device tensor,
+// et_vk.embedding_q4gsw on the raw bytes of a 4-bit table and
+// quantized_decomposed.embedding_byte on those of an 8-bit one (uploaded
+// once). Shaders: embedding.glsl, embedding_q4gsw*.glsl, embedding_byte.glsl.
 //
 //===----------------------------------------------------------------------===//
 #include "KernelCommon.h"
@@ -109,6 +110,49 @@ Expected<DeviceTensor> embeddingQ4gsw(Context &ctx, const RawBytes &weight,
   return out;
 }
 
+Expected<DeviceTensor> embeddingByte(Context &ctx, const RawBytes &weight, bool isSigned,
+                                     const DeviceTensor &scales, const DeviceTensor *zeroPoints,
+                                     const DeviceTensor &indices, DType outDType) {
+  if (!isDeviceFloat(scales.dtype) || !isDeviceFloat(outDType))
+    return kernelError("embedding_byte", "scales and result must be f32 or f16");
+  if (zeroPoints && zeroPoints->dtype != scales.dtype)
+    return kernelError("embedding_byte", "weight_zero_points must have the scales' dtype");
+  if (deviceElem(indices.dtype) != DeviceElem::I32 || indices.dtype == DType::Bool)
+    return kernelError("embedding_byte", "indices must be an integer tensor");
+  const int64_t V = weight.rows, D = weight.rowBytes;
+  // Scales [V] (one group spanning the row) or [V, NG]; the reference views
+  // them, and the zero points, as one value per group of D / NG.
+  const int64_t groups = scales.sizes.size() == 2 ? scales.sizes[1] : 1;
+  if (scales.sizes.empty() || scales.sizes.size() > 2 || scales.sizes[0] != V || groups <= 0 ||
+      D % groups != 0 || D / groups < 2)
+    return kernelError("embedding_byte", "weight_scales " + sizesStr(scales.sizes) +
+                                             " do not split the " + std::to_string(V) + " x " +
+                                             std::to_string(D) + " table into groups of >= 2");
+  if (zeroPoints && zeroPoints->numel() != scales.numel())
+    return kernelError("embedding_byte", "weight_zero_points " + sizesStr(zeroPoints->sizes) +
+                                             " do not match the scales " + sizesStr(scales.sizes));
+  std::vector<int64_t> outSizes = indices.sizes;
+  outSizes.push_back(D);
+  GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, outDType, outSizes));
+  if (out.numel() == 0)
+    return out;
+  if (out.numel() > INT32_MAX)
+    return kernelError("embedding_byte", "more than 2^31 output elements");
+  GRAFT_TRY(auto status, ctx.statusBuffer("vulkan embedding_byte: an index is out of range for " +
+                                          std::to_string(V) + " rows"));
+  struct {
+    int32_t numIndices, D, V, groupSize, groups, isSigned, hasZero;
+  } pc{i32(indices.numel()), i32(D), i32(V), i32(D / groups), i32(groups), isSigned ? 1 : 0,
+       zeroPoints ? 1 : 0};
+  // Without zero points the scales' buffer stands in for binding 4 (unread).
+  GRAFT_CHECK_OK(ctx.dispatch1D(
+      "embedding_byte_" + shaderDType(outDType) + "_" + shaderDType(scales.dtype),
+      {out.buffer.get(), indices.buffer.get(), weight.buffer.get(), scales.buffer.get(),
+       (zeroPoints ? zeroPoints : &scales)->buffer.get(), status.get()},
+      &pc, sizeof(pc), static_cast<uint64_t>(out.numel())));
+  return out;
+}
+
 //===----------------------------------------------------------------------===//
 // Lowerings
 //===----------------------------------------------------------------------===//
@@ -153,11 +197,68 @@ Lowering embeddingLowering() {
   return l;
 }
 
+/// quantized_decomposed.embedding_byte (.default and .dtype), ExecuTorch's
+/// Llama `-E 8,G` embedding (examples/models/llama/source_transformation/
+/// quantize.py, QuantizedGroupEmbedding), lowered as it is: the int8 values
+/// do not fit the int4 kernel. What the device does not reproduce stays on
+/// the CPU with its reason; what the reference rejects (group size 1, wrong
+/// ranks) stays there too, so its diagnostic is the one the user sees.
+Lowering embeddingByteLowering() {
+  Lowering l;
+  l.kernel = "embedding_byte";
+  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+    GRAFT_VK_REASON(requireConstant(node, b, "weight"));
+    const TensorProto *w = protoOf(b, "weight");
+    const TensorProto *s = protoOf(b, "weight_scales");
+    if (!w || !s)
+      return "weight and weight_scales must be tensors";
+    if (w->rank() != 2 || (w->dtype != DType::I8 && w->dtype != DType::U8))
+      return "weight must be a 2-D int8/uint8 tensor";
+    if (!isDeviceFloat(s->dtype))
+      return "weight_scales must be f32/f16, got " + std::string(name(s->dtype));
+    if (!isDeviceFloat(node.output()->proto().dtype))
+      return "result dtype " + std::string(name(node.output()->proto().dtype)) +
+             " is unsupported (f32/f16)";
+    // The weight is a constant, so its sizes are static; the scales' are
+    // checked against it here, as the reference views them per group.
+    if (!w->shape[0].isConstant() || !w->shape[1].isConstant())
+      return "weight must have static sizes";
+    const int64_t V = w->shape[0].constant(), D = w->shape[1].constant();
+    if (s->rank() < 1 || s->rank() > 2 || !s->shape[0].value() || *s->shape[0].value() != V ||
+        (s->rank() == 2 && !s->shape[1].value()))
+      return "weight_scales must be [V] or [V, groups] with static sizes";
+    const int64_t groups = s->rank() == 2 ? *s->shape[1].value() : 1;
+    if (groups <= 0 || D % groups != 0 || D / groups < 2)
+      return "weight_scales do not split the embedding dim into groups of >= 2";
+    const Argument *za = b.find("weight_zero_points");
+    const TensorProto *z = protoOf(b, "weight_zero_points");
+    if (!za || (!z && !za->isNone()))
+      return "weight_zero_points must be a tensor or None";
+    if (z && (z->dtype != s->dtype || z->rank() < 1 || z->rank() > 2 ||
+              z->shape[0].value() != std::optional<int64_t>(V) ||
+              z->numel().value() != s->numel().value()))
+      return "weight_zero_points must have the scales' dtype, " + std::to_string(V) +
+             " rows and one value per group";
+    return {};
+  };
+  l.run = [](NodeArgs &a) -> Results {
+    GRAFT_TRY(RawBytes w, a.state().rawBytes(a.value("weight")));
+    GRAFT_TRY(DeviceTensor scales, a.tensor("weight_scales"));
+    GRAFT_TRY(auto zp, a.optionalTensor("weight_zero_points"));
+    GRAFT_TRY(DeviceTensor idx, a.tensor("indices"));
+    const bool isSigned = a.value("weight")->proto().dtype == DType::I8;
+    return one(embeddingByte(a.ctx(), w, isSigned, scales, zp ? &*zp : nullptr, idx, a.outDType()));
+  };
+  return l;
+}
+
 } // namespace
 
 void addEmbeddingLowerings(LoweringTable &m) {
   m["aten.embedding.default"] = embeddingLowering();
   m["et_vk.embedding_q4gsw.default"] = embeddingQ4Lowering();
+  m["quantized_decomposed.embedding_byte.default"] = embeddingByteLowering();
+  m["quantized_decomposed.embedding_byte.dtype"] = embeddingByteLowering();
 }
 
 } // namespace graft::vk

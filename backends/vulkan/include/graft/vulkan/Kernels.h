@@ -190,6 +190,12 @@ Expected<RawBytes> uploadRawBytes(Context &ctx, const Tensor &tensor);
 Expected<DeviceTensor> embeddingQ4gsw(Context &ctx, const RawBytes &weight,
                                       const DeviceTensor &scales, int64_t groupSize,
                                       const DeviceTensor &indices, bool isLinearWeight);
+/// quantized_decomposed.embedding_byte: an int8 (isSigned) or uint8 table
+/// [V, D] as raw bytes, scales [V] or [V, NG] and optional zero points of the
+/// same count in the scales' dtype -> out [indices..., D] in outDType.
+Expected<DeviceTensor> embeddingByte(Context &ctx, const RawBytes &weight, bool isSigned,
+                                     const DeviceTensor &scales, const DeviceTensor *zeroPoints,
+                                     const DeviceTensor &indices, DType outDType);
 /// et_vk.apply_rotary_emb on one tensor (call once for xq and once for xk).
 Expected<DeviceTensor> rotary(Context &ctx, const DeviceTensor &x, const DeviceTensor &freqsCos,
                               const DeviceTensor &freqsSin);
