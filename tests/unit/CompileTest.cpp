@@ -203,6 +203,45 @@ TEST_F(CompileTest, ConstantBytesWithinOnePercentOfTheMinimum) {
   }
 }
 
+// ExecuTorch's Llama export with -E 8,G (examples/models/llama/source_transformation/
+// quantize.py, QuantizedGroupEmbedding: int8 table, f32 scales [V, D/G], or [V] for
+// G = 0, no zero points) runs quantized_decomposed.embedding_byte.dtype as is: no rule
+// rewrites it, the Vulkan backend lowers it (embedding_byte.glsl), so the graph is one
+// partition with no CPU node and the program matches the interpreter exactly.
+TEST_F(CompileTest, EmbeddingByteIsOnePartitionWithNoCpuNode) {
+  const std::string gir = R"(graph @e8 {
+  param %w : i8[64, 96] fqn="tok_embeddings.weight" = random(seed=1, min=-128, max=127)
+  param %s : f32[64, 3] fqn="tok_embeddings.scales" = random(seed=2, min=0.001, max=0.02)
+  param %w_row : i8[64, 96] fqn="pos_embeddings.weight" = random(seed=3, min=-128, max=127)
+  param %s_row : f32[64] fqn="pos_embeddings.scales" = random(seed=4, min=0.001, max=0.02)
+  input %tokens : i64[1, 5]
+  %tok : f32[1, 5, 96] = quantized_decomposed.embedding_byte.dtype(%w, %s, none, -128, 127, %tokens, dtype=f32)
+  %pos : f32[1, 5, 96] = quantized_decomposed.embedding_byte.dtype(%w_row, %s_row, none, -128, 127, %tokens, dtype=f32)
+  %sum : f32[1, 5, 96] = aten.add.Tensor(%tok, %pos)
+  output %sum
+}
+)";
+  const std::string model = path("e8.gir");
+  ASSERT_TRUE(writeFileAtomic(model, gir).ok());
+  auto original = load(model);
+  ASSERT_TRUE(original.ok()) << render(original.diags());
+  CompileOptions opts;
+  opts.output = path("e8.vkprog");
+  auto r = compile(model, opts);
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  const CompileSummary &s = r->summary;
+  EXPECT_EQ(s.partitions, 1u) << s.text();
+  EXPECT_EQ(s.cpuNodes, 0u) << s.text();
+  auto back = readProgram(opts.output);
+  ASSERT_TRUE(back.ok()) << render(back.diags());
+  std::size_t embeddings = 0;
+  for (const Node &n : back->graph->nodes())
+    embeddings += n.target() == "quantized_decomposed.embedding_byte.dtype";
+  EXPECT_EQ(embeddings, 2u);
+  GRAFT_REQUIRE_VULKAN();
+  EXPECT_EQ(deviceVsReference(*back->graph, *original->graph, {}), 0.0);
+}
+
 TEST_F(CompileTest, Bf16Checkpoint8da4wIsOnePartitionWithNoBf16Left) {
   // The demo's model: weights quantized in bf16, computed in f32, so every
   // dequantize_affine outputs bf16 and is cast to f32 (upstream PR #18957).
