@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "graft/serialize/Json.h"
+#include "graft/support/StringViewMap.h"
 
 #include <bit>
 #include <charconv>
@@ -19,7 +20,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace graft {
@@ -170,12 +170,17 @@ private:
             break;
           }
     } else {
-      std::unordered_map<std::string_view, std::size_t> seen;
+      // A flat table: the large objects are tables keyed by name (a
+      // model.json's tensor_values, a weights config), thousands of keys.
+      StringViewMap<uint32_t> seen;
       seen.reserve(n);
       for (std::size_t i = 0; i < n; ++i) {
-        auto [it, fresh] = seen.emplace(keys_[firstKey + i], i);
-        if (!fresh)
-          drop(it->second, i);
+        std::string_view k = keys_[firstKey + i];
+        const uint64_t h = StringViewMap<uint32_t>::hash(k);
+        if (const uint32_t *first = seen.find(k, h))
+          drop(*first, i);
+        else
+          seen.insert(k, static_cast<uint32_t>(i), h);
       }
     }
     std::size_t kept = n;
