@@ -32,6 +32,26 @@
 //   a quantized value then differs by exactly one step (its dequantized value by one scale).
 //   This is what ET-VK's kernel computes (float32 on the device); the 8da4w fusion then fuses
 //   the f32 chain as usual.
+//
+// PT2E dynamic per-tensor activations (ExecuTorch's VulkanQuantizer / XNNPACKQuantizer with
+// is_dynamic=True; torchao quantization/pt2e/convert.py writes choose_qparams.tensor ->
+// quantize_per_tensor.tensor -> dequantize_per_tensor.tensor). Both steps are exact:
+//
+// 4. choose_qparams.tensor of an f32 input computes in float32 and widens at the end
+//   (pytorch torch/ao/quantization/fx/_decomposed.py choose_qparams_tensor ->
+//   torch/ao/quantization/utils.py determine_qparams: min(min, 0), max(max, 0),
+//   (max - min) / float(qmax - qmin), torch.max against the f32 eps tensor,
+//   qmin - round(min / scale) clamped, then `scale.to(torch.double)`; Inductor's
+//   decomposition of the op in torch/_inductor/decompositions.py spells the same steps).
+//   torchao's _choose_qparams_affine ASYMMETRIC over one block covering the tensor does the
+//   same f32 arithmetic (clamp(min=eps) for the max with eps), so with scale_dtype f32 it
+//   gives the f32 scale that choose_qparams.tensor widens. torchao checks the quant range
+//   against the target dtype and the PT2E op does not, hence the where clauses. f16/bf16
+//   inputs are left alone (torchao would divide in their dtype; the PT2E op's scale is f32).
+//
+// 5. quantize_per_tensor.tensor / dequantize_per_tensor.tensor read `scale.item()`, a Python
+//   float: an f32 scale widened to f64 is the same number as the f32 scale, so reading the
+//   f32 scale changes nothing (unlike quantize_affine above, which computes with the tensor).
 
 phase legalize
 
@@ -145,4 +165,71 @@ rule quantize_affine_f64_scale_3d benefit 40 tags(quant, legalize, ties) {
   }
   example { B = [1, 2], M = [1, 3], K = [8, 32], xdt = f32, qdt = i8, qmin = -128, qmax = 127 }
   tolerance(atol = 1)
+}
+
+/// choose_qparams.tensor of an f32 activation [M, K] -> torchao choose_qparams_affine.
+rule pt2e_choose_qparams_tensor benefit 40 tags(quant, legalize) {
+  match {
+    %s, %zp = quantized_decomposed.choose_qparams.tensor($x : f32[$M, $K], $qmin, $qmax, $eps, $dt)
+  }
+  where {
+    $qmin <= 0 and $qmax >= 0 and $qmin < $qmax
+    // torchao checks the range against the target dtype; choose_qparams.tensor does not.
+    ($dt == i8 and $qmin >= -128 and $qmax <= 127) or ($dt == u8 and $qmin >= 0 and $qmax <= 255)
+  }
+  rewrite {
+    %s32, %zp32 = torchao.choose_qparams_affine($x, "ASYMMETRIC", [$M, $K], $dt, $qmin, $qmax, $eps,
+                                                f32, i64)
+    %s1         = aten.view(%s32, [1])
+    %s          = aten._to_copy(%s1, dtype = f64)
+    %zp         = aten.view(%zp32, [1])
+  }
+  example { M = [1, 4], K = [8, 32], qmin = [-128, 0], qmax = [127, 255], dt = [i8, u8] }
+}
+
+/// choose_qparams.tensor of an f32 activation [B, S, K] -> torchao choose_qparams_affine.
+rule pt2e_choose_qparams_tensor_3d benefit 40 tags(quant, legalize) {
+  match {
+    %s, %zp = quantized_decomposed.choose_qparams.tensor($x : f32[$B, $S, $K], $qmin, $qmax, $eps,
+                                                         $dt)
+  }
+  where {
+    $qmin <= 0 and $qmax >= 0 and $qmin < $qmax
+    // torchao checks the range against the target dtype; choose_qparams.tensor does not.
+    ($dt == i8 and $qmin >= -128 and $qmax <= 127) or ($dt == u8 and $qmin >= 0 and $qmax <= 255)
+  }
+  rewrite {
+    %s32, %zp32 = torchao.choose_qparams_affine($x, "ASYMMETRIC", [$B, $S, $K], $dt, $qmin, $qmax,
+                                                $eps, f32, i64)
+    %s1         = aten.view(%s32, [1])
+    %s          = aten._to_copy(%s1, dtype = f64)
+    %zp         = aten.view(%zp32, [1])
+  }
+  example { B = 1, S = [1, 4], K = [8, 32], qmin = [-128, 0], qmax = [127, 255], dt = [i8, u8] }
+}
+
+/// quantize_per_tensor.tensor reads scale.item(): an f32 scale widened to f64 -> the f32 scale.
+rule pt2e_quantize_per_tensor_f64_scale benefit 40 tags(quant, legalize) {
+  match {
+    shared %sd = aten._to_copy($s : f32[1], dtype = f64)
+    %q         = quantized_decomposed.quantize_per_tensor.tensor($x : $xdt[...], %sd, $zp : i64[1],
+                                                                 $qmin, $qmax, $dt)
+  }
+  rewrite {
+    %q = quantized_decomposed.quantize_per_tensor.tensor($x, $s, $zp, $qmin, $qmax, $dt)
+  }
+  example { xdt = [f32, f16], qmin = [-128, -3], qmax = [127, 5], dt = i8 }
+}
+
+/// dequantize_per_tensor.tensor reads scale.item(): the same.
+rule pt2e_dequantize_per_tensor_f64_scale benefit 40 tags(quant, legalize) {
+  match {
+    shared %sd = aten._to_copy($s : f32[1], dtype = f64)
+    %dq        = quantized_decomposed.dequantize_per_tensor.tensor($q : $dt[...], %sd, $zp : i64[1],
+                                                                   $qmin, $qmax, $dt)
+  }
+  rewrite {
+    %dq = quantized_decomposed.dequantize_per_tensor.tensor($q, $s, $zp, $qmin, $qmax, $dt)
+  }
+  example { qmin = [-128, -3], qmax = [127, 5], dt = i8 }
 }

@@ -242,6 +242,43 @@ TEST_F(CompileTest, EmbeddingByteIsOnePartitionWithNoCpuNode) {
   EXPECT_EQ(deviceVsReference(*back->graph, *original->graph, {}), 0.0);
 }
 
+// PT2E's dynamic per-tensor activation (choose_qparams.tensor -> quantize_per_tensor.tensor
+// -> dequantize_per_tensor.tensor, f64 scale): quant_f64_legalize.pat's pt2e_* rules make the
+// chain f32 without changing a bit, so it runs on the device, exactly (asymmetric int8 and
+// uint8 ranges, both on one [1, 5, 48] input).
+TEST_F(CompileTest, Pt2eDynamicPerTensorActivationIsExactOnTheDevice) {
+  if (RuleSet::shippedFiles().empty())
+    GTEST_SKIP() << "no shipped rules";
+  const std::string gir = R"(graph @dyn {
+  input %x : f32[1, 5, 48]
+  %s : f64[1], %z : i64[1] = quantized_decomposed.choose_qparams.tensor(%x, -128, 127, 1.1920928955078125e-07, i8)
+  %q : i8[1, 5, 48] = quantized_decomposed.quantize_per_tensor.tensor(%x, %s, %z, -128, 127, i8)
+  %dq : f32[1, 5, 48] = quantized_decomposed.dequantize_per_tensor.tensor(%q, %s, %z, -128, 127, i8)
+  %su : f64[1], %zu : i64[1] = quantized_decomposed.choose_qparams.tensor(%x, 0, 255, 1.1920928955078125e-07, u8)
+  %qu : u8[1, 5, 48] = quantized_decomposed.quantize_per_tensor.tensor(%x, %su, %zu, 0, 255, u8)
+  %dqu : f32[1, 5, 48] = quantized_decomposed.dequantize_per_tensor.tensor(%qu, %su, %zu, 0, 255, u8)
+  output %dq
+  output %dqu
+}
+)";
+  const std::string model = path("dyn.gir");
+  ASSERT_TRUE(writeFileAtomic(model, gir).ok());
+  auto original = load(model);
+  ASSERT_TRUE(original.ok()) << render(original.diags());
+  CompileOptions opts;
+  opts.output = path("dyn.vkprog");
+  auto r = compile(model, opts);
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  const CompileSummary &s = r->summary;
+  EXPECT_EQ(s.partitions, 1u) << s.text();
+  EXPECT_EQ(s.cpuNodes, 0u) << s.text();
+  auto back = readProgram(opts.output);
+  ASSERT_TRUE(back.ok()) << render(back.diags());
+  GRAFT_REQUIRE_VULKAN();
+  for (uint64_t seed : {3, 4, 5})
+    EXPECT_EQ(deviceVsReference(*back->graph, *original->graph, {}, seed), 0.0) << seed;
+}
+
 TEST_F(CompileTest, Bf16Checkpoint8da4wIsOnePartitionWithNoBf16Left) {
   // The demo's model: weights quantized in bf16, computed in f32, so every
   // dequantize_affine outputs bf16 and is cast to f32 (upstream PR #18957).
