@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include <unistd.h>
 
@@ -92,19 +93,59 @@ TEST(VulkanShaderLibrary, ExpandsVariantsLikeGenVulkanSpv) {
   EXPECT_NE(glsl->find("#define MODE_weight_only 1"), std::string::npos);
 }
 
-TEST(VulkanShaderLibrary, EveryBuiltinVariantCompiles) {
+// Every variant, compiled the way `graft compile` does it: from several
+// threads at once (get() runs glslang outside its lock). Three threads walk
+// the list from different starting points, so most variants are asked for
+// by two threads at nearly the same time; each name must come back as one
+// module, and a sample compiled alone in a fresh library must give the same
+// SPIR-V.
+TEST(VulkanShaderLibrary, EveryBuiltinVariantCompilesFromSeveralThreads) {
   auto lib = vk::ShaderLibrary::builtin();
   ASSERT_TRUE(lib.ok());
-  std::size_t n = 0;
-  for (const std::string &name : (*lib)->variantNames()) {
-    auto shader = (*lib)->get(name);
-    ASSERT_TRUE(shader.ok()) << render(shader.diags());
-    EXPECT_GT((*shader)->spirv.size(), 5u) << name;
-    EXPECT_EQ((*shader)->spirv[0], 0x07230203u) << name; // the SPIR-V magic number
-    EXPECT_GE((*shader)->numBindings, 1u) << name;
-    ++n;
+  const std::vector<std::string> names = (*lib)->variantNames();
+  ASSERT_GT(names.size(), 100u);
+  constexpr std::size_t kThreads = 3;
+  std::vector<std::vector<const vk::CompiledShader *>> got(
+      kThreads, std::vector<const vk::CompiledShader *>(names.size()));
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (std::size_t k = 0; k < names.size(); ++k) {
+        std::size_t i = (k + t * names.size() / kThreads) % names.size();
+        auto shader = (*lib)->get(names[i]);
+        if (!shader.ok()) {
+          errors[t] = render(shader.diags());
+          return;
+        }
+        got[t][i] = *shader;
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (const std::string &e : errors)
+    ASSERT_TRUE(e.empty()) << e;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const vk::CompiledShader *shader = got[0][i];
+    EXPECT_EQ(got[1][i], shader) << names[i];
+    EXPECT_EQ(got[2][i], shader) << names[i];
+    EXPECT_EQ(shader->spec.name, names[i]);
+    EXPECT_GT(shader->spirv.size(), 5u) << names[i];
+    EXPECT_EQ(shader->spirv[0], 0x07230203u) << names[i]; // the SPIR-V magic number
+    EXPECT_GE(shader->numBindings, 1u) << names[i];
   }
-  EXPECT_GT(n, 100u);
+  vk::ShaderLibrary::Stats st = (*lib)->stats();
+  EXPECT_GE(st.compiled + st.memoryHits, names.size());
+
+  auto alone = vk::ShaderLibrary::builtin();
+  ASSERT_TRUE(alone.ok());
+  for (std::size_t i = 0; i < names.size(); i += 16) {
+    auto shader = (*alone)->get(names[i]);
+    ASSERT_TRUE(shader.ok()) << render(shader.diags());
+    EXPECT_EQ((*shader)->spirv, got[0][i]->spirv) << names[i];
+    EXPECT_EQ((*shader)->hash, got[0][i]->hash) << names[i];
+    EXPECT_EQ((*shader)->localSize, got[0][i]->localSize) << names[i];
+  }
 }
 
 TEST(VulkanShaderLibrary, MissingHeaderIsReported) {

@@ -10,8 +10,11 @@
 #include "graft/vulkan/Kernels.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
+#include <optional>
 #include <set>
+#include <thread>
 
 namespace graft::vk {
 namespace {
@@ -92,11 +95,32 @@ Expected<ShaderCodegenStats> compileProgramShaders(Program &program, ShaderLibra
       program.graph ? elementTypes(*program.graph) : std::set<std::string>{"float", "half", "int"};
   ShaderLibrary::Stats before = library.stats();
   program.shaders.clear();
+  std::vector<std::string> names;
   for (const std::string &name : library.variantNames()) { // sorted
     const ShaderVariantSpec &spec = *library.findVariant(name);
-    if (!templates.count(spec.templateName) || !fitsElementTypes(spec, types))
-      continue;
-    GRAFT_TRY(const CompiledShader *s, library.get(name));
+    if (templates.count(spec.templateName) && fitsElementTypes(spec, types))
+      names.push_back(name);
+  }
+  // glslang takes 3-10 ms per variant and a program needs a hundred or more:
+  // compile them on every core. Each worker takes the next name; results
+  // land by index, so the program's order (sorted by name) and the first
+  // error reported (in that order) do not depend on the scheduling.
+  std::vector<std::optional<Expected<const CompiledShader *>>> results(names.size());
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < names.size();)
+      results[i].emplace(library.get(names[i]));
+  };
+  std::size_t threads =
+      std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), names.size());
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t)
+    pool.emplace_back(worker);
+  worker();
+  for (std::thread &t : pool)
+    t.join();
+  for (std::optional<Expected<const CompiledShader *>> &r : results) {
+    GRAFT_TRY(const CompiledShader *s, std::move(*r));
     ProgramShader ps;
     ps.variant = s->spec.name;
     ps.templateName = s->spec.templateName;

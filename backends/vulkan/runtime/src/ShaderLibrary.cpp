@@ -417,16 +417,28 @@ void ShaderLibrary::setDiskCache(std::optional<std::string> dir) {
   diskCache_ = std::move(dir);
 }
 
+// get() holds the lock only to look up and to publish: generating the source
+// and running glslang happen outside it, so several threads compile different
+// variants at once (glslang serialises only its one-time built-in tables).
+// Two threads asking for the same new variant may both compile it; the first
+// to publish wins and the other's identical module is dropped.
 Expected<const CompiledShader *> ShaderLibrary::get(std::string_view variant) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = compiled_.find(variant); it != compiled_.end()) {
-    ++(precompiledOnly_ ? stats_.precompiledHits : stats_.memoryHits);
-    return it->second.get();
+  std::string dir;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = compiled_.find(variant); it != compiled_.end()) {
+      ++(precompiledOnly_ ? stats_.precompiledHits : stats_.memoryHits);
+      return it->second.get();
+    }
+    if (precompiledOnly_)
+      return Diagnostic::internal(
+          precompiledOrigin_ + " carries no SPIR-V for shader variant '" + std::string(variant) +
+          "' (compile the model again with this graft; it stores every variant its kernels use)");
+    if (diskCache_)
+      dir = *diskCache_;
+    else if (const char *env = std::getenv("GRAFT_VK_SHADER_CACHE"))
+      dir = env;
   }
-  if (precompiledOnly_)
-    return Diagnostic::internal(
-        precompiledOrigin_ + " carries no SPIR-V for shader variant '" + std::string(variant) +
-        "' (compile the model again with this graft; it stores every variant its kernels use)");
   const ShaderVariantSpec *spec = findVariant(variant);
   if (!spec)
     return Diagnostic::internal("no shader variant '" + std::string(variant) + "'");
@@ -473,9 +485,12 @@ Expected<const CompiledShader *> ShaderLibrary::get(std::string_view variant) {
   // the preprocessed source, so inactive #if branches do not count) and the
   // workgroup size (LOCAL_SIZE_X/Y/Z parameters, default 1).
   std::string preprocessed, ppLog;
-  ++stats_.glslangRuns;
-  if (!preprocessGlsl(shader->glsl, preprocessed, ppLog))
+  uint64_t glslangRuns = 1, compiled = 0, diskHits = 0, memoryHits = 0;
+  if (!preprocessGlsl(shader->glsl, preprocessed, ppLog)) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.glslangRuns;
     return glslangError(ppLog);
+  }
   static const std::regex bindingRe(R"(layout\s*\(\s*set\s*=\s*0\s*,\s*binding\s*=\s*(\d+))");
   for (std::sregex_iterator r(preprocessed.begin(), preprocessed.end(), bindingRe), e; r != e; ++r)
     shader->numBindings =
@@ -487,17 +502,17 @@ Expected<const CompiledShader *> ShaderLibrary::get(std::string_view variant) {
       shader->localSize[static_cast<std::size_t>(i)] = static_cast<uint32_t>(std::stoul(v));
   }
 
-  if (auto h = byHash_.find(shader->hash); h != byHash_.end()) {
-    ++stats_.memoryHits;
-    shader->spirv = h->second;
-  } else {
+  {
+    // Another variant with the same generated source already compiled.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto h = byHash_.find(shader->hash); h != byHash_.end()) {
+      ++memoryHits;
+      shader->spirv = h->second;
+    }
+  }
+  if (shader->spirv.empty()) {
     // The optional on-disk cache, keyed by the same hash.
     std::string diskPath;
-    std::string dir;
-    if (diskCache_)
-      dir = *diskCache_;
-    else if (const char *env = std::getenv("GRAFT_VK_SHADER_CACHE"))
-      dir = env;
     if (!dir.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(dir, ec); // a cache: failing here only costs a compile
@@ -514,27 +529,33 @@ Expected<const CompiledShader *> ShaderLibrary::get(std::string_view variant) {
         if (magic == 0x07230203u) {
           shader->spirv.resize(bytes->size() / 4);
           std::memcpy(shader->spirv.data(), bytes->data(), bytes->size());
-          ++stats_.diskHits;
+          ++diskHits;
         }
       }
     }
     if (shader->spirv.empty()) {
       std::string log;
-      ++stats_.glslangRuns;
-      if (!compileGlsl(shader->glsl, shader->spirv, log))
+      ++glslangRuns;
+      if (!compileGlsl(shader->glsl, shader->spirv, log)) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stats_.glslangRuns += glslangRuns;
         return glslangError(log);
-      ++stats_.compiled;
+      }
+      ++compiled;
       if (!diskPath.empty()) {
         std::string_view bytes(reinterpret_cast<const char *>(shader->spirv.data()),
                                shader->spirv.size() * 4);
         (void)writeFileAtomic(diskPath, bytes); // a cache: failing to write is not an error
       }
     }
-    byHash_[shader->hash] = shader->spirv;
   }
-  const CompiledShader *result = shader.get();
-  compiled_[spec->name] = std::move(shader);
-  return result;
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.glslangRuns += glslangRuns;
+  stats_.compiled += compiled;
+  stats_.diskHits += diskHits;
+  stats_.memoryHits += memoryHits;
+  byHash_.try_emplace(shader->hash, shader->spirv);
+  return compiled_.try_emplace(spec->name, std::move(shader)).first->second.get();
 }
 
 ShaderLibrary::Stats ShaderLibrary::stats() const {

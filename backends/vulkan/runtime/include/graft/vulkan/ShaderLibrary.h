@@ -86,6 +86,8 @@ public:
   /// glslang error is an internal error naming the template, the variant and
   /// the template line. After usePrecompiled(), returns a precompiled module
   /// or an error naming the variant and where the modules came from.
+  /// Thread-safe; glslang runs outside the lock, so threads asking for
+  /// different variants compile them in parallel.
   Expected<const CompiledShader *> get(std::string_view variant);
 
   /// Serves exactly `shaders` from now on (their spec, glsl and hash need
