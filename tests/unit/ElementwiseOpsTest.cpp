@@ -10,9 +10,7 @@
 // arithmetic.
 //
 //===----------------------------------------------------------------------===//
-#include "graft/interp/Interpreter.h"
-#include "graft/ir/Graph.h"
-#include "graft/ops/OpRegistry.h"
+#include "InterpTestUtil.h"
 #include "graft/ops/ShapeInference.h"
 
 #include <gtest/gtest.h>
@@ -27,17 +25,10 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-/// A one-node graph: the result prototype is what shape inference gives.
-class OneOp {
+/// A one-node graph (TestGraph's graph and inputs) whose result prototype is
+/// what shape inference gives instead of a declared one.
+class OneOp : public graft::testing::TestGraph {
 public:
-  Graph g;
-  std::vector<RuntimeValue> inputs;
-
-  Value *input(const std::string &name, const Tensor &t) {
-    Value *v = g.addInput(InputKind::UserInput, name, t.proto());
-    inputs.emplace_back(t);
-    return v;
-  }
   /// Creates the node and infers its result; nullopt (and the diagnostic
   /// in `error`) when inference rejects it.
   std::optional<TensorProto> infer(const std::string &target, std::vector<Argument> args,
@@ -86,9 +77,7 @@ private:
   Node *node_ = nullptr;
 };
 
-Tensor f32(std::vector<int64_t> sizes, std::vector<double> v) {
-  return Tensor::fromDoubles(DType::F32, std::move(sizes), v);
-}
+using graft::testing::f32;
 
 /// Bitwise-meaningful comparison: NaN matches NaN, zeros must agree in sign.
 void expectValues(const Tensor &t, DType dtype, std::vector<int64_t> sizes,
