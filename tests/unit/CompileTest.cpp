@@ -227,13 +227,8 @@ TEST_F(CompileTest, EmbeddingByteIsOnePartitionWithNoCpuNode) {
   ASSERT_TRUE(original.ok()) << render(original.diags());
   CompileOptions opts;
   opts.output = path("e8.vkprog");
-  auto r = compile(model, opts);
-  ASSERT_TRUE(r.ok()) << render(r.diags());
-  const CompileSummary &s = r->summary;
-  EXPECT_EQ(s.partitions, 1u) << s.text();
-  EXPECT_EQ(s.cpuNodes, 0u) << s.text();
-  auto back = readProgram(opts.output);
-  ASSERT_TRUE(back.ok()) << render(back.diags());
+  auto back = graft::testing::compileToOnePartition(model, opts);
+  ASSERT_TRUE(back);
   std::size_t embeddings = 0;
   for (const Node &n : back->graph->nodes())
     embeddings += n.target() == "quantized_decomposed.embedding_byte.dtype";
@@ -267,13 +262,8 @@ TEST_F(CompileTest, Pt2eDynamicPerTensorActivationIsExactOnTheDevice) {
   ASSERT_TRUE(original.ok()) << render(original.diags());
   CompileOptions opts;
   opts.output = path("dyn.vkprog");
-  auto r = compile(model, opts);
-  ASSERT_TRUE(r.ok()) << render(r.diags());
-  const CompileSummary &s = r->summary;
-  EXPECT_EQ(s.partitions, 1u) << s.text();
-  EXPECT_EQ(s.cpuNodes, 0u) << s.text();
-  auto back = readProgram(opts.output);
-  ASSERT_TRUE(back.ok()) << render(back.diags());
+  auto back = graft::testing::compileToOnePartition(model, opts);
+  ASSERT_TRUE(back);
   GRAFT_REQUIRE_VULKAN();
   for (uint64_t seed : {3, 4, 5})
     EXPECT_EQ(deviceVsReference(*back->graph, *original->graph, {}, seed), 0.0) << seed;
