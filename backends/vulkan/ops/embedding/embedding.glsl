@@ -1,6 +1,5 @@
 // embedding.glsl - aten.embedding(weight [V, D], indices): a row gather.
-// An index outside [0, V) writes 0 and sets t_status[0] = 1 (a user error
-// on the host, as the reference reports it).
+// An index outside [0, V) writes 0 and sets t_status[0] = 1 (embedding.glslh).
 #include "common.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
@@ -14,17 +13,12 @@ layout(push_constant) uniform PushConstants {
   int V;
 } pc;
 
+#include "embedding.glslh"
+
 void main() {
   uint id = linearId();
-  if (id >= uint(pc.numIndices) * uint(pc.D))
+  int row, d;
+  if (!gatherElement(id, row, d))
     return;
-  int i = int(id / uint(pc.D));
-  int d = int(id % uint(pc.D));
-  int row = t_indices[i];
-  if (row < 0 || row >= pc.V) {
-    t_status[0] = 1u;
-    t_out[id] = DTYPE(0);
-    return;
-  }
   t_out[id] = t_weight[row * pc.D + d];
 }

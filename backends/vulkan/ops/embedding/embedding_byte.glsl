@@ -10,7 +10,8 @@
 //    scales' dtype (an f16 x f16 product is exact in f32);
 //  * the product converted to the output dtype (.to(dtype)).
 // One invocation per output element. An index outside [0, V) writes 0 and
-// sets t_status[0] = 1, which the host turns into a user error.
+// sets t_status[0] = 1 (embedding.glslh), which the host turns into a user
+// error.
 #include "common.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
@@ -36,18 +37,13 @@ layout(push_constant) uniform PushConstants {
 #define ROUND_SCALE(x) (x)
 #endif
 
+#include "embedding.glslh"
+
 void main() {
   uint id = linearId();
-  if (id >= uint(pc.numIndices) * uint(pc.D))
+  int row, d;
+  if (!gatherElement(id, row, d))
     return;
-  int i = int(id / uint(pc.D));
-  int d = int(id % uint(pc.D));
-  int row = t_indices[i];
-  if (row < 0 || row >= pc.V) {
-    t_status[0] = 1u;
-    t_out[id] = TO_DTYPE(0.0);
-    return;
-  }
   uint byteIndex = uint(row) * uint(pc.D) + uint(d);
   uint word = t_weight[byteIndex >> 2];
   int q = pc.isSigned != 0 ? sbyte(word, byteIndex & 3u)
