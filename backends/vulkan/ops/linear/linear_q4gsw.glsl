@@ -24,20 +24,12 @@
 // word is loaded once per TILE_M rows.
 #include "common.glslh"
 
-layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
 #if defined(MODE_dq8ca)
 layout(set = 0, binding = 1) readonly buffer X { int t_x[]; };
 #else
 layout(set = 0, binding = 1) readonly buffer X { DTYPE t_x[]; };
 #endif
 layout(set = 0, binding = 2) readonly buffer W { uint t_weight[]; };
-layout(set = 0, binding = 3) readonly buffer Scales { SCALES_DTYPE t_scales[]; };
-layout(set = 0, binding = 4) readonly buffer Bias { DTYPE t_bias[]; };
-#if defined(MODE_dq8ca)
-layout(set = 0, binding = 5) readonly buffer InScales { float t_in_scales[]; };
-layout(set = 0, binding = 6) readonly buffer InZeros { int t_in_zeros[]; };
-layout(set = 0, binding = 7) readonly buffer Sums { int t_sums[]; };
-#endif
 
 // One invocation per tile: no team to reduce over.
 #define TEAM 1

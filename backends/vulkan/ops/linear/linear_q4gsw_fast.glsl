@@ -45,7 +45,6 @@
 #endif
 #include "common.glslh"
 
-layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
 #if defined(MODE_dq8ca)
 layout(set = 0, binding = 1) readonly buffer X { ivec4 t_x4[]; };
 #define XV_T ivec4
@@ -63,17 +62,10 @@ layout(set = 0, binding = 2) readonly buffer W64 { u64vec2 t_w64[]; };
 #else
 #define WIDE_X 0
 #endif
-layout(set = 0, binding = 3) readonly buffer Scales { SCALES_DTYPE t_scales[]; };
 #if PAIRS
 layout(set = 0, binding = 1) readonly buffer X256 { u64vec4 t_x256[]; };
 layout(set = 0, binding = 2) readonly buffer W256 { u64vec4 t_w256[]; };
 layout(set = 0, binding = 3) readonly buffer S256 { u64vec4 t_s256[]; };
-#endif
-layout(set = 0, binding = 4) readonly buffer Bias { DTYPE t_bias[]; };
-#if defined(MODE_dq8ca)
-layout(set = 0, binding = 5) readonly buffer InScales { float t_in_scales[]; };
-layout(set = 0, binding = 6) readonly buffer InZeros { int t_in_zeros[]; };
-layout(set = 0, binding = 7) readonly buffer Sums { int t_sums[]; };
 #endif
 
 #define TILES_PER_WG (LOCAL_SIZE_X / K_SPLIT)

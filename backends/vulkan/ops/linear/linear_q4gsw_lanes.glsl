@@ -24,23 +24,14 @@
 #endif
 #include "common.glslh"
 
-#if DTYPE_IS_HALF
-#define VEC4_T f16vec4
-#else
-#define VEC4_T vec4
-#endif
-
 #define KL 32
 #define TEAMS (LOCAL_SIZE_X / KL)
 #define TEAM KL
 #define TEAM_VALUES TILE_N
 #include "q4_linear.glslh"
 
-layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
 layout(set = 0, binding = 1) readonly buffer X { VEC4_T t_x4[]; };
 layout(set = 0, binding = 2) readonly buffer W { uint t_w[]; };
-layout(set = 0, binding = 3) readonly buffer Scales { SCALES_DTYPE t_scales[]; };
-layout(set = 0, binding = 4) readonly buffer Bias { DTYPE t_bias[]; };
 
 void main() {
   uint lid = gl_LocalInvocationIndex;
@@ -66,12 +57,5 @@ void main() {
     }
   }
 
-  teamReduce(acc, lid, lane);
-  if (lane != 0)
-    return;
-  [[unroll]] for (int c = 0; c < TILE_N; ++c)
-    if (c < cols) {
-      float bias = pc.hasBias != 0 ? float(t_bias[n0 + c]) : 0.0;
-      t_out[n0 + c] = TO_DTYPE(acc[c] + bias);
-    }
+  storeTeamRow(acc, lid, lane, 0, n0, cols);
 }

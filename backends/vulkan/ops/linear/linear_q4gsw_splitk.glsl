@@ -45,20 +45,12 @@
 // common.glslh also gives VEC4_T, four DTYPE values.
 #include "common.glslh"
 
-layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
 #if defined(MODE_dq8ca)
 layout(set = 0, binding = 1) readonly buffer X { ivec4 t_x4[]; };
 #else
 layout(set = 0, binding = 1) readonly buffer X { VEC4_T t_x4[]; };
 #endif
 layout(set = 0, binding = 2) readonly buffer W { uvec4 t_w4[]; };
-layout(set = 0, binding = 3) readonly buffer Scales { SCALES_DTYPE t_scales[]; };
-layout(set = 0, binding = 4) readonly buffer Bias { DTYPE t_bias[]; };
-#if defined(MODE_dq8ca)
-layout(set = 0, binding = 5) readonly buffer InScales { float t_in_scales[]; };
-layout(set = 0, binding = 6) readonly buffer InZeros { int t_in_zeros[]; };
-layout(set = 0, binding = 7) readonly buffer Sums { int t_sums[]; };
-#endif
 
 #define TEAMS (LOCAL_SIZE_X / TEAM)
 #define TEAM_VALUES TILE_N
@@ -146,12 +138,5 @@ void main() {
       addBlock(acc, w1, kb1, xBase, ncol, m);
   }
 
-  teamReduce(acc, lid, lane);
-  if (lane != 0)
-    return;
-  [[unroll]] for (int c = 0; c < TILE_N; ++c)
-    if (c < cols) {
-      float bias = pc.hasBias != 0 ? float(t_bias[n0 + c]) : 0.0;
-      t_out[m * pc.N + n0 + c] = TO_DTYPE(acc[c] + bias);
-    }
+  storeTeamRow(acc, lid, lane, m, n0, cols);
 }
