@@ -207,6 +207,8 @@ def vulkan_block(B, m):
         args = [a for a in parts[1:] if a != "manual_time"]
         exact = any(a == "exact:1" for a in args)
         size = "×".join(a.split(":")[-1] for a in args if not a.startswith("exact:"))
+        if size == "0" and "floats" in b:  # BM_VkStream's device-chosen size
+            size = "%d" % b["floats"]
         label = "`%s`%s" % (kernel, " (exact)" if exact else "")
         if err(b):
             rows.append((label, size, "failed: " + b.get("error_message", ""), "", "", "", "", "", ""))
