@@ -159,7 +159,8 @@ Expected<DeviceTensor> unaryImpl(Context &ctx, const char *op, const DeviceTenso
   UnaryPush pc{i32(a.numel()), lo, hi};
   // The vec4 variant: 4 elements per invocation, bit-exact to the scalar
   // one (which exactKernels keeps, as the kernel the bit-exactness tests and
-  // benchmarks compare with).
+  // benchmarks compare with) except sigmoid and silu, whose division is
+  // GLSL's there (unary.glsl, ACT_DIV).
   bool vec4 = !ctx.exactKernels();
   std::string variant = std::string("unary_") + op +
                         (vec4 ? (wideVec4(ctx, a.dtype) ? "_vec4w_" : "_vec4_") : "_") +

@@ -7,7 +7,7 @@
 // bounds from the push constants. VEC4 variants compute 4 consecutive
 // elements per invocation with vec4 loads and stores (the last invocation
 // the scalar tail), with the same per-element formula: bit-exact to the
-// scalar variants.
+// scalar variants except sigmoid and silu (ACT_DIV below).
 #include "common.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
@@ -60,6 +60,18 @@ float erfApprox(float x) {
   return x < 0.0 ? -r : r;
 }
 
+// sigmoid's and silu's division. The scalar variants (the +exact profile)
+// divide correctly rounded, as the reference does; the vec4 variants (the
+// default, bandwidth profile) use GLSL's `/` (at most 2.5 ulp in Vulkan):
+// divRN's emulation made silu a third slower on lavapipe (8.3 vs 6.2 ms for
+// 4M values, 2026-11-27). exp is the driver's in both, so neither is
+// bit-exact; docs/numerics.md states the bound.
+#if VEC4
+#define ACT_DIV(a, b) ((a) / (b))
+#else
+#define ACT_DIV(a, b) divRN(a, b)
+#endif
+
 float apply(float x) {
 #if defined(OP_neg)
   precise float r = -x;
@@ -68,9 +80,9 @@ float apply(float x) {
 #elif defined(OP_relu)
   float r = selectBits(isNanBits(x) || ltBits(0.0, x), x, 0.0);
 #elif defined(OP_sigmoid)
-  precise float r = divRN(1.0, 1.0 + exp(-x));
+  precise float r = ACT_DIV(1.0, 1.0 + exp(-x));
 #elif defined(OP_silu)
-  precise float r = divRN(x, 1.0 + exp(-x));
+  precise float r = ACT_DIV(x, 1.0 + exp(-x));
 #elif defined(OP_gelu)
   precise float r = x * 0.5 * (1.0 + erfApprox(x * 0.70710678118654752440));
 #elif defined(OP_gelu_tanh)
