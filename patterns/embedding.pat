@@ -57,8 +57,8 @@ rule torchao_embedding_q4gsw benefit 20 tags(embedding, int4) backend vulkan {
     V = [8, 40]
     D = [64, 128]
     G = [32, 64]
-    odt = [f32, bf16]
-    sdt = [f32, bf16]
+    odt = [f32, bf16, f16]
+    sdt = [f32, bf16, f16]
     wqmin = [-8, -2]
     wqmax = [7, 1]
   }

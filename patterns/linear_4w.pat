@@ -61,8 +61,8 @@ rule torchao_linear_q4gsw benefit 20 tags(linear, int4, weight_only) backend vul
     N = [4, 8, 12]
     K = [32, 64, 96]
     G = [16, 32]
-    odt = [f32, bf16]
-    sdt = [f32, bf16]
+    odt = [f32, bf16, f16]
+    sdt = [f32, bf16, f16]
     wqmin = [-8, -2]
     wqmax = [7, 1]
   }
@@ -97,8 +97,8 @@ rule torchao_linear_q4gsw_bias benefit 20 tags(linear, int4, weight_only) backen
     N = [4, 8, 12]
     K = [32, 64, 96]
     G = [16, 32]
-    odt = [f32, bf16]
-    sdt = [f32, bf16]
+    odt = [f32, bf16, f16]
+    sdt = [f32, bf16, f16]
     wqmin = [-8, -2]
     wqmax = [7, 1]
   }
