@@ -333,7 +333,8 @@ void BM_VkLinearDq8caQ4gsw(benchmark::State &state) {
 BENCHMARK(BM_VkLinearDq8caQ4gsw)
     ->ArgNames({"M", "K", "N", "exact"})
     ->Args({1, 4096, 4096, 0})
-    ->Args({1, 2048, 2048, 0}) // Llama-3.2-1B's shapes (8da4w)
+    ->Args({1, 4096, 14336, 0}) // issue 22's second GEMV goal shape
+    ->Args({1, 2048, 2048, 0})  // Llama-3.2-1B's shapes (8da4w)
     ->Args({1, 2048, 512, 0})
     ->Args({1, 2048, 8192, 0})
     ->Args({1, 8192, 2048, 0})

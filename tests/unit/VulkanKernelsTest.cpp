@@ -14,8 +14,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
 using namespace graft;
@@ -935,27 +937,44 @@ TEST(VulkanKernels, LinearQcs4wFastWithinBound) {
     withLinearTiling(tiling, [] { checkLinearQcs4wFast(1); });
 }
 
+/// GEMVs for the dq8ca CPU kernel's paths (linear_q4gsw_fast.glsl, PAIRS):
+/// groups of 3 blocks, so a group ends inside a pair of blocks and a pair
+/// spans two groups; an odd number of blocks (single blocks only) with
+/// scale and weight-sum rows that are not 32-byte aligned (stride 68) and a
+/// partial last column tile.
+const std::vector<LinearCase> kDq8caPairsShapes = {{1, 192, 45, 96}, {1, 96, 67, 32}};
+
+/// A dq8ca linear of shape `c` on choose_qparams_affine's per-token qparams,
+/// with random weight sums [G, N padded to 4] (ET-VK pads N to 4; a stride
+/// that is not a multiple of 8 leaves odd groups' rows unaligned for 32-byte
+/// loads). Outputs: the result, the input scales, the zero points.
+std::string dq8caGraph(const LinearCase &c) {
+  int64_t G = c.K / c.groupSize, sumsStride = (c.N + 3) / 4 * 4;
+  std::ostringstream g;
+  g << "graph @t {\n"
+    << q4Params(c, 50) << "  param %sums : i32[" << G << ", " << sumsStride
+    << "] fqn=\"sums\" = random(seed=52, min=-200, max=200)\n"
+    << "  input %x : f32[1, " << c.M << ", " << c.K << "]\n"
+    << "  %xs : f32[1, " << c.M << "], %xz : i8[1, " << c.M
+    << "] = torchao.choose_qparams_affine.default(%x, \"ASYMMETRIC\", [1, 1, " << c.K
+    << "], i8, -128, 127, 1.1920928955078125e-07, f32, i8)\n"
+    << "  %o : f32[1, " << c.M << ", " << c.N
+    << "] = et_vk.linear_dq8ca_q4gsw.default(%x, %xs, %xz, %w, %sums, %s, " << c.groupSize
+    << ", %bias)\n  output %o\n  output %xs\n  output %xz\n}\n";
+  return g.str();
+}
+
 /// `perBlock`: the kernel sums one f32 term per 32-value block rather than
 /// per group (the split-K tilings; docs/numerics.md).
 void checkLinearDq8caQ4gswFast(bool perBlock) {
   std::vector<LinearCase> shapes = kLinearShapes;
   shapes.push_back({9, 512, 300, 32});
   shapes.insert(shapes.end(), kSplitKGemvShapes.begin(), kSplitKGemvShapes.end());
+  shapes.insert(shapes.end(), kDq8caPairsShapes.begin(), kDq8caPairsShapes.end());
   for (const LinearCase &c : shapes) {
-    int64_t G = c.K / c.groupSize, sumsStride = (c.N + 7) / 8 * 8;
-    std::ostringstream g;
-    g << "graph @t {\n"
-      << q4Params(c, 50) << "  param %sums : i32[" << G << ", " << sumsStride
-      << "] fqn=\"sums\" = random(seed=52, min=-200, max=200)\n"
-      << "  input %x : f32[1, " << c.M << ", " << c.K << "]\n"
-      << "  %xs : f32[1, " << c.M << "], %xz : i8[1, " << c.M
-      << "] = torchao.choose_qparams_affine.default(%x, \"ASYMMETRIC\", [1, 1, " << c.K
-      << "], i8, -128, 127, 1.1920928955078125e-07, f32, i8)\n"
-      << "  %o : f32[1, " << c.M << ", " << c.N
-      << "] = et_vk.linear_dq8ca_q4gsw.default(%x, %xs, %xz, %w, %sums, %s, " << c.groupSize
-      << ", %bias)\n  output %o\n  output %xs\n  output %xz\n}\n";
-    SCOPED_TRACE(g.str());
-    BoundRun r = runForBound(g.str(), 51);
+    const std::string g = dq8caGraph(c);
+    SCOPED_TRACE(g);
+    BoundRun r = runForBound(g, 51);
     ASSERT_EQ(r.device.size(), 3u);
     // The integer group dot products are exact in both; what differs is the
     // f32 accumulation of G per-group terms float(idot) * (s_m * scale):
@@ -967,7 +986,7 @@ void checkLinearDq8caQ4gswFast(bool perBlock) {
     const Tensor &xs = r.ref(1), &xz = r.ref(2);
     const Tensor &w = r.constant("w"), &s = r.constant("s"), &sums = r.constant("sums"),
                  &bias = r.constant("bias");
-    const int64_t unit = perBlock ? 32 : c.groupSize, U = c.K / unit;
+    const int64_t unit = perBlock ? 32 : c.groupSize, U = c.K / unit, sumsStride = sums.size(1);
     std::vector<double> bound;
     for (int64_t m = 0; m < c.M; ++m) {
       float sm = static_cast<float>(xs.getDouble(m));
@@ -998,6 +1017,47 @@ TEST(VulkanKernels, LinearDq8caQ4gswFastWithinBound) {
   for (const char *tiling : kLinearTilings) {
     bool perBlock = std::string_view(tiling).starts_with("gpu_gemv_splitk");
     withLinearTiling(tiling, [=] { checkLinearDq8caQ4gswFast(perBlock); });
+  }
+}
+
+TEST(VulkanKernels, LinearDq8caQ4gswCpuGemvKernelsAgreeBitForBit) {
+  GRAFT_REQUIRE_VULKAN();
+  if (!context()->info().shaderInt64)
+    GTEST_SKIP() << "device lacks shaderInt64 (no PAIRS kernel)";
+  // The CPU GEMV with 32-byte loads (PAIRS) computes each block's integer
+  // dot product in f32 on nibbles masked in place, the other one (no wide
+  // loads) in int32 on shifted nibbles; both then apply the same per-group
+  // correction and scale in the same order. The f32 dot products are exact
+  // (docs/numerics.md), so the two results must be the same bits.
+  std::vector<LinearCase> shapes = kDq8caPairsShapes;
+  shapes.insert(shapes.end(), kSplitKGemvShapes.begin(), kSplitKGemvShapes.end());
+  for (const LinearCase &c : kLinearShapes)
+    if (c.M == 1)
+      shapes.push_back(c);
+  for (const LinearCase &c : shapes) {
+    const std::string gir = dq8caGraph(c);
+    SCOPED_TRACE(gir);
+    auto g = parseGraph(gir, "test.gir");
+    ASSERT_TRUE(g.ok()) << render(g.diags());
+    auto inputs = makeRandomInputs(**g, 51);
+    ASSERT_TRUE(inputs.ok());
+    std::optional<Tensor> pairs, ints;
+    withLinearTiling("cpu", [&] {
+      auto r = runOnDevice(**g, *inputs);
+      ASSERT_TRUE(r.ok()) << render(r.diags());
+      pairs = std::get<Tensor>((*r)[0]);
+      withEnv("GRAFT_VK_NO_WIDE_LOADS", "1", [&] {
+        auto q = runOnDevice(**g, *inputs);
+        ASSERT_TRUE(q.ok()) << render(q.diags());
+        ints = std::get<Tensor>((*q)[0]);
+      });
+    });
+    ASSERT_TRUE(pairs && ints);
+    ASSERT_EQ(pairs->numel(), ints->numel());
+    for (int64_t i = 0; i < pairs->numel(); ++i)
+      ASSERT_EQ(std::bit_cast<uint32_t>(float(pairs->getDouble(i))),
+                std::bit_cast<uint32_t>(float(ints->getDouble(i))))
+          << "output " << i << ": " << pairs->getDouble(i) << " vs " << ints->getDouble(i);
   }
 }
 

@@ -66,6 +66,9 @@ layout(set = 0, binding = 2) readonly buffer W64 { u64vec2 t_w64[]; };
 layout(set = 0, binding = 1) readonly buffer X256 { u64vec4 t_x256[]; };
 layout(set = 0, binding = 2) readonly buffer W256 { u64vec4 t_w256[]; };
 layout(set = 0, binding = 3) readonly buffer S256 { u64vec4 t_s256[]; };
+#if defined(MODE_dq8ca)
+layout(set = 0, binding = 7) readonly buffer Sums256 { u64vec4 t_sums256[]; };
+#endif
 #endif
 
 #define TILES_PER_WG (LOCAL_SIZE_X / K_SPLIT)
@@ -114,9 +117,14 @@ uvec4 hi4(u64vec4 v) {
   return uvec4(unpackUint2x32(v.z), unpackUint2x32(v.w));
 }
 
-// Eight x values starting at vec4 index `index` (even), as two vec4s.
+// Eight x values starting at vec4 index `index` (even), as two vec4s (dq8ca:
+// the int8 activations, stored as 32-bit ints, converted to float exactly).
 void loadX8(int index, out vec4 a, out vec4 b) {
-#if DTYPE_IS_HALF
+#if defined(MODE_dq8ca)
+  u64vec4 v = t_x256[index / 2];
+  a = vec4(ivec4(lo4(v)));
+  b = vec4(ivec4(hi4(v)));
+#elif DTYPE_IS_HALF
   a = loadX(index);
   b = loadX(index + 1);
 #else
@@ -153,21 +161,32 @@ void prepareBlockX(inout vec4 xv[TILE_M * 8], out float x8[TILE_M]) {
   }
 }
 
-// Group g's scales of the tile's columns: 8 per load where the tile is whole
-// and its first scale 32-byte aligned (f32 scales), else one by one (a
-// column past N reads column n0's).
+// Whether the tile's TILE_N 32-bit values of a per-column table starting at
+// `base` can be read 8 per 32-byte load: the tile is whole and `base` aligned.
+bool wholeAlignedTile(int base, int cols) {
+  return cols == TILE_N && base % 8 == 0;
+}
+
+// Word q * 8 + i of the tile's values, from the q-th 32-byte load `v`.
+void spread8(u64vec4 v, int q, inout uint bits[TILE_N]) {
+  uvec4 a = lo4(v), b = hi4(v);
+  [[unroll]] for (int i = 0; i < 4; ++i) {
+    bits[q * 8 + i] = a[i];
+    bits[q * 8 + 4 + i] = b[i];
+  }
+}
+
+// Group g's scales of the tile's columns: 8 per load where wholeAlignedTile
+// (f32 scales), else one by one (a column past N reads column n0's).
 void loadScales(int g, int n0, int cols, out float s[TILE_N]) {
   int base = g * pc.scaleStride + n0;
 #if !SCALES_DTYPE_IS_HALF
-  if (cols == TILE_N && base % 8 == 0) {
-    [[unroll]] for (int q = 0; q < TILE_N / 8; ++q) {
-      u64vec4 v = t_s256[base / 8 + q];
-      vec4 a = uintBitsToFloat(lo4(v)), b = uintBitsToFloat(hi4(v));
-      [[unroll]] for (int i = 0; i < 4; ++i) {
-        s[q * 8 + i] = a[i];
-        s[q * 8 + 4 + i] = b[i];
-      }
-    }
+  if (wholeAlignedTile(base, cols)) {
+    uint bits[TILE_N];
+    [[unroll]] for (int q = 0; q < TILE_N / 8; ++q)
+      spread8(t_s256[base / 8 + q], q, bits);
+    [[unroll]] for (int c = 0; c < TILE_N; ++c)
+      s[c] = uintBitsToFloat(bits[c]);
     return;
   }
 #endif
@@ -175,10 +194,12 @@ void loadScales(int g, int n0, int cols, out float s[TILE_N]) {
     s[c] = float(t_scales[base + (c < cols ? c : 0)]);
 }
 
-// One 32-value block for the whole tile: acc += s * (sum x * q - 8 sum x),
-// with xv and x8 from prepareBlockX and w[c] column c's block.
-void addBlock(inout float acc[TILE], vec4 xv[TILE_M * 8], float x8[TILE_M], float s[TILE_N],
-              uvec4 w[TILE_N]) {
+// One 32-value block for the whole tile, unscaled: d = sum x * q - 8 sum x,
+// with xv and x8 from prepareBlockX and w[c] column c's block. dq8ca: x and
+// q are integers (|x| <= 128, q in 0..15) and x * 16^-i is exact, so every
+// product and every partial sum, in any order, is an integer of magnitude at
+// most 32 * 128 * (15 + 8) < 2^24: d is the block's exact integer dot product.
+void blockDot(out float d[TILE], vec4 xv[TILE_M * 8], float x8[TILE_M], uvec4 w[TILE_N]) {
   [[unroll]] for (int c = 0; c < TILE_N; ++c) {
     vec4 q[8];
     [[unroll]] for (int j = 0; j < 4; ++j) {
@@ -189,9 +210,58 @@ void addBlock(inout float acc[TILE], vec4 xv[TILE_M * 8], float x8[TILE_M], floa
       vec4 p = xv[t * 8] * q[0];
       [[unroll]] for (int j = 1; j < 8; ++j)
         p = fma(xv[t * 8 + j], q[j], p);
-      acc[c * TILE_M + t] = fma(((p.x + p.y) + (p.z + p.w)) - x8[t], s[c], acc[c * TILE_M + t]);
+      d[c * TILE_M + t] = ((p.x + p.y) + (p.z + p.w)) - x8[t];
     }
   }
+}
+
+#if defined(MODE_dq8ca)
+// Group g's weight sums of the tile's columns, as loadScales reads scales.
+void loadSums(int g, int n0, int cols, out int ws[TILE_N]) {
+  int base = g * pc.sumsStride + n0;
+  if (wholeAlignedTile(base, cols)) {
+    uint bits[TILE_N];
+    [[unroll]] for (int q = 0; q < TILE_N / 8; ++q)
+      spread8(t_sums256[base / 8 + q], q, bits);
+    [[unroll]] for (int c = 0; c < TILE_N; ++c)
+      ws[c] = int(bits[c]);
+    return;
+  }
+  [[unroll]] for (int c = 0; c < TILE_N; ++c)
+    ws[c] = t_sums[base + (c < cols ? c : 0)];
+}
+#endif
+
+// Block kb's dot products `d` into the tile's sums. Weight-only: scaled by
+// its group's scales at once. dq8ca: added to the group's exact integer dot
+// products `gdot`; after the group's last block, ET-VK's zero-point
+// correction and one scale product per group, as the non-PAIRS kernel does
+// (the same operations on the same integers: the same result).
+void addBlock(inout float acc[TILE], inout ACC_T gdot[TILE], float d[TILE], int kb,
+              int blocksPerGroup, int n0, int cols, float xs[TILE_M], int xz[TILE_M]) {
+  int g = kb / blocksPerGroup;
+#if defined(MODE_dq8ca)
+  [[unroll]] for (int i = 0; i < TILE; ++i)
+    gdot[i] += int(d[i]);
+  if (kb % blocksPerGroup != blocksPerGroup - 1)
+    return;
+#endif
+  float s[TILE_N];
+  loadScales(g, n0, cols, s);
+#if defined(MODE_dq8ca)
+  int ws[TILE_N];
+  loadSums(g, n0, cols, ws);
+  [[unroll]] for (int c = 0; c < TILE_N; ++c)
+    [[unroll]] for (int t = 0; t < TILE_M; ++t) {
+      int i = c * TILE_M + t;
+      acc[i] = fma(float(gdot[i] - xz[t] * ws[c]), xs[t] * s[c], acc[i]);
+      gdot[i] = 0;
+    }
+#else
+  [[unroll]] for (int c = 0; c < TILE_N; ++c)
+    [[unroll]] for (int t = 0; t < TILE_M; ++t)
+      acc[c * TILE_M + t] = fma(d[c * TILE_M + t], s[c], acc[c * TILE_M + t]);
+#endif
 }
 #endif
 
@@ -213,6 +283,23 @@ void main() {
     acc[i] = 0.0;
 
 #if PAIRS
+  // Per row: dq8ca's input scale and zero point (a row past M reads row m0's).
+  float xs[TILE_M];
+  int xz[TILE_M];
+  [[unroll]] for (int t = 0; t < TILE_M; ++t) {
+#if defined(MODE_dq8ca)
+    int m = m0 + (t < rows ? t : 0);
+    xs[t] = t_in_scales[m];
+    xz[t] = t_in_zeros[m];
+#else
+    xs[t] = 0.0;
+    xz[t] = 0;
+#endif
+  }
+  ACC_T gdot[TILE];
+  [[unroll]] for (int i = 0; i < TILE; ++i)
+    gdot[i] = ACC_T(0);
+  float d[TILE];
   // Pairs of blocks with 32-byte weight loads where a row is a whole number
   // of pairs (rowVec4 even), then single blocks.
   int blocks = pc.K / 32;
@@ -235,27 +322,25 @@ void main() {
       w0[c] = lo4(v);
       w1[c] = hi4(v);
     }
-    float s[TILE_N];
-    loadScales(2 * kp / blocksPerGroup, n0, cols, s);
-    addBlock(acc, xv0, x80, s, w0);
-    loadScales((2 * kp + 1) / blocksPerGroup, n0, cols, s);
-    addBlock(acc, xv1, x81, s, w1);
+    blockDot(d, xv0, x80, w0);
+    addBlock(acc, gdot, d, 2 * kp, blocksPerGroup, n0, cols, xs, xz);
+    blockDot(d, xv1, x81, w1);
+    addBlock(acc, gdot, d, 2 * kp + 1, blocksPerGroup, n0, cols, xs, xz);
   }
   for (int kb = 2 * pairs; kb < blocks; ++kb) {
     vec4 xv[TILE_M * 8];
     [[unroll]] for (int t = 0; t < TILE_M; ++t) {
       int xb = (m0 + (t < rows ? t : 0)) * K4 + kb * 8;
       [[unroll]] for (int j = 0; j < 8; ++j)
-        xv[t * 8 + j] = loadX(xb + j);
+        xv[t * 8 + j] = vec4(loadX(xb + j));
     }
     float x8[TILE_M];
     prepareBlockX(xv, x8);
     uvec4 w[TILE_N];
     [[unroll]] for (int c = 0; c < TILE_N; ++c)
       w[c] = loadWeights((n0 + (c < cols ? c : 0)) * pc.rowVec4 + kb);
-    float s[TILE_N];
-    loadScales(kb / blocksPerGroup, n0, cols, s);
-    addBlock(acc, xv, x8, s, w);
+    blockDot(d, xv, x8, w);
+    addBlock(acc, gdot, d, kb, blocksPerGroup, n0, cols, xs, xz);
   }
 #else
   for (int g = ky; g < groups; g += K_SPLIT) {
