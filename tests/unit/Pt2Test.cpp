@@ -1391,3 +1391,297 @@ TEST(Pt2Load, DispatchesOnContent) {
   ASSERT_TRUE(b->pt2.has_value());
   EXPECT_EQ(b->pt2->layout, Pt2Layout::RawWeights);
 }
+
+//===----------------------------------------------------------------------===//
+// Audit against upstream's serde (pytorch/pytorch torch/_export/serde/
+// schema.py, serialize.py; torch/export/pt2_archive/_package.py): hand-written
+// model.json edits of the 2.9 fixture, one per upstream spelling.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+const std::string kTiny9 = (kGolden / "tinynet_torch2_9.pt2").string();
+
+/// The 2.9 fixture with `edit` applied to its model.json; the read's error.
+std::string errorAfterEdit(const std::string &name,
+                           const std::function<void(nlohmann::ordered_json &)> &edit) {
+  editModelJson(kTiny9, tmp(name), edit);
+  return errorOf(readPt2(tmp(name)));
+}
+
+/// The 2.9 fixture with `edit` applied to its constants PayloadConfig and
+/// the record `tensor_1` (the buffer 'cache') replaced by `cacheBytes`.
+void editConstants(const std::string &dst,
+                   const std::function<void(nlohmann::ordered_json &)> &edit,
+                   const std::optional<std::string> &cacheBytes = std::nullopt) {
+  rewriteArchive(kTiny9, dst,
+                 [&](const std::string &n, const std::string &b) -> std::optional<std::string> {
+                   if (n == "tinynet_torch2_9/data/constants/tensor_1" && cacheBytes)
+                     return *cacheBytes;
+                   if (n != "tinynet_torch2_9/data/constants/model_constants_config.json")
+                     return b;
+                   auto j = nlohmann::ordered_json::parse(b);
+                   edit(j);
+                   return j.dump();
+                 });
+}
+
+} // namespace
+
+// deserialize_tensor_meta rebuilds every TensorMeta with torch.empty_strided,
+// which refuses negative sizes and strides; numel and nbytes are int64.
+TEST(Pt2Serde, TensorMetaSizesMustBeValid) {
+  auto tv = [](auto &j) -> auto & {
+    return j["graph_module"]["graph"]["tensor_values"];
+  };
+  std::string e = errorAfterEdit("neg_size.pt2", [&](auto &j) {
+    tv(j)["add_2"]["sizes"][0] = {{"as_int", -1}};
+  });
+  EXPECT_NE(e.find("tensor_values[\"add_2\"].sizes[0]: negative size -1"), std::string::npos) << e;
+  e = errorAfterEdit("neg_stride.pt2", [&](auto &j) {
+    tv(j)["tokens"]["strides"][1] = {{"as_int", -1}};
+  });
+  EXPECT_NE(e.find("tensor_values[\"tokens\"].strides[1]: negative stride -1"), std::string::npos)
+      << e;
+  e = errorAfterEdit("neg_offset.pt2", [&](auto &j) {
+    tv(j)["b_cache"]["storage_offset"] = {{"as_int", -3}};
+  });
+  EXPECT_NE(e.find("negative storage offset -3"), std::string::npos) << e;
+  e = errorAfterEdit("huge_size.pt2", [&](auto &j) {
+    tv(j)["add_2"]["sizes"] = {{{"as_int", int64_t(1) << 62}}, {{"as_int", 4}}};
+  });
+  EXPECT_NE(e.find("tensor_values[\"add_2\"].sizes: describes a tensor of more than 2^63 bytes"),
+            std::string::npos)
+      << e;
+  // A zero size makes any other size fine.
+  editModelJson(kTiny9, tmp("zero_size.pt2"), [&](auto &j) {
+    tv(j)["add_2"]["sizes"] = {{{"as_int", 0}}, {{"as_int", INT64_MAX}}};
+  });
+  EXPECT_TRUE(readPt2(tmp("zero_size.pt2")).ok());
+}
+
+// Graph.sym_int_values / sym_float_values / sym_bool_values hold the SymInt,
+// SymFloat and SymBool unions (schema.py): as_expr (SymExpr: expr_str and an
+// optional SymExprHint) or a constant of the kind; serialize_sym_bool writes
+// {"as_bool": b} for a concrete bool, serialize_sym_int {"as_expr": ...,
+// "hint": {"as_int": n}}.
+TEST(Pt2Serde, SymbolicValuesFollowTheirUnions) {
+  auto g = [](auto &j) -> auto & {
+    return j["graph_module"]["graph"];
+  };
+  editModelJson(kTiny9, tmp("sym_ok.pt2"), [&](auto &j) {
+    g(j)["sym_bool_values"]["ge"] = {{"as_bool", true}};
+    g(j)["sym_float_values"]["zf"] = {
+        {"as_expr", {{"expr_str", "Symbol('zuf0')"}, {"hint", {{"as_float", 0.5}}}}}};
+  });
+  Pt2Program p = readOk(tmp("sym_ok.pt2"));
+  ASSERT_NE(p.graph->findValue("ge"), nullptr);
+  EXPECT_EQ(p.graph->findValue("ge")->kind(), ValueKind::SymBool);
+  struct Case {
+    std::function<void(nlohmann::ordered_json &)> edit;
+    const char *expect;
+  } cases[] = {
+      {[&](auto &j) {
+         g(j)["sym_bool_values"]["ge"] = {{"as_int", 1}};
+       },
+       "sym_bool_values[\"ge\"]: unknown symbool member 'as_int' (expected as_expr or as_bool)"},
+      {[&](auto &j) { g(j)["sym_bool_values"]["ge"]["as_expr"]["expr_str"] = 0; },
+       "sym_bool_values[\"ge\"].as_expr.expr_str: expected a string"},
+      {[&](auto &j) {
+         g(j)["sym_int_values"]["mul_1"]["as_expr"]["hint"] = {{"as_float", 1.5}};
+       },
+       "sym_int_values[\"mul_1\"].as_expr.hint: a symint hint must be as_int, not 'as_float'"},
+      {[&](auto &j) { g(j)["sym_int_values"]["mul_1"]["as_expr"]["hint"] = 10; },
+       "sym_int_values[\"mul_1\"].as_expr.hint: "},
+      {[&](auto &j) {
+         g(j)["tensor_values"]["tokens"]["sizes"][1]["as_expr"]["hint"] = {{"as_bool", true}};
+       },
+       "tensor_values[\"tokens\"].sizes[1].as_expr.hint: a symint hint must be as_int"},
+      {[&](auto &j) {
+         g(j)["sym_float_values"]["zf"] = {{"as_float", "x"}};
+       },
+       "sym_float_values[\"zf\"].as_float: expected a number"},
+  };
+  for (const Case &c : cases) {
+    std::string e = errorAfterEdit("sym_bad.pt2", c.edit);
+    EXPECT_NE(e.find(c.expect), std::string::npos) << e;
+  }
+}
+
+// RangeConstraint bounds are null for an infinite bound (_sympy_int_to_int);
+// torch releases whose _sympy_int_to_int returned math.inf wrote it as
+// _dataclass_to_dict spells an infinite float, "Infinity" / "-Infinity".
+TEST(Pt2Serde, RangeConstraintBounds) {
+  editModelJson(kTiny9, tmp("range_inf.pt2"), [](auto &j) {
+    j["range_constraints"]["s0"] = {{"min_val", "-Infinity"}, {"max_val", "Infinity"}};
+  });
+  Pt2Program p = readOk(tmp("range_inf.pt2"));
+  ASSERT_NE(p.graph->symbols().find("s0"), nullptr);
+  EXPECT_EQ(p.graph->symbols().find("s0")->min, std::numeric_limits<int64_t>::min());
+  EXPECT_FALSE(p.graph->symbols().find("s0")->max.has_value());
+  std::string e = errorAfterEdit("range_empty.pt2", [](auto &j) {
+    j["range_constraints"]["s0"] = {{"min_val", 8}, {"max_val", 4}};
+  });
+  EXPECT_NE(e.find("symbol 's0' has an empty range [8, 4]"), std::string::npos) << e;
+  e = errorAfterEdit("range_str.pt2",
+                     [](auto &j) { j["range_constraints"]["s0"]["max_val"] = "-Infinity"; });
+  EXPECT_NE(e.find("range_constraints[\"s0\"].max_val: expected an integer"), std::string::npos)
+      << e;
+}
+
+// serialize_outputs writes one Argument per returned value: as_tensor, as_none
+// for an undefined tensor, as_tensors for a Tensor[] return, as_sym_int for an
+// int; unused results get "<node>_unused_<i>" names. generate_getitems reads
+// these; graft reads them as one node whose results are the values in order.
+TEST(Pt2Serde, MultiOutputNodes) {
+  std::string out = tmp("multi.pt2");
+  editModelJson(kTiny9, out, [](auto &j) {
+    auto &graph = j["graph_module"]["graph"];
+    for (const char *n : {"multi_unused_0", "getitem", "getitem_1"})
+      graph["tensor_values"][n] = graph["tensor_values"]["add_2"];
+    graph["sym_int_values"]["getitem_2"] = {
+        {"as_expr", {{"expr_str", "Symbol('u7', integer=True)"}}}};
+    graph["nodes"].push_back(nlohmann::ordered_json::parse(R"({
+      "target": "torch.ops.mylib.multi.default",
+      "inputs": [{"name": "x", "arg": {"as_tensor": {"name": "add_2"}}, "kind": 1}],
+      "outputs": [{"as_tensor": {"name": "multi_unused_0"}},
+                  {"as_none": true},
+                  {"as_tensors": [{"name": "getitem"}, {"name": "getitem_1"}]},
+                  {"as_sym_int": {"as_name": "getitem_2"}}],
+      "metadata": {}})"));
+  });
+  Pt2Program p = readOk(out);
+  const Node *n = nullptr;
+  for (const Node &x : p.graph->nodes())
+    if (x.target() == "mylib.multi.default")
+      n = &x;
+  ASSERT_NE(n, nullptr);
+  ASSERT_EQ(n->numOutputs(), 4u);
+  EXPECT_EQ(n->output(0)->name(), "multi_unused_0");
+  EXPECT_EQ(n->output(2)->name(), "getitem_1");
+  EXPECT_EQ(n->output(3)->kind(), ValueKind::SymInt);
+  // Written back with the same output members, and read again identically.
+  Pt2WriteOptions wo;
+  wo.provenance = &p.provenance;
+  ASSERT_TRUE(writePt2(*p.graph, tmp("multi_rt.pt2"), wo).ok());
+  Pt2Program r = readOk(tmp("multi_rt.pt2"));
+  EXPECT_EQ(text(*r.graph), text(*p.graph));
+  auto z = ZipReader::open(tmp("multi_rt.pt2"));
+  auto json = nlohmann::json::parse(*(*z)->read(*(*z)->find("multi_rt/models/model.json")));
+  for (const auto &node : json["graph_module"]["graph"]["nodes"])
+    if (node["target"] == "torch.ops.mylib.multi.default") {
+      ASSERT_EQ(node["outputs"].size(), 4u);
+      EXPECT_TRUE(node["outputs"][1].contains("as_none"));
+      EXPECT_EQ(node["outputs"][2]["as_tensors"].size(), 2u);
+      EXPECT_EQ(node["outputs"][3]["as_sym_int"]["as_name"], "getitem_2");
+    }
+}
+
+// Output members generate_getitems knows but graft's IR has no value for
+// (as_ints, ...), and an empty as_tensors (deserialize_multiple_outputs needs
+// a first element), are refused naming the node.
+TEST(Pt2Serde, UnsupportedNodeOutputsNameTheNode) {
+  auto setOutputs = [](nlohmann::ordered_json outs) {
+    return [outs](auto &j) {
+      auto &node = j["graph_module"]["graph"]["nodes"][11];
+      node["outputs"] = outs;
+      node["name"] = "add_2";
+    };
+  };
+  std::string e = errorAfterEdit("out_ints.pt2", setOutputs({{{"as_ints", {1, 2}}}}));
+  EXPECT_NE(e.find("nodes[11].outputs[0]: node 'add_2' (aten.add.Tensor): node output of kind "
+                   "'as_ints' is not supported"),
+            std::string::npos)
+      << e;
+  e = errorAfterEdit("out_empty.pt2",
+                     setOutputs({{{"as_tensors", nlohmann::ordered_json::array()}}}));
+  EXPECT_NE(e.find("node 'add_2' (aten.add.Tensor): an empty as_tensors output"), std::string::npos)
+      << e;
+  e = errorAfterEdit("out_const.pt2", setOutputs({{{"as_sym_int", {{"as_int", 3}}}}}));
+  EXPECT_NE(e.find("node 'add_2' (aten.add.Tensor): a node output must be named"),
+            std::string::npos)
+      << e;
+}
+
+// InputSpec kinds without an IR form: constant_input (a specialized
+// non-tensor forward() argument, serialize_input_spec; its graph input is
+// the constant itself, e.g. {"as_int": 3}), custom_obj and token. Each is
+// refused naming the input. OutputSpec kinds of training graphs likewise.
+TEST(Pt2Serde, UnsupportedSignatureEntriesNameTheirInput) {
+  auto &&specs = [](auto &j) -> auto & {
+    return j["graph_module"]["signature"];
+  };
+  std::string e = errorAfterEdit("const_input.pt2", [&](auto &j) {
+    j["graph_module"]["graph"]["inputs"].push_back({{"as_int", 3}});
+    specs(j)["input_specs"].push_back(
+        {{"constant_input", {{"name", "n_heads"}, {"value", {{"as_int", 3}}}}}});
+  });
+  EXPECT_NE(e.find("input_specs[10].constant_input: graph input 10 'n_heads': input spec kind "
+                   "'constant_input' is not supported (a non-tensor forward() argument"),
+            std::string::npos)
+      << e;
+  e = errorAfterEdit("token_input.pt2", [&](auto &j) {
+    j["graph_module"]["graph"]["inputs"][9] = {{"as_tensor", {{"name", "token"}}}};
+    specs(j)["input_specs"][9] = {{"token", {{"arg", {{"name", "token"}}}}}};
+  });
+  EXPECT_NE(e.find("graph input 9 'token': input spec kind 'token' is not supported (the effect "
+                   "token"),
+            std::string::npos)
+      << e;
+  e = errorAfterEdit("loss_output.pt2", [&](auto &j) {
+    specs(j)["output_specs"][1] = {{"loss_output", {{"arg", {{"name", "linear_1"}}}}}};
+  });
+  EXPECT_NE(e.find("graph output 1 'linear_1': output spec kind 'loss_output' is not supported"),
+            std::string::npos)
+      << e;
+}
+
+// A PayloadConfig's TensorMeta (torch/export/pt2_archive/_package.py,
+// serialize_tensor_meta) is checked like a graph value's: a payload is
+// mapped as strided bytes, so another layout is refused.
+TEST(Pt2Serde, PayloadTensorMetaIsChecked) {
+  editConstants(tmp("payload_layout.pt2"),
+                [](auto &j) { j["config"]["cache"]["tensor_meta"]["layout"] = 1; });
+  std::string e = errorOf(readPt2(tmp("payload_layout.pt2")));
+  EXPECT_NE(e.find("config[\"cache\"].tensor_meta.layout: layout 1 is not supported"),
+            std::string::npos)
+      << e;
+  editConstants(tmp("payload_device.pt2"), [](auto &j) {
+    j["config"]["cache"]["tensor_meta"]["device"] = {{"type", "cpu"}, {"index", int64_t(1) << 40}};
+  });
+  e = errorOf(readPt2(tmp("payload_device.pt2")));
+  EXPECT_NE(e.find("device index 1099511627776 is out of range"), std::string::npos) << e;
+  editConstants(tmp("payload_grad.pt2"),
+                [](auto &j) { j["config"]["cache"]["tensor_meta"]["requires_grad"] = 1; });
+  e = errorOf(readPt2(tmp("payload_grad.pt2")));
+  EXPECT_NE(e.find("tensor_meta.requires_grad: expected a boolean"), std::string::npos) << e;
+}
+
+// _get_raw_tensor_bytes writes no bytes for a tensor without elements (and
+// for a fake tensor); _create_flat_tensor_from_bytes then makes zeros of the
+// meta's size. An empty tensor is read as one (the constant has data); a
+// fake tensor stays a constant without data.
+TEST(Pt2Serde, EmptyPayloadRecords) {
+  std::string out = tmp("empty_payload.pt2");
+  editConstants(
+      out,
+      [](auto &j) {
+        j["config"]["cache"]["tensor_meta"]["sizes"] = {{{"as_int", 0}}, {{"as_int", 4}}};
+      },
+      std::string());
+  editModelJson(out, tmp("empty_payload2.pt2"), [](auto &j) {
+    j["graph_module"]["graph"]["tensor_values"]["b_cache"]["sizes"][0] = {{"as_int", 0}};
+  });
+  Pt2Program p = readOk(tmp("empty_payload2.pt2"));
+  const GraphInput *cache = p.graph->findConstant("cache");
+  ASSERT_NE(cache, nullptr);
+  ASSERT_TRUE(cache->hasData());
+  EXPECT_EQ(cache->data().sizes(), (std::vector<int64_t>{0, 4}));
+  EXPECT_EQ(p.provenance.weightFileOffsets.count("cache"), 0u);
+  // A fake tensor: f32[2, 4] with no bytes.
+  editConstants(
+      tmp("fake_payload.pt2"), [](auto &) {}, std::string());
+  Pt2Program f = readOk(tmp("fake_payload.pt2"));
+  ASSERT_NE(f.graph->findConstant("cache"), nullptr);
+  EXPECT_FALSE(f.graph->findConstant("cache")->hasData());
+}
