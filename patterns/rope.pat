@@ -44,12 +44,20 @@
 // with the same batch, sequence and head dim, freqs are [S, D/2] viewed as
 // [1, S, 1, D/2] (reshape_for_broadcast of 2-D freqs), xq has at least as many
 // heads as xk (grouped-query attention), D % 8 == 0 (the Vulkan shader works
-// on 4-wide pairs of pairs), everything f32 (upstream also takes f16; its
-// export casts with `.float()`/`type_as`, which this rule does not match).
+// on 4-wide pairs of pairs), everything f32. In an f16/bf16 model (ExecuTorch's
+// `-d fp16`: m.to(dtype) casts the tables too) `.float()` and `type_as` are
+// recorded:
+//   %xqf   : f32[1, s0, 4, 32] = aten._to_copy(%xq : f16[1, s0, 4, 32], dtype=f32)
+//   ...    (the chain above on %xqf; the products read the f16 table views,
+//           promoted to f32)
+//   %q_out : f16[1, s0, 4, 32] = aten._to_copy(%qflat, dtype=f16)
+// et_apply_rotary_emb_cast matches that form; the fused op casts the same way
+// (its reference in custom_ops_lib.py is this very apply_rotary_emb).
 //
 // Numerics: the fused op computes exactly these products, differences and
-// sums, each rounded to f32 (no FMA), then interleaves them (a copy):
-// bit-exact (tolerance 0). docs/numerics.md, `apply_rotary_emb`.
+// sums, each rounded to f32 (no FMA), then interleaves them (a copy) and
+// rounds once to x's dtype: bit-exact (tolerance 0). docs/numerics.md,
+// `apply_rotary_emb`.
 
 /// ExecuTorch's Llama RoPE on xq and xk (two roots sharing the frequency
 /// views) -> et_vk.apply_rotary_emb. Bit-exact.
@@ -93,6 +101,67 @@ rule et_apply_rotary_emb benefit 40 tags(rope) backend vulkan {
     %q_out, %k_out = et_vk.apply_rotary_emb($xq, $xk, $cos, $sin)
   }
   example { B = [1, 2], S = [1, 5], HQ = 4, HK = [2, 4], D = [16, 32] }
+}
+
+/// ExecuTorch's Llama RoPE in an f16/bf16 model: x.float() before the split, the tables
+/// in the model dtype (or f32), type_as(x) after the flatten -> et_vk.apply_rotary_emb,
+/// which casts the same way. Bit-exact.
+rule et_apply_rotary_emb_cast benefit 40 tags(rope) backend vulkan {
+  match {
+    %xqf        = (aten._to_copy | dim_order_ops._to_dim_order_copy)($xq : $dt[$B, $S, $HQ, $D],
+                                                                     dtype = f32)
+    %qv         = (aten.view | aten.view_copy)(%xqf, [$B, $S, $HQ, $D2, 2])
+    %qr         = (aten.select.int | aten.select_copy.int)(%qv, -1, 0)
+    %qi         = (aten.select.int | aten.select_copy.int)(%qv, -1, 1)
+    %xkf        = (aten._to_copy | dim_order_ops._to_dim_order_copy)($xk : $dt[$B, $S, $HK, $D],
+                                                                     dtype = f32)
+    %kv         = (aten.view | aten.view_copy)(%xkf, [$B, $S, $HK, $D2, 2])
+    %kr         = (aten.select.int | aten.select_copy.int)(%kv, -1, 0)
+    %ki         = (aten.select.int | aten.select_copy.int)(%kv, -1, 1)
+    %c          = (aten.view | aten.view_copy)($cos : $ft[$S, $D2], [1, $S, 1, $D2])
+    %s          = (aten.view | aten.view_copy)($sin : $ft[$S, $D2], [1, $S, 1, $D2])
+    %qrc        = aten.mul.Tensor(%qr, %c)
+    %qis        = aten.mul.Tensor(%qi, %s)
+    %qor        = aten.sub.Tensor(%qrc, %qis)
+    %qrs        = aten.mul.Tensor(%qr, %s)
+    %qic        = aten.mul.Tensor(%qi, %c)
+    %qoi        = aten.add.Tensor(%qrs, %qic)
+    %krc        = aten.mul.Tensor(%kr, %c)
+    %kis        = aten.mul.Tensor(%ki, %s)
+    %kor        = aten.sub.Tensor(%krc, %kis)
+    %krs        = aten.mul.Tensor(%kr, %s)
+    %kic        = aten.mul.Tensor(%ki, %c)
+    %koi        = aten.add.Tensor(%krs, %kic)
+    %qur        = (aten.unsqueeze | aten.unsqueeze_copy)(%qor, -1)
+    %qui        = (aten.unsqueeze | aten.unsqueeze_copy)(%qoi, -1)
+    %qst        = aten.cat([%qur, %qui], -1)
+    %qfl        = (aten.view | aten.view_copy)(%qst, [$B, $S, $HQ, $D])
+    root %q_out = (aten._to_copy | dim_order_ops._to_dim_order_copy)(%qfl, dtype = $dt)
+    %kur        = (aten.unsqueeze | aten.unsqueeze_copy)(%kor, -1)
+    %kui        = (aten.unsqueeze | aten.unsqueeze_copy)(%koi, -1)
+    %kst        = aten.cat([%kur, %kui], -1)
+    %kfl        = (aten.view | aten.view_copy)(%kst, [$B, $S, $HK, $D])
+    root %k_out = (aten._to_copy | dim_order_ops._to_dim_order_copy)(%kfl, dtype = $dt)
+  }
+  where {
+    $dt in [f16, bf16]
+    $ft in [f32, $dt]
+    $D2 == $D / 2
+    $D % 8 == 0
+    $HQ >= $HK
+  }
+  rewrite {
+    %q_out, %k_out = et_vk.apply_rotary_emb($xq, $xk, $cos, $sin)
+  }
+  example {
+    B = [1, 2]
+    S = [1, 5]
+    HQ = 4
+    HK = [2, 4]
+    D = [16, 32]
+    dt = [f16, bf16]
+    ft = [f32, f16, bf16]
+  }
 }
 
 /// The same rotation where each chain views the frequency tables itself

@@ -1161,12 +1161,22 @@ private:
   ///   xq_out_r = xq_r * freqs_cos - xq_i * freqs_sin
   ///   xq_out_i = xq_r * freqs_sin + xq_i * freqs_cos       (then xk)
   ///   xq_out = torch.stack([xq_out_r, xq_out_i], dim=-1).flatten(3)  (then xk)
-  /// `.float()` and `type_as` are no-ops for f32; unbind is recorded as the
-  /// selects of ATen's unbind kernel, stack as unsqueeze + cat, the reshape
-  /// and flatten as views.
+  ///   return xq_out.type_as(xq), xk_out.type_as(xk)
+  /// `.float()` and `type_as` are no-ops for f32; in an f16/bf16 model they
+  /// are recorded as _to_copy to f32 before the reshape and back to the model
+  /// dtype after both flattens, and the products read the tables in the model
+  /// dtype (m.to(dtype) casts the buffers too), promoted to f32. unbind is
+  /// recorded as the selects of ATen's unbind kernel, stack as unsqueeze +
+  /// cat, the reshape and flatten as views.
   Expected<std::pair<Value *, Value *>> rope(Value *xq, Value *xk, const Argument &seq, Value *cos,
                                              Value *sin) {
-    auto split = [&](Value *x, int heads) -> Expected<std::pair<Value *, Value *>> {
+    auto cast = [&](Value *x, DType to) -> Expected<Value *> {
+      if (dt_ == DType::F32)
+        return x;
+      return b_.call1("aten._to_copy.default", {{"self", x}, {"dtype", to}});
+    };
+    auto split = [&](Value *x0, int heads) -> Expected<std::pair<Value *, Value *>> {
+      GRAFT_TRY(Value * x, cast(x0, DType::F32));
       GRAFT_TRY(Value * pairs,
                 b_.call1("aten.view.default",
                          {{"self", x}, {"size", dims({1, seq, heads, hd_ / 2, 2})}}));
@@ -1203,7 +1213,9 @@ private:
     };
     GRAFT_TRY(Value * qOut, stack(qo, o_.heads));
     GRAFT_TRY(Value * kOut, stack(ko, kv_));
-    return std::pair{qOut, kOut};
+    GRAFT_TRY(Value * qTyped, cast(qOut, dt_));
+    GRAFT_TRY(Value * kTyped, cast(kOut, dt_));
+    return std::pair{qTyped, kTyped};
   }
 
   /// hf_apply_rotary_emb(q, k, cos, sin) on [1, S, heads, hd] with [S, R]
