@@ -1477,6 +1477,15 @@ TEST(Pt2Serde, SymbolicValuesFollowTheirUnions) {
   Pt2Program p = readOk(tmp("sym_ok.pt2"));
   ASSERT_NE(p.graph->findValue("ge"), nullptr);
   EXPECT_EQ(p.graph->findValue("ge")->kind(), ValueKind::SymBool);
+  // Written back as read.
+  Pt2WriteOptions wo;
+  wo.provenance = &p.provenance;
+  ASSERT_TRUE(writePt2(*p.graph, tmp("sym_rt.pt2"), wo).ok());
+  auto z = ZipReader::open(tmp("sym_rt.pt2"));
+  auto json = nlohmann::json::parse(*(*z)->read(*(*z)->find("sym_rt/models/model.json")));
+  EXPECT_EQ(json["graph_module"]["graph"]["sym_bool_values"]["ge"],
+            nlohmann::json({{"as_bool", true}}));
+  EXPECT_EQ(text(*readOk(tmp("sym_rt.pt2")).graph), text(*p.graph));
   struct Case {
     std::function<void(nlohmann::ordered_json &)> edit;
     const char *expect;
