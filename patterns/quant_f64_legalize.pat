@@ -48,6 +48,14 @@
 //   gives the f32 scale that choose_qparams.tensor widens. torchao checks the quant range
 //   against the target dtype and the PT2E op does not, hence the where clauses. f16/bf16
 //   inputs are left alone (torchao would divide in their dtype; the PT2E op's scale is f32).
+//   The block is -1 in every dim, not the sizes: Llama's prefill exports the sequence length
+//   as a symbol, and a symbolic size cannot be written into a rule's constant list (the
+//   SymInt[] would need an aten.sym_size node per rewrite). torchao's _get_reduction_params
+//   reduces every entry that is neither 1 nor a split of its dim (`block_size[i] != 1`), so
+//   -1 is the whole dim whatever its size at run time, and over every dim the whole tensor:
+//   the scale is 0-d (keepdim=False), viewed as [1]. The same rules serve static and symbolic
+//   sizes; on the device it is choose_qparams_affine's one-group case, one workgroup reducing
+//   the runtime-sized tensor and one invocation doing the scalar steps (quant_affine.glsl).
 //
 // 5. quantize_per_tensor.tensor / dequantize_per_tensor.tensor read `scale.item()`, a Python
 //   float: an f32 scale widened to f64 is the same number as the f32 scale, so reading the
@@ -178,7 +186,7 @@ rule pt2e_choose_qparams_tensor benefit 40 tags(quant, legalize) {
     ($dt == i8 and $qmin >= -128 and $qmax <= 127) or ($dt == u8 and $qmin >= 0 and $qmax <= 255)
   }
   rewrite {
-    %s32, %zp32 = torchao.choose_qparams_affine($x, "ASYMMETRIC", [$M, $K], $dt, $qmin, $qmax, $eps,
+    %s32, %zp32 = torchao.choose_qparams_affine($x, "ASYMMETRIC", [-1, -1], $dt, $qmin, $qmax, $eps,
                                                 f32, i64)
     %s1         = aten.view(%s32, [1])
     %s          = aten._to_copy(%s1, dtype = f64)
@@ -199,7 +207,7 @@ rule pt2e_choose_qparams_tensor_3d benefit 40 tags(quant, legalize) {
     ($dt == i8 and $qmin >= -128 and $qmax <= 127) or ($dt == u8 and $qmin >= 0 and $qmax <= 255)
   }
   rewrite {
-    %s32, %zp32 = torchao.choose_qparams_affine($x, "ASYMMETRIC", [$B, $S, $K], $dt, $qmin, $qmax,
+    %s32, %zp32 = torchao.choose_qparams_affine($x, "ASYMMETRIC", [-1, -1, -1], $dt, $qmin, $qmax,
                                                 $eps, f32, i64)
     %s1         = aten.view(%s32, [1])
     %s          = aten._to_copy(%s1, dtype = f64)

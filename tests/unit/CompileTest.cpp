@@ -240,33 +240,96 @@ TEST_F(CompileTest, EmbeddingByteIsOnePartitionWithNoCpuNode) {
 // PT2E's dynamic per-tensor activation (choose_qparams.tensor -> quantize_per_tensor.tensor
 // -> dequantize_per_tensor.tensor, f64 scale): quant_f64_legalize.pat's pt2e_* rules make the
 // chain f32 without changing a bit, so it runs on the device, exactly (asymmetric int8 and
-// uint8 ranges, both on one [1, 5, 48] input).
+// uint8 ranges, both on one input), with a static [1, 5, 48] input and with Llama prefill's
+// symbolic sequence length [1, s0, 48] run at several lengths (the whole-tensor min/max is
+// a runtime-sized reduction).
 TEST_F(CompileTest, Pt2eDynamicPerTensorActivationIsExactOnTheDevice) {
   if (RuleSet::shippedFiles().empty())
     GTEST_SKIP() << "no shipped rules";
-  const std::string gir = R"(graph @dyn {
-  input %x : f32[1, 5, 48]
+  const std::string chain = R"(
   %s : f64[1], %z : i64[1] = quantized_decomposed.choose_qparams.tensor(%x, -128, 127, 1.1920928955078125e-07, i8)
-  %q : i8[1, 5, 48] = quantized_decomposed.quantize_per_tensor.tensor(%x, %s, %z, -128, 127, i8)
-  %dq : f32[1, 5, 48] = quantized_decomposed.dequantize_per_tensor.tensor(%q, %s, %z, -128, 127, i8)
+  %q : i8[1, S, 48] = quantized_decomposed.quantize_per_tensor.tensor(%x, %s, %z, -128, 127, i8)
+  %dq : f32[1, S, 48] = quantized_decomposed.dequantize_per_tensor.tensor(%q, %s, %z, -128, 127, i8)
   %su : f64[1], %zu : i64[1] = quantized_decomposed.choose_qparams.tensor(%x, 0, 255, 1.1920928955078125e-07, u8)
-  %qu : u8[1, 5, 48] = quantized_decomposed.quantize_per_tensor.tensor(%x, %su, %zu, 0, 255, u8)
-  %dqu : f32[1, 5, 48] = quantized_decomposed.dequantize_per_tensor.tensor(%qu, %su, %zu, 0, 255, u8)
+  %qu : u8[1, S, 48] = quantized_decomposed.quantize_per_tensor.tensor(%x, %su, %zu, 0, 255, u8)
+  %dqu : f32[1, S, 48] = quantized_decomposed.dequantize_per_tensor.tensor(%qu, %su, %zu, 0, 255, u8)
   output %dq
   output %dqu
 }
 )";
-  const std::string model = path("dyn.gir");
+  struct Case {
+    const char *name, *header, *seq;
+    std::vector<int64_t> lengths; // s0's values (none: static)
+  };
+  for (const Case &c :
+       {Case{"static", "", "5", {}}, Case{"dynseq", "  sym s0 : [1, 32]\n", "s0", {1, 5, 32}}}) {
+    SCOPED_TRACE(c.name);
+    std::string gir =
+        "graph @dyn {\n" + std::string(c.header) + "  input %x : f32[1, S, 48]" + chain;
+    for (std::size_t at; (at = gir.find("[1, S,")) != std::string::npos;)
+      gir.replace(at + 4, 1, c.seq);
+    const std::string model = path(std::string(c.name) + ".gir");
+    ASSERT_TRUE(writeFileAtomic(model, gir).ok());
+    auto original = load(model);
+    ASSERT_TRUE(original.ok()) << render(original.diags());
+    CompileOptions opts;
+    opts.output = path(std::string(c.name) + ".vkprog");
+    auto back = graft::testing::compileToOnePartition(model, opts);
+    ASSERT_TRUE(back);
+    GRAFT_REQUIRE_VULKAN();
+    std::vector<std::map<std::string, int64_t>> runs;
+    for (int64_t n : c.lengths)
+      runs.push_back({{"s0", n}});
+    if (runs.empty())
+      runs.emplace_back();
+    for (const auto &symbols : runs)
+      for (uint64_t seed : {3, 4, 5})
+        EXPECT_EQ(deviceVsReference(*back->graph, *original->graph, symbols, seed), 0.0)
+            << seed << (symbols.empty() ? "" : " s0=" + std::to_string(symbols.at("s0")));
+  }
+}
+
+// The same activation in front of its linear, as VulkanQuantizer's dynamic config leaves a
+// Llama prefill projection (tests/golden/rules/pt2e_dynamic_per_tensor_act_dynseq): one
+// partition with no CPU node at a symbolic sequence length, the device equal to the
+// interpreter on the compiled program (run-vk --check) and to the original within the
+// linear's summation order (the fused _weight_int8pack_mm sums in another order).
+TEST_F(CompileTest, Pt2eDynamicLinearWithSymbolicSeqLenIsOnePartition) {
+  if (RuleSet::shippedFiles().empty())
+    GTEST_SKIP() << "no shipped rules";
+  const std::string gir = R"(graph @dynlinear {
+  sym s0 : [1, 64]
+  buffer %b__scale_0 : f32[16] fqn="_scale_0" = random(seed=1, min=0.002, max=0.02)
+  buffer %b__zero_point_0 : i64[16] fqn="_zero_point_0" = full(0)
+  buffer %b__frozen_param0 : i8[16, 64] fqn="_frozen_param0" = random(seed=2, min=-127, max=127)
+  input %x : f32[1, s0, 64]
+  %s : f64[1], %z : i64[1] = quantized_decomposed.choose_qparams.tensor(%x, -128, 127, 1.1920928955078125e-07, i8)
+  %q : i8[1, s0, 64] = quantized_decomposed.quantize_per_tensor.tensor(%x, %s, %z, -128, 127, i8)
+  %dq : f32[1, s0, 64] = quantized_decomposed.dequantize_per_tensor.tensor(%q, %s, %z, -128, 127, i8)
+  %w : f32[16, 64] = quantized_decomposed.dequantize_per_channel.default(%b__frozen_param0, %b__scale_0, %b__zero_point_0, 0, -127, 127, i8)
+  %y : f32[1, s0, 16] = aten.linear.default(%dq, %w)
+  output %y
+}
+)";
+  const std::string model = path("dynlinear.gir");
   ASSERT_TRUE(writeFileAtomic(model, gir).ok());
   auto original = load(model);
   ASSERT_TRUE(original.ok()) << render(original.diags());
   CompileOptions opts;
-  opts.output = path("dyn.vkprog");
+  opts.output = path("dynlinear.vkprog");
   auto back = graft::testing::compileToOnePartition(model, opts);
   ASSERT_TRUE(back);
+  std::size_t chooses = 0;
+  for (const Node &n : back->graph->nodes()) {
+    EXPECT_NE(n.target(), "quantized_decomposed.choose_qparams.tensor");
+    chooses += n.target() == "torchao.choose_qparams_affine.default";
+  }
+  EXPECT_EQ(chooses, 1u);
   GRAFT_REQUIRE_VULKAN();
-  for (uint64_t seed : {3, 4, 5})
-    EXPECT_EQ(deviceVsReference(*back->graph, *original->graph, {}, seed), 0.0) << seed;
+  for (int64_t n : {1, 7, 64}) {
+    EXPECT_EQ(deviceVsReference(*back->graph, *back->graph, {{"s0", n}}), 0.0) << n;
+    EXPECT_LT(deviceVsReference(*back->graph, *original->graph, {{"s0", n}}), 1e-4) << n;
+  }
 }
 
 TEST_F(CompileTest, Bf16Checkpoint8da4wIsOnePartitionWithNoBf16Left) {

@@ -613,6 +613,14 @@ TEST_F(Infer, TorchaoChooseQparams) {
   // Per tensor.
   EXPECT_EQ(cq(w, ints({4, 64})), "bf16[] i32[]");
   EXPECT_EQ(cq(w, ints({4, 64}), {{"keepdim", true}}), "bf16[1, 1] i32[1, 1]");
+  // -1 is the whole dim, a symbolic one or one of size 1 included (torchao's
+  // _get_reduction_params reduces it): per tensor over a symbolic sequence length.
+  EXPECT_EQ(cq(tok, ints({-1, -1, -1})), "f32[] i32[]");
+  EXPECT_EQ(cq(tok, ints({-1, -1, -1}), {{"keepdim", true}}), "f32[1, 1, 1] i32[1, 1, 1]");
+  EXPECT_EQ(cq(tok, ints({1, -1, 64})), "f32[1] i32[1]");
+  EXPECT_ERR(
+      err("torchao.choose_qparams_affine.default", {w, "ASYMMETRIC", ints({-2, 64}), DType::I8}),
+      "entries must be positive or -1");
   // dtypes: explicit, and the symmetric default (zero points built like the scale).
   EXPECT_EQ(cq(w, ints({1, 64}), {{"scale_dtype", DType::F32}, {"zero_point_dtype", DType::I8}}),
             "f32[4] i8[4]");

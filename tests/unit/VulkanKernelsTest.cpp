@@ -1280,6 +1280,97 @@ TEST(VulkanKernels, TorchaoAffineQuant) {
     withEnv("GRAFT_VK_KERNELS", kernels, [] { checkTorchaoAffineQuant(); });
 }
 
+// PT2E's dynamic per-tensor activation on the device: quant_f64_legalize.pat's
+// pt2e_choose_qparams_tensor(_3d) write quantized_decomposed.choose_qparams.tensor as
+// choose_qparams_affine over block [-1, -1, -1] (the whole tensor, whatever s0 is at run
+// time) with an f32 scale. Its kernel (one group: one workgroup, or with
+// GRAFT_VK_KERNELS=cpu one invocation) must give the reference choose_qparams.tensor's
+// numbers bit for bit: the f64 scale is the device's f32 scale widened, the i64 zero point
+// the device's. Hand-picked inputs: zero points at ties (min / scale = -10.5 and -11.5,
+// round half to even: -10 and -12), all zeros and -0.0 (scale = eps), negative only
+// (max(max, 0) = 0), positive only (zero point qmin), a range below eps; then random values
+// at run-time sizes of 1, 7 and 300 rows of 64.
+TEST(VulkanKernels, ChooseQParamsWholeTensorMatchesPt2eChooseQParams) {
+  GRAFT_REQUIRE_VULKAN();
+  struct Range {
+    int64_t qmin, qmax;
+    const char *dt;
+  };
+  std::string dev = "graph @dev {\n  sym s0 : [1, 512]\n  input %x : f32[1, s0, 64]\n";
+  std::string ref = "graph @ref {\n  sym s0 : [1, 512]\n  input %x : f32[1, s0, 64]\n";
+  int outputs = 0;
+  for (const Range &r : {Range{-128, 127, "i8"}, Range{0, 255, "u8"}, Range{-127, 127, "i8"}})
+    for (const char *eps : {"1.1920928955078125e-07", "0.001"}) {
+      std::string n = std::to_string(outputs++),
+                  qr = std::to_string(r.qmin) + ", " + std::to_string(r.qmax);
+      dev += "  %s" + n + " : f32[], %z" + n +
+             " : i64[] = torchao.choose_qparams_affine.default(%x, \"ASYMMETRIC\", [-1, -1, -1], " +
+             r.dt + ", " + qr + ", " + eps + ", f32, i64)\n  output %s" + n + "\n  output %z" + n +
+             "\n";
+      ref += "  %s" + n + " : f64[1], %z" + n +
+             " : i64[1] = quantized_decomposed.choose_qparams.tensor(%x, " + qr + ", " + eps +
+             ", " + r.dt + ")\n  output %s" + n + "\n  output %z" + n + "\n";
+    }
+  auto devGraph = parseGraph(dev + "}\n", "dev.gir");
+  auto refGraph = parseGraph(ref + "}\n", "ref.gir");
+  ASSERT_TRUE(devGraph.ok()) << render(devGraph.diags());
+  ASSERT_TRUE(refGraph.ok()) << render(refGraph.diags());
+
+  // [1, rows, 64] holding `head` first, the rest `fill`, or uniform in [lo, hi).
+  auto rowsOf = [](int64_t rows, std::vector<double> head, double fill) {
+    head.resize(static_cast<std::size_t>(rows * 64), fill);
+    return Tensor::fromDoubles(DType::F32, {1, rows, 64}, head);
+  };
+  auto uniform = [](int64_t rows, double lo, double hi, uint32_t seed) {
+    std::vector<double> v(static_cast<std::size_t>(rows * 64));
+    for (double &e : v) {
+      seed = seed * 1664525u + 1013904223u;
+      e = lo + (hi - lo) * (seed >> 8) / double(1u << 24);
+    }
+    return Tensor::fromDoubles(DType::F32, {1, rows, 64}, v);
+  };
+  // scale = 15.9375 / 255 = 2^-4 exactly; min / scale = -10.5 and -11.5.
+  const std::vector<std::pair<std::string, Tensor>> inputs = {
+      {"tie -10.5", rowsOf(1, {-0.65625, 15.28125}, 1.0)},
+      {"tie -11.5", rowsOf(2, {15.21875, 3.0, -0.71875}, -0.5)},
+      {"all zero", rowsOf(2, {-0.0}, 0.0)},
+      {"negative only", uniform(3, -3.0, -0.5, 7)},
+      {"positive only", uniform(1, 0.5, 2.0, 8)},
+      {"below eps", uniform(2, -1e-9, 1e-9, 9)},
+      {"1 row", uniform(1, -4.0, 6.0, 10)},
+      {"7 rows", uniform(7, -4.0, 6.0, 11)},
+      {"300 rows", uniform(300, -6.0, 4.0, 12)}};
+  for (const char *kernels : {"cpu", "gpu"})
+    withEnv("GRAFT_VK_KERNELS", kernels, [&] {
+      for (const auto &[name, x] : inputs) {
+        SCOPED_TRACE(std::string(kernels) + " " + name);
+        auto got = runOnDevice(**devGraph, {x});
+        auto want = runOnInterpreter(**refGraph, {x});
+        ASSERT_TRUE(got.ok()) << render(got.diags());
+        ASSERT_TRUE(want.ok()) << render(want.diags());
+        ASSERT_EQ(got->size(), want->size());
+        for (std::size_t i = 0; i < got->size(); i += 2) {
+          const Tensor &s = std::get<Tensor>((*got)[i]), &z = std::get<Tensor>((*got)[i + 1]);
+          const Tensor &rs = std::get<Tensor>((*want)[i]), &rz = std::get<Tensor>((*want)[i + 1]);
+          ASSERT_EQ(s.numel(), 1);
+          ASSERT_EQ(z.numel(), 1);
+          EXPECT_EQ(s.dtype(), DType::F32);
+          EXPECT_EQ(s.getDouble(0), rs.getDouble(0)) << "scale " << i / 2;
+          EXPECT_EQ(z.getInt(0), rz.getInt(0)) << "zero point " << i / 2;
+        }
+      }
+    });
+  // The hand-computed ties, so a reference that rounded half away from zero fails too.
+  auto tie = runOnInterpreter(**refGraph, {inputs[0].second});
+  ASSERT_TRUE(tie.ok());
+  EXPECT_EQ(std::get<Tensor>((*tie)[0]).getDouble(0), 0.0625);
+  EXPECT_EQ(std::get<Tensor>((*tie)[1]).getInt(0), -118);
+  auto tie2 = runOnInterpreter(**refGraph, {inputs[1].second});
+  ASSERT_TRUE(tie2.ok());
+  EXPECT_EQ(std::get<Tensor>((*tie2)[1]).getInt(0), -116);
+  EXPECT_EQ(std::get<Tensor>((*tie2)[5]).getInt(0), 12);
+}
+
 // rms_norm's cooperative variant (GPUs, fast policy) reorders the sum of
 // squares: docs/numerics.md bounds the result by (gamma_D + 12u) |reference|.
 TEST(VulkanKernels, RmsNormCoopWithinBound) {

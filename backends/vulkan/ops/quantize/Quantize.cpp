@@ -256,8 +256,11 @@ Expected<DeviceTensor> dequantizePerChannel(Context &ctx, const DeviceTensor &q,
 
 namespace {
 
-/// The contiguous-group check on prototypes; symbolic leading dims are fine
-/// when the block covers only whole trailing dims.
+/// The contiguous-group check on prototypes. A symbolic dim works with block
+/// 1 (outside the groups) or -1 (the whole dim, whatever its size at run
+/// time: how a per-tensor block is spelled over a symbolic sequence length,
+/// quant_f64_legalize.pat's pt2e_choose_qparams_tensor); its size here is a
+/// stand-in of 2, so a whole dim before a partial one is still refused.
 std::string blockReason(const BoundArgs &b, const TensorProto *x) {
   const Argument *bs = b.find("block_size");
   auto block = bs ? bs->intList() : std::nullopt;
@@ -268,10 +271,9 @@ std::string blockReason(const BoundArgs &b, const TensorProto *x) {
   std::vector<int64_t> sizes;
   for (std::size_t i = 0; i < block->size(); ++i) {
     auto v = x->shape[i].value();
-    // A symbolic dim only works with block 1 there (it is not inside a group).
-    if (!v && (*block)[i] != 1)
-      return "a block spans a symbolic dim";
-    sizes.push_back(v ? *v : 1);
+    if (!v && (*block)[i] != 1 && (*block)[i] != -1)
+      return "a block spans part of a symbolic dim (only 1 or -1, the whole dim)";
+    sizes.push_back(v ? *v : 2);
   }
   if (!contiguousGroupSize(*block, sizes))
     return "blocks are not contiguous runs of memory (block_size [1, ..., 1, b, whole dims...])";
@@ -336,16 +338,16 @@ Lowering chooseQParamsLowering() {
     else
       eps = x.dtype == DType::F16 ? 6.103515625e-05 : 1.1754943508222875e-38;
     // The result shape: the node's prototype with symbols resolved from the
-    // input (block dims reduce; keepdim keeps them as 1).
+    // input (block dims reduce; keepdim keeps them as 1). As in torchao's
+    // _get_reduction_params, block 1 keeps a dim and -1 reduces it, a dim of
+    // size 1 included.
     auto block = *a.intList("block_size");
     bool keepdim = a.integer("keepdim").value_or(0) != 0;
     std::vector<int64_t> shape;
     for (std::size_t i = 0; i < x.sizes.size(); ++i) {
       int64_t bsz = block[i] < 0 ? x.sizes[i] : block[i];
       int64_t n = x.sizes[i] / std::max<int64_t>(bsz, 1);
-      if (keepdim || bsz == 1)
-        shape.push_back(n);
-      else if (bsz != x.sizes[i])
+      if (keepdim || block[i] == 1 || bsz != x.sizes[i])
         shape.push_back(n);
     }
     GRAFT_TRY(QParams q, chooseQParamsAffine(a.ctx(), x, gs, mt, qmin, qmax, eps, a.outDType(0),

@@ -42,9 +42,12 @@ Expected<Shape> blockSize(const InferContext &ctx, const TensorProto &t) {
   if (static_cast<int64_t>(bs->size()) != t.rank())
     return ctx.error("block_size " + shapeStr(*bs) + " must have one entry per input dim (rank " +
                      std::to_string(t.rank()) + ")");
+  // -1 is the whole dim: torchao's _get_reduction_params reduces every entry
+  // that is neither 1 nor a split (`!= 1`), so -1 covers the dim whatever
+  // its size, a symbolic one included.
   for (const Dim &d : *bs)
-    if (d.isConstant() && d.constant() <= 0)
-      return ctx.error("block_size " + shapeStr(*bs) + " entries must be positive");
+    if (d.isConstant() && d.constant() <= 0 && d.constant() != -1)
+      return ctx.error("block_size " + shapeStr(*bs) + " entries must be positive or -1");
   return *bs;
 }
 
@@ -96,7 +99,7 @@ Results fakeQuantizeAffine(const InferContext &ctx) {
 
 // Scale/zero-point shape per torchao _get_reduction_params: a dim whose block
 // is neither 1 nor the whole dim splits into (size/block, block) and the
-// block part is reduced; a whole-dim block reduces the dim; block 1 keeps it.
+// block part is reduced; a whole-dim block (or -1) reduces the dim; block 1 keeps it.
 // keepdim=True reshapes to [size_i / block_i] for every dim.
 Results chooseQparamsAffine(const InferContext &ctx) {
   const TensorProto *x = ctx.optionalTensor("input");
@@ -132,6 +135,11 @@ Results chooseQparamsAffine(const InferContext &ctx) {
   for (std::size_t i = 0; i < bs.size(); ++i) {
     const Dim &size = x->shape[i];
     const Dim &b = bs[i];
+    if (b.isConstant() && b.constant() == -1) {
+      full.push_back(Dim(1));
+      anyReduced = true;
+      continue;
+    }
     if (size == b) {
       full.push_back(Dim(1));
       // A whole-dim block of 1 is a kept dim of size 1; larger ones reduce away.
