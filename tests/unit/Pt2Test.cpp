@@ -1315,6 +1315,20 @@ TEST(Pt2BadInput, PicklesOutsideTheAllowedSubset) {
   // A truncated pickle.
   e = withPickle(head + "X" + u32(5) + "sc", "trunc.pt2");
   EXPECT_NE(e.find("pickle is truncated"), std::string::npos) << e;
+  // Containers that hold themselves (memoized, then added to themselves):
+  // Python builds them, torch.save never writes them, graft refuses them.
+  // d = {}; d['scale'] = d
+  e = withPickle(std::string("\x80\x02}q\x00", 5) + str("scale") + std::string("h\x00s.", 4),
+                 "cycle_dict.pt2");
+  EXPECT_NE(e.find("opcode 's' makes a dict contain itself"), std::string::npos) << e;
+  // {'scale': l} with l = [[l]] (the cycle two levels down)
+  e = withPickle(head + str("scale") +
+                     std::string("]q\x01]q\x02h\x01"
+                                 "aa",
+                                 10) +
+                     "u.",
+                 "cycle_list.pt2");
+  EXPECT_NE(e.find("opcode 'a' makes a list contain itself"), std::string::npos) << e;
 }
 
 TEST(Pt2BadInput, CliExitsOneAndWritesNothing) {

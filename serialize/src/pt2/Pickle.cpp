@@ -622,6 +622,7 @@ private:
       if (!l || l->kind != Kind::List)
         return l && l->kind == Kind::Unsupported ? Expected<bool>(false)
                                                  : Expected<bool>(fail("APPEND to a non-list"));
+      GRAFT_CHECK_OK(checkAcyclic(*l, {v}, 'a'));
       l->items.push_back(v);
       return false;
     }
@@ -631,6 +632,7 @@ private:
       if (!l || l->kind != Kind::List)
         return l && l->kind == Kind::Unsupported ? Expected<bool>(false)
                                                  : Expected<bool>(fail("APPENDS to a non-list"));
+      GRAFT_CHECK_OK(checkAcyclic(*l, items, 'e'));
       l->items.insert(l->items.end(), items.begin(), items.end());
       return false;
     }
@@ -641,6 +643,7 @@ private:
       if (!d || d->kind != Kind::Dict)
         return d && d->kind == Kind::Unsupported ? Expected<bool>(false)
                                                  : Expected<bool>(fail("SETITEM on a non-dict"));
+      GRAFT_CHECK_OK(checkAcyclic(*d, {k, v}, 's'));
       setItem(*d, k, v);
       return false;
     }
@@ -652,6 +655,7 @@ private:
                                                  : Expected<bool>(fail("SETITEMS on a non-dict"));
       if (items.size() % 2)
         return fail("SETITEMS with an odd number of items");
+      GRAFT_CHECK_OK(checkAcyclic(*d, items, 'u'));
       for (std::size_t i = 0; i < items.size(); i += 2)
         setItem(*d, items[i], items[i + 1]);
       return false;
@@ -764,6 +768,41 @@ private:
     std::snprintf(buf, sizeof buf, "0x%02x", op);
     return fail(std::string("unsupported pickle opcode ") + buf + " at offset " +
                 std::to_string(at) + " (graft reads only the data subset torch.save emits)");
+  }
+
+  /// Whether `from` is `target` or contains it. torch.save never writes a
+  /// container that holds itself; refusing one (Python would build it) keeps
+  /// the PyObj graph acyclic, so its shared_ptrs free it and every walk over
+  /// it (attribute text, describe) ends.
+  static bool reaches(const PyObj *from, const PyObj *target) {
+    if (from == target || (from->items.empty() && from->dict.empty()))
+      return from == target; // a leaf (most inserted values: tensors, strings)
+    std::unordered_set<const PyObj *> seen;
+    std::vector<const PyObj *> todo{from};
+    while (!todo.empty()) {
+      const PyObj *o = todo.back();
+      todo.pop_back();
+      if (!o || !seen.insert(o).second)
+        continue;
+      if (o == target)
+        return true;
+      for (const PyRef &i : o->items)
+        todo.push_back(i.get());
+      for (const auto &[k, v] : o->dict) {
+        todo.push_back(k.get());
+        todo.push_back(v.get());
+      }
+    }
+    return false;
+  }
+
+  /// Fails when inserting `values` into `container` would make it hold itself.
+  Status checkAcyclic(const PyObj &container, const std::vector<PyRef> &values, char op) {
+    for (const PyRef &v : values)
+      if (v && reaches(v.get(), &container))
+        return fail(std::string("opcode '") + op + "' makes a " + container.describe() +
+                    " contain itself (torch.save writes no cyclic structures)");
+    return okStatus();
   }
 
   static void setItem(PyObj &d, const PyRef &k, const PyRef &v) {
