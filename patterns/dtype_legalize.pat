@@ -27,8 +27,8 @@
 // bits, q - zp (|q - zp| <= 255) is exact in f32, f16 and bf16, so both graphs form the same
 // product x = (q - zp) * s; only where it is rounded differs:
 //  * dequantize_f32_cast, f32 -> f16 or bf16: the original rounds x to f32, then to the
-//    target; the fold computes (q - zp) in the target and multiplies: with an f32 (or a
-//    narrower float of the other kind) scale the product is promoted to f32 and rounded to
+//    target; the fold computes (q - zp) in the target and multiplies: with an f32 scale, or
+//    a 16-bit one of the other kind (f16 and bf16 promote to f32), the product is rounded to
 //    f32 first, the same two steps; with a scale in the target dtype, x needs at most
 //    8 + 11 bits, so the f32 rounding is exact and both round x once. Bit-exact.
 //  * dequantize_half_cast, bf16 or f16 -> f32 or f16: the original rounds x to the narrower
@@ -36,10 +36,10 @@
 //    (2^-8 relative for bf16, 2^-11 for f16), rtol 2^-8; into f16, the f16 subnormal step
 //    on top (atol 2^-24).
 // f64 scales (promoted to f64, where the f32 step would round differently), float zero
-// points (zp.to(out) rounds) and wider integer zero points (q - zp may round in bf16) are
-// left alone. |s| <= 255 keeps every |x| <= 255 * 255 inside f16's finite range, so neither
-// side rounds a value to infinity that the other keeps finite. A cast to bf16 from a
-// narrower dequantize (f16 -> bf16) rounds twice and is not folded.
+// points (zp.to(out) rounds) and wider integer zero points (which may round in f16 or
+// bf16) are left alone. |s| <= 255 keeps every |x| <= 255 * 255 inside f16's finite range, so neither
+// side rounds a value to infinity that the other keeps finite. An f16 dequantize cast to
+// bf16 rounds twice (to f16, then bf16) and is not folded.
 
 phase legalize
 
