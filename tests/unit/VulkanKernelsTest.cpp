@@ -937,12 +937,13 @@ TEST(VulkanKernels, LinearQcs4wFastWithinBound) {
     withLinearTiling(tiling, [] { checkLinearQcs4wFast(1); });
 }
 
-/// GEMVs for the dq8ca CPU kernel's paths (linear_q4gsw_fast.glsl, PAIRS):
+/// Shapes for the dq8ca CPU kernel's paths (linear_q4gsw_fast.glsl, PAIRS):
 /// groups of 3 blocks, so a group ends inside a pair of blocks and a pair
-/// spans two groups; an odd number of blocks (single blocks only) with
-/// scale and weight-sum rows that are not 32-byte aligned (stride 68) and a
-/// partial last column tile.
-const std::vector<LinearCase> kDq8caPairsShapes = {{1, 192, 45, 96}, {1, 96, 67, 32}};
+/// spans two groups (GEMV, and GEMM with a partial second row tile); an odd
+/// number of blocks (single blocks only) with scale and weight-sum rows that
+/// are not 32-byte aligned (stride 68) and a partial last column tile.
+const std::vector<LinearCase> kDq8caPairsShapes = {
+    {1, 192, 45, 96}, {10, 192, 45, 96}, {1, 96, 67, 32}};
 
 /// A dq8ca linear of shape `c` on choose_qparams_affine's per-token qparams,
 /// with random weight sums [G, N padded to 4] (ET-VK pads N to 4; a stride
@@ -1020,20 +1021,20 @@ TEST(VulkanKernels, LinearDq8caQ4gswFastWithinBound) {
   }
 }
 
-TEST(VulkanKernels, LinearDq8caQ4gswCpuGemvKernelsAgreeBitForBit) {
+TEST(VulkanKernels, LinearDq8caQ4gswCpuKernelsAgreeBitForBit) {
   GRAFT_REQUIRE_VULKAN();
   if (!context()->info().shaderInt64)
     GTEST_SKIP() << "device lacks shaderInt64 (no PAIRS kernel)";
-  // The CPU GEMV with 32-byte loads (PAIRS) computes each block's integer
-  // dot product in f32 on nibbles masked in place, the other one (no wide
-  // loads) in int32 on shifted nibbles; both then apply the same per-group
-  // correction and scale in the same order. The f32 dot products are exact
+  // The CPU kernels with 32-byte loads (PAIRS: GEMV and 8 x 16 GEMM tiles)
+  // compute each block's integer dot product in f32 on nibbles masked in
+  // place, the others (no wide loads: GEMV and 4 x 16 tiles) in int32 on
+  // shifted nibbles; both then apply the same per-group correction and
+  // scale in the same order. The f32 dot products are exact
   // (docs/numerics.md), so the two results must be the same bits.
-  std::vector<LinearCase> shapes = kDq8caPairsShapes;
+  std::vector<LinearCase> shapes = kLinearShapes;
+  shapes.push_back({9, 512, 300, 32});
+  shapes.insert(shapes.end(), kDq8caPairsShapes.begin(), kDq8caPairsShapes.end());
   shapes.insert(shapes.end(), kSplitKGemvShapes.begin(), kSplitKGemvShapes.end());
-  for (const LinearCase &c : kLinearShapes)
-    if (c.M == 1)
-      shapes.push_back(c);
   for (const LinearCase &c : shapes) {
     const std::string gir = dq8caGraph(c);
     SCOPED_TRACE(gir);

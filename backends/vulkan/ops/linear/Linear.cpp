@@ -258,10 +258,11 @@ FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M, int64_t N, bool
   // 16 columns of weights per block; per output that is 16/16 + 3/4 loaded
   // components per x/weight pair, 26 % fewer than an 8 x 8 tile with the
   // same number of accumulators (measured 2-3x faster on lavapipe). The
-  // weight-only `_wide` kernel (PAIRS) takes 8 x 16: it unpacks each weight
-  // once for the tile's rows (8 rows: 1.2x less CPU time than 4 on lavapipe).
+  // `_wide` kernels (PAIRS, weight-only and dq8ca) take 8 x 16: they unpack
+  // each weight once for the tile's rows (8 rows: 1.2x less CPU time than 4
+  // on lavapipe for the weight-only kernel).
   if (cpu)
-    return FastLinearTiling{wide ? "cpu_gemm_wide" : "cpu_gemm", 8 * 16, wide && !dq8ca ? 8 : 4, 0};
+    return FastLinearTiling{wide ? "cpu_gemm_wide" : "cpu_gemm", 8 * 16, wide ? 8 : 4, 0};
   return FastLinearTiling{"gpu_gemm", 4 * 4, 4, 0};
 }
 

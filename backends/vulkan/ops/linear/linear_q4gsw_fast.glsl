@@ -33,9 +33,15 @@
 // lanes read 16 consecutive groups of a row (coalesced). WIDE_LOADS (CPU
 // variants, devices with shaderInt64) reads weights and f32/int x as pairs
 // of 64-bit words: llvmpipe's cost is per loaded component, so this halves
-// it; the values are the same bits. SUBGROUP_REDUCE (`_sg` GPU variants,
-// devices with clustered subgroup arithmetic and subgroups of at least
-// K_SPLIT lanes) reduces a tile's K split with subgroupClusteredAdd.
+// it; the values are the same bits. PAIRS (the `_wide` CPU variants, both
+// modes) goes further: 32-byte loads (two weight blocks of a row, 8 x
+// values, 8 scales or weight sums), each nibble masked in place and
+// converted (an AND and a conversion; x pre-scaled by 16^-i), the -8 offset
+// folded into a per-block sum of x; dq8ca's block dot products come out
+// exact in f32 (blockDot) and continue on the integer path.
+// SUBGROUP_REDUCE (`_sg` GPU variants, devices with clustered subgroup
+// arithmetic and subgroups of at least K_SPLIT lanes) reduces a tile's K
+// split with subgroupClusteredAdd.
 #extension GL_EXT_control_flow_attributes : require
 #if SUBGROUP_REDUCE
 #extension GL_KHR_shader_subgroup_clustered : require
