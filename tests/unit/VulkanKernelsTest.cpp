@@ -1080,21 +1080,60 @@ TEST(VulkanKernels, LinearQ8taFloatInput) {
 
 //===-- Embeddings and RoPE ------------------------------------------------===//
 
+/// A [V, D] int4 table gathered by 15 indices, group size gs, scales (and
+/// result) of dtype `dt`, either nibble order.
+std::string embeddingQ4gswGraph(int V, int D, int gs, const char *dt, const char *lw) {
+  std::ostringstream g;
+  g << "graph @t {\n  param %w : u8[" << V << ", " << D / 2
+    << "] fqn=\"w\" = random(seed=12, min=0, max=255)\n  param %s : " << dt << "[" << V << ", "
+    << D / gs << "] fqn=\"s\" = random(seed=13, min=0.005, max=0.05)\n"
+    << "  input %idx : i64[3, 5]\n  %o : " << dt << "[3, 5, " << D
+    << "] = et_vk.embedding_q4gsw.default(%w, %s, " << gs << ", %idx, " << lw
+    << ")\n  output %o\n}\n";
+  return g.str();
+}
+
+// Every path of embeddingQ4gsw, bit-exact: the 64-value wide gather (f32 on
+// CPU drivers; D % 64 == 0) with two groups per invocation (gs 32), one
+// group (gs 64, 128) and 3 invocations per row (D 192: the division instead
+// of the shift), the 32-value vec4 gather (D 96, and every f16 case), and
+// the per-element kernel (gs 16).
 TEST(VulkanKernels, EmbeddingQ4gswBothLayouts) {
   GRAFT_REQUIRE_VULKAN();
   for (const char *lw : {"true", "false"})
-    for (auto [V, D, gs] : std::vector<std::tuple<int, int, int>>{
-             {96, 64, 32}, {37, 128, 128}, {50, 96, 32}, {200, 256, 64}}) {
-      std::ostringstream g;
-      g << "graph @t {\n  param %w : u8[" << V << ", " << D / 2
-        << "] fqn=\"w\" = random(seed=12, min=0, max=255)\n  param %s : f32[" << V << ", " << D / gs
-        << "] fqn=\"s\" = random(seed=13, min=0.005, max=0.05)\n"
-        << "  input %idx : i64[3, 5]\n  %o : f32[3, 5, " << D
-        << "] = et_vk.embedding_q4gsw.default(%w, %s, " << gs << ", %idx, " << lw
-        << ")\n  output %o\n}\n";
-      SCOPED_TRACE(g.str());
-      checkGraph(g.str(), kExact, 53);
+    for (auto [V, D, gs, dt] :
+         std::vector<std::tuple<int, int, int, const char *>>{{96, 64, 32, "f32"},
+                                                              {37, 128, 128, "f32"},
+                                                              {50, 96, 32, "f32"},
+                                                              {200, 256, 64, "f32"},
+                                                              {40, 192, 64, "f32"},
+                                                              {30, 128, 32, "f16"},
+                                                              {30, 96, 32, "f16"},
+                                                              {30, 64, 16, "f32"}}) {
+      std::string g = embeddingQ4gswGraph(V, D, gs, dt, lw);
+      SCOPED_TRACE(g);
+      checkGraph(g, kExact, 53);
     }
+}
+
+// An index outside the table is a user error on every path (the wide,
+// vec4 and per-element gathers write zeros and flag the status buffer).
+TEST(VulkanKernels, EmbeddingQ4gswOutOfRangeIndex) {
+  GRAFT_REQUIRE_VULKAN();
+  for (auto [D, gs] : std::vector<std::pair<int, int>>{{128, 32}, {96, 32}, {64, 16}}) {
+    auto graph = parseGraph(embeddingQ4gswGraph(20, D, gs, "f32", "true"), "t.gir");
+    ASSERT_TRUE(graph.ok());
+    auto exec = vk::GraphExecutor::create(*context(), **graph);
+    ASSERT_TRUE(exec.ok());
+    for (int64_t bad : {int64_t(20), int64_t(-1)}) {
+      std::vector<int64_t> idx(15, 3);
+      idx[7] = bad;
+      auto out = (*exec)->run({Tensor::fromInts(DType::I64, {3, 5}, idx)});
+      ASSERT_FALSE(out.ok()) << "D " << D << " index " << bad;
+      EXPECT_NE(out.diags()[0].message.find("out of range"), std::string::npos)
+          << out.diags()[0].message;
+    }
+  }
 }
 
 // quantized_decomposed.embedding_byte (ExecuTorch's -E 8,G) against the

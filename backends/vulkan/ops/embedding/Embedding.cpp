@@ -88,25 +88,31 @@ Expected<DeviceTensor> embeddingQ4gsw(Context &ctx, const RawBytes &weight,
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, scales.dtype, outSizes));
   GRAFT_TRY(auto status, ctx.statusBuffer("vulkan embedding_q4gsw: an index is out of range for " +
                                           std::to_string(V) + " rows"));
-  int32_t shift = -1;
-  for (int32_t b = 0; b < 31; ++b)
-    if ((int64_t(1) << b) == groupSize)
-      shift = b;
+  auto log2OrMinus1 = [](int64_t n) {
+    for (int32_t b = 0; b < 31; ++b)
+      if ((int64_t(1) << b) == n)
+        return b;
+    return int32_t(-1);
+  };
+  // The vectorized gather takes whole 32-value blocks of one group, two per
+  // invocation in the wide (64-bit store) form; all are bit-exact like the
+  // per-element kernel, which handles the other shapes.
+  const bool fast = !ctx.exactKernels() && D % 32 == 0 && groupSize % 32 == 0;
+  const bool wide = fast && D % 64 == 0 && wideVec4(ctx, scales.dtype);
+  const char *kernel =
+      wide ? "embedding_q4gsw_fastw" : (fast ? "embedding_q4gsw_fast" : "embedding_q4gsw");
+  const int64_t perInvocation = wide ? 64 : (fast ? 32 : 1);
+  std::string variant =
+      std::string(kernel) + (isLinearWeight ? "_linear_weight_" : "_") + shaderDType(scales.dtype);
   struct {
-    int32_t numIndices, D, rowBytes, V, groupSize, scaleRowStride, groupShift;
-  } pc{i32(indices.numel()), i32(D), i32(weight.rowBytes), i32(V), i32(groupSize),
-       i32(stride),          shift};
-  // The vectorized gather takes whole 32-value chunks of one group (bit-exact
-  // like the per-element kernel, which handles the other shapes).
-  bool fast = !ctx.exactKernels() && D % 32 == 0 && groupSize % 32 == 0;
-  std::string variant = std::string(fast ? "embedding_q4gsw_fast" : "embedding_q4gsw") +
-                        (isLinearWeight ? "_linear_weight_" : "_") + shaderDType(scales.dtype);
+    int32_t numIndices, D, rowBytes, V, groupSize, scaleRowStride, groupShift, chunkShift;
+  } pc{i32(indices.numel()), i32(D),      i32(weight.rowBytes),    i32(V),
+       i32(groupSize),       i32(stride), log2OrMinus1(groupSize), log2OrMinus1(D / perInvocation)};
   GRAFT_CHECK_OK(ctx.dispatch1D(variant,
                                 {out.buffer.get(), indices.buffer.get(), weight.buffer.get(),
                                  scales.buffer.get(), status.get()},
                                 &pc, sizeof(pc),
-                                fast ? static_cast<uint64_t>(out.numel() / 32)
-                                     : static_cast<uint64_t>(out.numel())));
+                                static_cast<uint64_t>(out.numel() / perInvocation)));
   return out;
 }
 

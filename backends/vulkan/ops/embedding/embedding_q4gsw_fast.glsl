@@ -1,50 +1,102 @@
-// embedding_q4gsw_fast.glsl - et_vk.embedding_q4gsw as a vectorized gather:
-// one invocation per 32 consecutive output elements of one row, which are
-// one uvec4 of the packed row (D % 32 == 0, so a row is whole uvec4s) and
-// lie in one quantization group (groupSize % 32 == 0: one scale read). The
-// nibbles are unpacked with shifts and masks four at a time and written as
-// 8 vec4. Each value is float(nibble - 8) * scale, one f32 product as in
+// embedding_q4gsw_fast.glsl - et_vk.embedding_q4gsw as a vectorized gather.
+// Each invocation takes whole 16-byte blocks of one packed row (32 values,
+// as ET-VK's embedding_q4gsw.glsl does per invocation: pytorch/executorch
+// backends/vulkan/runtime/graph/ops/glsl), unpacks their nibbles with shifts
+// and masks four at a time and writes the values as contiguous vec4s:
+//   * the vec4 variants: one block (a uvec4) per invocation, 8 vec4 stores
+//     (D % 32 == 0, groupSize % 32 == 0: one scale);
+//   * the VEC4_WIDE variants (f32 on CPU drivers with shaderInt64, where each
+//     loaded or stored component costs a lane loop and each invocation a
+//     fixed overhead): two blocks (one u64vec4) per invocation and the 64
+//     values stored as 8 u64vec4 (D % 64 == 0; a scale per block), half the
+//     store components per value and half the invocations. On lavapipe the
+//     4096 x 2048 gather took 13.3-13.5 ms of CPU time with the vec4 form,
+//     9.1-10.3 ms with this one (docs/benchmarks.md, 2026-11-27).
+// Each value is float(nibble - 8) * scale, one f32 product as in
 // embedding_q4gsw.glsl, so the result is bit-exact to it and to the
 // reference. The host falls back to embedding_q4gsw.glsl for other shapes.
 // An index outside [0, V) writes zeros and sets t_status[0] = 1.
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 
+#if WIDE
+layout(set = 0, binding = 0) writeonly buffer Out { u64vec4 t_out8[]; };
+layout(set = 0, binding = 2) readonly buffer W { u64vec4 t_weight64[]; };
+#define BLOCKS 2u
+#else
 layout(set = 0, binding = 0) writeonly buffer Out { VEC4_T t_out4[]; };
 layout(set = 0, binding = 2) readonly buffer W { uvec4 t_weight4[]; };
+#define BLOCKS 1u
+#endif
 #include "embedding_q4gsw.glslh"
+
+// The 8 values of one 32-bit word of a packed row, dequantized: value i is
+// nibble i in the linear order; embedding_4bit's puts element 2j in the high
+// nibble of byte j, so its nibbles are swapped first.
+void dequantWord(uint word, float s, out vec4 lo, out vec4 hi) {
+#if !IS_LINEAR_WEIGHT
+  word = ((word >> 4u) & 0x0F0F0F0Fu) | ((word & 0x0F0F0F0Fu) << 4u);
+#endif
+  const uvec4 shifts = uvec4(0u, 4u, 8u, 12u);
+  lo = vec4(ivec4((uvec4(word) >> shifts) & 0xFu) - 8) * s;
+  hi = vec4(ivec4((uvec4(word) >> (shifts + 16u)) & 0xFu) - 8) * s;
+}
+
+float blockScale(int row, uint block) {
+  int d = int(block) * 32;
+  int g = pc.groupShift >= 0 ? (d >> pc.groupShift) : d / pc.groupSize;
+  return float(t_scales[row * pc.scaleRowStride + g]);
+}
 
 void main() {
   uint id = linearId();
-  uint chunks = uint(pc.D) / 32u;
+  const uint values = 32u * BLOCKS;
+  uint chunks = uint(pc.D) / values;
   if (id >= uint(pc.numIndices) * chunks)
     return;
-  uint i = id / chunks;
-  uint c = id % chunks;
+  // Invocation id -> (index i, chunk c of its row); a shift when the chunks
+  // per row are a power of two (llvmpipe divides each lane separately).
+  uint i = pc.chunkShift >= 0 ? id >> uint(pc.chunkShift) : id / chunks;
+  uint c = id - i * chunks;
   int row = t_indices[i];
-  uint o = id * 8u; // the 8 output vec4s of this chunk
-  if (row < 0 || row >= pc.V) {
+  bool bad = row < 0 || row >= pc.V;
+  if (bad)
     t_status[0] = 1u;
-    for (uint j = 0u; j < 8u; ++j)
+#if WIDE
+  // 8 u64vec4 of output (64 f32) per invocation.
+  uint o = id * 8u;
+  if (bad) {
+    [[unroll]] for (uint j = 0u; j < 8u; ++j)
+      t_out8[o + j] = u64vec4(0ul);
+    return;
+  }
+  u64vec4 w = t_weight64[uint(row) * (uint(pc.rowBytes) / 32u) + c];
+  [[unroll]] for (uint b = 0u; b < 2u; ++b) {
+    float s = blockScale(row, 2u * c + b);
+    [[unroll]] for (uint k = 0u; k < 2u; ++k) {
+      uvec2 words = unpackUint2x32(w[2u * b + k]);
+      [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+        vec4 lo, hi;
+        dequantWord(words[h], s, lo, hi);
+        t_out8[o + 4u * b + 2u * k + h] =
+            u64vec4(store64(lo), store64(hi));
+      }
+    }
+  }
+#else
+  uint o = id * 8u; // the 8 output vec4s of this block
+  if (bad) {
+    [[unroll]] for (uint j = 0u; j < 8u; ++j)
       t_out4[o + j] = VEC4_T(vec4(0.0));
     return;
   }
   uvec4 w = t_weight4[uint(row) * (uint(pc.rowBytes) / 16u) + c];
-#if IS_LINEAR_WEIGHT
-  // The linear order: element i of a word is its nibble i.
-#else
-  // embedding_4bit's order: element 2j is the high nibble of byte j. Swap
-  // the nibbles of every byte to get the linear order (element i = nibble i).
-  w = ((w >> 4u) & 0x0F0F0F0Fu) | ((w & 0x0F0F0F0Fu) << 4u);
-#endif
-  int d0 = int(c) * 32;
-  int g = pc.groupShift >= 0 ? (d0 >> pc.groupShift) : d0 / pc.groupSize;
-  float s = float(t_scales[row * pc.scaleRowStride + g]);
-  const uvec4 shifts = uvec4(0u, 4u, 8u, 12u);
-  for (uint j = 0u; j < 4u; ++j) {
-    uint word = w[j];
-    vec4 lo = vec4(ivec4((uvec4(word) >> shifts) & 0xFu) - 8);
-    vec4 hi = vec4(ivec4((uvec4(word) >> (shifts + 16u)) & 0xFu) - 8);
-    t_out4[o + 2u * j] = store4(lo * s);
-    t_out4[o + 2u * j + 1u] = store4(hi * s);
+  float s = blockScale(row, c);
+  [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+    vec4 lo, hi;
+    dequantWord(w[j], s, lo, hi);
+    t_out4[o + 2u * j] = store4(lo);
+    t_out4[o + 2u * j + 1u] = store4(hi);
   }
+#endif
 }

@@ -77,8 +77,12 @@ struct DeviceCore {
   /// Beyond this many pooled bytes, released buffers are freed; so are
   /// buffers larger than kMaxPooledBuffer (a weight's upload staging, a
   /// prepack's source), which are one-off and would only hold memory.
+  /// 64 MiB keeps prefill-sized activations (4096 tokens x 2048 f32 is 32
+  /// MiB): on lavapipe a fresh allocation is a new mapping whose pages fault
+  /// in while the kernel first writes them, 60 % of a 4096 x 2048 embedding
+  /// gather's CPU time when the cap was 16 MiB (docs/benchmarks.md).
   static constexpr std::size_t kMaxPooledBytes = std::size_t(256) << 20;
-  static constexpr std::size_t kMaxPooledBuffer = std::size_t(16) << 20;
+  static constexpr std::size_t kMaxPooledBuffer = std::size_t(64) << 20;
 
   void destroy(const PooledBuffer &b);
   /// Keeps a released buffer for reuse, or frees it when the pool is full.
