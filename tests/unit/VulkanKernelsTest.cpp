@@ -140,7 +140,7 @@ TEST(VulkanKernels, Unary) {
   };
   for (const UnaryCase &c : cases)
     for (const std::vector<int64_t> &shape :
-         std::vector<std::vector<int64_t>>{{1}, {63}, {3, 65}, {2, 3, 129}}) {
+         std::vector<std::vector<int64_t>>{{1}, {63}, {4, 16}, {3, 65}, {2, 3, 129}}) {
       std::string dt = "f32";
       std::ostringstream g;
       g << "graph @t {\n  input %a : f32" << shapeStr(shape) << "\n";

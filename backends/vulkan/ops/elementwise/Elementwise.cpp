@@ -162,12 +162,14 @@ Expected<DeviceTensor> unaryImpl(Context &ctx, const char *op, const DeviceTenso
   // benchmarks compare with) except sigmoid and silu, whose division is
   // GLSL's there (unary.glsl, ACT_DIV).
   bool vec4 = !ctx.exactKernels();
-  std::string variant = std::string("unary_") + op +
-                        (vec4 ? (wideVec4(ctx, a.dtype) ? "_vec4w_" : "_vec4_") : "_") +
+  bool wide = vec4 && wideVec4(ctx, a.dtype);
+  std::string variant = std::string("unary_") + op + (vec4 ? (wide ? "_vec4w_" : "_vec4_") : "_") +
                         shaderDType(a.dtype);
+  // Elements per invocation: 1, 4 (vec4) or 16 (vec4w: unary.glsl's PER).
+  const uint64_t per = wide ? 16 : (vec4 ? 4 : 1);
   uint64_t n = static_cast<uint64_t>(a.numel());
   GRAFT_CHECK_OK(ctx.dispatch1D(variant, {out.buffer.get(), a.buffer.get()}, &pc, sizeof(pc),
-                                vec4 ? (n + 3) / 4 : n));
+                                (n + per - 1) / per));
   return out;
 }
 } // namespace

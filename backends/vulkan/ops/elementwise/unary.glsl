@@ -5,9 +5,11 @@
 // exp/tanh are the driver's (GLSL leaves their precision to the device);
 // erf is computed here (GLSL has none) to ~1e-7 absolute. clamp takes its
 // bounds from the push constants. VEC4 variants compute 4 consecutive
-// elements per invocation with vec4 loads and stores (the last invocation
-// the scalar tail), with the same per-element formula: bit-exact to the
-// scalar variants except sigmoid and silu (ACT_DIV below).
+// elements per invocation with vec4 loads and stores, the VEC4_WIDE ones 16
+// as 64-bit words (main below); the last invocation takes the scalar tail.
+// Every form has the same per-element formula: bit-exact to the scalar
+// variants except sigmoid and silu (ACT_DIV below).
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
@@ -17,8 +19,8 @@ layout(set = 0, binding = 0) buffer Out4 { VEC4_T t_out4[]; };
 layout(set = 0, binding = 1) readonly buffer In4 { VEC4_T t_in4[]; };
 #endif
 #if WIDE
-layout(set = 0, binding = 0) buffer Out64 { u64vec2 t_out64[]; };
-layout(set = 0, binding = 1) readonly buffer In64 { u64vec2 t_in64[]; };
+layout(set = 0, binding = 0) buffer Out64 { u64vec4 t_out64[]; };
+layout(set = 0, binding = 1) readonly buffer In64 { u64vec4 t_in64[]; };
 #endif
 
 layout(push_constant) uniform PushConstants {
@@ -111,22 +113,34 @@ float apply(float x) {
 }
 
 #if VEC4
+vec4 apply4(vec4 x) {
+  return vec4(apply(x.x), apply(x.y), apply(x.z), apply(x.w));
+}
+
+// Elements per invocation. WIDE: 16, as two u64vec4 loads and stores: on
+// lavapipe each invocation has a fixed cost besides its loads and stores
+// (4M-value neg, CPU ms: 7.7 with 4 per invocation, 5.6 with 8, 4.6 with
+// 16; docs/benchmarks.md, 2026-11-27).
+#if WIDE
+#define PER 16u
+#else
+#define PER 4u
+#endif
+
 void main() {
   uint id = linearId();
-  uint first = 4u * id;
+  uint first = PER * id;
   if (first >= uint(pc.numel))
     return;
-  if (first + 4u <= uint(pc.numel)) {
+  if (first + PER <= uint(pc.numel)) {
 #if WIDE
-    vec4 x = load64(t_in64[id]);
+    [[unroll]] for (uint j = 0u; j < 2u; ++j) {
+      u64vec4 x = t_in64[2u * id + j];
+      t_out64[2u * id + j] =
+          u64vec4(store64(apply4(load64(x.xy))), store64(apply4(load64(x.zw))));
+    }
 #else
-    vec4 x = vec4(t_in4[id]);
-#endif
-    vec4 r = vec4(apply(x.x), apply(x.y), apply(x.z), apply(x.w));
-#if WIDE
-    t_out64[id] = store64(r);
-#else
-    t_out4[id] = store4(r);
+    t_out4[id] = store4(apply4(vec4(t_in4[id])));
 #endif
     return;
   }
