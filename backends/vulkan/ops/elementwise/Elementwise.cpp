@@ -122,13 +122,15 @@ Expected<DeviceTensor> binaryImpl(Context &ctx, BinaryKind op, const DeviceTenso
   // invocation, bit-exact to the scalar one); broadcasting needs the index
   // decomposition per element.
   bool vec4 = !ctx.exactKernels() && isDeviceFloat(a.dtype) && pc.contiguous == 3;
+  bool wide = vec4 && wideVec4(ctx, a.dtype);
   std::string variant = std::string("binary_") + name(op) +
-                        (vec4 ? (wideVec4(ctx, a.dtype) ? "_vec4w_" : "_vec4_") : "_") +
-                        shaderDType(a.dtype);
+                        (vec4 ? (wide ? "_vec4w_" : "_vec4_") : "_") + shaderDType(a.dtype);
+  // Elements per invocation: 1, 4 (vec4) or 16 (vec4w: binary.glsl's PER).
+  const uint64_t per = wide ? 16 : (vec4 ? 4 : 1);
   uint64_t n = static_cast<uint64_t>(out.numel());
   GRAFT_CHECK_OK(ctx.dispatch1D(variant,
                                 {out.buffer.get(), a.buffer.get(), (b ? b : &a)->buffer.get()}, &pc,
-                                sizeof(pc), vec4 ? (n + 3) / 4 : n));
+                                sizeof(pc), (n + per - 1) / per));
   return out;
 }
 

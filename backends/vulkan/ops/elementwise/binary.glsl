@@ -6,8 +6,10 @@
 // alpha == 1), pow only for the exponents PowKernel.cpp special-cases.
 // VEC4 variants (float dtypes, both operands of the output's shape or b a
 // scalar): each invocation computes 4 consecutive elements with vec4 loads
-// and stores, the last invocation the scalar tail; the per-element formula
-// is the same `precise` one, so they are bit-exact too.
+// and stores (16 as 64-bit words in the VEC4_WIDE ones), the last invocation
+// the scalar tail; the per-element formula is the same `precise` one, so
+// they are bit-exact too.
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
@@ -20,9 +22,9 @@ layout(set = 0, binding = 1) readonly buffer A4 { VEC4_T t_a4[]; };
 layout(set = 0, binding = 2) readonly buffer B4 { VEC4_T t_b4[]; };
 #endif
 #if WIDE
-layout(set = 0, binding = 0) buffer Out64 { u64vec2 t_out64[]; };
-layout(set = 0, binding = 1) readonly buffer A64 { u64vec2 t_a64[]; };
-layout(set = 0, binding = 2) readonly buffer B64 { u64vec2 t_b64[]; };
+layout(set = 0, binding = 0) buffer Out64 { u64vec4 t_out64[]; };
+layout(set = 0, binding = 1) readonly buffer A64 { u64vec4 t_a64[]; };
+layout(set = 0, binding = 2) readonly buffer B64 { u64vec4 t_b64[]; };
 #endif
 
 layout(push_constant) uniform PushConstants {
@@ -77,28 +79,43 @@ float apply(float a, float b) {
 #endif
 
 #if VEC4
+vec4 apply4(vec4 a, vec4 b) {
+  return vec4(apply(a.x, b.x), apply(a.y, b.y), apply(a.z, b.z), apply(a.w, b.w));
+}
+
+// Elements per invocation: 4, or 16 in the WIDE variants as two u64vec4
+// per operand (an invocation has a fixed cost on lavapipe; unary.glsl).
+#if WIDE
+#define PER 16u
+#else
+#define PER 4u
+#endif
+
 void main() {
   uint id = linearId();
-  uint first = 4u * id;
+  uint first = PER * id;
   if (first >= uint(pc.numel))
     return;
-  if (first + 4u <= uint(pc.numel)) {
+  if (first + PER <= uint(pc.numel)) {
 #if WIDE
-    vec4 a = load64(t_a64[id]);
-    vec4 b = pc.bIsScalar != 0 ? vec4(pc.scalar) : load64(t_b64[id]);
+    [[unroll]] for (uint j = 0u; j < 2u; ++j) {
+      uint k = 2u * id + j;
+      u64vec4 a = t_a64[k];
+      vec4 b0 = vec4(pc.scalar), b1 = b0;
+      if (pc.bIsScalar == 0) {
+        u64vec4 b = t_b64[k];
+        b0 = load64(b.xy);
+        b1 = load64(b.zw);
+      }
+      t_out64[k] = u64vec4(store64(apply4(load64(a.xy), b0)), store64(apply4(load64(a.zw), b1)));
+    }
 #else
-    vec4 a = vec4(t_a4[id]);
     vec4 b = pc.bIsScalar != 0 ? vec4(pc.scalar) : vec4(t_b4[id]);
-#endif
-    vec4 r = vec4(apply(a.x, b.x), apply(a.y, b.y), apply(a.z, b.z), apply(a.w, b.w));
-#if WIDE
-    t_out64[id] = store64(r);
-#else
-    t_out4[id] = store4(r);
+    t_out4[id] = store4(apply4(vec4(t_a4[id]), b));
 #endif
     return;
   }
-  // The tail: the last numel % 4 elements.
+  // The tail: the last numel % PER elements.
   for (uint i = first; i < uint(pc.numel); ++i) {
     float b = pc.bIsScalar != 0 ? pc.scalar : float(t_b[i]);
     t_out[i] = TO_DTYPE(apply(float(t_a[i]), b));
