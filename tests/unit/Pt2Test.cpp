@@ -1708,3 +1708,66 @@ TEST(Pt2Serde, EmptyPayloadRecords) {
   ASSERT_NE(f.graph->findConstant("cache"), nullptr);
   EXPECT_FALSE(f.graph->findConstant("cache")->hasData());
 }
+
+// Every field of a model.json deleted, or given a value of another JSON
+// type or an out-of-range integer: the read either succeeds (a field graft
+// ignores or keeps verbatim) or fails with a message naming where; it never
+// crashes (run under build-asan too).
+TEST(Pt2Serde, EveryFieldMutatedFailsCleanly) {
+  std::string src;
+  {
+    auto z = ZipReader::open(kTiny9);
+    ASSERT_TRUE(z.ok());
+    src = *(*z)->read(*(*z)->find("tinynet_torch2_9/models/model.json"));
+  }
+  const auto doc = nlohmann::ordered_json::parse(src);
+  std::vector<nlohmann::ordered_json::json_pointer> paths;
+  std::function<void(const nlohmann::ordered_json &, const nlohmann::ordered_json::json_pointer &)>
+      walk = [&](const nlohmann::ordered_json &j, const nlohmann::ordered_json::json_pointer &p) {
+        if (!p.empty())
+          paths.push_back(p);
+        if (j.is_object())
+          for (auto it = j.begin(); it != j.end(); ++it)
+            walk(it.value(), p / it.key());
+        else if (j.is_array())
+          for (std::size_t i = 0; i < j.size(); ++i)
+            walk(j[i], p / i);
+      };
+  walk(doc, nlohmann::ordered_json::json_pointer());
+  ASSERT_GT(paths.size(), 300u);
+  // The fields with metadata strings and stack traces mutate alike; a stride
+  // over the paths keeps the test quick while reaching every section.
+  int failures = 0, reads = 0;
+  for (std::size_t i = 0; i < paths.size(); i += 3) {
+    const auto &p = paths[i];
+    const nlohmann::ordered_json &v = doc[p];
+    std::vector<std::function<void(nlohmann::ordered_json &)>> edits = {
+        [&](auto &j) {
+          auto &parent = j[p.parent_pointer()];
+          if (parent.is_object())
+            parent.erase(p.back());
+          else
+            parent.erase(static_cast<std::size_t>(std::stoul(p.back())));
+        },
+        [&](auto &j) { j[p] = v.is_string() ? nlohmann::ordered_json(7) : "x"; },
+    };
+    if (v.is_number_integer()) {
+      edits.push_back([&](auto &j) { j[p] = -1; });
+      edits.push_back([&](auto &j) { j[p] = INT64_MAX; });
+    }
+    for (const auto &edit : edits) {
+      editModelJson(kTiny9, tmp("mutated.pt2"), edit);
+      auto r = readPt2(tmp("mutated.pt2"));
+      ++reads;
+      if (r.ok())
+        continue;
+      ++failures;
+      std::string e = diagText(r.diags());
+      EXPECT_TRUE(e.find("tinynet_torch2_9") != std::string::npos ||
+                  e.find("weight '") != std::string::npos)
+          << p.to_string() << ": " << e;
+    }
+  }
+  // Most mutations hit a field the schema requires.
+  EXPECT_GT(failures, reads / 2) << failures << " of " << reads;
+}
