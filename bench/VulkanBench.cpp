@@ -345,7 +345,8 @@ BENCHMARK(BM_VkLinearDq8caQ4gsw)
     ->Unit(benchmark::kMillisecond);
 
 /// embedding_q4gsw: gather T rows of a [V, D] int4 table (the bytes of the
-/// rows read, their scales, the f32 rows written).
+/// rows read, their scales, the f32 rows written, and the indices, which the
+/// device holds as 32-bit ints).
 void BM_VkEmbeddingQ4gsw(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();
   ExactKernels exact(state.range(2) != 0);
@@ -353,7 +354,7 @@ void BM_VkEmbeddingQ4gsw(benchmark::State &state) {
   auto w = orDie(vk::uploadRawBytes(*context(), randomTensor(DType::U8, {V, D / 2}, 0, 256, 6)));
   auto s = upload(randomTensor(DType::F32, {V, D / gs}, 0.005, 0.02, 7));
   auto idx = upload(randomTensor(DType::I64, {T}, 0, double(V), 8));
-  double bytes = double(T) * (double(D / 2) + 4.0 * double(D / gs) + 4.0 * double(D) + 8.0);
+  double bytes = double(T) * (double(D / 2) + 4.0 * double(D / gs) + 4.0 * double(D) + 4.0);
   runKernel(
       state,
       [&]() -> Status {
