@@ -386,4 +386,29 @@ TEST(VulkanRuntime, ReleasedBuffersAreReusedOnceIdle) {
   EXPECT_EQ(ctx.stats().buffersReused, reused); // nothing idle of that size yet
 }
 
+// Prefill-sized outputs are pooled too (up to 64 MiB a buffer): on lavapipe
+// a fresh 32 MiB output cost a 4096 x 2048 embedding gather its page faults
+// on every call (docs/benchmarks.md). Larger one-off buffers are freed.
+TEST(VulkanRuntime, PrefillSizedBuffersAreReused) {
+  GRAFT_REQUIRE_VULKAN();
+  vk::Context &ctx = *context();
+  ASSERT_TRUE(ctx.flush().ok());
+  const std::size_t mib = std::size_t(1) << 20;
+  // Sizes no other test allocates: 32 MiB and just under 64 are kept, just
+  // over 64 is not.
+  for (auto [bytes, kept] : std::vector<std::pair<std::size_t, bool>>{
+           {32 * mib + 80, true}, {64 * mib - 80, true}, {64 * mib + 80, false}}) {
+    if (bytes > ctx.info().maxStorageBufferRange)
+      continue;
+    {
+      auto first = ctx.allocate(bytes);
+      ASSERT_TRUE(first.ok());
+    }
+    uint64_t reused = ctx.stats().buffersReused;
+    auto again = ctx.allocate(bytes);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(ctx.stats().buffersReused, reused + (kept ? 1 : 0)) << bytes << " bytes";
+  }
+}
+
 } // namespace
