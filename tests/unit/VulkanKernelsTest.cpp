@@ -1332,15 +1332,17 @@ TEST(VulkanKernels, TorchaoAffineQuant) {
 // the device's. Hand-picked inputs: zero points at ties (min / scale = -10.5 and -11.5,
 // round half to even: -10 and -12), all zeros and -0.0 (scale = eps), negative only
 // (max(max, 0) = 0), positive only (zero point qmin), a range below eps; then random values
-// at run-time sizes of 1, 7 and 300 rows of 64.
+// at run-time sizes of 1, 7 and 300 rows of 64, and 1031 and 2048 rows with the extreme last:
+// over 32768 values a group is reduced in chunks first (minmax_affine; lavapipe ends an
+// invocation's loops after 65535 iterations, so one pass read only the first 65536 values).
 TEST(VulkanKernels, ChooseQParamsWholeTensorMatchesPt2eChooseQParams) {
   GRAFT_REQUIRE_VULKAN();
   struct Range {
     int64_t qmin, qmax;
     const char *dt;
   };
-  std::string dev = "graph @dev {\n  sym s0 : [1, 512]\n  input %x : f32[1, s0, 64]\n";
-  std::string ref = "graph @ref {\n  sym s0 : [1, 512]\n  input %x : f32[1, s0, 64]\n";
+  std::string dev = "graph @dev {\n  sym s0 : [1, 4096]\n  input %x : f32[1, s0, 64]\n";
+  std::string ref = "graph @ref {\n  sym s0 : [1, 4096]\n  input %x : f32[1, s0, 64]\n";
   int outputs = 0;
   for (const Range &r : {Range{-128, 127, "i8"}, Range{0, 255, "u8"}, Range{-127, 127, "i8"}})
     for (const char *eps : {"1.1920928955078125e-07", "0.001"}) {
@@ -1364,12 +1366,14 @@ TEST(VulkanKernels, ChooseQParamsWholeTensorMatchesPt2eChooseQParams) {
     head.resize(static_cast<std::size_t>(rows * 64), fill);
     return Tensor::fromDoubles(DType::F32, {1, rows, 64}, head);
   };
-  auto uniform = [](int64_t rows, double lo, double hi, uint32_t seed) {
+  auto uniform = [](int64_t rows, double lo, double hi, uint32_t seed, double last = NAN) {
     std::vector<double> v(static_cast<std::size_t>(rows * 64));
     for (double &e : v) {
       seed = seed * 1664525u + 1013904223u;
       e = lo + (hi - lo) * (seed >> 8) / double(1u << 24);
     }
+    if (!std::isnan(last))
+      v.back() = last;
     return Tensor::fromDoubles(DType::F32, {1, rows, 64}, v);
   };
   // scale = 15.9375 / 255 = 2^-4 exactly; min / scale = -10.5 and -11.5.
@@ -1382,7 +1386,9 @@ TEST(VulkanKernels, ChooseQParamsWholeTensorMatchesPt2eChooseQParams) {
       {"below eps", uniform(2, -1e-9, 1e-9, 9)},
       {"1 row", uniform(1, -4.0, 6.0, 10)},
       {"7 rows", uniform(7, -4.0, 6.0, 11)},
-      {"300 rows", uniform(300, -6.0, 4.0, 12)}};
+      {"300 rows", uniform(300, -6.0, 4.0, 12)},
+      {"1031 rows, min last", uniform(1031, -4.0, 6.0, 13, -50.0)},
+      {"2048 rows, max last", uniform(2048, -4.0, 6.0, 14, 100.0)}};
   for (const char *kernels : {"cpu", "gpu"})
     withEnv("GRAFT_VK_KERNELS", kernels, [&] {
       for (const auto &[name, x] : inputs) {
@@ -1403,6 +1409,32 @@ TEST(VulkanKernels, ChooseQParamsWholeTensorMatchesPt2eChooseQParams) {
         }
       }
     });
+  // An f16 input split into chunks: the (min, max) pairs stay f16, so the choose pass
+  // rounds its f16 steps as it would on the input.
+  if (context()->info().storageBuffer16BitAccess) {
+    auto half = parseGraph(R"(graph @h {
+  sym s0 : [1, 4096]
+  input %x : f16[1, s0, 64]
+  %s : f16[], %z : i64[] = torchao.choose_qparams_affine.default(%x, "ASYMMETRIC", [-1, -1, -1], i8, -128, 127, none, f16, i64)
+  output %s
+  output %z
+}
+)",
+                           "h.gir");
+    ASSERT_TRUE(half.ok()) << render(half.diags());
+    Tensor xh = uniform(1100, -4.0, 6.0, 15, -30.0).to(DType::F16);
+    for (const char *kernels : {"cpu", "gpu"})
+      withEnv("GRAFT_VK_KERNELS", kernels, [&] {
+        SCOPED_TRACE(std::string(kernels) + " f16");
+        auto got = runOnDevice(**half, {xh});
+        auto want = runOnInterpreter(**half, {xh});
+        ASSERT_TRUE(got.ok()) << render(got.diags());
+        ASSERT_TRUE(want.ok()) << render(want.diags());
+        EXPECT_EQ(std::get<Tensor>((*got)[0]).getDouble(0),
+                  std::get<Tensor>((*want)[0]).getDouble(0));
+        EXPECT_EQ(std::get<Tensor>((*got)[1]).getInt(0), std::get<Tensor>((*want)[1]).getInt(0));
+      });
+  }
   // The hand-computed ties, so a reference that rounded half away from zero fails too.
   auto tie = runOnInterpreter(**refGraph, {inputs[0].second});
   ASSERT_TRUE(tie.ok());

@@ -77,6 +77,25 @@ Expected<DeviceTensor> quantAffineDispatch(Context &ctx, bool quantize, const De
   return out;
 }
 
+struct MinMaxPush {
+  int32_t numel, groupSize, chunk;
+};
+
+// llvmpipe (lavapipe, the CI device) ends an invocation's loops after 65535
+// iterations in all (Mesa gallivm lp_bld_limits.h, LP_MAX_TGSI_LOOP_ITERATIONS,
+// "shared between every loop"), silently: a choose over a longer group read
+// only its first 65536 values (PT2E's per-tensor activation of a 128-token
+// prefill is 2^19). A group longer than kMaxGroupLoop is first cut into at
+// most kMaxChunks chunks of at least kMinChunk values, a workgroup each
+// (minmax_affine: at most 2^31 / kMaxChunks / 128 = 1024 iterations per
+// invocation), and the choose kernel then runs over the chunks' (min, max)
+// pairs, at most 2 * kMaxChunks values a group. Min and max are exact in
+// any order, so both passes give the one-pass values. Splitting also spreads
+// a whole-tensor reduction over the device instead of one workgroup.
+constexpr int64_t kMaxGroupLoop = 32768;
+constexpr int64_t kMaxChunks = 16384;
+constexpr int64_t kMinChunk = 8192;
+
 Diagnostic perTensorError(const char *op, const std::string &message) {
   return Diagnostic::error(std::string("vulkan kernel ") + op + ": " + message);
 }
@@ -96,6 +115,18 @@ Expected<QParams> chooseQParamsAffine(Context &ctx, const DeviceTensor &x, int64
   if (groupSize <= 0 || x.numel() % groupSize != 0 || product(scaleSizes) != x.numel() / groupSize)
     return kernelError("choose_qparams_affine", "blocks of " + std::to_string(groupSize) +
                                                     " do not tile " + sizesStr(x.sizes));
+  int64_t groups = x.numel() / groupSize;
+  if (groupSize > kMaxGroupLoop) {
+    const int64_t chunk = std::max(kMinChunk, (groupSize + kMaxChunks - 1) / kMaxChunks);
+    const int64_t chunks = (groupSize + chunk - 1) / chunk;
+    GRAFT_TRY(DeviceTensor pairs, allocateTensor(ctx, x.dtype, {groups * chunks * 2}));
+    MinMaxPush mp{i32(x.numel()), i32(groupSize), i32(chunk)};
+    GRAFT_CHECK_OK(ctx.dispatch("minmax_affine_" + shaderDType(x.dtype),
+                                {pairs.buffer.get(), x.buffer.get()}, &mp, sizeof(mp),
+                                {static_cast<uint32_t>(groups * chunks), 1, 1}));
+    return chooseQParamsAffine(ctx, pairs, chunks * 2, mapping, qmin, qmax, eps, scaleDType,
+                               zeroPointDType, std::move(scaleSizes));
+  }
   QParams r;
   GRAFT_TRY(r.scale, allocateTensor(ctx, scaleDType, scaleSizes));
   GRAFT_TRY(r.zeroPoint, allocateTensor(ctx, zeroPointDType, scaleSizes));
@@ -111,7 +142,6 @@ Expected<QParams> chooseQParamsAffine(Context &ctx, const DeviceTensor &x, int64
                0};
   std::string dtypes = shaderDType(x.dtype) + "_" + shaderDType(scaleDType);
   std::vector<Buffer *> bindings = {r.scale.buffer.get(), r.zeroPoint.buffer.get(), x.buffer.get()};
-  int64_t groups = x.numel() / groupSize;
   // Min and max are order-free: the cooperative variant is exact, both policies.
   if (cooperativeRows(ctx, groups)) {
     GRAFT_CHECK_OK(ctx.dispatch("choose_qparams_affine_coop_" + dtypes, bindings, &pc, sizeof(pc),

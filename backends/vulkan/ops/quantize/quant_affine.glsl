@@ -4,6 +4,10 @@
 //                    (COOP, the `_coop` variants for GPUs) one workgroup per
 //                    group, its invocations taking the group's min and max
 //                    together;
+//   MODE minmax:     a group too long for one invocation's loop, cut into
+//                    chunks of `chunk` elements, a workgroup each, which
+//                    writes the chunk's (min, max) pair; MODE choose then
+//                    runs over the pairs (their min and max are the group's);
 //   MODE quantize:   quantize_affine: clamp(roundEven(x * (1/scale)) + zp, qmin, qmax);
 //   MODE dequantize: dequantize_affine: (float(q) - zp) * scale.
 // quantized_decomposed.quantize_per_tensor / dequantize_per_tensor are the
@@ -22,6 +26,11 @@
 layout(set = 0, binding = 0) buffer OutScale { SCALE_DTYPE t_scale[]; };
 layout(set = 0, binding = 1) buffer OutZero { int t_zero[]; };
 layout(set = 0, binding = 2) readonly buffer In { DTYPE t_in[]; };
+#elif defined(MODE_minmax)
+// The pairs keep the input's dtype (min and max of f16 values are f16
+// values), so the choose pass rounds as it would on the input.
+layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
+layout(set = 0, binding = 1) readonly buffer In { DTYPE t_in[]; };
 #elif defined(MODE_quantize)
 layout(set = 0, binding = 0) buffer Out { int t_out[]; };
 layout(set = 0, binding = 0) buffer Out4 { ivec4 t_out4[]; };
@@ -38,6 +47,13 @@ layout(set = 0, binding = 2) readonly buffer Scale { SCALE_DTYPE t_scale[]; };
 layout(set = 0, binding = 3) readonly buffer Zero { int t_zero[]; };
 #endif
 
+#if defined(MODE_minmax)
+layout(push_constant) uniform PushConstants {
+  int numel;
+  int groupSize;
+  int chunk; // elements per workgroup; the group's last chunk may be shorter
+} pc;
+#else
 layout(push_constant) uniform PushConstants {
   int numel;
   int groupSize;
@@ -56,12 +72,42 @@ layout(push_constant) uniform PushConstants {
   float factor;
   int zero;
 } pc;
+#endif
 
-#if defined(MODE_choose)
-#if COOP
+#if (defined(MODE_choose) && COOP) || defined(MODE_minmax)
 shared float s_mn[LOCAL_SIZE_X];
 shared float s_mx[LOCAL_SIZE_X];
+
+// The min and max of t_in[begin, end) (begin < end), taken by the whole
+// workgroup: a strided pass, then a tree. min and max do not depend on the
+// order they are taken in, so this gives the sequential loop's values (up to
+// the sign of a zero extreme, which no output depends on: it only meets
+// min(mn, 0) and max(mx, 0)).
+void workgroupMinMax(int begin, int end, out float mn, out float mx) {
+  uint lid = gl_LocalInvocationIndex;
+  mn = float(t_in[begin]);
+  mx = mn;
+  for (int i = begin + int(lid); i < end; i += LOCAL_SIZE_X) {
+    float v = float(t_in[i]);
+    mn = min(mn, v);
+    mx = max(mx, v);
+  }
+  s_mn[lid] = mn;
+  s_mx[lid] = mx;
+  for (uint stride = uint(LOCAL_SIZE_X) / 2u; stride > 0u; stride /= 2u) {
+    barrier();
+    if (lid < stride) {
+      s_mn[lid] = min(s_mn[lid], s_mn[lid + stride]);
+      s_mx[lid] = max(s_mx[lid], s_mx[lid + stride]);
+    }
+  }
+  barrier();
+  mn = s_mn[0];
+  mx = s_mx[0];
+}
 #endif
+
+#if defined(MODE_choose)
 
 // Group `id`'s scale and zero point from its min and max.
 void chooseQParams(uint id, float mn, float mx) {
@@ -175,33 +221,14 @@ void main() {
 #if defined(MODE_choose)
   int groups = pc.numel / pc.groupSize;
 #if COOP
-  // min and max do not depend on the order they are taken in, so the tree
-  // gives the sequential loop's values (up to the sign of a zero extreme,
-  // which no output depends on: it only meets min(mn, 0) and max(mx, 0)).
   uint id = gl_WorkGroupID.x;
-  uint lid = gl_LocalInvocationIndex;
   if (id >= uint(groups)) // uniform across the workgroup
     return;
   int base = int(id) * pc.groupSize;
-  float mn = float(t_in[base]);
-  float mx = mn;
-  for (int i = int(lid); i < pc.groupSize; i += LOCAL_SIZE_X) {
-    float v = float(t_in[base + i]);
-    mn = min(mn, v);
-    mx = max(mx, v);
-  }
-  s_mn[lid] = mn;
-  s_mx[lid] = mx;
-  for (uint stride = uint(LOCAL_SIZE_X) / 2u; stride > 0u; stride /= 2u) {
-    barrier();
-    if (lid < stride) {
-      s_mn[lid] = min(s_mn[lid], s_mn[lid + stride]);
-      s_mx[lid] = max(s_mx[lid], s_mx[lid + stride]);
-    }
-  }
-  barrier();
-  if (lid == 0u)
-    chooseQParams(id, s_mn[0], s_mx[0]);
+  float mn, mx;
+  workgroupMinMax(base, base + pc.groupSize, mn, mx);
+  if (gl_LocalInvocationIndex == 0u)
+    chooseQParams(id, mn, mx);
 #else
   uint id = linearId();
   if (id >= uint(groups))
@@ -216,6 +243,22 @@ void main() {
   }
   chooseQParams(id, mn, mx);
 #endif
+#elif defined(MODE_minmax)
+  // Workgroup id is chunk c of group g.
+  int chunks = (pc.groupSize + pc.chunk - 1) / pc.chunk;
+  uint id = gl_WorkGroupID.x;
+  int g = int(id) / chunks;
+  int c = int(id) % chunks;
+  if (g >= pc.numel / pc.groupSize) // uniform across the workgroup
+    return;
+  int begin = g * pc.groupSize + c * pc.chunk;
+  int end = g * pc.groupSize + min((c + 1) * pc.chunk, pc.groupSize);
+  float mn, mx;
+  workgroupMinMax(begin, end, mn, mx);
+  if (gl_LocalInvocationIndex == 0u) {
+    t_out[2u * id] = TO_DTYPE(mn);
+    t_out[2u * id + 1u] = TO_DTYPE(mx);
+  }
 #else
   int e0 = int(linearId()) * 4;
   if (e0 >= pc.numel)
