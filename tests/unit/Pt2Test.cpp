@@ -1771,3 +1771,75 @@ TEST(Pt2Serde, EveryFieldMutatedFailsCleanly) {
   // Most mutations hit a field the schema requires.
   EXPECT_GT(failures, reads / 2) << failures << " of " << reads;
 }
+
+namespace {
+
+/// `bytes` (a zip) with the central directory entry of `record` patched:
+/// `patch` gets a pointer to its 46-byte fixed header.
+std::string patchCentralEntry(std::string bytes, const std::string &record,
+                              const std::function<void(char *)> &patch) {
+  for (std::size_t pos = 0; (pos = bytes.find("PK\x01\x02", pos)) != std::string::npos; ++pos) {
+    if (pos + 46 > bytes.size())
+      break;
+    auto u16 = [&](std::size_t at) {
+      return static_cast<std::size_t>(static_cast<uint8_t>(bytes[at])) |
+             static_cast<std::size_t>(static_cast<uint8_t>(bytes[at + 1])) << 8;
+    };
+    if (bytes.compare(pos + 46, u16(pos + 28), record) == 0 && u16(pos + 28) == record.size()) {
+      patch(&bytes[pos]);
+      return bytes;
+    }
+  }
+  ADD_FAILURE() << "no central directory entry for " << record;
+  return bytes;
+}
+
+} // namespace
+
+// torch.export.save wrote its legacy zip with zipfile's default, stored; a
+// tool that recompresses it deflates records, which torch still reads.
+// graft inflates deflated records (model.json, example inputs) and refuses
+// a deflated nested torch.save archive (it maps those in place). A deflated
+// record claiming more than deflate's 1032:1 can give is refused before its
+// buffer is allocated.
+TEST(Pt2Serde, DeflatedLegacyRecords) {
+  const std::string deflated = (kGolden / "tinynet_torch2_7_legacy_deflated.pt2").string();
+  {
+    auto z = ZipReader::open(deflated);
+    ASSERT_TRUE(z.ok());
+    EXPECT_EQ((*z)->find("serialized_exported_program.json")->method, 8);
+    EXPECT_EQ((*z)->find("serialized_state_dict.pt")->method, 0);
+  }
+  Pt2Program p = readOk(deflated);
+  Pt2Program stored = readOk((kGolden / "tinynet_torch2_7_legacy.pt2").string());
+  EXPECT_EQ(text(*p.graph), text(*stored.graph));
+  // The deflated example inputs were inflated: written back, they are the
+  // 747-byte torch.save archive.
+  Pt2WriteOptions wo;
+  wo.provenance = &p.provenance;
+  ASSERT_TRUE(writePt2(*p.graph, tmp("deflated_rt.pt2"), wo).ok());
+  auto rt = ZipReader::open(tmp("deflated_rt.pt2"));
+  ASSERT_TRUE(rt.ok());
+  const ZipEntry *inputs = (*rt)->find("deflated_rt/data/sample_inputs/model.pt");
+  ASSERT_NE(inputs, nullptr);
+  EXPECT_EQ(inputs->size, 747u);
+
+  std::string bytes = slurp(deflated);
+  std::string huge = patchCentralEntry(bytes, "serialized_exported_program.json", [](char *h) {
+    std::memcpy(h + 24, "\xf0\xff\xff\xff", 4); // uncompressed size 4294967280
+  });
+  ASSERT_TRUE(writeFileAtomic(tmp("deflate_huge.pt2"), huge).ok());
+  std::string e = errorOf(readPt2(tmp("deflate_huge.pt2")));
+  EXPECT_NE(e.find("record 'serialized_exported_program.json' is corrupt: 1861 deflated bytes "
+                   "cannot inflate to 4294967280"),
+            std::string::npos)
+      << e;
+  std::string nested = patchCentralEntry(bytes, "serialized_state_dict.pt",
+                                         [](char *h) { h[10] = 8; }); // method: deflate
+  ASSERT_TRUE(writeFileAtomic(tmp("deflate_nested.pt2"), nested).ok());
+  e = errorOf(readPt2(tmp("deflate_nested.pt2")));
+  EXPECT_NE(e.find("record 'serialized_state_dict.pt' is compressed; nested archives must be "
+                   "stored"),
+            std::string::npos)
+      << e;
+}

@@ -294,6 +294,13 @@ Expected<std::string> ZipReader::read(const ZipEntry &entry, bool verifyCrc) con
   } else {
     if (entry.size > (uint64_t(1) << 34))
       return error("record '" + entry.name + "' is too large to inflate in memory");
+    // Deflate expands at most 1032:1 (a 258-byte match per 2 bits), so a
+    // larger claimed size is a corrupt central directory, refused before the
+    // buffer for it is allocated.
+    if (entry.size / 1032 > entry.compressedSize + 1)
+      return error("record '" + entry.name +
+                   "' is corrupt: " + std::to_string(entry.compressedSize) +
+                   " deflated bytes cannot inflate to " + std::to_string(entry.size));
     out.resize(static_cast<std::size_t>(entry.size));
     z_stream zs{};
     if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)

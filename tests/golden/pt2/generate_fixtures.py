@@ -363,6 +363,19 @@ def write_legacy(path, minor, version, with_kind):
         z.writestr("version", f"8.{minor}")
 
 
+def write_deflated(src, path):
+    """A legacy archive re-zipped with its JSON and plain records deflated
+    (zipfile's ZIP_DEFLATED), the nested torch.save archives stored: what a
+    tool that recompresses torch.export.save's zip may give; torch reads any
+    mix. graft inflates deflated records but maps nested archives in place,
+    so those must stay stored."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(path, "w") as z:
+        for info in zin.infolist():
+            nested = info.filename in ("serialized_state_dict.pt", "serialized_constants.pt")
+            z.writestr(info.filename, zin.read(info.filename),
+                       compress_type=zipfile.ZIP_STORED if nested else zipfile.ZIP_DEFLATED)
+
+
 def write_2_8(path):
     state, constants = tinynet_state()
     ep = tinynet_program(8, "2.8.0", True, real_offsets=False,
@@ -549,6 +562,8 @@ def write_evil(path):
 def main():
     write_legacy(os.path.join(HERE, "tinynet_torch2_6_legacy.pt2"), 2, "2.6.0", with_kind=False)
     write_legacy(os.path.join(HERE, "tinynet_torch2_7_legacy.pt2"), 7, "2.7.0", with_kind=True)
+    write_deflated(os.path.join(HERE, "tinynet_torch2_7_legacy.pt2"),
+                   os.path.join(HERE, "tinynet_torch2_7_legacy_deflated.pt2"))
     write_2_8(os.path.join(HERE, "tinynet_torch2_8.pt2"))
     write_2_9(os.path.join(HERE, "tinynet_torch2_9.pt2"))
     intx, fancy = install_fake_torchao()
