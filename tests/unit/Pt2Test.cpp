@@ -1315,6 +1315,16 @@ TEST(Pt2BadInput, PicklesOutsideTheAllowedSubset) {
   // A truncated pickle.
   e = withPickle(head + "X" + u32(5) + "sc", "trunc.pt2");
   EXPECT_NE(e.find("pickle is truncated"), std::string::npos) << e;
+  // A fake tensor as serialize_torch_artifact pickles one (torch/_export/serde/
+  // serialize.py _reduce_fake_tensor, protocol 2: the TensorMeta JSON bytes
+  // through _codecs.encode): refused, naming the reducer.
+  e = withPickle(
+      head + str("scale") + "ctorch._export.serde.serialize\n_reconstruct_fake_tensor\n" +
+          "c_codecs\nencode\n" + str("{\"dtype\": 7}") + str("latin1") + "\x86R\x89\x86Ru.",
+      "fake.pt2");
+  EXPECT_NE(e.find("weight 'scale'"), std::string::npos) << e;
+  EXPECT_NE(e.find("'torch._export.serde.serialize._reconstruct_fake_tensor'"), std::string::npos)
+      << e;
   // Containers that hold themselves (memoized, then added to themselves):
   // Python builds them, torch.save never writes them, graft refuses them.
   // d = {}; d['scale'] = d
