@@ -1853,3 +1853,29 @@ TEST(Pt2Serde, DeflatedLegacyRecords) {
             std::string::npos)
       << e;
 }
+
+// Higher-order ops with subgraphs (serialize_hoo_inputs: unnamed positional
+// operands; a GraphArgument for each submodule), e.g. the
+// wrap_with_set_grad_enabled that torch.export's training IR makes of a
+// torch.no_grad() region: graft's IR has no subgraphs, so the node and the
+// operand are named.
+TEST(Pt2Serde, SubgraphOperandsNameTheNode) {
+  std::string e = errorAfterEdit("hop_graph.pt2", [](auto &j) {
+    auto &graph = j["graph_module"]["graph"];
+    graph["tensor_values"]["wrap_with_set_grad_enabled"] = graph["tensor_values"]["add_2"];
+    graph["nodes"].push_back(nlohmann::ordered_json::parse(R"({
+      "target": "torch.ops.higher_order.wrap_with_set_grad_enabled",
+      "inputs": [{"name": "", "arg": {"as_bool": false}, "kind": 1},
+                 {"name": "", "arg": {"as_graph": {"name": "submod_1", "graph": {
+                   "inputs": [], "outputs": [], "nodes": [], "tensor_values": {},
+                   "sym_int_values": {}, "sym_bool_values": {}}}}, "kind": 1},
+                 {"name": "", "arg": {"as_tensor": {"name": "add_2"}}, "kind": 1}],
+      "outputs": [{"as_tensor": {"name": "wrap_with_set_grad_enabled"}}],
+      "metadata": {},
+      "is_hop_single_tensor_return": true})"));
+  });
+  EXPECT_NE(e.find("node 'wrap_with_set_grad_enabled' (higher_order.wrap_with_set_grad_enabled) "
+                   "argument 'operand 1': argument kind 'as_graph' cannot be represented"),
+            std::string::npos)
+      << e;
+}

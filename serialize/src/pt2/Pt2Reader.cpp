@@ -1077,7 +1077,13 @@ private:
         GRAFT_TRY(std::string argNm, nameJ.str());
         GRAFT_TRY(JsonRef argJ, na.field("arg"));
         bool isOp = false;
-        GRAFT_TRY(Argument a, argument(argJ, where.argument(argNm), &isOp));
+        // A higher-order op's positional operands have no names
+        // (serialize_hoo_inputs); messages number them instead.
+        std::string operand;
+        if (argNm.empty())
+          operand = "operand " + std::to_string(args.size());
+        GRAFT_TRY(Argument a,
+                  argument(argJ, where.argument(argNm.empty() ? operand : argNm), &isOp));
         GRAFT_TRY(auto kindJ, na.optField("kind"));
         int64_t kind = 0;
         if (kindJ) {
