@@ -35,10 +35,10 @@
 // of 64-bit words: llvmpipe's cost is per loaded component, so this halves
 // it; the values are the same bits. PAIRS (the `_wide` CPU variants, both
 // modes) goes further: 32-byte loads (two weight blocks of a row, 8 x
-// values, 8 scales or weight sums), each nibble masked in place and
-// converted (an AND and a conversion; x pre-scaled by 16^-i), the -8 offset
-// folded into a per-block sum of x; dq8ca's block dot products come out
-// exact in f32 (blockDot) and continue on the integer path.
+// values, 8 scales or weight sums), the -8 offset folded into a per-block
+// sum of x, and per nibble: weight-only, an AND and a conversion in place
+// (x pre-scaled by 16^-i); dq8ca, half a 32-bit integer multiply-add (two
+// nibbles masked together times two packed x values: blockDot), exact.
 // SUBGROUP_REDUCE (`_sg` GPU variants, devices with clustered subgroup
 // arithmetic and subgroups of at least K_SPLIT lanes) reduces a tile's K
 // split with subgroupClusteredAdd.
@@ -123,13 +123,22 @@ uvec4 hi4(u64vec4 v) {
   return uvec4(unpackUint2x32(v.z), unpackUint2x32(v.w));
 }
 
-// Eight x values starting at vec4 index `index` (even), as two vec4s (dq8ca:
-// the int8 activations, stored as 32-bit ints, converted to float exactly).
-void loadX8(int index, out vec4 a, out vec4 b) {
+// The PAIRS kernel's x values (4 per PV_T) and per-block sums of x (PS_T):
+// dq8ca works on the int8 activations as integers.
+#if defined(MODE_dq8ca)
+#define PV_T ivec4
+#define PS_T int
+#else
+#define PV_T vec4
+#define PS_T float
+#endif
+
+// Eight x values starting at vec4 index `index` (even), as two PV_Ts.
+void loadX8(int index, out PV_T a, out PV_T b) {
 #if defined(MODE_dq8ca)
   u64vec4 v = t_x256[index / 2];
-  a = vec4(ivec4(lo4(v)));
-  b = vec4(ivec4(hi4(v)));
+  a = ivec4(lo4(v));
+  b = ivec4(hi4(v));
 #elif DTYPE_IS_HALF
   a = loadX(index);
   b = loadX(index + 1);
@@ -155,15 +164,23 @@ vec4 placedHi(uint word) {
   return vec4(ivec4(uvec4(word & 0xF0000u, word & 0xF00000u, word & 0xF000000u, word >> 28u)));
 }
 
-// The block's 8 * sum x per row, then its x scaled by kPlaceLo / kPlaceHi.
-void prepareBlockX(inout vec4 xv[TILE_M * 8], out float x8[TILE_M]) {
+// The block's 8 * sum x per row, then its x prepared for blockDot: scaled
+// by kPlaceLo / kPlaceHi; dq8ca: word j's x packed in pairs into xv[j], x at
+// k = 8j + i (i = 0..3) in the high 16 bits, x at k + 4 in the low ones
+// (x_k * 2^16 + x_{k+4}).
+void prepareBlockX(inout PV_T xv[TILE_M * 8], out PS_T x8[TILE_M]) {
   [[unroll]] for (int t = 0; t < TILE_M; ++t) {
-    vec4 sx = xv[t * 8];
+    PV_T sx = xv[t * 8];
     [[unroll]] for (int j = 1; j < 8; ++j)
       sx += xv[t * 8 + j];
-    x8[t] = 8.0 * ((sx.x + sx.y) + (sx.z + sx.w));
+    x8[t] = PS_T(8) * ((sx.x + sx.y) + (sx.z + sx.w));
+#if defined(MODE_dq8ca)
+    [[unroll]] for (int j = 0; j < 4; ++j)
+      xv[t * 8 + j] = (xv[t * 8 + 2 * j] << 16) + xv[t * 8 + 2 * j + 1];
+#else
     [[unroll]] for (int j = 0; j < 8; ++j)
       xv[t * 8 + j] *= (j % 2 == 0) ? kPlaceLo : kPlaceHi;
+#endif
   }
 }
 
@@ -201,10 +218,32 @@ void loadScales(int g, int n0, int cols, out float s[TILE_N]) {
 }
 
 // One 32-value block for the whole tile, unscaled: d = sum x * q - 8 sum x,
-// with xv and x8 from prepareBlockX and w[c] column c's block. dq8ca: x and
-// q are integers (|x| <= 128, q in 0..15) and x * 16^-i is exact, so every
-// product and every partial sum, in any order, is an integer of magnitude at
-// most 32 * 128 * (15 + 8) < 2^24: d is the block's exact integer dot product.
+// with xv and x8 from prepareBlockX and w[c] column c's block.
+#if defined(MODE_dq8ca)
+// dq8ca, exact integers, two products per 32-bit multiply: nibbles i and
+// i + 4 of a word, masked together ((word >> 4i) & 0x000F000F = q_i +
+// q_{i+4} * 2^16, q the stored nibble 0..15), times x_i * 2^16 + x_{i+4}
+// give q_i x_{i+4} + (q_i x_i + q_{i+4} x_{i+4}) * 2^16 (the q_{i+4} x_i *
+// 2^32 term drops out of the 32-bit product). Summed over the block's 4
+// words: the high part's magnitude is at most 4 * 2 * 15 * 128 = 15360, the
+// low part's 7680 < 2^15, so the sum fits an int32 and rounding it to a
+// multiple of 2^16, (p + 2^15) >> 16, recovers the high part exactly.
+const uvec4 kPairShift = uvec4(0u, 4u, 8u, 12u);
+void blockDot(out int d[TILE], ivec4 xv[TILE_M * 8], int x8[TILE_M], uvec4 w[TILE_N]) {
+  [[unroll]] for (int c = 0; c < TILE_N; ++c) {
+    ivec4 q[4];
+    [[unroll]] for (int j = 0; j < 4; ++j)
+      q[j] = ivec4((uvec4(w[c][j]) >> kPairShift) & 0x000F000Fu);
+    [[unroll]] for (int t = 0; t < TILE_M; ++t) {
+      ivec4 p = q[0] * xv[t * 8];
+      [[unroll]] for (int j = 1; j < 4; ++j)
+        p += q[j] * xv[t * 8 + j];
+      ivec4 h = (p + 0x8000) >> 16;
+      d[c * TILE_M + t] = ((h.x + h.y) + (h.z + h.w)) - x8[t];
+    }
+  }
+}
+#else
 void blockDot(out float d[TILE], vec4 xv[TILE_M * 8], float x8[TILE_M], uvec4 w[TILE_N]) {
   [[unroll]] for (int c = 0; c < TILE_N; ++c) {
     vec4 q[8];
@@ -220,6 +259,7 @@ void blockDot(out float d[TILE], vec4 xv[TILE_M * 8], float x8[TILE_M], uvec4 w[
     }
   }
 }
+#endif
 
 #if defined(MODE_dq8ca)
 // Group g's weight sums of the tile's columns, as loadScales reads scales.
@@ -243,12 +283,12 @@ void loadSums(int g, int n0, int cols, out int ws[TILE_N]) {
 // products `gdot`; after the group's last block, ET-VK's zero-point
 // correction and one scale product per group, as the non-PAIRS kernel does
 // (the same operations on the same integers: the same result).
-void addBlock(inout float acc[TILE], inout ACC_T gdot[TILE], float d[TILE], int kb,
+void addBlock(inout float acc[TILE], inout ACC_T gdot[TILE], ACC_T d[TILE], int kb,
               int blocksPerGroup, int n0, int cols, float xs[TILE_M], int xz[TILE_M]) {
   int g = kb / blocksPerGroup;
 #if defined(MODE_dq8ca)
   [[unroll]] for (int i = 0; i < TILE; ++i)
-    gdot[i] += int(d[i]);
+    gdot[i] += d[i];
   if (kb % blocksPerGroup != blocksPerGroup - 1)
     return;
 #endif
@@ -305,13 +345,13 @@ void main() {
   ACC_T gdot[TILE];
   [[unroll]] for (int i = 0; i < TILE; ++i)
     gdot[i] = ACC_T(0);
-  float d[TILE];
+  ACC_T d[TILE];
   // Pairs of blocks with 32-byte weight loads where a row is a whole number
   // of pairs (rowVec4 even), then single blocks.
   int blocks = pc.K / 32;
   int pairs = pc.rowVec4 % 2 == 0 ? blocks / 2 : 0;
   for (int kp = 0; kp < pairs; ++kp) {
-    vec4 xv0[TILE_M * 8], xv1[TILE_M * 8];
+    PV_T xv0[TILE_M * 8], xv1[TILE_M * 8];
     [[unroll]] for (int t = 0; t < TILE_M; ++t) {
       int xb = (m0 + (t < rows ? t : 0)) * K4 + kp * 16;
       [[unroll]] for (int j = 0; j < 4; ++j) {
@@ -319,7 +359,7 @@ void main() {
         loadX8(xb + 8 + 2 * j, xv1[t * 8 + 2 * j], xv1[t * 8 + 2 * j + 1]);
       }
     }
-    float x80[TILE_M], x81[TILE_M];
+    PS_T x80[TILE_M], x81[TILE_M];
     prepareBlockX(xv0, x80);
     prepareBlockX(xv1, x81);
     uvec4 w0[TILE_N], w1[TILE_N];
@@ -334,13 +374,13 @@ void main() {
     addBlock(acc, gdot, d, 2 * kp + 1, blocksPerGroup, n0, cols, xs, xz);
   }
   for (int kb = 2 * pairs; kb < blocks; ++kb) {
-    vec4 xv[TILE_M * 8];
+    PV_T xv[TILE_M * 8];
     [[unroll]] for (int t = 0; t < TILE_M; ++t) {
       int xb = (m0 + (t < rows ? t : 0)) * K4 + kb * 8;
       [[unroll]] for (int j = 0; j < 8; ++j)
-        xv[t * 8 + j] = vec4(loadX(xb + j));
+        xv[t * 8 + j] = PV_T(loadX(xb + j));
     }
-    float x8[TILE_M];
+    PS_T x8[TILE_M];
     prepareBlockX(xv, x8);
     uvec4 w[TILE_N];
     [[unroll]] for (int c = 0; c < TILE_N; ++c)
