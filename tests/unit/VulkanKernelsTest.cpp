@@ -17,6 +17,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -372,6 +373,77 @@ TEST(VulkanKernels, RmsNorm) {
       << "] = et_vk.rms_norm.default(%x, %w, 1e-06)\n  output %o\n}\n";
     SCOPED_TRACE(g.str());
     checkGraph(g.str(), kUlps, 19);
+  }
+}
+
+// Rows longer than llvmpipe's 65535 loop iterations per invocation
+// (DeviceInfo::maxLoopIterations; reduce walks a row once, rms_norm twice,
+// softmax three times): lavapipe used to stop the loops there silently
+// (amax over 2^19 values read 65536 of them). The kernels now split such rows
+// over dispatches that carry the running values, in the same order, so the
+// tolerances stay the short rows' ones. On a GPU these are single dispatches.
+TEST(VulkanKernels, RowKernelsPastTheLoopLimit) {
+  GRAFT_REQUIRE_VULKAN();
+  if (context()->info().name.rfind("llvmpipe", 0) == 0) {
+    EXPECT_EQ(context()->info().maxLoopIterations, 65535u);
+  }
+  // 140001 values: three dispatches of reduce, seven of softmax (a boundary
+  // inside each pass), five of rms_norm.
+  for (int64_t n : {int64_t(70001), int64_t(140001)}) {
+    std::string row = "[2, " + std::to_string(n) + "]";
+    std::ostringstream g;
+    g << "graph @t {\n  input %a : f32" << row << "\n"
+      << "  %m : f32[2] = aten.mean.dim(%a, [-1])\n"
+      << "  %s : f32[2] = aten.sum.dim_IntList(%a, [-1])\n"
+      << "  %x : f32[2] = aten.amax.default(%a, [-1])\n"
+      << "  %y : f32[2] = aten.amin.default(%a, [-1])\n"
+      << "  output %m\n  output %s\n  output %x\n  output %y\n}\n";
+    SCOPED_TRACE(g.str());
+    checkGraph(g.str(), kUlps, 23);
+    std::ostringstream sm;
+    sm << "graph @t {\n  input %a : f32" << row << "\n  %o : f32" << row
+       << " = aten._softmax.default(%a, -1, false)\n  output %o\n}\n";
+    SCOPED_TRACE(sm.str());
+    checkGraph(sm.str(), kTranscendental, 29);
+    std::ostringstream rn;
+    rn << "graph @t {\n  param %w : f32[" << n << "] fqn=\"w\" = random(seed=4, min=0.5, max=1.5)\n"
+       << "  input %x : f32" << row << "\n  %o : f32" << row
+       << " = et_vk.rms_norm.default(%x, %w, 1e-06)\n  output %o\n}\n";
+    SCOPED_TRACE(rn.str());
+    checkGraph(rn.str(), kUlps, 31);
+  }
+  // The softmax under attention (safe: an all -inf row gives zeros) over
+  // 30000 keys: 90000 softmax steps, 30001 in the output loop.
+  checkGraph(R"(graph @t {
+  input %q : f32[1, 2, 3, 8]
+  input %k : f32[1, 2, 30000, 8]
+  input %v : f32[1, 2, 30000, 8]
+  %o : f32[1, 2, 3, 8] = aten.scaled_dot_product_attention.default(%q, %k, %v)
+  output %o
+})",
+             kTranscendental, 37);
+}
+
+// The NaN flag and the running max cross dispatch boundaries: a NaN after
+// the first dispatch still makes amax/amin NaN, and the max found in the
+// first dispatch survives the later ones.
+TEST(VulkanKernels, AmaxAminCarryAcrossDispatches) {
+  GRAFT_REQUIRE_VULKAN();
+  const int64_t n = 140001;
+  Tensor x = Tensor::empty(DType::F32, {2, n});
+  for (int64_t i = 0; i < 2 * n; ++i)
+    x.setDouble(i, static_cast<double>(i % 1000) / 1000.0);
+  x.setDouble(5, 7.5);                                               // row 0: max in dispatch 1
+  x.setDouble(n + 100000, std::numeric_limits<double>::quiet_NaN()); // row 1: NaN in dispatch 2
+  auto dx = vk::uploadTensor(*context(), x);
+  ASSERT_TRUE(dx.ok());
+  for (vk::ReduceKind k : {vk::ReduceKind::Amax, vk::ReduceKind::Amin}) {
+    auto r = vk::reduceInner(*context(), k, *dx, 1, false);
+    ASSERT_TRUE(r.ok()) << render(r.diags());
+    auto h = vk::downloadTensor(*context(), *r);
+    ASSERT_TRUE(h.ok());
+    EXPECT_EQ(h->getDouble(0), k == vk::ReduceKind::Amax ? 7.5 : 0.0);
+    EXPECT_TRUE(std::isnan(h->getDouble(1)));
   }
 }
 

@@ -192,6 +192,59 @@ TEST(VulkanPartitioner, ReasonsForCpuNodes) {
   EXPECT_EQ(cpuNode(*a, "e"), nullptr);
 }
 
+// llvmpipe ends an invocation's loops after 65535 iterations in all, silently
+// (DeviceInfo::maxLoopIterations): kernels whose loops would run longer stay
+// on the CPU with the reason, on the lavapipe profile only. The row kernels
+// (reduce, softmax, rms_norm) split long rows over dispatches instead.
+TEST(VulkanPartitioner, LoopLimitKeepsLongLoopsOnTheCpu) {
+  EXPECT_EQ(target("lavapipe").device.maxLoopIterations, 65535u);
+  EXPECT_EQ(target("adreno").device.maxLoopIterations, 0u);
+  auto g = parse(R"(graph @t {
+  input %q : f32[1, 1, 1, 8]
+  input %k : f32[1, 1, 70000, 8]
+  input %v : f32[1, 1, 70000, 8]
+  input %k2 : f32[1, 1, 65534, 8]
+  input %v2 : f32[1, 1, 65534, 8]
+  input %cache : f32[70000, 8]
+  input %index : i64[70000]
+  input %src : f32[70000, 8]
+  input %x : f32[1, 140001]
+  %a : f32[1, 1, 1, 8] = aten.scaled_dot_product_attention.default(%q, %k, %v)
+  %a2 : f32[1, 1, 1, 8] = aten.scaled_dot_product_attention.default(%q, %k2, %v2)
+  %i : f32[70000, 8] = aten.index_copy.default(%cache, 0, %index, %src)
+  %s : f32[1, 140001] = aten._softmax.default(%x, -1, false)
+  %m : f32[1] = aten.amax.default(%x, [-1])
+  output %a
+  output %a2
+  output %i
+  output %s
+  output %m
+})");
+  ASSERT_TRUE(g);
+  auto r = vk::partitionGraph(*g, target("lavapipe"));
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  const vk::CpuNode *a = cpuNode(*r, "a");
+  ASSERT_NE(a, nullptr) << vk::formatReport(*r);
+  EXPECT_NE(a->reason.find("key's size 70000: an invocation would run 70001 loop iterations, "
+                           "over the device's limit of 65535"),
+            std::string::npos)
+      << a->reason;
+  const vk::CpuNode *i = cpuNode(*r, "i");
+  ASSERT_NE(i, nullptr) << vk::formatReport(*r);
+  EXPECT_NE(i->reason.find("index's size 70000: an invocation would run 70000 loop iterations"),
+            std::string::npos)
+      << i->reason;
+  // 65534 keys and the exit pass are within the limit; the row kernels split.
+  EXPECT_EQ(cpuNode(*r, "a2"), nullptr) << vk::formatReport(*r);
+  EXPECT_EQ(cpuNode(*r, "s"), nullptr) << vk::formatReport(*r);
+  EXPECT_EQ(cpuNode(*r, "m"), nullptr) << vk::formatReport(*r);
+  // A GPU profile has no such limit.
+  auto gpu = vk::partitionGraph(*g, target("adreno"));
+  ASSERT_TRUE(gpu.ok());
+  EXPECT_EQ(cpuNode(*gpu, "a"), nullptr) << vk::formatReport(*gpu);
+  EXPECT_EQ(cpuNode(*gpu, "i"), nullptr) << vk::formatReport(*gpu);
+}
+
 // quantize_per_tensor / dequantize_per_tensor run on the device where they
 // are bit-exact; the rest stays on the CPU with the lowering's reason (the
 // reference's own errors among them, reported there).

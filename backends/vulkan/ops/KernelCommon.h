@@ -94,6 +94,28 @@ inline Status checkInt32(const char *kernel, int64_t n) {
   return okStatus();
 }
 
+/// Why a dispatch whose invocations each run up to `iterations` loop
+/// iterations (every loop counts its iterations plus one: llvmpipe's counter
+/// also counts the pass that leaves the loop) cannot run on `info`, or ""
+/// when it can. The one place every kernel with size-dependent loops asks:
+/// the lowerings' checks, so the partitioner keeps such nodes on the CPU,
+/// and the launchers, for sizes only known at run time.
+inline std::string loopLimitReason(const DeviceInfo &info, int64_t iterations) {
+  if (info.maxLoopIterations == 0 || iterations <= int64_t(info.maxLoopIterations))
+    return {};
+  return "an invocation would run " + std::to_string(iterations) +
+         " loop iterations, over the device's limit of " + std::to_string(info.maxLoopIterations) +
+         " (llvmpipe ends longer loops silently)";
+}
+
+/// loopLimitReason as kernel `kernel`'s error.
+inline Status checkLoopIterations(const Context &ctx, const char *kernel, int64_t iterations) {
+  std::string why = loopLimitReason(ctx.info(), iterations);
+  if (!why.empty())
+    return kernelError(kernel, why);
+  return okStatus();
+}
+
 /// Strides of a contiguous tensor of `sizes` read as `outSizes`
 /// (right-aligned; 0 on the dims it is broadcast along).
 inline std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &sizes,

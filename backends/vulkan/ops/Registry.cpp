@@ -57,6 +57,19 @@ std::string intArgReason(const BoundArgs &b, const char *name) {
   return {};
 }
 
+std::string loopDimReason(const BoundArgs &b, const DeviceInfo &dev, std::string_view name,
+                          int64_t dim, int64_t extra) {
+  const TensorProto *p = protoOf(b, name);
+  if (!p || dim >= p->rank() || dim < -p->rank())
+    return {};
+  std::optional<int64_t> n =
+      p->shape[static_cast<std::size_t>(dim < 0 ? dim + p->rank() : dim)].value();
+  if (!n)
+    return {};
+  std::string why = loopLimitReason(dev, *n + extra);
+  return why.empty() ? why : std::string(name) + "'s size " + std::to_string(*n) + ": " + why;
+}
+
 bool isFloatOfResultDType(const Node &node, const BoundArgs &b, std::string_view name) {
   const TensorProto *x = protoOf(b, name);
   return x && isDeviceFloat(x->dtype) && x->dtype == node.output()->proto().dtype;

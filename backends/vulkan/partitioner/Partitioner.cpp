@@ -185,6 +185,7 @@ Expected<std::vector<TargetProfile>> builtinTargets() {
       d.storageBuffer8BitAccess = e["storageBuffer8BitAccess"].as<bool>(false);
       d.shaderFloat16 = e["shaderFloat16"].as<bool>(false);
       d.shaderInt64 = e["shaderInt64"].as<bool>(false);
+      d.maxLoopIterations = e["maxLoopIterations"].as<uint32_t>(0);
       d.maxPushConstantsSize = 128;
       p.exactKernels = e["exactKernels"].as<bool>(false);
       out.push_back(std::move(p));

@@ -105,6 +105,9 @@ Status indexCopyInto(Context &ctx, const DeviceTensor &dst, const DeviceTensor &
                                          std::to_string(pc.n) + " slices of the source");
   if (pc.numel == 0)
     return okStatus();
+  // An invocation scans the later indices for repeats: up to n - 1, plus the
+  // exit pass.
+  GRAFT_CHECK_OK(checkLoopIterations(ctx, wrapNegative ? "index_put_" : "index_copy", pc.n));
   GRAFT_TRY(auto status,
             ctx.statusBuffer(std::string("vulkan ") +
                              (wrapNegative ? "index_put_" : "index_copy_") +
@@ -164,6 +167,9 @@ Expected<DeviceTensor> attention(Context &ctx, const DeviceTensor &q, const Devi
        o.mask ? 2 : (o.causal ? 1 : 0), static_cast<float>(negative ? 0.0 - sf : sf),
        static_cast<float>(sf),          o.headsFirst ? 1 : 0,
        o.kvHeadsFirst ? 1 : 0};
+  // An invocation loops over D (scores) or the keys (output), plus the exit
+  // pass; the softmax between them splits its rows itself.
+  GRAFT_CHECK_OK(checkLoopIterations(ctx, kn, std::max(D, o.keys) + 1));
   GRAFT_TRY(DeviceTensor scores, allocateTensor(ctx, DType::F32, {B, H, S, o.keys}));
   std::string dt = shaderDType(q.dtype);
   // Without a mask the binding is q's buffer, never read.
@@ -250,6 +256,14 @@ Lowering updateCacheLowering() {
   return l;
 }
 
+/// The attention kernels' loops (attention()): the keys, at most `key`'s
+/// dim `keysDim`, and the head dim, its last.
+std::string sdpaLoopReason(const BoundArgs &b, const DeviceInfo &dev, std::string_view key,
+                           int64_t keysDim) {
+  GRAFT_VK_REASON(loopDimReason(b, dev, key, keysDim, 1));
+  return loopDimReason(b, dev, key, -1, 1);
+}
+
 std::string sdpaArgsReason(const BoundArgs &b) {
   if (const Argument *m = b.find("attn_mask"); m && !m->isNone())
     return "an explicit attn_mask (only the causal form has a kernel)";
@@ -263,8 +277,9 @@ std::string sdpaArgsReason(const BoundArgs &b) {
 Lowering customSdpaLowering() {
   Lowering l;
   l.kernel = "sdpa_kv";
-  l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &) -> std::string {
+  l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &dev) -> std::string {
     GRAFT_VK_REASON(sameFloat4D(b, {"query", "key", "value"}));
+    GRAFT_VK_REASON(sdpaLoopReason(b, dev, "key", 1));
     return sdpaArgsReason(b);
   };
   l.run = [](NodeArgs &a) -> Results {
@@ -283,8 +298,9 @@ Lowering customSdpaLowering() {
 Lowering sdpaWithKvCacheLowering() {
   Lowering l;
   l.kernel = "sdpa_kv";
-  l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &) -> std::string {
+  l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &dev) -> std::string {
     GRAFT_VK_REASON(sameFloat4D(b, {"query", "key", "value", "key_cache", "value_cache"}));
+    GRAFT_VK_REASON(sdpaLoopReason(b, dev, "key_cache", 1));
     GRAFT_VK_REASON(intArgReason(b, "seq_len"));
     return sdpaArgsReason(b);
   };
@@ -314,7 +330,7 @@ Lowering sdpaWithKvCacheLowering() {
 Lowering indexCopyLowering(bool inPlace) {
   Lowering l;
   l.kernel = "index_copy";
-  l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &) -> std::string {
+  l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &dev) -> std::string {
     const TensorProto *self = protoOf(b, "self"), *src = protoOf(b, "source"),
                       *index = protoOf(b, "index");
     if (!self || !src || !index)
@@ -327,7 +343,8 @@ Lowering indexCopyLowering(bool inPlace) {
       return "self and source must have one dtype and one rank >= 1";
     if (!b.find("dim") || !b.find("dim")->isInt())
       return "dim must be an int";
-    return {};
+    // Each invocation scans the later indices for repeats (index_copy.glsl).
+    return index->rank() == 1 ? loopDimReason(b, dev, "index", 0, 0) : std::string();
   };
   l.run = [inPlace](NodeArgs &a) -> Results {
     GRAFT_TRY(DeviceTensor src, a.tensor("source"));
@@ -480,7 +497,7 @@ Lowering sliceScatterLowering() {
 Lowering sdpaLowering() {
   Lowering l;
   l.kernel = "sdpa";
-  l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &) -> std::string {
+  l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &dev) -> std::string {
     for (const char *n : {"query", "key", "value"}) {
       const TensorProto *p = protoOf(b, n);
       if (!p || !isDeviceFloat(p->dtype) || p->rank() < 3 || p->rank() > 6)
@@ -492,7 +509,7 @@ Lowering sdpaLowering() {
     const TensorProto *mask = protoOf(b, "attn_mask");
     if (mask && mask->dtype != DType::Bool && !isDeviceFloat(mask->dtype))
       return "attn_mask dtype " + std::string(name(mask->dtype)) + " is unsupported";
-    return {};
+    return sdpaLoopReason(b, dev, "key", -2);
   };
   l.run = [](NodeArgs &a) -> Results {
     Context &ctx = a.ctx();

@@ -20,10 +20,46 @@ namespace graft::vk {
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// The push constants of reduce.glsl, softmax.glsl and rms_norm.glsl (each
+/// declares the members it reads, in this order).
 struct RowPush {
-  int32_t rows, rowLen, extra;
+  int32_t rows, rowLen, begin, end, safe;
   float eps;
 };
+
+/// Dispatches a one-invocation-per-row kernel whose invocations take
+/// `passes` passes over their row, one loop each: passes * rowLen steps,
+/// which the shader runs from pc.begin to pc.end. Where the device limits an
+/// invocation's loop iterations (llvmpipe), the steps are cut into
+/// dispatches that stay within it, carrying `stateWords` 32-bit words per
+/// row from one to the next in a state buffer (bound last); the order of the
+/// steps, and so every result, is the one-dispatch one. A single dispatch
+/// binds the output in its place (the shader touches it only when it stops
+/// before the last step).
+Status dispatchRowSteps(Context &ctx, const char *kernel, const std::string &variant,
+                        std::vector<Buffer *> bindings, RowPush pc, int64_t passes,
+                        int64_t stateWords) {
+  const int64_t steps = passes * int64_t(pc.rowLen);
+  GRAFT_CHECK_OK(checkInt32(kernel, steps));
+  // Each loop also counts the pass that leaves it (loopLimitReason).
+  int64_t chunk = steps;
+  if (const int64_t limit = ctx.info().maxLoopIterations; limit > 0)
+    chunk = std::min(steps, limit - passes);
+  DeviceTensor state;
+  if (chunk < steps) {
+    GRAFT_TRY(state, allocateTensor(ctx, DType::F32, {int64_t(pc.rows) * stateWords}));
+    bindings.push_back(state.buffer.get());
+  } else {
+    bindings.push_back(bindings[0]);
+  }
+  for (int64_t begin = 0; begin < steps; begin += chunk) {
+    pc.begin = i32(begin);
+    pc.end = i32(std::min(steps, begin + chunk));
+    GRAFT_CHECK_OK(
+        ctx.dispatch1D(variant, bindings, &pc, sizeof(pc), static_cast<uint64_t>(pc.rows)));
+  }
+  return okStatus();
+}
 } // namespace
 
 Expected<DeviceTensor> reduceInner(Context &ctx, ReduceKind op, const DeviceTensor &a,
@@ -42,10 +78,11 @@ Expected<DeviceTensor> reduceInner(Context &ctx, ReduceKind op, const DeviceTens
   if (keepdim)
     outSizes.resize(a.sizes.size(), 1);
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, a.dtype, outSizes));
-  RowPush pc{i32(a.numel() / rowLen), i32(rowLen), 0, 0.f};
+  RowPush pc{i32(a.numel() / rowLen), i32(rowLen), 0, 0, 0, 0.f};
   std::string variant = std::string("reduce_") + opName + "_" + shaderDType(a.dtype);
-  GRAFT_CHECK_OK(ctx.dispatch1D(variant, {out.buffer.get(), a.buffer.get()}, &pc, sizeof(pc),
-                                static_cast<uint64_t>(pc.rows)));
+  // State: the running value and (amax/amin) the NaN flag.
+  GRAFT_CHECK_OK(
+      dispatchRowSteps(ctx, opName, variant, {out.buffer.get(), a.buffer.get()}, pc, 1, 2));
   return out;
 }
 
@@ -57,10 +94,11 @@ Expected<DeviceTensor> softmaxLast(Context &ctx, const DeviceTensor &a, DType ou
     return kernelError("softmax", "needs a non-empty last dim, got " + sizesStr(a.sizes));
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, outDType, a.sizes));
   int64_t rowLen = a.sizes.back();
-  RowPush pc{i32(a.numel() / rowLen), i32(rowLen), safe ? 1 : 0, 0.f};
+  RowPush pc{i32(a.numel() / rowLen), i32(rowLen), 0, 0, safe ? 1 : 0, 0.f};
   std::string variant = "softmax_" + shaderDType(a.dtype) + "_" + shaderDType(outDType);
-  GRAFT_CHECK_OK(ctx.dispatch1D(variant, {out.buffer.get(), a.buffer.get()}, &pc, sizeof(pc),
-                                static_cast<uint64_t>(pc.rows)));
+  // Max, sum, results; state: the running max and sum.
+  GRAFT_CHECK_OK(
+      dispatchRowSteps(ctx, "softmax", variant, {out.buffer.get(), a.buffer.get()}, pc, 3, 2));
   return out;
 }
 
@@ -74,20 +112,22 @@ Expected<DeviceTensor> rmsNorm(Context &ctx, const DeviceTensor &x, const Device
                                        " does not match the last dim of " + sizesStr(x.sizes));
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, x.dtype, x.sizes));
   int64_t rowLen = x.sizes.back();
-  struct {
-    int32_t rows, rowLen;
-    float eps;
-  } pc{i32(x.numel() / rowLen), i32(rowLen), static_cast<float>(eps)};
+  RowPush pc{i32(x.numel() / rowLen), i32(rowLen), 0, 0, 0, static_cast<float>(eps)};
   std::string dtypes = shaderDType(x.dtype) + "_" + shaderDType(weight.dtype);
   std::vector<Buffer *> bindings = {out.buffer.get(), x.buffer.get(), weight.buffer.get()};
   // The cooperative sum reorders the reduction: fast policy only.
   if (!ctx.exactKernels() && cooperativeRows(ctx, pc.rows)) {
+    // Each of the 256 invocations walks its slice of the row twice, around
+    // an 8-step tree (GRAFT_VK_KERNELS=gpu runs this on lavapipe too).
+    constexpr int64_t kCoopWidth = 256;
+    const int64_t slice = (rowLen + kCoopWidth - 1) / kCoopWidth;
+    GRAFT_CHECK_OK(checkLoopIterations(ctx, "rms_norm", 2 * (slice + 1) + 9));
     GRAFT_CHECK_OK(ctx.dispatch("rms_norm_coop_" + dtypes, bindings, &pc, sizeof(pc),
                                 {static_cast<uint32_t>(pc.rows), 1, 1}));
     return out;
   }
-  GRAFT_CHECK_OK(ctx.dispatch1D("rms_norm_" + dtypes, bindings, &pc, sizeof(pc),
-                                static_cast<uint64_t>(pc.rows)));
+  // Sum of squares, results; state: the running sum.
+  GRAFT_CHECK_OK(dispatchRowSteps(ctx, "rms_norm", "rms_norm_" + dtypes, bindings, pc, 2, 1));
   return out;
 }
 

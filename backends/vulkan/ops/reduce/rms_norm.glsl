@@ -11,11 +11,16 @@ layout(set = 0, binding = 2) readonly buffer Weight { W_DTYPE t_weight[]; };
 layout(push_constant) uniform PushConstants {
   int rows;
   int rowLen;
+  int begin; // steps of the one-invocation form (below); the COOP form runs them all
+  int end;
+  int unused; // softmax's `safe` (the row kernels share one layout, Reduce.cpp RowPush)
   float eps;
 } pc;
 
 #if COOP
 shared float s_acc[LOCAL_SIZE_X];
+#else
+layout(set = 0, binding = 3) buffer State { uint t_state[]; };
 #endif
 
 void main() {
@@ -49,18 +54,30 @@ void main() {
     t_out[base + i] = TO_DTYPE(y);
   }
 #else
+  // The two passes over a row (the sum of squares, then the results) are
+  // one sequence of 2 * rowLen steps; a dispatch runs the steps [begin, end).
+  // Rows whose steps exceed the device's loop limit (llvmpipe,
+  // DeviceInfo::maxLoopIterations) take several dispatches that carry the
+  // running sum in `t_state`, in the same order: the same results bit for bit.
   uint row = linearId();
   if (row >= uint(pc.rows))
     return;
-  int base = int(row) * pc.rowLen;
+  int n = pc.rowLen;
+  int base = int(row) * n;
   precise float acc = 0.0;
-  for (int i = 0; i < pc.rowLen; ++i) {
+  if (pc.begin > 0)
+    acc = uintBitsToFloat(t_state[row]);
+  for (int i = pc.begin; i < min(pc.end, n); ++i) {
     precise float x = float(t_in[base + i]);
     acc += x * x;
   }
-  precise float var = divRN(acc, float(pc.rowLen));
+  if (pc.end < 2 * n)
+    t_state[row] = floatBitsToUint(acc);
+  if (pc.end <= n)
+    return;
+  precise float var = divRN(acc, float(n));
   float r = divRN(1.0, sqrtRN(var + pc.eps));
-  for (int i = 0; i < pc.rowLen; ++i) {
+  for (int i = max(pc.begin, n) - n; i < pc.end - n; ++i) {
     precise float y = (float(t_in[base + i]) * r) * float(t_weight[i]);
     t_out[base + i] = TO_DTYPE(y);
   }

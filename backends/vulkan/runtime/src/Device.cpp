@@ -243,6 +243,10 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
     vkGetPhysicalDeviceProperties2(pd, &p2);
     info.driver = std::string(drv.driverName) + (drv.driverInfo[0] ? " " : "") + drv.driverInfo;
   }
+  // The driver ID where the device reports it (Vulkan 1.2), else the name
+  // llvmpipe gives every lavapipe device ("llvmpipe (LLVM 15.0.6, 256 bits)").
+  if (drv.driverID == VK_DRIVER_ID_MESA_LLVMPIPE || info.name.rfind("llvmpipe", 0) == 0)
+    info.maxLoopIterations = 65535;
   VkPhysicalDeviceMemoryProperties mem{};
   vkGetPhysicalDeviceMemoryProperties(pd, &mem);
   for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)

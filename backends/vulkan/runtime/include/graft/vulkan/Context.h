@@ -56,6 +56,13 @@ struct DeviceInfo {
   /// subgroup operations in the compute stage).
   bool subgroupClusteredAdd = false;
   float timestampPeriodNs = 0; ///< 0: no timestamps on the compute queue
+  /// The most loop iterations one invocation may run, all its loops
+  /// together (0: no limit). llvmpipe (lavapipe) ends every loop of an
+  /// invocation, silently, once their iterations reach 65535: Mesa gallivm
+  /// keeps one counter per shader function, shared by every loop and never
+  /// reset (lp_bld_limits.h LP_MAX_TGSI_LOOP_ITERATIONS, decremented in
+  /// lp_exec_endloop, lp_bld_ir_common.c). GPUs have no such limit.
+  uint32_t maxLoopIterations = 0;
 };
 
 /// Lists the Vulkan devices. No loader or no driver gives an empty list;
