@@ -400,6 +400,15 @@ TEST(VulkanKernels, RowKernelsPastTheLoopLimit) {
       << "  output %m\n  output %s\n  output %x\n  output %y\n}\n";
     SCOPED_TRACE(g.str());
     checkGraph(g.str(), kUlps, 23);
+    // The f32 sum and the extremes are the reference's bit for bit.
+    std::ostringstream e;
+    e << "graph @t {\n  input %a : f32" << row << "\n"
+      << "  %s : f32[2] = aten.sum.dim_IntList(%a, [-1])\n"
+      << "  %x : f32[2] = aten.amax.default(%a, [-1])\n"
+      << "  %y : f32[2] = aten.amin.default(%a, [-1])\n"
+      << "  output %s\n  output %x\n  output %y\n}\n";
+    SCOPED_TRACE(e.str());
+    checkGraph(e.str(), kExact, 24);
     std::ostringstream sm;
     sm << "graph @t {\n  input %a : f32" << row << "\n  %o : f32" << row
        << " = aten._softmax.default(%a, -1, false)\n  output %o\n}\n";
