@@ -54,6 +54,7 @@ nlohmann::json deviceJson(const vk::DeviceInfo &d) {
   j["subgroup_size"] = d.subgroupSize;
   j["subgroup_arithmetic"] = d.subgroupArithmetic;
   j["subgroup_clustered_add"] = d.subgroupClusteredAdd;
+  j["max_loop_iterations"] = d.maxLoopIterations; // 0: no limit
   return j;
 }
 
@@ -120,6 +121,9 @@ Command makeDevicesCommand() {
                 << "   subgroup size " << d.subgroupSize << ", subgroup add "
                 << (d.subgroupArithmetic ? "yes" : "no") << ", clustered subgroup add "
                 << (d.subgroupClusteredAdd ? "yes" : "no") << "\n";
+      if (d.maxLoopIterations)
+        std::cout << "   at most " << d.maxLoopIterations
+                  << " loop iterations per invocation (longer loops end silently)\n";
     }
     return int(kOk);
   };
