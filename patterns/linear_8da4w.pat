@@ -52,6 +52,12 @@
 // QuantizeAffineF64ScaleComputesInF64), which moves one output by s_x * |w_k| <= 2/255 * 8 *
 // 1.0 = 0.063 over the example domain. Tolerance: atol 0.07, rtol 1e-5. torchao's f64 chain is
 // legalized to f32 before this family runs (quant_f64_legalize.pat states that step's bound).
+// Only f32 activations are fused ($odt == f32). On an f16 model torchao computes the scale,
+// x * (1 / s) and its rounding in f16 (each op rounded to f16), and the dequantized
+// activation and weight are rounded to f16 before aten.linear; the verification domain and
+// the bound above are f32 only, and the f16 error (up to about 2^-10 * sum_k |x_k w_k| per
+// output) has no tolerance that would still catch a wiring bug, so the f16 chain stays
+// unfused (it runs as torchao ops on the device) rather than ship an unverified rewrite.
 // A float zero point (SYMMETRIC choose_qparams without zero_point_dtype) is not fused: the
 // kernel takes integer zero points. Nor is a torchao chain with f64 scales: the legalize
 // phase makes it f32 first (quant_f64_legalize.pat), and in a single pass over all rules
@@ -72,6 +78,7 @@ rule torchao_linear_dq8ca_q4gsw benefit 30 tags(linear, int4, dynamic_act) backe
     %y             = aten.linear(%xdq, %w, none)
   }
   where {
+    $odt == f32
     $K % $G == 0
     $K % 4 == 0
     not is_float(dtype(%zp))
@@ -120,6 +127,7 @@ rule torchao_linear_dq8ca_q4gsw_3d benefit 30 tags(linear, int4, dynamic_act) ba
     %y             = aten.linear(%xdq, %w, none)
   }
   where {
+    $odt == f32
     $K % $G == 0
     $K % 4 == 0
     not is_float(dtype(%zp))
@@ -168,6 +176,7 @@ rule torchao_linear_dq8ca_q4gsw_bias benefit 30 tags(linear, int4, dynamic_act) 
     %y             = aten.linear(%xdq, %w, param $b : $odt[$N])
   }
   where {
+    $odt == f32
     $K % $G == 0
     $K % 4 == 0
     not is_float(dtype(%zp))
@@ -217,6 +226,7 @@ rule torchao_linear_dq8ca_q4gsw_bias_3d benefit 30 tags(linear, int4, dynamic_ac
     %y             = aten.linear(%xdq, %w, param $b : $odt[$N])
   }
   where {
+    $odt == f32
     $K % $G == 0
     $K % 4 == 0
     not is_float(dtype(%zp))
@@ -271,6 +281,7 @@ rule qd_linear_dq8ca_q4gsw benefit 30 tags(linear, int4, dynamic_act) backend vu
     %y             = aten.linear(%xdq, %w, none)
   }
   where {
+    $odt == f32
     $K % $G == 0
     $K % 4 == 0
     not is_float(dtype(%zp))
@@ -319,6 +330,7 @@ rule qd_linear_dq8ca_q4gsw_bias benefit 30 tags(linear, int4, dynamic_act) backe
     %y             = aten.linear(%xdq, %w, param $b : $odt[$N])
   }
   where {
+    $odt == f32
     $K % $G == 0
     $K % 4 == 0
     not is_float(dtype(%zp))
