@@ -3,9 +3,10 @@
 // Per kernel: achieved GB/s against the bytes the kernel actually moves (every
 // input read once, every output written once) and GFLOP/s where it computes,
 // as a fraction of two ceilings measured in the same process:
-//   * BM_VkStream: a vec4 copy shader (stream.glsl), bytes read + written:
-//     what this device and driver can move at all (on lavapipe, what
-//     llvmpipe's per-lane loads and stores cost on the host cores);
+//   * BM_VkStream: the fastest vec4 copy (stream.glsl, vk::streamCopy),
+//     bytes read + written: what this device and driver can move at all (on
+//     lavapipe, 8 vec4s per invocation as 32-byte words: llvmpipe's per-lane
+//     loads and stores and its per-invocation cost on the host cores);
 //   * BM_HostMemcpy: one host thread's memcpy, read + written.
 // Each kernel benchmark reports counters "% stream" and "% memcpy"; the
 // ceilings are measured once, the first time a kernel benchmark needs them
@@ -120,12 +121,6 @@ std::size_t rotationCopies(double weightBytes) {
   return static_cast<std::size_t>(std::clamp(256.0 * 1024 * 1024 / weightBytes, 1.0, 512.0) + 0.5);
 }
 
-Status streamCopy(const vk::DeviceTensor &in, const vk::DeviceTensor &out) {
-  int32_t numVec4 = static_cast<int32_t>(in.numel() / 4);
-  return context()->dispatch1D("stream_copy_vec4", {out.buffer.get(), in.buffer.get()}, &numVec4,
-                               sizeof(numVec4), static_cast<uint64_t>(numVec4));
-}
-
 /// Host memcpy GB/s (read + write) of 16 MiB, per CPU second, best of 20.
 double hostMemcpyGBs() {
   static double gbs = [] {
@@ -156,7 +151,7 @@ double streamGBs() {
       return 0.0;
     double best = 0;
     for (int i = 0; i < 21; ++i) {
-      auto secs = timeOnce([&] { return streamCopy(*in, *out); });
+      auto secs = timeOnce([&] { return vk::streamCopy(*context(), *in, *out); });
       if (!secs)
         return 0.0;
       if (i > 0 && *secs > 0) // the first run compiles the shader
@@ -246,7 +241,7 @@ void BM_HostMemcpy(benchmark::State &state) {
 }
 BENCHMARK(BM_HostMemcpy)->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond);
 
-/// The device ceiling: a vec4 copy of n floats (bytes read + written); n = 0
+/// The device ceiling: the fastest copy of n floats (bytes read + written); n = 0
 /// is the calibration size for this device (streamFloats()).
 void BM_VkStream(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();
@@ -254,7 +249,7 @@ void BM_VkStream(benchmark::State &state) {
   auto in = upload(randomTensor(DType::F32, {n}, -1, 1, 20));
   auto out = orDie(vk::allocateTensor(*context(), DType::F32, {n}));
   runKernel(
-      state, [&] { return streamCopy(in, out); }, 8.0 * double(n), 0);
+      state, [&] { return vk::streamCopy(*context(), in, out); }, 8.0 * double(n), 0);
   state.counters["floats"] = double(n); // the size Arg(0) stands for, for the table
 }
 BENCHMARK(BM_VkStream)->Arg(0)->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -17,6 +17,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -421,14 +422,21 @@ TEST(VulkanKernels, RowKernelsPastTheLoopLimit) {
     SCOPED_TRACE(rn.str());
     checkGraph(rn.str(), kUlps, 31);
   }
-  // The softmax under attention (safe: an all -inf row gives zeros) over
-  // 30000 keys: 90000 softmax steps, 30001 in the output loop.
+  // Attention over 30000 keys (90000 softmax steps, split; one output
+  // dispatch) and over 70001 (both split), also causal (top-left: the rows
+  // attend to their first keys, later dispatches add zeros).
   checkGraph(R"(graph @t {
   input %q : f32[1, 2, 3, 8]
   input %k : f32[1, 2, 30000, 8]
   input %v : f32[1, 2, 30000, 8]
+  input %k2 : f32[1, 1, 70001, 8]
+  input %v2 : f32[1, 1, 70001, 8]
   %o : f32[1, 2, 3, 8] = aten.scaled_dot_product_attention.default(%q, %k, %v)
+  %o2 : f32[1, 2, 3, 8] = aten.scaled_dot_product_attention.default(%q, %k2, %v2, enable_gqa=true)
+  %o3 : f32[1, 2, 3, 8] = aten.scaled_dot_product_attention.default(%q, %k2, %v2, is_causal=true, enable_gqa=true)
   output %o
+  output %o2
+  output %o3
 })",
              kTranscendental, 37);
 }
@@ -541,6 +549,46 @@ TEST(VulkanKernels, CastsAndCopies) {
   if (!context()->info().storageBuffer16BitAccess)
     GTEST_SKIP() << "device lacks 16-bit storage";
   checkGraph(g, kExact, 31);
+}
+
+// The bandwidth calibration copy (BM_VkStream) copies every bit: the device's
+// variant (8 vec4s per invocation as u64vec4 words on lavapipe) and the
+// one-vec4 GPU variant, over whole blocks, a partial last block and less than
+// one block; bad operands are refused.
+TEST(VulkanKernels, StreamCopy) {
+  GRAFT_REQUIRE_VULKAN();
+  vk::Context &ctx = *context();
+  for (int64_t n : {4, 52, 4 * (8 * 64 * 3 + 5)}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    Tensor t = Tensor::empty(DType::F32, {n});
+    for (int64_t i = 0; i < n; ++i)
+      t.setDouble(i, i % 7 == 3 ? -0.0 : double(i) * 0.37 - 11.0);
+    auto in = vk::uploadTensor(ctx, t);
+    ASSERT_TRUE(in) << render(in.diags());
+    for (bool direct : {false, true}) {
+      auto out = vk::allocateTensor(ctx, DType::F32, {n});
+      ASSERT_TRUE(out) << render(out.diags());
+      int32_t numVec4 = static_cast<int32_t>(n / 4);
+      Status s = direct ? ctx.dispatch1D("stream_copy_vec4", {out->buffer.get(), in->buffer.get()},
+                                         &numVec4, sizeof(numVec4), uint64_t(numVec4))
+                        : vk::streamCopy(ctx, *in, *out);
+      ASSERT_TRUE(s) << render(s.diags());
+      auto back = vk::downloadTensor(ctx, *out);
+      ASSERT_TRUE(back) << render(back.diags());
+      EXPECT_EQ(0, std::memcmp(back->rawData(), t.rawData(), t.nbytes()))
+          << (direct ? "stream_copy_vec4" : "streamCopy");
+    }
+  }
+  auto a = vk::allocateTensor(ctx, DType::F32, {6});
+  auto b = vk::allocateTensor(ctx, DType::F32, {8});
+  auto c = vk::allocateTensor(ctx, DType::I32, {8});
+  ASSERT_TRUE(a && b && c);
+  for (auto [x, y] : {std::pair{&*a, &*a}, std::pair{&*b, &*a}, std::pair{&*c, &*c}}) {
+    Status s = vk::streamCopy(ctx, *x, *y);
+    ASSERT_FALSE(s);
+    EXPECT_NE(render(s.diags()).find("vulkan stream: needs two f32 tensors"), std::string::npos)
+        << render(s.diags());
+  }
 }
 
 TEST(VulkanKernels, RepeatCopiesAndHardtanh) {
@@ -734,6 +782,40 @@ TEST(VulkanKernels, LinearDq8caQ4gswExactProfile) {
       << "] = et_vk.linear_dq8ca_q4gsw.default(%x, %xs, %xz, %w, %sums, %s, " << c.groupSize
       << ", %bias)\n  output %o\n}\n";
     checkGraph(g.str(), kExact, 51);
+  }
+}
+
+TEST(VulkanKernels, LinearDq8caQ4gswQuantizesAnF16InputInF16) {
+  GRAFT_REQUIRE_VULKAN();
+  if (!context()->info().storageBuffer16BitAccess)
+    GTEST_SKIP() << "device lacks 16-bit storage";
+  // torchao's f16 chain (choose_qparams_affine with scale dtype None -> f16
+  // scales) quantizes x in f16: 1 / s and x * (1 / s) rounded to f16
+  // (QuantNumerics.LinearDq8caQ4gswQuantizesAnF16InputInF16). The device's
+  // activation-quantize pass (quant_affine half x half, roundToHalf) must
+  // give the same int8 values: bit-exact against the reference in the exact
+  // profile (the fast kernels take x from the same pass, linearDq8caQ4gsw).
+  // Quantizing in f32 instead changes several of these tokens' values (a
+  // product within an f16 rounding of a half-integer) and fails.
+  ExactKernelsScope exact;
+  for (const LinearCase &c : kLinearShapes) {
+    int64_t G = c.K / c.groupSize, Npad = (c.N + 3) / 4 * 4;
+    std::ostringstream g;
+    g << "graph @t {\n"
+      << "  param %w : u8[" << c.N << ", " << c.K / 2
+      << "] fqn=\"w\" = random(seed=60, min=0, max=255)\n"
+      << "  param %s : f16[" << G << ", " << Npad
+      << "] fqn=\"s\" = random(seed=61, min=0.002, max=0.02)\n"
+      << "  param %sums : i32[" << G << ", " << (c.N + 7) / 8 * 8
+      << "] fqn=\"sums\" = random(seed=62, min=-200, max=200)\n"
+      << "  input %x : f16[1, " << c.M << ", " << c.K << "]\n"
+      << "  %xs : f16[1, " << c.M << "], %xz : i8[1, " << c.M
+      << "] = torchao.choose_qparams_affine.default(%x, \"ASYMMETRIC\", [1, 1, " << c.K
+      << "], i8, -128, 127, none, none, i8)\n"
+      << "  %o : f16[1, " << c.M << ", " << c.N
+      << "] = et_vk.linear_dq8ca_q4gsw.default(%x, %xs, %xz, %w, %sums, %s, " << c.groupSize
+      << ")\n  output %o\n}\n";
+    checkGraph(g.str(), kExact, 63);
   }
 }
 

@@ -147,6 +147,20 @@ Expected<DeviceTensor> reshape(const DeviceTensor &src, std::vector<int64_t> siz
   return out;
 }
 
+Status streamCopy(Context &ctx, const DeviceTensor &in, const DeviceTensor &out) {
+  if (in.dtype != DType::F32 || out.dtype != DType::F32 || in.numel() != out.numel() ||
+      in.numel() % 4 != 0)
+    return kernelError("stream", "needs two f32 tensors of one size, a multiple of 4 (got " +
+                                     sizesStr(in.sizes) + " and " + sizesStr(out.sizes) + ")");
+  GRAFT_CHECK_OK(checkInt32("stream", in.numel()));
+  const bool wide = wideVec4(ctx, DType::F32);
+  const int32_t numVec4 = i32(in.numel() / 4);
+  const uint64_t per = wide ? 8 : 1; // vec4s per invocation (stream.glsl's PER)
+  return ctx.dispatch1D(wide ? "stream_copy_vec4w" : "stream_copy_vec4",
+                        {out.buffer.get(), in.buffer.get()}, &numVec4, sizeof(numVec4),
+                        (static_cast<uint64_t>(numVec4) + per - 1) / per);
+}
+
 //===----------------------------------------------------------------------===//
 // Lowerings
 //===----------------------------------------------------------------------===//

@@ -317,5 +317,10 @@ Expected<DeviceTensor> cast(Context &ctx, const DeviceTensor &src, DType dtype);
 Expected<DeviceTensor> cat(Context &ctx, const std::vector<DeviceTensor> &inputs, int64_t dim);
 /// The same buffer with other sizes (numel must match): view/reshape.
 Expected<DeviceTensor> reshape(const DeviceTensor &src, std::vector<int64_t> sizes);
+/// The bandwidth calibration copy (runtime/shaders/stream.glsl): `out` =
+/// `in`, both f32 of one size, a multiple of 4. The fastest copy the device's
+/// kernels can make: on CPU drivers with shaderInt64, 8 vec4s per invocation
+/// as 32-byte words (wideVec4's choice); one vec4 per invocation elsewhere.
+Status streamCopy(Context &ctx, const DeviceTensor &in, const DeviceTensor &out);
 
 } // namespace graft::vk
