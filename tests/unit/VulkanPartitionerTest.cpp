@@ -199,23 +199,31 @@ TEST(VulkanPartitioner, ReasonsForCpuNodes) {
 TEST(VulkanPartitioner, LoopLimitKeepsLongLoopsOnTheCpu) {
   EXPECT_EQ(target("lavapipe").device.maxLoopIterations, 65535u);
   EXPECT_EQ(target("adreno").device.maxLoopIterations, 0u);
+  // A head dim of 70000 (the scores' loop) and 70000 indices (index_copy's
+  // scan for repeats) are refused; 70000 keys are split.
   auto g = parse(R"(graph @t {
-  input %q : f32[1, 1, 1, 8]
-  input %k : f32[1, 1, 70000, 8]
-  input %v : f32[1, 1, 70000, 8]
-  input %k2 : f32[1, 1, 65534, 8]
-  input %v2 : f32[1, 1, 65534, 8]
+  input %q : f32[1, 1, 1, 70000]
+  input %k : f32[1, 1, 2, 70000]
+  input %v : f32[1, 1, 2, 70000]
+  input %q2 : f32[1, 1, 1, 65534]
+  input %k2 : f32[1, 1, 2, 65534]
+  input %v2 : f32[1, 1, 2, 65534]
+  input %q3 : f32[1, 1, 1, 8]
+  input %k3 : f32[1, 1, 70000, 8]
+  input %v3 : f32[1, 1, 70000, 8]
   input %cache : f32[70000, 8]
   input %index : i64[70000]
   input %src : f32[70000, 8]
   input %x : f32[1, 140001]
-  %a : f32[1, 1, 1, 8] = aten.scaled_dot_product_attention.default(%q, %k, %v)
-  %a2 : f32[1, 1, 1, 8] = aten.scaled_dot_product_attention.default(%q, %k2, %v2)
+  %a : f32[1, 1, 1, 70000] = aten.scaled_dot_product_attention.default(%q, %k, %v)
+  %a2 : f32[1, 1, 1, 65534] = aten.scaled_dot_product_attention.default(%q2, %k2, %v2)
+  %a3 : f32[1, 1, 1, 8] = aten.scaled_dot_product_attention.default(%q3, %k3, %v3)
   %i : f32[70000, 8] = aten.index_copy.default(%cache, 0, %index, %src)
   %s : f32[1, 140001] = aten._softmax.default(%x, -1, false)
   %m : f32[1] = aten.amax.default(%x, [-1])
   output %a
   output %a2
+  output %a3
   output %i
   output %s
   output %m
@@ -234,10 +242,10 @@ TEST(VulkanPartitioner, LoopLimitKeepsLongLoopsOnTheCpu) {
   EXPECT_NE(i->reason.find("index's size 70000: an invocation would run 70000 loop iterations"),
             std::string::npos)
       << i->reason;
-  // 65534 keys and the exit pass are within the limit; the row kernels split.
-  EXPECT_EQ(cpuNode(*r, "a2"), nullptr) << vk::formatReport(*r);
-  EXPECT_EQ(cpuNode(*r, "s"), nullptr) << vk::formatReport(*r);
-  EXPECT_EQ(cpuNode(*r, "m"), nullptr) << vk::formatReport(*r);
+  // A head dim of 65534 and the exit pass are within the limit; the keys of
+  // the attention and the rows of softmax and amax split.
+  for (const char *n : {"a2", "a3", "s", "m"})
+    EXPECT_EQ(cpuNode(*r, n), nullptr) << n << "\n" << vk::formatReport(*r);
   // A GPU profile has no such limit.
   auto gpu = vk::partitionGraph(*g, target("adreno"));
   ASSERT_TRUE(gpu.ok());

@@ -108,6 +108,15 @@ inline std::string loopLimitReason(const DeviceInfo &info, int64_t iterations) {
          " (llvmpipe ends longer loops silently)";
 }
 
+/// How many of `steps` loop iterations one dispatch may run per invocation
+/// when a kernel splits them over dispatches (all where the device has no
+/// limit): the limit less one exit pass for each of the kernel's `loops`.
+inline int64_t stepsPerDispatch(const DeviceInfo &info, int64_t steps, int64_t loops) {
+  if (info.maxLoopIterations == 0)
+    return steps;
+  return std::min(steps, int64_t(info.maxLoopIterations) - loops);
+}
+
 /// loopLimitReason as kernel `kernel`'s error.
 inline Status checkLoopIterations(const Context &ctx, const char *kernel, int64_t iterations) {
   std::string why = loopLimitReason(ctx.info(), iterations);

@@ -159,17 +159,25 @@ Expected<DeviceTensor> attention(Context &ctx, const DeviceTensor &q, const Devi
   struct {
     int32_t total, S, H, D, M, Hkv, keys, causalOffset, maskMode;
     float sfQ, sfK;
-    int32_t headsFirst, kvHeadsFirst;
-  } pc{static_cast<int32_t>(numScores), static_cast<int32_t>(S),
-       static_cast<int32_t>(H),         static_cast<int32_t>(D),
-       static_cast<int32_t>(M),         static_cast<int32_t>(Hkv),
-       static_cast<int32_t>(o.keys),    static_cast<int32_t>(o.causalOffset),
-       o.mask ? 2 : (o.causal ? 1 : 0), static_cast<float>(negative ? 0.0 - sf : sf),
-       static_cast<float>(sf),          o.headsFirst ? 1 : 0,
-       o.kvHeadsFirst ? 1 : 0};
-  // An invocation loops over D (scores) or the keys (output), plus the exit
-  // pass; the softmax between them splits its rows itself.
-  GRAFT_CHECK_OK(checkLoopIterations(ctx, kn, std::max(D, o.keys) + 1));
+    int32_t headsFirst, kvHeadsFirst, jBegin, jEnd;
+  } pc{static_cast<int32_t>(numScores),
+       static_cast<int32_t>(S),
+       static_cast<int32_t>(H),
+       static_cast<int32_t>(D),
+       static_cast<int32_t>(M),
+       static_cast<int32_t>(Hkv),
+       static_cast<int32_t>(o.keys),
+       static_cast<int32_t>(o.causalOffset),
+       o.mask ? 2 : (o.causal ? 1 : 0),
+       static_cast<float>(negative ? 0.0 - sf : sf),
+       static_cast<float>(sf),
+       o.headsFirst ? 1 : 0,
+       o.kvHeadsFirst ? 1 : 0,
+       0,
+       0};
+  // A scores invocation loops over D, plus the exit pass; the softmax and
+  // the output pass split long rows of keys over dispatches.
+  GRAFT_CHECK_OK(checkLoopIterations(ctx, kn, D + 1));
   GRAFT_TRY(DeviceTensor scores, allocateTensor(ctx, DType::F32, {B, H, S, o.keys}));
   std::string dt = shaderDType(q.dtype);
   // Without a mask the binding is q's buffer, never read.
@@ -179,9 +187,21 @@ Expected<DeviceTensor> attention(Context &ctx, const DeviceTensor &q, const Devi
                                 sizeof(pc), static_cast<uint64_t>(numScores)));
   GRAFT_TRY(DeviceTensor p, softmaxLast(ctx, scores, DType::F32, /*safe=*/true));
   pc.total = static_cast<int32_t>(out.numel());
-  GRAFT_CHECK_OK(ctx.dispatch1D("sdpa_kv_output_" + dt,
-                                {out.buffer.get(), p.buffer.get(), v.buffer.get()}, &pc, sizeof(pc),
-                                static_cast<uint64_t>(pc.total)));
+  // The output pass: one loop over the keys, split where the device limits
+  // it; a single dispatch binds the output as the (untouched) state.
+  const int64_t chunk = stepsPerDispatch(ctx.info(), o.keys, 1);
+  DeviceTensor state;
+  if (chunk < o.keys) {
+    GRAFT_TRY(state, allocateTensor(ctx, DType::F32, {out.numel()}));
+  }
+  Buffer *stateBuffer = chunk < o.keys ? state.buffer.get() : out.buffer.get();
+  for (int64_t j = 0; j < o.keys; j += chunk) {
+    pc.jBegin = static_cast<int32_t>(j);
+    pc.jEnd = static_cast<int32_t>(std::min(o.keys, j + chunk));
+    GRAFT_CHECK_OK(ctx.dispatch1D("sdpa_kv_output_" + dt,
+                                  {out.buffer.get(), p.buffer.get(), v.buffer.get(), stateBuffer},
+                                  &pc, sizeof(pc), static_cast<uint64_t>(pc.total)));
+  }
   return out;
 }
 
@@ -256,11 +276,9 @@ Lowering updateCacheLowering() {
   return l;
 }
 
-/// The attention kernels' loops (attention()): the keys, at most `key`'s
-/// dim `keysDim`, and the head dim, its last.
-std::string sdpaLoopReason(const BoundArgs &b, const DeviceInfo &dev, std::string_view key,
-                           int64_t keysDim) {
-  GRAFT_VK_REASON(loopDimReason(b, dev, key, keysDim, 1));
+/// The attention kernels' loop that does not split (attention()): the
+/// scores' over the head dim, `key`'s last.
+std::string sdpaLoopReason(const BoundArgs &b, const DeviceInfo &dev, std::string_view key) {
   return loopDimReason(b, dev, key, -1, 1);
 }
 
@@ -279,7 +297,7 @@ Lowering customSdpaLowering() {
   l.kernel = "sdpa_kv";
   l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &dev) -> std::string {
     GRAFT_VK_REASON(sameFloat4D(b, {"query", "key", "value"}));
-    GRAFT_VK_REASON(sdpaLoopReason(b, dev, "key", 1));
+    GRAFT_VK_REASON(sdpaLoopReason(b, dev, "key"));
     return sdpaArgsReason(b);
   };
   l.run = [](NodeArgs &a) -> Results {
@@ -300,7 +318,7 @@ Lowering sdpaWithKvCacheLowering() {
   l.kernel = "sdpa_kv";
   l.check = [](const Node &, const BoundArgs &b, const DeviceInfo &dev) -> std::string {
     GRAFT_VK_REASON(sameFloat4D(b, {"query", "key", "value", "key_cache", "value_cache"}));
-    GRAFT_VK_REASON(sdpaLoopReason(b, dev, "key_cache", 1));
+    GRAFT_VK_REASON(sdpaLoopReason(b, dev, "key_cache"));
     GRAFT_VK_REASON(intArgReason(b, "seq_len"));
     return sdpaArgsReason(b);
   };
@@ -509,7 +527,7 @@ Lowering sdpaLowering() {
     const TensorProto *mask = protoOf(b, "attn_mask");
     if (mask && mask->dtype != DType::Bool && !isDeviceFloat(mask->dtype))
       return "attn_mask dtype " + std::string(name(mask->dtype)) + " is unsupported";
-    return sdpaLoopReason(b, dev, "key", -2);
+    return sdpaLoopReason(b, dev, "key");
   };
   l.run = [](NodeArgs &a) -> Results {
     Context &ctx = a.ctx();

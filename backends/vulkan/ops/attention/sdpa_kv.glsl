@@ -28,6 +28,8 @@ layout(set = 0, binding = 3) readonly buffer Mask { float t_mask[]; };
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
 layout(set = 0, binding = 1) readonly buffer P { float t_p[]; };
 layout(set = 0, binding = 2) readonly buffer V { DTYPE t_v[]; };
+// The running sums of a `p @ v` split over dispatches (jBegin, jEnd).
+layout(set = 0, binding = 3) buffer State { uint t_state[]; };
 #endif
 
 layout(push_constant) uniform PushConstants {
@@ -44,6 +46,12 @@ layout(push_constant) uniform PushConstants {
   float sfK;
   int headsFirst;
   int kvHeadsFirst;
+  // MODE output: the keys [jBegin, jEnd) this dispatch adds. Where the device
+  // limits an invocation's loop iterations (llvmpipe), more keys than that
+  // take several dispatches carrying the f32 sum in t_state, in key order,
+  // so the result is the one-dispatch one bit for bit.
+  int jBegin;
+  int jEnd;
 } pc;
 
 int kvBase(int b, int hk, int j) {
@@ -95,9 +103,15 @@ void main() {
   int vBase = kvBase(b, h / rep, 0) + d;
   int vStride = pc.kvHeadsFirst != 0 ? pc.D : pc.Hkv * pc.D;
   precise float acc = 0.0;
-  for (int j = 0; j < pc.keys; ++j) {
+  if (pc.jBegin > 0)
+    acc = uintBitsToFloat(t_state[id]);
+  for (int j = pc.jBegin; j < pc.jEnd; ++j) {
     precise float p = t_p[pBase + j] * float(t_v[vBase + j * vStride]);
     acc += p;
+  }
+  if (pc.jEnd < pc.keys) {
+    t_state[id] = floatBitsToUint(acc);
+    return;
   }
   t_out[id] = TO_DTYPE(acc);
 #endif

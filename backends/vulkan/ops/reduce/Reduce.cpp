@@ -41,10 +41,7 @@ Status dispatchRowSteps(Context &ctx, const char *kernel, const std::string &var
                         int64_t stateWords) {
   const int64_t steps = passes * int64_t(pc.rowLen);
   GRAFT_CHECK_OK(checkInt32(kernel, steps));
-  // Each loop also counts the pass that leaves it (loopLimitReason).
-  int64_t chunk = steps;
-  if (const int64_t limit = ctx.info().maxLoopIterations; limit > 0)
-    chunk = std::min(steps, limit - passes);
+  const int64_t chunk = stepsPerDispatch(ctx.info(), steps, passes);
   DeviceTensor state;
   if (chunk < steps) {
     GRAFT_TRY(state, allocateTensor(ctx, DType::F32, {int64_t(pc.rows) * stateWords}));
