@@ -831,4 +831,48 @@ TEST(QuantNumerics, LinearDq8caQ4gswQuantizesWithItsQParamsAndConsumesWeightSums
   EXPECT_EQ(wrong[1], 1.375);
 }
 
+TEST(QuantNumerics, LinearDq8caQ4gswQuantizesAnF16InputInF16) {
+  // torchao's f16 8da4w chain quantizes with an f16 scale in f16: 1.0 / s and
+  // x * (1 / s) are each computed in f32 and rounded to f16
+  // (quant_primitives.py _quantize_affine_no_dtype_cast). The fused op takes
+  // the scale in its dtype and must produce the same int8 values.
+  //   s = f16(0.3) = 0.300048828125, 1 / s = 3.33279... -> f16 3.33203125
+  //   x0 = -2.55078125:  f16 product -8.5 (a tie) -> -8;  in f32 -8.50122 -> -9
+  //   x1 = -1.951171875: f16 product -6.5 (a tie) -> -6;  in f32 -6.50285 -> -7
+  //   x2 = 1, x3 = 2: 3.33203125 -> 3 and 6.6640625 -> 7 either way.
+  // Weights row 0 = [1, 0, 0, 0], row 1 = [0, 1, 0, 0] (nibble - 8), one group
+  // of 4, weight scales 1, sums [1, 1]: output n is (q_n - zp) * s, zp = 3.
+  auto run = [](DType scaleDType) {
+    TestGraph t;
+    Value *x = t.input(
+        "x", Tensor::fromDoubles(DType::F16, {1, 4}, {-2.55078125, -1.951171875, 1.0, 2.0}));
+    Value *is = t.constant("is", Tensor::fromDoubles(scaleDType, {1}, {0.300048828125}));
+    Value *iz = t.constant("iz", Tensor::fromInts(DType::I8, {1}, {3}));
+    Value *w = t.constant("w", Tensor::fromInts(DType::U8, {2, 2}, {0x89, 0x88, 0x98, 0x88}));
+    Value *ws = t.constant("sums", Tensor::fromInts(DType::I32, {1, 8}, {1, 1, 0, 0, 0, 0, 0, 0}));
+    Value *s = t.constant("s", Tensor::fromDoubles(DType::F16, {1, 4}, {1, 1, 0, 0}));
+    Value *y = t.op("et_vk.linear_dq8ca_q4gsw.default", {x, is, iz, w, ws, s, int64_t(4)}, {},
+                    DType::F16, {1, 2});
+    Value *q = t.op("torchao.quantize_affine.default",
+                    {x, Argument::ints({1, 4}), is, iz, DType::I8, int64_t(-128), int64_t(127)}, {},
+                    DType::I8, {1, 4});
+    auto r = t.run({y, q});
+    EXPECT_TRUE(r.ok()) << render(r.diags());
+    return r.ok() ? std::make_pair(values(std::get<Tensor>((*r)[0])),
+                                   values(std::get<Tensor>((*r)[1])))
+                  : std::make_pair(std::vector<double>{}, std::vector<double>{});
+  };
+  auto [y16, q16] = run(DType::F16);
+  EXPECT_EQ(q16, (std::vector<double>{-5, -3, 6, 10}));
+  // (-5 - 3) * s = -2.400390625 (exact in f16); (-3 - 3) * s = -1.80029296875,
+  // an f16 tie -> -1.80078125. Quantized in f32 (q = -6, -4) they would be
+  // -9 * s and -7 * s rounded to f16, the f32-scale results below.
+  EXPECT_EQ(y16, (std::vector<double>{-2.400390625, -1.80078125}));
+  // With an f32 scale torchao computes in f32 (f16 * f32 promotes), and so does
+  // the fused op.
+  auto [y32, q32] = run(DType::F32);
+  EXPECT_EQ(q32, (std::vector<double>{-6, -4, 6, 10}));
+  EXPECT_EQ(y32, (std::vector<double>{-2.701171875, -2.099609375}));
+}
+
 } // namespace

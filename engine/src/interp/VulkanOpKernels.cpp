@@ -13,8 +13,10 @@
 //    input_zp and weight_sums and is linear_q4gsw on the float input, so a
 //    rule wiring the wrong activation qparams would verify). Per token m the
 //    activation is quantized with ITS scale and zero point, as
-//    quantize_affine does in f32: xq = clamp(round(x * (1/s_m)) + zp_m,
-//    -128, 127); per group g of output n the integer dot product is
+//    torchao.quantize_affine does with those dtypes: xq = clamp(round(x *
+//    (1/s_m)) + zp_m, -128, 127), in f32, or in f16 (1/s_m and the product
+//    rounded to f16) for an f16 input with an f16 scale; an f64 scale is
+//    taken in f32; per group g of output n the integer dot product is
 //    corrected with the weight sums, idot = sum_k xq * w - zp_m *
 //    weight_sums[g, n] (ET-VK's zero-point correction); then, in f32 without
 //    fused multiply-add, acc += float(idot) * (s_m * scale[g, n]) group by
@@ -149,12 +151,17 @@ Results linearDq8caQ4gsw(const KernelArgs &a) {
                    std::to_string(M) + "), got " + inScales.proto().str() + " and " +
                    inZeros.proto().str());
   GRAFT_TRY(Tensor wq, unpackLowFirst(a, w, K));
-  // The scale each token is quantized with, in the kernel's f32 (an f64 scale
-  // from choose_qparams is an f32 value widened: the conversion is exact).
+  // The scale each token is quantized with: the given one, so that an f16
+  // activation with an f16 scale is quantized in f16 as torchao's chain does
+  // (1 / s and x * (1 / s) rounded to f16); an f64 scale (the
+  // quantized_decomposed chain) in the kernel's f32. The scale products below
+  // take it in f32, which holds f16 and bf16 values exactly.
+  Tensor qScale = inScales.dtype() == DType::F64 ? inScales.to(DType::F32) : inScales;
+  GRAFT_TRY(Tensor qs2, reshape(qScale, {M, 1}));
   GRAFT_TRY(Tensor s2, reshape(inScales.to(DType::F32), {M, 1}));
   GRAFT_TRY(Tensor z2, reshape(inZeros, {M, 1}));
   GRAFT_TRY(Tensor x2, reshape(x, {M, K}));
-  auto xq = torchaoQuantizeAffine(x2, {1, K}, s2, &z2, DType::I8, -128, 127);
+  auto xq = torchaoQuantizeAffine(x2, {1, K}, qs2, &z2, DType::I8, -128, 127);
   if (!xq.ok())
     return a.error("quantizing the input per token: " + xq.diags()[0].message);
   const Tensor xqc = xq->contiguous(), wqc = wq.contiguous();

@@ -404,9 +404,13 @@ Expected<DeviceTensor> linearDq8caQ4gsw(Context &ctx, const DeviceTensor &x,
   if (s32.dtype != DType::F32) {
     GRAFT_TRY(s32, cast(ctx, inputScales, DType::F32));
   }
-  // Per-token int8 activations, exactly as quantize_affine computes them.
-  GRAFT_TRY(DeviceTensor xq, quantizeAffine(ctx, x, std::max<int64_t>(K, 1), s32, &inputZeroPoints,
-                                            -128, 127, DType::I8));
+  // Per-token int8 activations, exactly as quantize_affine computes them with
+  // the given scale: an f16 input with an f16 scale in f16 (quant_affine's
+  // half x half variant rounds 1 / s and x * (1 / s) to f16, as torchao's f16
+  // chain does); other device dtypes as given; f64 (not a device dtype) in f32.
+  const DeviceTensor &qScale = isDeviceFloat(inputScales.dtype) ? inputScales : s32;
+  GRAFT_TRY(DeviceTensor xq, quantizeAffine(ctx, x, std::max<int64_t>(K, 1), qScale,
+                                            &inputZeroPoints, -128, 127, DType::I8));
   return q4Linear(ctx, "linear_dq8ca_q4gsw", x, w, scales, groupSize, scales.sizes[1], bias, &xq,
                   &s32, &inputZeroPoints, &weightSums);
 }
@@ -709,6 +713,12 @@ Lowering q4Lowering(const char *kernel, bool dq8ca) {
         const TensorProto *bias = protoOf(b, "bias");
         if (bias && bias->dtype != xp->dtype)
           return "bias dtype differs from the input's";
+        // The activation is quantized with the scale's dtype (a bf16 scale
+        // rounds 1 / s to bf16), which the device does for f32 and f16 only;
+        // an f64 scale is defined as taken in f32.
+        const TensorProto *sp = dq8ca ? protoOf(b, "input_scales") : nullptr;
+        if (sp && !isDeviceFloat(sp->dtype) && sp->dtype != DType::F64)
+          return "input_scales must be f32/f16/f64, got " + std::string(name(sp->dtype));
         return {};
       },
       q4Packing(true),

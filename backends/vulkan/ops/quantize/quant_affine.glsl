@@ -118,7 +118,12 @@ void chooseQParams(uint id, float mn, float mx) {
   precise float scale;
   float zp;
   if (pc.mapping == 0) {
+    // max_val_pos - min_val_neg is a tensor of the input's dtype: rounded
+    // to f16 before the division, as PyTorch rounds it.
     precise float range = maxPos - minNeg;
+#if DTYPE_IS_HALF
+    range = roundToHalf(range);
+#endif
     scale = divRN(range, qmax - qmin);
 #if DTYPE_IS_HALF
     scale = roundToHalf(scale);
