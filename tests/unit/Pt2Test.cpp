@@ -1711,6 +1711,14 @@ TEST(Pt2Serde, EmptyPayloadRecords) {
   ASSERT_TRUE(cache->hasData());
   EXPECT_EQ(cache->data().sizes(), (std::vector<int64_t>{0, 4}));
   EXPECT_EQ(p.provenance.weightFileOffsets.count("cache"), 0u);
+  // Written back as an empty record, and read as the same empty tensor.
+  Pt2WriteOptions wo;
+  wo.provenance = &p.provenance;
+  ASSERT_TRUE(writePt2(*p.graph, tmp("empty_payload_rt.pt2"), wo).ok());
+  Pt2Program rt = readOk(tmp("empty_payload_rt.pt2"));
+  ASSERT_NE(rt.graph->findConstant("cache"), nullptr);
+  ASSERT_TRUE(rt.graph->findConstant("cache")->hasData());
+  EXPECT_EQ(rt.graph->findConstant("cache")->data().sizes(), (std::vector<int64_t>{0, 4}));
   // A fake tensor: f32[2, 4] with no bytes.
   editConstants(
       tmp("fake_payload.pt2"), [](auto &) {}, std::string());
