@@ -253,6 +253,43 @@ TEST(VulkanPartitioner, LoopLimitKeepsLongLoopsOnTheCpu) {
   EXPECT_EQ(cpuNode(*gpu, "i"), nullptr) << vk::formatReport(*gpu);
 }
 
+// matmul.glsl sums K in one loop per invocation: mm, linear and addmm with K
+// past lavapipe's limit stay on the CPU (aten.mm with K = 65536 summed only
+// part of K there); K within the limit, and any K on a GPU, run on the device.
+TEST(VulkanPartitioner, LoopLimitKeepsLongMatmulReductionsOnTheCpu) {
+  auto g = parse(R"(graph @t {
+  input %a : f32[2, 70000]
+  input %b : f32[70000, 3]
+  input %w : f32[3, 70000]
+  input %bias : f32[3]
+  input %a2 : f32[2, 65520]
+  input %b2 : f32[65520, 3]
+  %mm : f32[2, 3] = aten.mm.default(%a, %b)
+  %lin : f32[2, 3] = aten.linear.default(%a, %w)
+  %am : f32[2, 3] = aten.addmm.default(%bias, %a, %b)
+  %ok : f32[2, 3] = aten.mm.default(%a2, %b2)
+  output %mm
+  output %lin
+  output %am
+  output %ok
+})");
+  ASSERT_TRUE(g);
+  auto r = vk::partitionGraph(*g, target("lavapipe"));
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  for (const char *n : {"mm", "lin", "am"}) {
+    const vk::CpuNode *c = cpuNode(*r, n);
+    ASSERT_NE(c, nullptr) << n << "\n" << vk::formatReport(*r);
+    EXPECT_NE(c->reason.find("size 70000: an invocation would run 70006 loop iterations"),
+              std::string::npos)
+        << c->reason;
+  }
+  EXPECT_EQ(cpuNode(*r, "ok"), nullptr) << vk::formatReport(*r);
+  auto gpu = vk::partitionGraph(*g, target("adreno"));
+  ASSERT_TRUE(gpu.ok());
+  for (const char *n : {"mm", "lin", "am"})
+    EXPECT_EQ(cpuNode(*gpu, n), nullptr) << n << "\n" << vk::formatReport(*gpu);
+}
+
 // quantize_per_tensor / dequantize_per_tensor run on the device where they
 // are bit-exact; the rest stays on the CPU with the lowering's reason (the
 // reference's own errors among them, reported there).

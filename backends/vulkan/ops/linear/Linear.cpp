@@ -32,6 +32,9 @@ struct MatmulPush {
 
 Status dispatchMatmul(Context &ctx, const DeviceTensor &out, const DeviceTensor &a,
                       const DeviceTensor &b, const DeviceTensor *bias, MatmulPush &pc) {
+  // Each invocation walks the batch dims, then K (matmul.glsl): on a driver
+  // that ends long loops silently, a longer K would be summed only in part.
+  GRAFT_CHECK_OK(checkLoopIterations(ctx, "matmul", pc.K + pc.numBatchDims + 2));
   std::string variant = "matmul_" + shaderDType(a.dtype);
   uint64_t total = uint64_t(pc.batch) * uint64_t(pc.M) * uint64_t(pc.N);
   return ctx.dispatch1D(
@@ -570,17 +573,21 @@ std::string sameFloatOperands(const Node &node, const BoundArgs &b,
   return {};
 }
 
+/// matmul.glsl's loop iterations beyond K: up to 4 batch dims and the exit
+/// passes of its two loops (the launcher counts the batch dims exactly).
+constexpr int64_t kMatmulLoopExtra = 6;
+
 Lowering matmulLowering(const char *lhs, const char *rhs) {
   Lowering l;
   l.kernel = "matmul";
-  l.check = [=](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+  l.check = [=](const Node &node, const BoundArgs &b, const DeviceInfo &dev) -> std::string {
     GRAFT_VK_REASON(sameFloatOperands(node, b, {lhs, rhs}));
     const TensorProto *x = protoOf(b, lhs), *y = protoOf(b, rhs);
     if (!x || !y)
       return "operands are not tensors";
     if (std::max(x->rank(), y->rank()) > 6)
       return "more than 4 batch dims";
-    return {};
+    return loopDimReason(b, dev, lhs, -1, kMatmulLoopExtra);
   };
   l.run = [=](NodeArgs &a) -> Results {
     GRAFT_TRY(DeviceTensor x, a.tensor(lhs));
@@ -607,7 +614,7 @@ Lowering matmulLowering(const char *lhs, const char *rhs) {
 Lowering linearLowering() {
   Lowering l;
   l.kernel = "matmul";
-  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &dev) -> std::string {
     GRAFT_VK_REASON(sameFloatOperands(node, b, {"input", "weight", "bias"}));
     const TensorProto *w = protoOf(b, "weight");
     const TensorProto *bias = protoOf(b, "bias");
@@ -615,7 +622,7 @@ Lowering linearLowering() {
       return "weight must be 2-D";
     if (bias && bias->rank() != 1)
       return "bias must be 1-D";
-    return {};
+    return loopDimReason(b, dev, "input", -1, kMatmulLoopExtra);
   };
   l.run = [](NodeArgs &a) -> Results {
     GRAFT_TRY(DeviceTensor x, a.tensor("input"));
@@ -629,7 +636,7 @@ Lowering linearLowering() {
 Lowering addmmLowering() {
   Lowering l;
   l.kernel = "matmul";
-  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+  l.check = [](const Node &node, const BoundArgs &b, const DeviceInfo &dev) -> std::string {
     GRAFT_VK_REASON(sameFloatOperands(node, b, {"self", "mat1", "mat2"}));
     for (const char *n : {"alpha", "beta"}) {
       const Argument *x = b.find(n);
@@ -643,7 +650,7 @@ Lowering addmmLowering() {
     bool rowBias = bias->rank() == 1 || (bias->rank() == 2 && bias->shape[0] == Dim(1));
     if (!rowBias || bias->shape.back() != m2->shape[1])
       return "bias must be [N] or [1, N]";
-    return {};
+    return loopDimReason(b, dev, "mat1", -1, kMatmulLoopExtra);
   };
   l.run = [](NodeArgs &a) -> Results {
     GRAFT_TRY(DeviceTensor bias, a.tensor("self"));
