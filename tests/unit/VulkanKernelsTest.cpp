@@ -59,7 +59,7 @@ struct BinaryCase {
   std::vector<int64_t> a, b;
 };
 // Same-shape operands take the vec4 kernels: 5 values (a tail only), 64 (no
-// tail) and 201 (16-value wide bodies and a tail of 9).
+// tail) and 201 (32-value wide bodies and a tail of 9).
 const std::vector<BinaryCase> kBinaryShapes = {
     {{5}, {5}},          {{4, 16}, {4, 16}}, {{3, 67}, {3, 67}}, {{3, 67}, {67}},
     {{2, 1, 7}, {3, 1}}, {{4, 130}, {4, 1}}, {{1}, {129}},       {{64}, {}}};

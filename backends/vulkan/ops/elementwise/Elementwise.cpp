@@ -125,8 +125,8 @@ Expected<DeviceTensor> binaryImpl(Context &ctx, BinaryKind op, const DeviceTenso
   bool wide = vec4 && wideVec4(ctx, a.dtype);
   std::string variant = std::string("binary_") + name(op) +
                         (vec4 ? (wide ? "_vec4w_" : "_vec4_") : "_") + shaderDType(a.dtype);
-  // Elements per invocation: 1, 4 (vec4) or 16 (vec4w: binary.glsl's PER).
-  const uint64_t per = wide ? 16 : (vec4 ? 4 : 1);
+  // Elements per invocation: 1, 4 (vec4) or 32 (vec4w: binary.glsl's PER).
+  const uint64_t per = wide ? 32 : (vec4 ? 4 : 1);
   uint64_t n = static_cast<uint64_t>(out.numel());
   GRAFT_CHECK_OK(ctx.dispatch1D(variant,
                                 {out.buffer.get(), a.buffer.get(), (b ? b : &a)->buffer.get()}, &pc,
@@ -167,8 +167,8 @@ Expected<DeviceTensor> unaryImpl(Context &ctx, const char *op, const DeviceTenso
   bool wide = vec4 && wideVec4(ctx, a.dtype);
   std::string variant = std::string("unary_") + op + (vec4 ? (wide ? "_vec4w_" : "_vec4_") : "_") +
                         shaderDType(a.dtype);
-  // Elements per invocation: 1, 4 (vec4) or 16 (vec4w: unary.glsl's PER).
-  const uint64_t per = wide ? 16 : (vec4 ? 4 : 1);
+  // Elements per invocation: 1, 4 (vec4) or 32 (vec4w: unary.glsl's PER).
+  const uint64_t per = wide ? 32 : (vec4 ? 4 : 1);
   uint64_t n = static_cast<uint64_t>(a.numel());
   GRAFT_CHECK_OK(ctx.dispatch1D(variant, {out.buffer.get(), a.buffer.get()}, &pc, sizeof(pc),
                                 (n + per - 1) / per));

@@ -6,7 +6,7 @@
 // alpha == 1), pow only for the exponents PowKernel.cpp special-cases.
 // VEC4 variants (float dtypes, both operands of the output's shape or b a
 // scalar): each invocation computes 4 consecutive elements with vec4 loads
-// and stores (16 as 64-bit words in the VEC4_WIDE ones), the last invocation
+// and stores (32 as 64-bit words in the VEC4_WIDE ones), the last invocation
 // the scalar tail; the per-element formula is the same `precise` one, so
 // they are bit-exact too.
 #extension GL_EXT_control_flow_attributes : require
@@ -83,10 +83,10 @@ vec4 apply4(vec4 a, vec4 b) {
   return vec4(apply(a.x, b.x), apply(a.y, b.y), apply(a.z, b.z), apply(a.w, b.w));
 }
 
-// Elements per invocation: 4, or 16 in the WIDE variants as two u64vec4
+// Elements per invocation: 4, or 32 in the WIDE variants as four u64vec4
 // per operand (an invocation has a fixed cost on lavapipe; unary.glsl).
 #if WIDE
-#define PER 16u
+#define PER 32u
 #else
 #define PER 4u
 #endif
@@ -98,8 +98,8 @@ void main() {
     return;
   if (first + PER <= uint(pc.numel)) {
 #if WIDE
-    [[unroll]] for (uint j = 0u; j < 2u; ++j) {
-      uint k = 2u * id + j;
+    [[unroll]] for (uint j = 0u; j < PER / 8u; ++j) {
+      uint k = PER / 8u * id + j;
       u64vec4 a = t_a64[k];
       vec4 b0 = vec4(pc.scalar), b1 = b0;
       if (pc.bIsScalar == 0) {

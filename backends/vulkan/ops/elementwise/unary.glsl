@@ -5,7 +5,7 @@
 // exp/tanh are the driver's (GLSL leaves their precision to the device);
 // erf is computed here (GLSL has none) to ~1e-7 absolute. clamp takes its
 // bounds from the push constants. VEC4 variants compute 4 consecutive
-// elements per invocation with vec4 loads and stores, the VEC4_WIDE ones 16
+// elements per invocation with vec4 loads and stores, the VEC4_WIDE ones 32
 // as 64-bit words (main below); the last invocation takes the scalar tail.
 // Every form has the same per-element formula: bit-exact to the scalar
 // variants except sigmoid and silu (ACT_DIV below).
@@ -117,12 +117,13 @@ vec4 apply4(vec4 x) {
   return vec4(apply(x.x), apply(x.y), apply(x.z), apply(x.w));
 }
 
-// Elements per invocation. WIDE: 16, as two u64vec4 loads and stores: on
-// lavapipe each invocation has a fixed cost besides its loads and stores
-// (4M-value neg, CPU ms: 7.7 with 4 per invocation, 5.6 with 8, 4.6 with
-// 16; docs/benchmarks.md, 2026-11-27).
+// Elements per invocation. WIDE: 32, as four u64vec4 loads and stores, the
+// stream copy's access (stream.glsl): on lavapipe each invocation has a fixed
+// cost besides its loads and stores (4M-value neg, CPU ms: 7.7 with 4 per
+// invocation, 5.6 with 8, 4.6 with 16), and 32 in 64-wide workgroups beat 16
+// by about 12 % for add, a few % for silu (docs/benchmarks.md, 2026-11-27).
 #if WIDE
-#define PER 16u
+#define PER 32u
 #else
 #define PER 4u
 #endif
@@ -134,9 +135,9 @@ void main() {
     return;
   if (first + PER <= uint(pc.numel)) {
 #if WIDE
-    [[unroll]] for (uint j = 0u; j < 2u; ++j) {
-      u64vec4 x = t_in64[2u * id + j];
-      t_out64[2u * id + j] =
+    [[unroll]] for (uint j = 0u; j < PER / 8u; ++j) {
+      u64vec4 x = t_in64[PER / 8u * id + j];
+      t_out64[PER / 8u * id + j] =
           u64vec4(store64(apply4(load64(x.xy))), store64(apply4(load64(x.zw))));
     }
 #else
