@@ -26,6 +26,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <sys/wait.h>
 
 namespace graft {
@@ -45,6 +46,29 @@ protected:
     o.checkpointDType = checkpointDType;
     o.dynamicSeq = dynamicSeq;
     return graft::testing::writeSynthesizedPt2(o, path(name));
+  }
+
+  /// Text IR `gir` written as NAME.gir and compiled to NAME.vkprog, which
+  /// must be one partition with no CPU node (compileToOnePartition): the
+  /// original model (the reference) and the program, or nullopt after a
+  /// test failure.
+  struct GirProgram {
+    Model original;
+    Program program;
+  };
+  std::optional<GirProgram> compileGir(const std::string &name, const std::string &gir) {
+    const std::string model = path(name + ".gir");
+    EXPECT_TRUE(writeFileAtomic(model, gir).ok());
+    auto original = load(model);
+    EXPECT_TRUE(original.ok()) << (original.ok() ? "" : render(original.diags()));
+    if (!original.ok())
+      return std::nullopt;
+    CompileOptions opts;
+    opts.output = path(name + ".vkprog");
+    auto program = graft::testing::compileToOnePartition(model, opts);
+    if (!program)
+      return std::nullopt;
+    return GirProgram{std::move(*original), std::move(*program)};
   }
 
   fs::path dir_;
@@ -221,20 +245,14 @@ TEST_F(CompileTest, EmbeddingByteIsOnePartitionWithNoCpuNode) {
   output %sum
 }
 )";
-  const std::string model = path("e8.gir");
-  ASSERT_TRUE(writeFileAtomic(model, gir).ok());
-  auto original = load(model);
-  ASSERT_TRUE(original.ok()) << render(original.diags());
-  CompileOptions opts;
-  opts.output = path("e8.vkprog");
-  auto back = graft::testing::compileToOnePartition(model, opts);
-  ASSERT_TRUE(back);
+  auto c = compileGir("e8", gir);
+  ASSERT_TRUE(c);
   std::size_t embeddings = 0;
-  for (const Node &n : back->graph->nodes())
+  for (const Node &n : c->program.graph->nodes())
     embeddings += n.target() == "quantized_decomposed.embedding_byte.dtype";
   EXPECT_EQ(embeddings, 2u);
   GRAFT_REQUIRE_VULKAN();
-  EXPECT_EQ(deviceVsReference(*back->graph, *original->graph, {}), 0.0);
+  EXPECT_EQ(deviceVsReference(*c->program.graph, *c->original.graph, {}), 0.0);
 }
 
 // PT2E's dynamic per-tensor activation (choose_qparams.tensor -> quantize_per_tensor.tensor
@@ -268,14 +286,8 @@ TEST_F(CompileTest, Pt2eDynamicPerTensorActivationIsExactOnTheDevice) {
         "graph @dyn {\n" + std::string(c.header) + "  input %x : f32[1, S, 48]" + chain;
     for (std::size_t at; (at = gir.find("[1, S,")) != std::string::npos;)
       gir.replace(at + 4, 1, c.seq);
-    const std::string model = path(std::string(c.name) + ".gir");
-    ASSERT_TRUE(writeFileAtomic(model, gir).ok());
-    auto original = load(model);
-    ASSERT_TRUE(original.ok()) << render(original.diags());
-    CompileOptions opts;
-    opts.output = path(std::string(c.name) + ".vkprog");
-    auto back = graft::testing::compileToOnePartition(model, opts);
-    ASSERT_TRUE(back);
+    auto compiled = compileGir(c.name, gir);
+    ASSERT_TRUE(compiled);
     GRAFT_REQUIRE_VULKAN();
     std::vector<std::map<std::string, int64_t>> runs;
     for (int64_t n : c.lengths)
@@ -284,7 +296,9 @@ TEST_F(CompileTest, Pt2eDynamicPerTensorActivationIsExactOnTheDevice) {
       runs.emplace_back();
     for (const auto &symbols : runs)
       for (uint64_t seed : {3, 4, 5})
-        EXPECT_EQ(deviceVsReference(*back->graph, *original->graph, symbols, seed), 0.0)
+        EXPECT_EQ(
+            deviceVsReference(*compiled->program.graph, *compiled->original.graph, symbols, seed),
+            0.0)
             << seed << (symbols.empty() ? "" : " s0=" + std::to_string(symbols.at("s0")));
   }
 }
@@ -311,16 +325,11 @@ TEST_F(CompileTest, Pt2eDynamicLinearWithSymbolicSeqLenIsOnePartition) {
   output %y
 }
 )";
-  const std::string model = path("dynlinear.gir");
-  ASSERT_TRUE(writeFileAtomic(model, gir).ok());
-  auto original = load(model);
-  ASSERT_TRUE(original.ok()) << render(original.diags());
-  CompileOptions opts;
-  opts.output = path("dynlinear.vkprog");
-  auto back = graft::testing::compileToOnePartition(model, opts);
-  ASSERT_TRUE(back);
+  auto c = compileGir("dynlinear", gir);
+  ASSERT_TRUE(c);
+  const Graph &compiled = *c->program.graph, &original = *c->original.graph;
   std::size_t chooses = 0;
-  for (const Node &n : back->graph->nodes()) {
+  for (const Node &n : compiled.nodes()) {
     EXPECT_NE(n.target(), "quantized_decomposed.choose_qparams.tensor");
     chooses += n.target() == "torchao.choose_qparams_affine.default";
   }
@@ -328,8 +337,8 @@ TEST_F(CompileTest, Pt2eDynamicLinearWithSymbolicSeqLenIsOnePartition) {
   GRAFT_REQUIRE_VULKAN();
   // 1100 rows of 64 are over 65536 values: the choose reduces them in chunks first.
   for (int64_t n : {1, 7, 64, 1100}) {
-    EXPECT_EQ(deviceVsReference(*back->graph, *back->graph, {{"s0", n}}), 0.0) << n;
-    EXPECT_LT(deviceVsReference(*back->graph, *original->graph, {{"s0", n}}), 1e-4) << n;
+    EXPECT_EQ(deviceVsReference(compiled, compiled, {{"s0", n}}), 0.0) << n;
+    EXPECT_LT(deviceVsReference(compiled, original, {{"s0", n}}), 1e-4) << n;
   }
 }
 
