@@ -74,6 +74,21 @@ const char *name(UnaryKind kind) {
 
 namespace {
 
+/// How an elementwise kernel (unary.glsl, binary.glsl) covers its values:
+/// the variant infix and the values per invocation. Scalar: one; vec4: four
+/// (bit-exact to the scalar variant); vec4w, on CPU drivers: 32, both
+/// shaders' PER (four 32-byte words per operand).
+struct ElementwiseForm {
+  const char *infix;
+  uint64_t perInvocation;
+};
+
+ElementwiseForm elementwiseForm(const Context &ctx, DType dtype, bool vec4) {
+  if (!vec4)
+    return {"_", 1};
+  return wideVec4(ctx, dtype) ? ElementwiseForm{"_vec4w_", 32} : ElementwiseForm{"_vec4_", 4};
+}
+
 struct BinaryPush {
   int32_t rank, numel, bIsScalar, contiguous;
   float alpha, scalar;
@@ -122,15 +137,12 @@ Expected<DeviceTensor> binaryImpl(Context &ctx, BinaryKind op, const DeviceTenso
   // invocation, bit-exact to the scalar one); broadcasting needs the index
   // decomposition per element.
   bool vec4 = !ctx.exactKernels() && isDeviceFloat(a.dtype) && pc.contiguous == 3;
-  bool wide = vec4 && wideVec4(ctx, a.dtype);
-  std::string variant = std::string("binary_") + name(op) +
-                        (vec4 ? (wide ? "_vec4w_" : "_vec4_") : "_") + shaderDType(a.dtype);
-  // Elements per invocation: 1, 4 (vec4) or 32 (vec4w: binary.glsl's PER).
-  const uint64_t per = wide ? 32 : (vec4 ? 4 : 1);
+  const ElementwiseForm form = elementwiseForm(ctx, a.dtype, vec4);
+  std::string variant = std::string("binary_") + name(op) + form.infix + shaderDType(a.dtype);
   uint64_t n = static_cast<uint64_t>(out.numel());
   GRAFT_CHECK_OK(ctx.dispatch1D(variant,
                                 {out.buffer.get(), a.buffer.get(), (b ? b : &a)->buffer.get()}, &pc,
-                                sizeof(pc), (n + per - 1) / per));
+                                sizeof(pc), (n + form.perInvocation - 1) / form.perInvocation));
   return out;
 }
 
@@ -164,14 +176,11 @@ Expected<DeviceTensor> unaryImpl(Context &ctx, const char *op, const DeviceTenso
   // benchmarks compare with) except sigmoid and silu, whose division is
   // GLSL's there (unary.glsl, ACT_DIV).
   bool vec4 = !ctx.exactKernels();
-  bool wide = vec4 && wideVec4(ctx, a.dtype);
-  std::string variant = std::string("unary_") + op + (vec4 ? (wide ? "_vec4w_" : "_vec4_") : "_") +
-                        shaderDType(a.dtype);
-  // Elements per invocation: 1, 4 (vec4) or 32 (vec4w: unary.glsl's PER).
-  const uint64_t per = wide ? 32 : (vec4 ? 4 : 1);
+  const ElementwiseForm form = elementwiseForm(ctx, a.dtype, vec4);
+  std::string variant = std::string("unary_") + op + form.infix + shaderDType(a.dtype);
   uint64_t n = static_cast<uint64_t>(a.numel());
   GRAFT_CHECK_OK(ctx.dispatch1D(variant, {out.buffer.get(), a.buffer.get()}, &pc, sizeof(pc),
-                                (n + per - 1) / per));
+                                (n + form.perInvocation - 1) / form.perInvocation));
   return out;
 }
 } // namespace
