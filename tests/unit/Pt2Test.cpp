@@ -1636,24 +1636,15 @@ TEST(Pt2Serde, UnsupportedNodeOutputsNameTheNode) {
       << e;
 }
 
-// InputSpec kinds without an IR form: constant_input (a specialized
-// non-tensor forward() argument, serialize_input_spec; its graph input is
-// the constant itself, e.g. {"as_int": 3}), custom_obj and token. Each is
-// refused naming the input. OutputSpec kinds of training graphs likewise.
+// InputSpec kinds without an IR form: custom_obj (torchbind) and token
+// (with_effects). Each is refused naming the input. OutputSpec kinds of
+// training graphs likewise. (constant_input is read: see
+// Pt2Serde.ConstantInputs.)
 TEST(Pt2Serde, UnsupportedSignatureEntriesNameTheirInput) {
   auto &&specs = [](auto &j) -> auto & {
     return j["graph_module"]["signature"];
   };
-  std::string e = errorAfterEdit("const_input.pt2", [&](auto &j) {
-    j["graph_module"]["graph"]["inputs"].push_back({{"as_int", 3}});
-    specs(j)["input_specs"].push_back(
-        {{"constant_input", {{"name", "n_heads"}, {"value", {{"as_int", 3}}}}}});
-  });
-  EXPECT_NE(e.find("input_specs[10].constant_input: graph input 10 'n_heads': input spec kind "
-                   "'constant_input' is not supported (a non-tensor forward() argument"),
-            std::string::npos)
-      << e;
-  e = errorAfterEdit("token_input.pt2", [&](auto &j) {
+  std::string e = errorAfterEdit("token_input.pt2", [&](auto &j) {
     j["graph_module"]["graph"]["inputs"][9] = {{"as_tensor", {{"name", "token"}}}};
     specs(j)["input_specs"][9] = {{"token", {{"arg", {{"name", "token"}}}}}};
   });
@@ -1665,6 +1656,211 @@ TEST(Pt2Serde, UnsupportedSignatureEntriesNameTheirInput) {
     specs(j)["output_specs"][1] = {{"loss_output", {{"arg", {{"name", "linear_1"}}}}}};
   });
   EXPECT_NE(e.find("graph output 1 'linear_1': output spec kind 'loss_output' is not supported"),
+            std::string::npos)
+      << e;
+}
+
+namespace {
+
+/// Adds a forward() argument torch.export specialized to `value` as
+/// torch/_export/serde/serialize.py writes it: serialize_input_spec's
+/// constant_input{name, value} at input spec `at`, handle_placeholder's graph
+/// input serialize_input(value) at the same place, and, in the top-level
+/// module call signature, serialize_argument_spec's constant at user input
+/// `userAt` plus its forward_arg_names entry.
+void addConstantInput(nlohmann::ordered_json &j, std::size_t at, std::size_t userAt,
+                      const std::string &name, const nlohmann::ordered_json &value) {
+  auto &gm = j["graph_module"];
+  auto &inputs = gm["graph"]["inputs"];
+  inputs.insert(inputs.begin() + at, value);
+  auto &specs = gm["signature"]["input_specs"];
+  nlohmann::ordered_json spec = {{"constant_input", {{"name", name}, {"value", value}}}};
+  specs.insert(specs.begin() + at, spec);
+  auto &sig = gm["module_call_graph"][0]["signature"];
+  sig["inputs"].insert(sig["inputs"].begin() + userAt, value);
+  sig["forward_arg_names"].insert(sig["forward_arg_names"].begin() + userAt, name);
+}
+
+/// The parts of a model.json that carry the signature.
+nlohmann::ordered_json signatureParts(const std::string &archive) {
+  nlohmann::ordered_json j;
+  editModelJson(archive, tmp("signature_probe.pt2"), [&](auto &m) { j = m; });
+  const auto &gm = j["graph_module"];
+  return {{"inputs", gm["graph"]["inputs"]},
+          {"input_specs", gm["signature"]["input_specs"]},
+          {"module_call_graph", gm["module_call_graph"]}};
+}
+
+/// ExecuTorch's Llama with a dynamic position
+/// (llama_dynamic_pos_torch2_10.pt2) exported the way HF-style decoders are
+/// called, forward(tokens, input_pos, use_cache=False, logits_to_keep=1) with
+/// both keywords given: torch.export specializes them (constant_input), the
+/// call signature's in_spec holds them as the kwargs dict's leaves
+/// (treespec_dumps), and the nodes are unchanged (export traced with the
+/// Python values). A None keyword is not an input at all: pytree flattens
+/// None to no leaf.
+std::string llamaWithConstantInputs() {
+  static std::string path = [] {
+    std::string p = tmp("llama_constant_inputs.pt2");
+    editModelJson((kGolden / "llama_dynamic_pos_torch2_10.pt2").string(), p, [](auto &j) {
+      std::size_t n = j["graph_module"]["graph"]["inputs"].size();
+      addConstantInput(j, n, 2, "use_cache", {{"as_bool", false}});
+      addConstantInput(j, n + 1, 3, "logits_to_keep", {{"as_int", 1}});
+      auto &sig = j["graph_module"]["module_call_graph"][0]["signature"];
+      std::string spec = sig["in_spec"];
+      const std::string leaf = R"({"type": null, "context": null, "children_spec": []})";
+      const std::string noKwargs =
+          R"({"type": "builtins.dict", "context": "[]", "children_spec": []})";
+      std::size_t k = spec.find(noKwargs);
+      ASSERT_NE(k, std::string::npos) << spec;
+      spec.replace(k, noKwargs.size(),
+                   R"({"type": "builtins.dict", "context": "[\"use_cache\", \"logits_to_keep\"]", )"
+                   R"("children_spec": [)" +
+                       leaf + ", " + leaf + "]}");
+      sig["in_spec"] = spec;
+    });
+    return p;
+  }();
+  return path;
+}
+
+} // namespace
+
+// A specialized forward() argument (InputSpec.constant_input) has no input in
+// the graph: the graph computes with its value, the run-time inputs are the
+// tensors, graft print names it, writing the program back puts it back in
+// its place, and the program compiles and runs like the model without it.
+TEST(Pt2Read, SpecializedForwardArgumentsStayOutOfTheGraph) {
+  const std::string path = llamaWithConstantInputs();
+  Pt2Program p = readOk(path);
+  std::vector<std::string> userInputs;
+  for (const GraphInput &in : p.graph->inputs())
+    if (in.kind == InputKind::UserInput)
+      userInputs.push_back(in.value->name());
+  EXPECT_EQ(userInputs, (std::vector<std::string>{"tokens", "input_pos"}));
+  ASSERT_EQ(p.provenance.specializedInputs.size(), 2u);
+  const Pt2SpecializedInput &useCache = p.provenance.specializedInputs[0];
+  const Pt2SpecializedInput &keep = p.provenance.specializedInputs[1];
+  EXPECT_EQ(str(useCache), "use_cache = False");
+  EXPECT_EQ(useCache.value, Argument(false));
+  EXPECT_EQ(useCache.userInputsBefore, 2u);
+  EXPECT_EQ(str(keep), "logits_to_keep = 1");
+  EXPECT_EQ(keep.value, Argument(int64_t(1)));
+  EXPECT_EQ(keep.userInputsBefore, 2u);
+  Pt2Program plain = readOk((kGolden / "llama_dynamic_pos_torch2_10.pt2").string());
+  EXPECT_EQ(text(*p.graph, tmp("ci_a.bin")), text(*plain.graph, tmp("ci_b.bin")));
+  EXPECT_EQ(slurp(tmp("ci_a.bin")), slurp(tmp("ci_b.bin")));
+
+  Pt2WriteOptions wo;
+  wo.provenance = &p.provenance;
+  ASSERT_TRUE(writePt2(*p.graph, tmp("llama_constant_inputs_rt.pt2"), wo).ok());
+  EXPECT_EQ(signatureParts(tmp("llama_constant_inputs_rt.pt2")), signatureParts(path));
+
+  std::string out, err;
+  ASSERT_EQ(runCli("print " + path + " --no-metadata", &err, &out), 0) << err;
+  EXPECT_EQ(out.rfind("// specialized input use_cache = False (constant_input: the graph computes "
+                      "with this value; not a run-time input)\n"
+                      "// specialized input logits_to_keep = 1 (constant_input",
+                      0),
+            0u)
+      << out.substr(0, 400);
+
+  const std::string prog = tmp("llama_constant_inputs.vkprog");
+  ASSERT_EQ(runCli("compile " + path + " -o " + prog + " --json --quiet", &err, &out), 0) << err;
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["partitions"], 1) << out;
+  EXPECT_EQ(j["cpu_nodes"], 0) << out;
+  EXPECT_EQ(runCli("run " + prog + " --check --atol 1e-4", &err), 0) << err;
+}
+
+// Every ConstantValue member (schema.py: as_none, as_int, as_float,
+// as_string, as_bool; deserialize_constant_input) before and after the user
+// input is read and written back in place; what serialize.py cannot have
+// written is refused naming the input.
+TEST(Pt2Serde, ConstantInputs) {
+  // tinynet_torch2_9: graph inputs 0-8 are constants, 9 is 'tokens'.
+  auto withConstants = [](auto &j) {
+    addConstantInput(j, 9, 0, "n_heads", {{"as_int", 3}});
+    addConstantInput(j, 11, 2, "mode", {{"as_string", "prefill"}});
+    addConstantInput(j, 12, 3, "scale", {{"as_float", 0.5}});
+    addConstantInput(j, 13, 4, "past", {{"as_none", true}});
+    addConstantInput(j, 14, 5, "causal", {{"as_bool", true}});
+  };
+  const std::string path = tmp("const_inputs.pt2");
+  editModelJson(kTiny9, path, withConstants);
+  Pt2Program p = readOk(path);
+  std::vector<std::string> seen;
+  for (const Pt2SpecializedInput &in : p.provenance.specializedInputs)
+    seen.push_back(str(in) + " @" + std::to_string(in.userInputsBefore));
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"n_heads = 3 @0", "mode = \"prefill\" @1", "scale = 0.5 @1",
+                                      "past = None @1", "causal = True @1"}));
+  EXPECT_EQ(text(*p.graph), text(*readOk(kTiny9).graph));
+  Pt2WriteOptions wo;
+  wo.provenance = &p.provenance;
+  ASSERT_TRUE(writePt2(*p.graph, tmp("const_inputs_rt.pt2"), wo).ok());
+  EXPECT_EQ(signatureParts(tmp("const_inputs_rt.pt2")), signatureParts(path));
+
+  auto bad = [&](const std::string &name, const std::function<void(nlohmann::ordered_json &)> &f) {
+    return errorAfterEdit(name, [&](auto &j) {
+      addConstantInput(j, 9, 0, "n_heads", {{"as_int", 3}});
+      f(j);
+    });
+  };
+  auto &&spec = [](auto &j) -> auto & {
+    return j["graph_module"]["signature"]["input_specs"][9]["constant_input"];
+  };
+  auto &&graphInput = [](auto &j) -> auto & {
+    return j["graph_module"]["graph"]["inputs"][9];
+  };
+  std::string e = bad("const_tensor.pt2", [&](auto &j) {
+    spec(j)["value"] = {{"as_tensor", {{"name", "tokens"}}}};
+  });
+  EXPECT_NE(e.find("input_specs[9].constant_input.value: graph input 9 'n_heads': a constant "
+                   "input's value of kind 'as_tensor' is not a ConstantValue (as_none, as_int, "
+                   "as_float, as_string or as_bool"),
+            std::string::npos)
+      << e;
+  e = bad("const_unknown.pt2", [&](auto &j) { spec(j)["value"] = {{"as_complex", {1, 2}}}; });
+  EXPECT_NE(e.find("graph input 9 'n_heads': a constant input's value of kind 'as_complex' is not "
+                   "a ConstantValue"),
+            std::string::npos)
+      << e;
+  e = bad("const_graph_tensor.pt2", [&](auto &j) {
+    graphInput(j) = {{"as_tensor", {{"name", "n_heads"}}}};
+  });
+  EXPECT_NE(e.find("graph.inputs[9]: graph input 9 'n_heads': a constant input's value of kind "
+                   "'as_tensor'"),
+            std::string::npos)
+      << e;
+  e = bad("const_mismatch.pt2", [&](auto &j) { graphInput(j) = {{"as_int", 4}}; });
+  EXPECT_NE(e.find("graph input 9 'n_heads': the graph input is 4 but its constant_input spec "
+                   "says 3"),
+            std::string::npos)
+      << e;
+  e = bad("const_clash_value.pt2", [&](auto &j) { spec(j)["name"] = "linear_1"; });
+  EXPECT_NE(e.find("graph input 9 'linear_1': the constant input's name is also the name of "
+                   "another graph value"),
+            std::string::npos)
+      << e;
+  e = bad("const_clash_const.pt2", [&](auto &j) {
+    addConstantInput(j, 10, 1, "n_heads", {{"as_bool", false}});
+  });
+  EXPECT_NE(e.find("graph input 10 'n_heads': the constant input's name is also the name of "
+                   "another constant input"),
+            std::string::npos)
+      << e;
+  e = bad("const_unnamed.pt2", [&](auto &j) { spec(j)["name"] = ""; });
+  EXPECT_NE(e.find("graph input 9: constant input without a name"), std::string::npos) << e;
+  // torch's deserialize_graph does not register the placeholder, so a node
+  // cannot read it; the error names the node and the value it was.
+  e = bad("const_used.pt2", [&](auto &j) {
+    j["graph_module"]["graph"]["nodes"][11]["inputs"][1]["arg"] = {
+        {"as_tensor", {{"name", "n_heads"}}}};
+  });
+  EXPECT_NE(e.find("refers to 'n_heads', a forward() argument torch.export specialized to 3 "
+                   "(constant_input)"),
             std::string::npos)
       << e;
 }

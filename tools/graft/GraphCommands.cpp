@@ -67,6 +67,16 @@ Command makePrintCommand() {
     auto text = printGraph(**graph, opts);
     if (!text)
       return reportFailure(text.diags());
+    // The IR has no input for a forward() argument torch.export specialized
+    // (docs/pt2.md, "Signature"): say which ones the program was exported
+    // with, as comments the text IR parser skips.
+    if (loaded->pt2 && !loaded->pt2->specializedInputs.empty()) {
+      std::string head;
+      for (const Pt2SpecializedInput &in : loaded->pt2->specializedInputs)
+        head += "// specialized input " + str(in) +
+                " (constant_input: the graph computes with this value; not a run-time input)\n";
+      text->insert(0, head);
+    }
     if (auto out = args.get("o")) {
       Status s = writeFileAtomic(*out, *text);
       if (!s)

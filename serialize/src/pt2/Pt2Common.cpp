@@ -62,7 +62,28 @@ std::optional<DType> dtypeFromExportScalarType(int64_t value) {
   return std::nullopt;
 }
 
+std::string str(const Pt2SpecializedInput &in) {
+  return in.name + " = " + pt2::constantText(in.value);
+}
+
 namespace pt2 {
+
+std::string constantText(const Argument &value) {
+  switch (value.kind()) {
+  case Argument::Kind::None:
+    return "None";
+  case Argument::Kind::Bool:
+    return value.boolean() ? "True" : "False";
+  case Argument::Kind::Int:
+    return std::to_string(value.integer());
+  case Argument::Kind::Float:
+    return formatFloat(value.floating());
+  case Argument::Kind::String:
+    return dumpPythonJson(OJson(value.string()));
+  default:
+    return "<" + std::string(name(value.kind())) + ">";
+  }
+}
 
 std::optional<Layout> layoutFromExport(int64_t v) {
   switch (v) {

@@ -74,6 +74,9 @@ namespace pt2 {
 inline constexpr const char *kArchiveFormat = "archive_format";
 inline constexpr const char *kArchiveVersion = "archive_version";
 
+/// A ConstantValue as Python prints it (None, True, 3, 0.5, "text").
+std::string constantText(const Argument &value);
+
 /// Key of a node in Pt2Extras::nodes.
 std::string nodeKey(const Node &node, std::map<std::string, int> &zeroOutputCounts);
 

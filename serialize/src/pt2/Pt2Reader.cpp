@@ -256,6 +256,7 @@ public:
   const std::map<std::string, std::vector<std::pair<std::string, std::string>>> &unwrapped() const {
     return unwrappedFqns_;
   }
+  std::vector<Pt2SpecializedInput> takeSpecializedInputs() { return std::move(specialized_); }
 
   Expected<std::unique_ptr<Graph>> run(int &schemaMajor, int &schemaMinor,
                                        std::string &torchVersion) {
@@ -559,11 +560,16 @@ private:
         for (const JsonMember &m : spec.json().members())
           if (const JsonValue *v = m.value.find(f); v && v->isString())
             specFqns_.insert(std::string(v->string()));
+    std::size_t userInputs = 0; // user inputs added so far
     for (std::size_t i = 0; i < specList.size(); ++i) {
       GRAFT_TRY(auto spec, specList[i].unionMember());
       std::string_view kind = spec.first;
       const JsonRef &s = spec.second;
       GRAFT_CHECK_OK(refuseInputSpec(i, kind, s));
+      if (kind == "constant_input") {
+        GRAFT_CHECK_OK(readConstantInput(i, s, inputList[i], userInputs));
+        continue;
+      }
       GRAFT_TRY(auto in, inputList[i].unionMember());
       std::string graphName;
       if (in.first == "as_tensor") {
@@ -607,6 +613,7 @@ private:
         else
           graph_->addScalarInput(vk, n);
         noteRequiresGrad(n, false);
+        ++userInputs;
         continue;
       }
       InputKind ik;
@@ -662,17 +669,60 @@ private:
     return okStatus();
   }
 
+  /// A ConstantValue (torch/_export/serde/schema.py: as_none, as_int,
+  /// as_float, as_string, as_bool; serialize.py deserialize_constant_input
+  /// refuses anything else) as an IR argument. `label` names the input.
+  Expected<Argument> constantValue(const JsonRef &j, const std::string &label) {
+    GRAFT_TRY(auto u, j.unionMember());
+    static constexpr std::string_view kinds[] = {"as_none", "as_int", "as_float", "as_string",
+                                                 "as_bool"};
+    if (std::find(std::begin(kinds), std::end(kinds), u.first) == std::end(kinds))
+      return j.error(label + ": a constant input's value of kind '" + std::string(u.first) +
+                     "' is not a ConstantValue (as_none, as_int, as_float, as_string or "
+                     "as_bool: torch.export specializes only those; a tensor argument is a "
+                     "user_input)");
+    return argument(j, Where(label, "constant_input"), nullptr);
+  }
+
+  /// InputSpec.constant_input (Pt2SpecializedInput): recorded in
+  /// specialized_ for users and for writing back; the graph gets no input.
+  Status readConstantInput(std::size_t i, const JsonRef &s, const JsonRef &graphInput,
+                           std::size_t userInputsBefore) {
+    GRAFT_TRY(JsonRef nameJ, s.field("name"));
+    GRAFT_TRY(std::string n, nameJ.str());
+    std::string label = "graph input " + std::to_string(i) + " '" + n + "'";
+    if (n.empty())
+      return nameJ.error("graph input " + std::to_string(i) + ": constant input without a name");
+    GRAFT_TRY(JsonRef valueJ, s.field("value"));
+    GRAFT_TRY(Argument value, constantValue(valueJ, label));
+    // handle_placeholder writes the graph input as serialize_input(value),
+    // and deserialize_graph gives the placeholder that value: the two must
+    // be the same constant.
+    GRAFT_TRY(Argument inGraph, constantValue(graphInput, label));
+    bool same =
+        inGraph == value || (inGraph.isFloat() && value.isFloat() &&
+                             std::isnan(inGraph.floating()) && std::isnan(value.floating()));
+    if (!same)
+      return graphInput.error(label + ": the graph input is " + pt2::constantText(inGraph) +
+                              " but its constant_input spec says " + pt2::constantText(value));
+    // torch.export's placeholder names are unique in the graph; writing this
+    // one back next to a value of the same name would make an archive torch
+    // cannot read.
+    if (findMeta(n) || graph_->findValue(n) || specializedNames_.count(n))
+      return nameJ.error(label + ": the constant input's name is also the name of another " +
+                         (specializedNames_.count(n) ? "constant input" : "graph value"));
+    specializedNames_.emplace(n, specialized_.size());
+    specialized_.push_back({n, std::move(value), userInputsBefore});
+    return okStatus();
+  }
+
   /// The input spec kinds graft's IR has no form for (InputSpec in
   /// torch/_export/serde/schema.py), refused with what the input is and its
   /// name; okStatus for the others.
   static Status refuseInputSpec(std::size_t i, std::string_view kind, const JsonRef &s) {
     const char *why = nullptr;
-    // The input's name: InputToConstantInputSpec.name, else arg.name.
-    const JsonValue *nameJ = s.json().find("name");
-    if (kind == "constant_input") {
-      why = "a non-tensor forward() argument that torch.export specialized to a constant; "
-            "graft's IR has no constant graph inputs";
-    } else if (kind == "custom_obj") {
+    const JsonValue *nameJ = nullptr;
+    if (kind == "custom_obj") {
       why = "a torchbind object; graft does not load custom objects";
     } else if (kind == "token") {
       why = "the effect token of a side-effecting op (with_effects); graft reads graphs "
@@ -680,7 +730,7 @@ private:
     } else {
       return okStatus();
     }
-    if (const JsonValue *arg = s.json().find("arg"); arg && !nameJ)
+    if (const JsonValue *arg = s.json().find("arg"))
       nameJ = arg->find("name");
     std::string label = "graph input " + std::to_string(i);
     if (nameJ && nameJ->isString())
@@ -803,8 +853,18 @@ private:
       if (alias != aliases_.end())
         v = alias->second;
     }
-    if (!v)
+    if (!v) {
+      // torch's deserialize_graph does not register a constant input's
+      // placeholder, so no node can read it: export wrote its value into
+      // the nodes instead.
+      if (auto c = specializedNames_.find(valueName); c != specializedNames_.end())
+        return at.error(where.str() + " refers to '" + valueName +
+                        "', a forward() argument torch.export specialized to " +
+                        pt2::constantText(specialized_[c->second].value) +
+                        " (constant_input); a node holds such a value as a literal, and "
+                        "torch's deserializer does not resolve a reference to it");
       return at.error(where.str() + " refers to undefined value '" + valueName + "'");
+    }
     if (v->kind() != kind)
       return at.error(where.str() + " uses " + std::string(name(v->kind())) + " '" + valueName +
                       "' as a " + std::string(name(kind)));
@@ -1285,6 +1345,10 @@ private:
   std::map<std::string, Unwrapped> unwrappedByName_;
   std::set<std::string> specFqns_;
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> unwrappedFqns_;
+  /// Specialized forward() arguments (constant_input specs), in file order,
+  /// and their names -> index.
+  std::vector<Pt2SpecializedInput> specialized_;
+  std::map<std::string, std::size_t, std::less<>> specializedNames_;
   /// Output name of a dropped access node -> the inner constant it read.
   std::unordered_map<std::string, Value *> aliases_;
 };
@@ -2043,6 +2107,7 @@ Expected<Pt2Program> readPt2(const std::string &path, const Pt2ReadOptions &opti
     prov.subclassWeights.push_back(std::move(d.weight));
   }
   GRAFT_CHECK_OK(loader.checkAllLoaded(where));
+  prov.specializedInputs = importer.takeSpecializedInputs();
   prov.extras = std::move(extras);
   return program;
 }

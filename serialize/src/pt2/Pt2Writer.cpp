@@ -594,10 +594,38 @@ private:
 
   //===-- Signature -------------------------------------------------------===//
 
+  /// Visits the graph's inputs in file order: `ir(input)` for each IR
+  /// input and `spec(entry, constantValue)` for each specialized forward()
+  /// argument of the provenance (Pt2SpecializedInput), put back before the
+  /// user input it preceded (after the last one when the graph now has
+  /// fewer). The constant is spelled by serialize_input, as
+  /// handle_placeholder and serialize_argument_spec write it
+  /// (torch/_export/serde/serialize.py).
+  template <class IR, class Spec> Status forEachFileInput(IR &&ir, Spec &&spec) {
+    static const std::vector<Pt2SpecializedInput> none;
+    const auto &specialized = opts_.provenance ? opts_.provenance->specializedInputs : none;
+    std::size_t next = 0, userInputs = 0;
+    auto flush = [&](std::size_t upTo) -> Status {
+      for (; next < specialized.size() && specialized[next].userInputsBefore <= upTo; ++next) {
+        const Pt2SpecializedInput &c = specialized[next];
+        GRAFT_TRY(OJson v, argument(c.value, nullptr, false, "constant input '" + c.name + "'"));
+        spec(c, std::move(v));
+      }
+      return okStatus();
+    };
+    for (const GraphInput &i : graph_.inputs()) {
+      if (i.kind == InputKind::UserInput)
+        GRAFT_CHECK_OK(flush(userInputs++));
+      ir(i);
+    }
+    return flush(~std::size_t(0));
+  }
+
   Expected<OJson> graphInputs() {
     OJson in = OJson::array();
-    for (const GraphInput &i : graph_.inputs())
-      in.push_back(valueArg(i.value));
+    GRAFT_CHECK_OK(forEachFileInput(
+        [&](const GraphInput &i) { in.push_back(valueArg(i.value)); },
+        [&](const Pt2SpecializedInput &, OJson v) { in.push_back(std::move(v)); }));
     return in;
   }
 
@@ -610,7 +638,7 @@ private:
 
   Expected<OJson> signature() {
     OJson inSpecs = OJson::array();
-    for (const GraphInput &i : graph_.inputs()) {
+    auto irSpec = [&](const GraphInput &i) {
       OJson arg = {{"name", i.value->name()}};
       switch (i.kind) {
       case InputKind::UserInput:
@@ -627,7 +655,10 @@ private:
         inSpecs.push_back({{"tensor_constant", {{"arg", arg}, {"tensor_constant_name", i.fqn}}}});
         break;
       }
-    }
+    };
+    GRAFT_CHECK_OK(forEachFileInput(irSpec, [&](const Pt2SpecializedInput &c, OJson v) {
+      inSpecs.push_back({{"constant_input", {{"name", c.name}, {"value", std::move(v)}}}});
+    }));
     OJson outSpecs = OJson::array();
     for (const GraphOutput &o : graph_.outputs()) {
       OJson arg = {{"name", o.value->name()}};
@@ -660,12 +691,21 @@ private:
     OJson userIn = OJson::array(), userOut = OJson::array();
     OJson argNames = OJson::array();
     OJson leaves = OJson::array();
-    for (const GraphInput &i : graph_.inputs())
-      if (i.kind == InputKind::UserInput) {
-        userIn.push_back(valueArg(i.value));
-        argNames.push_back(i.value->name());
-        leaves.push_back(leafSpec());
-      }
+    // A specialized argument is a forward() argument too: the call
+    // signature lists it as serialize_argument_spec's constant.
+    GRAFT_CHECK_OK(forEachFileInput(
+        [&](const GraphInput &i) {
+          if (i.kind != InputKind::UserInput)
+            return;
+          userIn.push_back(valueArg(i.value));
+          argNames.push_back(i.value->name());
+          leaves.push_back(leafSpec());
+        },
+        [&](const Pt2SpecializedInput &c, OJson v) {
+          userIn.push_back(std::move(v));
+          argNames.push_back(c.name);
+          leaves.push_back(leafSpec());
+        }));
     std::size_t nOut = 0;
     for (const GraphOutput &o : graph_.outputs())
       if (o.kind == OutputKind::UserOutput) {

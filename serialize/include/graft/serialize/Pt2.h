@@ -70,6 +70,27 @@ struct Pt2SubclassWeight {
   std::vector<std::pair<std::string, std::string>> innerFqns;
 };
 
+/// A forward() argument that torch.export specialized to a constant: an int,
+/// float, bool, str or None the user passed (InputSpec.constant_input,
+/// InputToConstantInputSpec{name, value: ConstantValue} in
+/// torch/_export/serde/schema.py; serialize.py serialize_input_spec writes
+/// one for a USER_INPUT whose arg is a ConstantArgument, and handle_placeholder
+/// writes its graph input as serialize_input(value), e.g. {"as_none": true}).
+/// Export traced with the Python value, so the nodes already hold it as
+/// literals and nothing reads the placeholder (torch's deserialize_graph makes
+/// it without registering its name, so no node can refer to it). graft's IR
+/// has no such input: the graph computes with the value, its runtime inputs
+/// are the others, and writePt2 puts the entry back at its place.
+struct Pt2SpecializedInput {
+  std::string name;
+  Argument value; ///< None, Int, Float, String or Bool
+  /// How many of the graph's user inputs precede it in the file (torch.export
+  /// lists user inputs in forward() order, after the lifted constants).
+  std::size_t userInputsBefore = 0;
+};
+/// "input_pos = None": the name and the value as Python prints it.
+std::string str(const Pt2SpecializedInput &in);
+
 /// What the IR does not model but writing the program back needs: module
 /// call graph, opset versions, per-node argument names of opaque ops, sympy
 /// spellings of symbols and hints, sample inputs. Opaque (the JSON lives in a
@@ -89,6 +110,8 @@ struct Pt2Provenance {
   /// memory-mapped straight from a stored record (so text IR can reference it
   /// as file("model.pt2", offset=..., bytes=...)).
   std::map<std::string, uint64_t> weightFileOffsets;
+  /// Specialized forward() arguments, in file order.
+  std::vector<Pt2SpecializedInput> specializedInputs;
   std::shared_ptr<const Pt2Extras> extras;
 };
 
