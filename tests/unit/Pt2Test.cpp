@@ -2011,22 +2011,36 @@ std::string patchCentralEntry(std::string bytes, const std::string &record,
 } // namespace
 
 // torch.export.save wrote its legacy zip with zipfile's default, stored; a
-// tool that recompresses it deflates records, which torch still reads.
-// graft inflates deflated records (model.json, example inputs) and refuses
-// a deflated nested torch.save archive (it maps those in place). A deflated
-// record claiming more than deflate's 1032:1 can give is refused before its
-// buffer is allocated.
+// tool that recompresses it deflates records, which torch still reads
+// (zipfile inflates a record, torch.load reads the bytes). graft inflates
+// them all: model.json and example inputs, and the nested torch.save archives
+// (state dict, constants) into memory, whose weights are then copies, not
+// mappings of the file. A deflated record claiming more than deflate's
+// 1032:1 can give is refused before its buffer is allocated, a nested one too.
 TEST(Pt2Serde, DeflatedLegacyRecords) {
   const std::string deflated = (kGolden / "tinynet_torch2_7_legacy_deflated.pt2").string();
   {
     auto z = ZipReader::open(deflated);
     ASSERT_TRUE(z.ok());
-    EXPECT_EQ((*z)->find("serialized_exported_program.json")->method, 8);
-    EXPECT_EQ((*z)->find("serialized_state_dict.pt")->method, 0);
+    for (const ZipEntry &e : (*z)->entries())
+      EXPECT_EQ(e.method, 8) << e.name;
   }
   Pt2Program p = readOk(deflated);
   Pt2Program stored = readOk((kGolden / "tinynet_torch2_7_legacy.pt2").string());
   EXPECT_EQ(text(*p.graph), text(*stored.graph));
+  // Nested pickles' aligned weights are mapped from the file (the 2.8
+  // archive's; zipfile's legacy zip aligns none); the inflated ones are in
+  // memory.
+  auto mapped = [](const Graph &g) {
+    std::size_t n = 0;
+    for (const GraphInput &in : g.inputs())
+      n += in.isConstant() && in.resident() && in.resident()->storage() &&
+           in.resident()->storage()->isMapped();
+    return n;
+  };
+  EXPECT_GT(mapped(*readOk((kGolden / "tinynet_torch2_8.pt2").string()).graph), 0u);
+  EXPECT_EQ(mapped(*p.graph), 0u);
+  EXPECT_TRUE(p.provenance.weightFileOffsets.empty());
   // The deflated example inputs were inflated: written back, they are the
   // 747-byte torch.save archive.
   Pt2WriteOptions wo;
@@ -2048,12 +2062,24 @@ TEST(Pt2Serde, DeflatedLegacyRecords) {
                    "cannot inflate to 4294967280"),
             std::string::npos)
       << e;
-  std::string nested = patchCentralEntry(bytes, "serialized_state_dict.pt",
-                                         [](char *h) { h[10] = 8; }); // method: deflate
+  std::string nested = patchCentralEntry(bytes, "serialized_state_dict.pt", [](char *h) {
+    std::memcpy(h + 24, "\x00\x00\x40\x00", 4); // uncompressed size 4 MiB from 1001 bytes
+  });
   ASSERT_TRUE(writeFileAtomic(tmp("deflate_nested.pt2"), nested).ok());
   e = errorOf(readPt2(tmp("deflate_nested.pt2")));
-  EXPECT_NE(e.find("record 'serialized_state_dict.pt' is compressed; nested archives must be "
-                   "stored"),
+  EXPECT_NE(e.find("record 'serialized_state_dict.pt' is corrupt: 1001 deflated bytes cannot "
+                   "inflate to 4194304"),
+            std::string::npos)
+      << e;
+  // A nested archive whose bytes do not inflate to its size (a wrong size in
+  // the directory) is corrupt, named.
+  std::string shortSize = patchCentralEntry(bytes, "serialized_constants.pt", [](char *h) {
+    std::memcpy(h + 24, "\xe8\x03\x00\x00", 4); // 1000 instead of 999
+  });
+  ASSERT_TRUE(writeFileAtomic(tmp("deflate_nested_size.pt2"), shortSize).ok());
+  e = errorOf(readPt2(tmp("deflate_nested_size.pt2")));
+  EXPECT_NE(e.find("record 'serialized_constants.pt' is corrupt: its deflate stream does not "
+                   "inflate to 1000 bytes"),
             std::string::npos)
       << e;
 }

@@ -903,21 +903,22 @@ Expected<PyRef> loadTorchSave(const std::shared_ptr<ZipReader> &zip, const std::
                                std::to_string(e->size) + " bytes but its storage holds " +
                                std::to_string(numel->integer) + " " + std::string(name(*dt)) +
                                " elements (" + std::to_string(expected) + " bytes)");
-    std::shared_ptr<Storage> bytesStorage;
-    uint64_t absolute = zip->base() + e->dataOffset;
-    int64_t fileOffset = -1;
-    if (e->method == 0 && absolute % std::max<std::size_t>(elementSize(*dt), 8) != 0) {
+    // Mapped in place when stored (a view of the file, or of the inflated
+    // archive when the record holding it was deflated); file offsets only
+    // for bytes that are in the file.
+    GRAFT_TRY(std::shared_ptr<Storage> bytesStorage, zip->map(*e));
+    std::optional<uint64_t> at = zip->fileOffset(*e);
+    if (reinterpret_cast<uintptr_t>(bytesStorage->data()) %
+            std::max<std::size_t>(elementSize(*dt), 8) !=
+        0) {
       // Unaligned payload (Python zipfile archives do not align): copy so the
       // data is aligned for its element type.
-      GRAFT_TRY(std::string raw, zip->read(*e, false));
-      bytesStorage = Storage::owned(std::vector<uint8_t>(raw.begin(), raw.end()));
-    } else {
-      GRAFT_TRY(bytesStorage, zip->map(*e));
-      if (e->method == 0)
-        fileOffset = static_cast<int64_t>(absolute);
+      const uint8_t *p = bytesStorage->data();
+      bytesStorage = Storage::owned(std::vector<uint8_t>(p, p + bytesStorage->size()));
+      at.reset();
     }
     PyRef s = PyObj::make(Kind::Storage);
-    s->fileOffset = fileOffset;
+    s->fileOffset = at ? static_cast<int64_t>(*at) : -1;
     s->storage = std::move(bytesStorage);
     s->storageDType = *dt;
     s->untypedStorage = untyped;

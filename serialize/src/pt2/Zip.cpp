@@ -135,6 +135,10 @@ Status ZipReader::readAt(uint64_t offset, void *dst, std::size_t size) const {
     return error("truncated archive: needs " + std::to_string(size) + " bytes at offset " +
                  std::to_string(offset) + " but the archive has " + std::to_string(length_) +
                  " bytes");
+  if (fd_ < 0) { // in memory: mapped_ holds the archive
+    std::memcpy(dst, mapped_->data() + offset, size);
+    return okStatus();
+  }
   auto *out = static_cast<uint8_t *>(dst);
   uint64_t pos = base_ + offset;
   while (size > 0) {
@@ -292,34 +296,42 @@ Expected<std::string> ZipReader::read(const ZipEntry &entry, bool verifyCrc) con
   if (entry.method == 0) {
     out = std::move(compressed);
   } else {
-    if (entry.size > (uint64_t(1) << 34))
-      return error("record '" + entry.name + "' is too large to inflate in memory");
-    // Deflate expands at most 1032:1 (a 258-byte match per 2 bits), so a
-    // larger claimed size is a corrupt central directory, refused before the
-    // buffer for it is allocated.
-    if (entry.size / 1032 > entry.compressedSize + 1)
-      return error("record '" + entry.name +
-                   "' is corrupt: " + std::to_string(entry.compressedSize) +
-                   " deflated bytes cannot inflate to " + std::to_string(entry.size));
+    GRAFT_CHECK_OK(checkInflatedSize(entry));
     out.resize(static_cast<std::size_t>(entry.size));
-    z_stream zs{};
-    if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)
-      return error("cannot initialize zlib");
-    zs.next_in = reinterpret_cast<Bytef *>(compressed.data());
-    zs.avail_in = static_cast<uInt>(compressed.size());
-    zs.next_out = reinterpret_cast<Bytef *>(out.data());
-    zs.avail_out = static_cast<uInt>(out.size());
-    int rc = inflate(&zs, Z_FINISH);
-    uint64_t produced = zs.total_out;
-    inflateEnd(&zs);
-    if (rc != Z_STREAM_END || produced != entry.size)
-      return error("record '" + entry.name +
-                   "' is corrupt: its deflate stream does not inflate to " +
-                   std::to_string(entry.size) + " bytes");
+    GRAFT_CHECK_OK(inflateInto(entry, compressed, reinterpret_cast<uint8_t *>(out.data())));
   }
   if (verifyCrc)
     GRAFT_CHECK_OK(checkCrc(entry, out.data()));
   return out;
+}
+
+Status ZipReader::checkInflatedSize(const ZipEntry &entry) const {
+  if (entry.size > (uint64_t(1) << 34))
+    return error("record '" + entry.name + "' is too large to inflate in memory");
+  // Deflate expands at most 1032:1 (a 258-byte match per 2 bits), so a
+  // larger claimed size is a corrupt central directory, refused before the
+  // buffer for it is allocated.
+  if (entry.size / 1032 > entry.compressedSize + 1)
+    return error("record '" + entry.name + "' is corrupt: " + std::to_string(entry.compressedSize) +
+                 " deflated bytes cannot inflate to " + std::to_string(entry.size));
+  return okStatus();
+}
+
+Status ZipReader::inflateInto(const ZipEntry &entry, std::string &compressed, uint8_t *out) const {
+  z_stream zs{};
+  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)
+    return error("cannot initialize zlib");
+  zs.next_in = reinterpret_cast<Bytef *>(compressed.data());
+  zs.avail_in = static_cast<uInt>(compressed.size());
+  zs.next_out = out;
+  zs.avail_out = static_cast<uInt>(entry.size);
+  int rc = inflate(&zs, Z_FINISH);
+  uint64_t produced = zs.total_out;
+  inflateEnd(&zs);
+  if (rc != Z_STREAM_END || produced != entry.size)
+    return error("record '" + entry.name + "' is corrupt: its deflate stream does not inflate to " +
+                 std::to_string(entry.size) + " bytes");
+  return okStatus();
 }
 
 Status ZipReader::checkCrc(const ZipEntry &entry, const void *data) const {
@@ -368,11 +380,38 @@ Expected<std::shared_ptr<Storage>> ZipReader::map(const ZipEntry &entry) const {
   return Storage::owned(std::vector<uint8_t>(bytes.begin(), bytes.end()));
 }
 
+std::optional<uint64_t> ZipReader::fileOffset(const ZipEntry &entry) const {
+  if (fd_ < 0 || entry.method != 0)
+    return std::nullopt;
+  return base_ + entry.dataOffset;
+}
+
 Expected<std::shared_ptr<ZipReader>> ZipReader::openNested(const ZipEntry &entry) const {
-  if (entry.method != 0)
-    return error("record '" + entry.name + "' is compressed; nested archives must be stored");
-  return ZipReader::open(path_, base_ + entry.dataOffset, entry.size,
-                         displayName_ + ":" + entry.name);
+  std::string name = displayName_ + ":" + entry.name;
+  if (entry.method == 0 && fd_ >= 0)
+    return ZipReader::open(path_, base_ + entry.dataOffset, entry.size, std::move(name));
+  std::shared_ptr<const Storage> bytes;
+  if (entry.method == 0) {
+    GRAFT_TRY(bytes, map(entry)); // a stored record of an archive in memory
+  } else {
+    // A tool that recompressed the outer archive deflated the torch.save
+    // archive inside it: inflate it (CRC-checked) into memory, bounded as
+    // read() bounds it, and read that.
+    GRAFT_CHECK_OK(checkInflatedSize(entry));
+    std::string compressed(static_cast<std::size_t>(entry.compressedSize), '\0');
+    GRAFT_CHECK_OK(readAt(entry.dataOffset, compressed.data(), compressed.size()));
+    auto inflated = Storage::uninitialized(static_cast<std::size_t>(entry.size));
+    GRAFT_CHECK_OK(inflateInto(entry, compressed, inflated->mutableData()));
+    GRAFT_CHECK_OK(checkCrc(entry, inflated->data()));
+    bytes = std::move(inflated);
+  }
+  std::shared_ptr<ZipReader> z(new ZipReader());
+  z->path_ = path_;
+  z->displayName_ = std::move(name);
+  z->length_ = bytes->size();
+  z->mapped_ = std::move(bytes);
+  GRAFT_CHECK_OK(z->parse());
+  return z;
 }
 
 //===----------------------------------------------------------------------===//

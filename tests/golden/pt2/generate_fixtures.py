@@ -364,16 +364,17 @@ def write_legacy(path, minor, version, with_kind):
 
 
 def write_deflated(src, path):
-    """A legacy archive re-zipped with its JSON and plain records deflated
-    (zipfile's ZIP_DEFLATED), the nested torch.save archives stored: what a
-    tool that recompresses torch.export.save's zip may give; torch reads any
-    mix. graft inflates deflated records but maps nested archives in place,
-    so those must stay stored."""
+    """A legacy archive re-zipped with every record deflated (zipfile's
+    ZIP_DEFLATED), the nested torch.save archives (serialized_state_dict.pt,
+    serialized_constants.pt) included: what a tool that recompresses
+    torch.export.save's zip gives; torch reads any mix (zipfile inflates the
+    record, then torch.load reads the bytes). The records inside the nested
+    archives stay as torch.save wrote them. graft inflates a deflated nested
+    archive into memory and reads its weights from there."""
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(path, "w") as z:
         for info in zin.infolist():
-            nested = info.filename in ("serialized_state_dict.pt", "serialized_constants.pt")
             z.writestr(info.filename, zin.read(info.filename),
-                       compress_type=zipfile.ZIP_STORED if nested else zipfile.ZIP_DEFLATED)
+                       compress_type=zipfile.ZIP_DEFLATED)
 
 
 def write_2_8(path):

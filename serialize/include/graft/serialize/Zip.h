@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -85,8 +86,15 @@ public:
   /// Compares the CRC-32 of `data`, the entry's `entry.size` uncompressed
   /// bytes (e.g. its map()), with the directory's: the error read() gives.
   Status checkCrc(const ZipEntry &entry, const void *data) const;
-  /// A nested archive stored in `entry` (must be stored, not deflated).
+  /// The archive in `entry` (a torch.save zip nested in a .pt2 record): a
+  /// window of this file when the record is stored, so its payloads map in
+  /// place; inflated into memory (CRC-checked, under read()'s bounds) when
+  /// deflated, its payloads then views of that memory.
   Expected<std::shared_ptr<ZipReader>> openNested(const ZipEntry &entry) const;
+  /// Where the entry's payload lies in the file, for a stored entry of an
+  /// archive read from the file; nullopt for a deflated entry or an archive
+  /// held in memory.
+  std::optional<uint64_t> fileOffset(const ZipEntry &entry) const;
 
 private:
   ZipReader() = default;
@@ -94,6 +102,10 @@ private:
   Status readAt(uint64_t offset, void *dst, std::size_t size) const;
   /// Whether `crc` is the directory's CRC-32 of the entry (else the error).
   Status crcMatches(const ZipEntry &entry, uint32_t crc) const;
+  /// Refuses a deflated entry whose claimed size is past the limits.
+  Status checkInflatedSize(const ZipEntry &entry) const;
+  /// Inflates the entry's deflated bytes into `out` (entry.size bytes).
+  Status inflateInto(const ZipEntry &entry, std::string &compressed, uint8_t *out) const;
   Diagnostic error(const std::string &what) const;
 
   std::string path_;
@@ -105,7 +117,8 @@ private:
   /// Entry name -> its first index in entries_ (names view entries_, which
   /// does not change after parse()): a weight-heavy archive has thousands.
   std::unordered_map<std::string_view, std::size_t> byName_;
-  /// The whole archive, mapped once by the first map() of a stored entry.
+  /// The whole archive, mapped once by the first map() of a stored entry;
+  /// for an archive in memory (fd_ < 0), its bytes from the start.
   mutable std::shared_ptr<const Storage> mapped_;
   mutable std::mutex mapMutex_;
 };
