@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <functional>
@@ -43,7 +44,12 @@ namespace {
 
 vk::Context *context() {
   static std::unique_ptr<vk::Context> ctx = [] {
-    auto c = vk::Context::create();
+    // GRAFT_BENCH_MAX_TEXELS=N caps the device's texel-buffer limit (1: the
+    // storage-buffer kernels everywhere), to compare the two read paths.
+    vk::ContextOptions options;
+    if (const char *cap = std::getenv("GRAFT_BENCH_MAX_TEXELS"))
+      options.maxTexelBufferElements = static_cast<uint32_t>(std::strtoul(cap, nullptr, 10));
+    auto c = vk::Context::create(options);
     if (!c) {
       std::fprintf(stderr, "%s", render(c.diags()).c_str());
       return std::unique_ptr<vk::Context>();

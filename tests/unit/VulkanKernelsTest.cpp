@@ -552,9 +552,10 @@ TEST(VulkanKernels, CastsAndCopies) {
 }
 
 // The bandwidth calibration copy (BM_VkStream) copies every bit: the device's
-// variant (8 vec4s per invocation as u64vec4 words on lavapipe) and the
-// one-vec4 GPU variant, over whole blocks, a partial last block and less than
-// one block; bad operands are refused.
+// variant and each of them (8 vec4s per invocation as u64vec4 words, read
+// as storage texels or storage-buffer words; the one-vec4 GPU variant), over
+// whole blocks, a partial last block and less than one block; bad operands
+// are refused.
 TEST(VulkanKernels, StreamCopy) {
   GRAFT_REQUIRE_VULKAN();
   vk::Context &ctx = *context();
@@ -565,18 +566,27 @@ TEST(VulkanKernels, StreamCopy) {
       t.setDouble(i, i % 7 == 3 ? -0.0 : double(i) * 0.37 - 11.0);
     auto in = vk::uploadTensor(ctx, t);
     ASSERT_TRUE(in) << render(in.diags());
-    for (bool direct : {false, true}) {
+    // streamCopy's choice, then each variant directly: one vec4 per
+    // invocation, and on devices with shaderInt64 8 (u64vec4 words; read as
+    // texels where the device has them).
+    std::vector<std::pair<std::string, uint64_t>> variants = {{"", 0}, {"stream_copy_vec4", 1}};
+    if (ctx.info().shaderInt64) {
+      variants.push_back({"stream_copy_vec4w", 8});
+      if (ctx.info().storageTexelBuffers)
+        variants.push_back({"stream_copy_vec4t", 8});
+    }
+    for (const auto &[variant, per] : variants) {
       auto out = vk::allocateTensor(ctx, DType::F32, {n});
       ASSERT_TRUE(out) << render(out.diags());
       int32_t numVec4 = static_cast<int32_t>(n / 4);
-      Status s = direct ? ctx.dispatch1D("stream_copy_vec4", {out->buffer.get(), in->buffer.get()},
-                                         &numVec4, sizeof(numVec4), uint64_t(numVec4))
-                        : vk::streamCopy(ctx, *in, *out);
+      Status s = per ? ctx.dispatch1D(variant, {out->buffer.get(), in->buffer.get()}, &numVec4,
+                                      sizeof(numVec4), (uint64_t(numVec4) + per - 1) / per)
+                     : vk::streamCopy(ctx, *in, *out);
       ASSERT_TRUE(s) << render(s.diags());
       auto back = vk::downloadTensor(ctx, *out);
       ASSERT_TRUE(back) << render(back.diags());
       EXPECT_EQ(0, std::memcmp(back->rawData(), t.rawData(), t.nbytes()))
-          << (direct ? "stream_copy_vec4" : "streamCopy");
+          << (per ? variant : "streamCopy");
     }
   }
   auto a = vk::allocateTensor(ctx, DType::F32, {6});
@@ -1866,6 +1876,91 @@ TEST(VulkanKernels, PrepackQ4Layout) {
   ASSERT_TRUE(h.ok());
   ASSERT_TRUE(context()->download(*h->words, words, 8).ok());
   EXPECT_EQ(words[0], 0x67452301u);
+}
+
+/// The shader variants `run` dispatches on `ctx` (profiled).
+template <class F> std::vector<std::string> dispatchedVariants(vk::Context &ctx, F run) {
+  EXPECT_TRUE(ctx.setProfiling(true).ok());
+  run();
+  EXPECT_TRUE(ctx.flush().ok());
+  std::vector<std::string> names;
+  for (const vk::DispatchTiming &t : ctx.takeDispatchTimings())
+    names.push_back(t.variant);
+  EXPECT_TRUE(ctx.setProfiling(false).ok());
+  return names;
+}
+
+TEST(VulkanKernels, TexelWeightGemvMatchesStorageBufferKernelBitForBit) {
+  GRAFT_REQUIRE_VULKAN();
+  // On CPU devices with storage texel buffers the weight-only GEMV reads its
+  // weights as rgba32ui texels (cpu_gemv_texel, Linear.cpp texelReads); a
+  // device whose maxTexelBufferElements the weight exceeds runs the
+  // storage-buffer kernel (cpu_gemv_wide), as does the calibration copy
+  // (stream_copy_vec4t / vec4w). The two GEMVs do the same arithmetic on the
+  // same bits: equal outputs, bit for bit. Shapes: small, Llama-sized
+  // (K 2048, N 8192: Llama-3.2-1B's gate/up projection), and K with an odd
+  // number of 32-value blocks per row (no 32-byte pairs: the single-block
+  // path) with N not a multiple of the 32-column tile.
+  vk::Context &ctx = *context();
+  const vk::DeviceInfo &d = ctx.info();
+  if (d.type != "cpu" || !d.shaderInt64 || !d.storageTexelBuffers)
+    GTEST_SKIP() << "the texel GEMV runs on CPU devices with shaderInt64 and texel buffers";
+  if (d.timestampPeriodNs == 0)
+    GTEST_SKIP() << "no timestamps on the compute queue: dispatches are not listed";
+  for (LinearCase c : std::vector<LinearCase>{
+           {1, 64, 96, 32}, {1, 2048, 8192, 32}, {1, 4128, 37, 32}, {1, 96, 45, 32}}) {
+    SCOPED_TRACE("K " + std::to_string(c.K) + " N " + std::to_string(c.N));
+    std::vector<int64_t> bytes(static_cast<std::size_t>(c.N * c.K / 2));
+    for (std::size_t i = 0; i < bytes.size(); ++i)
+      bytes[i] = int64_t((i * 2654435761u) >> 11 & 0xFF);
+    const int64_t G = c.K / c.groupSize;
+    std::vector<double> sv(static_cast<std::size_t>(G * c.N)), xv(static_cast<std::size_t>(c.K));
+    for (std::size_t i = 0; i < sv.size(); ++i)
+      sv[i] = 0.002 + 0.0001 * double(i % 157);
+    for (std::size_t i = 0; i < xv.size(); ++i)
+      xv[i] = double(int64_t(i * 37 % 101) - 50) / 17.0;
+    const Tensor packed = Tensor::fromInts(DType::U8, {c.N, c.K / 2}, bytes);
+    const Tensor scales = Tensor::fromDoubles(DType::F32, {G, c.N}, sv);
+    const Tensor x = Tensor::fromDoubles(DType::F32, {1, c.K}, xv);
+    // The weight's texels: prepackQ4 pads each row to whole 32-value blocks.
+    const uint32_t texels = static_cast<uint32_t>(c.N * ((c.K + 31) / 32));
+    std::vector<std::optional<Tensor>> outs;
+    for (uint32_t cap : {0u, texels - 1}) {
+      vk::ContextOptions o;
+      o.deviceIndex = static_cast<int>(d.index);
+      o.maxTexelBufferElements = cap;
+      auto own = cap ? vk::Context::create(o) : Expected<std::unique_ptr<vk::Context>>(nullptr);
+      ASSERT_TRUE(own.ok()) << render(own.diags());
+      vk::Context &k = cap ? **own : ctx;
+      auto w = vk::prepackQ4(k, packed, true);
+      auto s = vk::uploadTensor(k, scales);
+      auto xd = vk::uploadTensor(k, x);
+      ASSERT_TRUE(w.ok() && s.ok() && xd.ok());
+      std::optional<vk::DeviceTensor> out;
+      std::vector<std::string> ran = dispatchedVariants(k, [&] {
+        auto r = vk::linearQ4gsw(k, *xd, *w, *s, c.groupSize, nullptr);
+        ASSERT_TRUE(r.ok()) << render(r.diags());
+        out = std::move(*r);
+      });
+      ASSERT_TRUE(out);
+      EXPECT_EQ(ran, std::vector<std::string>{std::string("linear_q4gsw_fast_cpu_gemv_") +
+                                              (cap ? "wide" : "texel") + "_float_float"});
+      auto back = vk::downloadTensor(k, *out);
+      ASSERT_TRUE(back.ok()) << render(back.diags());
+      outs.push_back(std::move(*back));
+      // The calibration copy of as many floats as the weight has words.
+      auto in = vk::allocateTensor(k, DType::F32, {int64_t(texels) * 4});
+      auto copy = vk::allocateTensor(k, DType::F32, {int64_t(texels) * 4});
+      ASSERT_TRUE(in.ok() && copy.ok());
+      EXPECT_EQ(dispatchedVariants(k, [&] { ASSERT_TRUE(vk::streamCopy(k, *in, *copy).ok()); }),
+                std::vector<std::string>{cap ? "stream_copy_vec4w" : "stream_copy_vec4t"});
+    }
+    ASSERT_EQ(outs[0]->numel(), outs[1]->numel());
+    for (int64_t i = 0; i < outs[0]->numel(); ++i)
+      ASSERT_EQ(std::bit_cast<uint32_t>(float(outs[0]->getDouble(i))),
+                std::bit_cast<uint32_t>(float(outs[1]->getDouble(i))))
+          << "output " << i << ": " << outs[0]->getDouble(i) << " vs " << outs[1]->getDouble(i);
+  }
 }
 
 TEST(VulkanKernels, SplitKGemvTilingsRunWhereSupported) {

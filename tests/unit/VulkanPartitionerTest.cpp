@@ -290,6 +290,50 @@ TEST(VulkanPartitioner, LoopLimitKeepsLongMatmulReductionsOnTheCpu) {
     EXPECT_EQ(cpuNode(*gpu, n), nullptr) << n << "\n" << vk::formatReport(*gpu);
 }
 
+// The packed-weight linears' bit-exact kernels (linear_q4gsw.glsl,
+// linear_q8csw.glsl) loop over K one 32-bit word per iteration, 8 int4 or 4
+// int8 values, plus the exit pass: past lavapipe's 65535 iterations (K >
+// 524272 for int4, K > 262136 for int8) they stay on the CPU; the largest K
+// within the limit, and any K on a GPU, run on the device.
+TEST(VulkanPartitioner, LoopLimitKeepsLongQuantizedLinearReductionsOnTheCpu) {
+  auto g = parse(R"(graph @t {
+  param %w4 : u8[2, 262144] fqn="w4" = full(136)
+  param %w4ok : u8[2, 262136] fqn="w4ok" = full(136)
+  param %s4 : f32[1, 2] fqn="s4" = full(0.5)
+  param %w8 : i8[2, 262140] fqn="w8" = full(1)
+  param %w8ok : i8[2, 262136] fqn="w8ok" = full(1)
+  param %s8 : f32[2] fqn="s8" = full(0.5)
+  input %x4 : f32[1, 524288]
+  input %x4ok : f32[1, 524272]
+  input %x8 : f32[1, 262140]
+  input %x8ok : f32[1, 262136]
+  %q4 : f32[1, 2] = et_vk.linear_q4gsw.default(%x4, %w4, %s4, 524288)
+  %q4ok : f32[1, 2] = et_vk.linear_q4gsw.default(%x4ok, %w4ok, %s4, 524272)
+  %q8 : f32[1, 2] = aten._weight_int8pack_mm.default(%x8, %w8, %s8)
+  %q8ok : f32[1, 2] = aten._weight_int8pack_mm.default(%x8ok, %w8ok, %s8)
+  output %q4
+  output %q4ok
+  output %q8
+  output %q8ok
+})");
+  ASSERT_TRUE(g);
+  auto r = vk::partitionGraph(*g, target("lavapipe"));
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  for (auto [n, why] :
+       {std::pair{"q4", "self's size 524288: an invocation would run 65537 loop iterations"},
+        std::pair{"q8", "self's size 262140: an invocation would run 65536 loop iterations"}}) {
+    const vk::CpuNode *c = cpuNode(*r, n);
+    ASSERT_NE(c, nullptr) << n << "\n" << vk::formatReport(*r);
+    EXPECT_NE(c->reason.find(why), std::string::npos) << c->reason;
+  }
+  for (const char *n : {"q4ok", "q8ok"})
+    EXPECT_EQ(cpuNode(*r, n), nullptr) << n << "\n" << vk::formatReport(*r);
+  auto gpu = vk::partitionGraph(*g, target("adreno"));
+  ASSERT_TRUE(gpu.ok());
+  for (const char *n : {"q4", "q8"})
+    EXPECT_EQ(cpuNode(*gpu, n), nullptr) << n << "\n" << vk::formatReport(*gpu);
+}
+
 // quantize_per_tensor / dequantize_per_tensor run on the device where they
 // are bit-exact; the rest stays on the CPU with the lowering's reason (the
 // reference's own errors among them, reported there).

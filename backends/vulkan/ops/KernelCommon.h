@@ -73,6 +73,19 @@ inline bool wideVec4(const Context &ctx, DType dtype) {
   return dtype == DType::F32 && ctx.info().shaderInt64 && ctx.info().type == "cpu";
 }
 
+/// Whether a CPU-driver kernel reads a buffer of `bytes` through a storage
+/// texel buffer (a `rgba32ui` uimageBuffer binding; the `vec4t` / `_texel`
+/// variants): llvmpipe loads a texel per lane through its image path, a
+/// storage-buffer component per lane in a scalar loop (2-3x the CPU time for
+/// a GEMV's weights, docs/benchmarks.md). Needs the device's support and a
+/// buffer within its maxTexelBufferElements, else the kernel falls back to
+/// its storage-buffer variant.
+inline bool texelReads(const Context &ctx, std::size_t bytes) {
+  const DeviceInfo &d = ctx.info();
+  return d.type == "cpu" && d.shaderInt64 && d.storageTexelBuffers &&
+         (bytes + 15) / 16 <= d.maxTexelBufferElements;
+}
+
 /// "[2, 3]".
 inline std::string sizesStr(const std::vector<int64_t> &sizes) {
   std::string s = "[";

@@ -188,10 +188,11 @@ std::string rankReason(const Node &node, int64_t maxRank);
 /// Why argument `name` is not a literal or symbolic integer (start_pos, seq_len).
 std::string intArgReason(const BoundArgs &b, const char *name);
 /// loopLimitReason for a kernel whose invocations loop over dim `dim` of
-/// tensor argument `name` (negative: from the end) plus `extra` iterations,
-/// when that size is static; a symbolic size is checked at dispatch.
+/// tensor argument `name` (negative: from the end), `per` elements an
+/// iteration, plus `extra` iterations, when that size is static; a symbolic
+/// size is checked at dispatch.
 std::string loopDimReason(const BoundArgs &b, const DeviceInfo &dev, std::string_view name,
-                          int64_t dim, int64_t extra);
+                          int64_t dim, int64_t extra, int64_t per = 1);
 /// Whether tensor argument `name` is f32/f16 of the node's (first) result dtype.
 bool isFloatOfResultDType(const Node &node, const BoundArgs &b, std::string_view name);
 /// Converts a tensor to the result dtype (torch converts operands to the

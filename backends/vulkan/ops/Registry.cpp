@@ -58,7 +58,7 @@ std::string intArgReason(const BoundArgs &b, const char *name) {
 }
 
 std::string loopDimReason(const BoundArgs &b, const DeviceInfo &dev, std::string_view name,
-                          int64_t dim, int64_t extra) {
+                          int64_t dim, int64_t extra, int64_t per) {
   const TensorProto *p = protoOf(b, name);
   if (!p || dim >= p->rank() || dim < -p->rank())
     return {};
@@ -66,7 +66,7 @@ std::string loopDimReason(const BoundArgs &b, const DeviceInfo &dev, std::string
       p->shape[static_cast<std::size_t>(dim < 0 ? dim + p->rank() : dim)].value();
   if (!n)
     return {};
-  std::string why = loopLimitReason(dev, *n + extra);
+  std::string why = loopLimitReason(dev, (*n + per - 1) / per + extra);
   return why.empty() ? why : std::string(name) + "'s size " + std::to_string(*n) + ": " + why;
 }
 

@@ -156,8 +156,10 @@ Status streamCopy(Context &ctx, const DeviceTensor &in, const DeviceTensor &out)
   const bool wide = wideVec4(ctx, DType::F32);
   const int32_t numVec4 = i32(in.numel() / 4);
   const uint64_t per = wide ? 8 : 1; // vec4s per invocation (stream.glsl's PER)
-  return ctx.dispatch1D(wide ? "stream_copy_vec4w" : "stream_copy_vec4",
-                        {out.buffer.get(), in.buffer.get()}, &numVec4, sizeof(numVec4),
+  const char *variant = !wide                                ? "stream_copy_vec4"
+                        : texelReads(ctx, in.buffer->size()) ? "stream_copy_vec4t"
+                                                             : "stream_copy_vec4w";
+  return ctx.dispatch1D(variant, {out.buffer.get(), in.buffer.get()}, &numVec4, sizeof(numVec4),
                         (static_cast<uint64_t>(numVec4) + per - 1) / per);
 }
 

@@ -160,6 +160,14 @@ Expected<PackedQ4Weight> prepackQ4(Context &ctx, const Tensor &packed, bool lowN
 
 namespace {
 
+/// The bit-exact packed-weight kernels' loop iterations (linear_q4gsw.glsl,
+/// linear_q8csw.glsl: one per 32-bit word of K, `valuesPerWord` values
+/// each, and the exit pass; packedWeightLowering checks the same count for
+/// static sizes) within the device's limit.
+Status checkPackedLoop(Context &ctx, const char *kernel, int64_t K, int64_t valuesPerWord) {
+  return checkLoopIterations(ctx, kernel, (K + valuesPerWord - 1) / valuesPerWord + 1);
+}
+
 struct Q4Push {
   int32_t M, N, K, groupSize, scaleStride, hasBias, sumsStride, rowVec4;
 };
@@ -225,7 +233,8 @@ FastLinearTiling firstSupported(const Context &ctx, bool dq8ca,
 /// linears (else GRAFT_VK_KERNELS does, as for every kernel choice); naming a
 /// GEMV tiling (gpu_gemv_sg, ...) forces that one where the device supports
 /// it (benchmarks sweep them). N is the number of output columns.
-FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M, int64_t N, bool dq8ca) {
+FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M, int64_t N, bool dq8ca,
+                                  std::size_t texelBytes) {
   const std::string_view force = envOr("GRAFT_VK_LINEAR_TILING");
   const bool cpu = cpuKernels(ctx, force.starts_with("gpu") ? "gpu"
                                    : force.empty()          ? envOr("GRAFT_VK_KERNELS")
@@ -238,8 +247,13 @@ FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M, int64_t N, bool
   // halve the weight and x loads (the `_wide` variants).
   bool wide = ctx.info().shaderInt64 && !std::getenv("GRAFT_VK_NO_WIDE_LOADS");
   if (M == 1) {
+    // Weights, x and scales read as texels where the device allows
+    // (texelReads; `texelBytes`: the largest of them).
     if (cpu)
-      return FastLinearTiling{wide ? "cpu_gemv_wide" : "cpu_gemv", 8 * 32, 1, 0};
+      return FastLinearTiling{!wide                         ? "cpu_gemv"
+                              : texelReads(ctx, texelBytes) ? "cpu_gemv_texel"
+                                                            : "cpu_gemv_wide",
+                              8 * 32, 1, 0};
     // By output width, from the H100 runs of 2026-11-27 (docs/benchmarks.md,
     // "Vulkan kernels on a GPU"): at N >= 8192 lanes_sg was the fastest
     // weight-only GEMV (1x2048x8192: 62 us, sg 85; 1x4096x14336: 142, sg
@@ -309,7 +323,9 @@ Expected<DeviceTensor> q4Linear(Context &ctx, const char *kernel, const DeviceTe
     return out;
   // The fast kernels read whole 32-value blocks, one quantization group at a
   // time: K and the group size must be multiples of 32.
-  FastLinearTiling tiling = fastLinearTiling(ctx, M, w.N, xq != nullptr);
+  FastLinearTiling tiling =
+      fastLinearTiling(ctx, M, w.N, xq != nullptr,
+                       std::max({w.words->size(), bindings[1]->size(), scales.buffer->size()}));
   uint64_t groupsX = uint64_t((w.N + tiling.columnsPerGroup - 1) / tiling.columnsPerGroup);
   uint64_t groupsY = uint64_t((M + tiling.tileM - 1) / tiling.tileM);
   bool fast = !ctx.exactKernels() && K % 32 == 0 && groupSize % 32 == 0 && K <= w.K &&
@@ -321,6 +337,7 @@ Expected<DeviceTensor> q4Linear(Context &ctx, const char *kernel, const DeviceTe
                      {static_cast<uint32_t>(groupsX), static_cast<uint32_t>(groupsY), 1}));
     return out;
   }
+  GRAFT_CHECK_OK(checkPackedLoop(ctx, kernel, K, 8));
   uint64_t invocations = uint64_t((M + kTileM - 1) / kTileM) * uint64_t(w.N);
   GRAFT_CHECK_OK(ctx.dispatch1D(op + dtypes, bindings, &pc, sizeof(pc), invocations));
   return out;
@@ -470,6 +487,7 @@ Expected<DeviceTensor> weightInt8PackMm(Context &ctx, const DeviceTensor &x,
   Q8Push pc{i32(M), i32(w.N), i32(w.K), 0, 0.f, 0.f, 0, 0.f, 0, 0};
   std::string variant =
       "weight_int8pack_mm_" + shaderDType(x.dtype) + "_" + shaderDType(scales.dtype);
+  GRAFT_CHECK_OK(checkPackedLoop(ctx, "_weight_int8pack_mm", w.K, 4));
   GRAFT_CHECK_OK(ctx.dispatch1D(
       variant,
       {out.buffer.get(), x.buffer.get(), w.words.get(), scales.buffer.get(), x.buffer.get()}, &pc,
@@ -504,6 +522,7 @@ Expected<DeviceTensor> linearQ8taQ8csw(Context &ctx, const DeviceTensor &x, doub
   std::string variant =
       intX ? "linear_q8ta_q8csw_intx_" + shaderDType(scales.dtype)
            : "linear_q8ta_q8csw_" + shaderDType(x.dtype) + "_" + shaderDType(scales.dtype);
+  GRAFT_CHECK_OK(checkPackedLoop(ctx, "linear_q8ta_q8csw", w.K, 4));
   GRAFT_CHECK_OK(ctx.dispatch1D(variant,
                                 {out.buffer.get(), x.buffer.get(), w.words.get(),
                                  scales.buffer.get(), (bias ? bias : &x)->buffer.get()},
@@ -545,6 +564,7 @@ Expected<DeviceTensor> q8taLinear(Context &ctx, const DeviceTensor &x, double in
             static_cast<float>(1.0 / outputScale),
             i32(outputZeroPoint),
             relu ? 1 : 0};
+  GRAFT_CHECK_OK(checkPackedLoop(ctx, "q8ta_linear", w.K, 4));
   GRAFT_CHECK_OK(ctx.dispatch1D("q8ta_linear_float",
                                 {out.buffer.get(), x.buffer.get(), w.words.get(),
                                  scales.buffer.get(), (bias ? bias : &x)->buffer.get()},
@@ -677,17 +697,23 @@ std::string inChannelsReason(const TensorProto &x) {
 }
 
 /// The linears whose weight is a constant packed once at load time share
-/// their outline: the check requires the constant `weight` before asking
-/// `checkRest`; the run reads `input`, the weight packed by `pack` (q4 or q8
-/// layout) and `scales`, then hands them to `apply`, which reads whatever
-/// else its op takes and launches the kernel. Each lowering states only that.
+/// their outline: the check requires the constant `weight` and a K within
+/// the device's loop limit before asking `checkRest`; the run reads `input`,
+/// the weight packed by `pack` (q4 or q8 layout) and `scales`, then hands
+/// them to `apply`, which reads whatever else its op takes and launches the
+/// kernel. Each lowering states only that. `valuesPerWord`: the bit-exact
+/// kernels (linear_q4gsw.glsl, linear_q8csw.glsl) loop over K one packed
+/// 32-bit word at a time, 8 int4 or 4 int8 values (their inner loops are
+/// unrolled), plus the loop's exit pass; the fast kernels run fewer.
 template <typename Check, typename Pack, typename Apply>
 Lowering packedWeightLowering(const char *kernel, const char *input, const char *weight,
-                              const char *scales, Check checkRest, Pack pack, Apply apply) {
+                              const char *scales, int64_t valuesPerWord, Check checkRest, Pack pack,
+                              Apply apply) {
   Lowering l;
   l.kernel = kernel;
-  l.check = [=](const Node &node, const BoundArgs &b, const DeviceInfo &) -> std::string {
+  l.check = [=](const Node &node, const BoundArgs &b, const DeviceInfo &dev) -> std::string {
     GRAFT_VK_REASON(requireConstant(node, b, weight));
+    GRAFT_VK_REASON(loopDimReason(b, dev, input, -1, 1, valuesPerWord));
     return checkRest(node, b);
   };
   l.run = [=](NodeArgs &a) -> Results {
@@ -711,7 +737,7 @@ Expected<PackedQ8Weight> q8Packing(GraphExecutor::State &s, const Value *v) {
 Lowering q4Lowering(const char *kernel, bool dq8ca) {
   const char *input = dq8ca ? "input" : "self";
   return packedWeightLowering(
-      kernel, input, "weights", "weight_scales",
+      kernel, input, "weights", "weight_scales", 8,
       [=](const Node &node, const BoundArgs &b) -> std::string {
         if (!isFloatOfResultDType(node, b, input))
           return "input must be f32/f16 of the result's dtype";
@@ -746,7 +772,7 @@ Lowering q4Lowering(const char *kernel, bool dq8ca) {
 
 Lowering qcs4wLowering() {
   return packedWeightLowering(
-      "linear_qcs4w", "self", "weight", "scales",
+      "linear_qcs4w", "self", "weight", "scales", 8,
       [](const Node &node, const BoundArgs &b) -> std::string {
         if (!isFloatOfResultDType(node, b, "self"))
           return "input must be f32/f16 of the result's dtype";
@@ -759,7 +785,7 @@ Lowering qcs4wLowering() {
 
 Lowering int8packLowering() {
   return packedWeightLowering(
-      "weight_int8pack_mm", "self", "mat2", "scales",
+      "weight_int8pack_mm", "self", "mat2", "scales", 4,
       [](const Node &, const BoundArgs &b) -> std::string {
         const TensorProto *xp = protoOf(b, "self");
         if (!xp || !isDeviceFloat(xp->dtype))
@@ -773,7 +799,7 @@ Lowering int8packLowering() {
 
 Lowering q8taLowering() {
   return packedWeightLowering(
-      "linear_q8ta_q8csw", "x", "weights", "weight_scales",
+      "linear_q8ta_q8csw", "x", "weights", "weight_scales", 4,
       [](const Node &, const BoundArgs &b) -> std::string {
         const TensorProto *xp = protoOf(b, "x");
         if (!xp)
@@ -799,7 +825,7 @@ Lowering q8taLowering() {
 /// a single row as well (upstream's separate gemv shader is a speed choice).
 Lowering q8taLinearLowering(const char *kernel) {
   return packedWeightLowering(
-      kernel, "x", "weights", "weight_scales",
+      kernel, "x", "weights", "weight_scales", 4,
       [](const Node &, const BoundArgs &b) -> std::string {
         const TensorProto *xp = protoOf(b, "x");
         if (!xp || xp->dtype != DType::I8)

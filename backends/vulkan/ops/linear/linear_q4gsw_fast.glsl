@@ -39,6 +39,12 @@
 // sum of x, and per nibble: weight-only, an AND and a conversion in place
 // (x pre-scaled by 16^-i); dq8ca, half a 32-bit integer multiply-add (two
 // nibbles masked together times two packed x values: blockDot), exact.
+// TEXELS (the `_texel` GEMV variants, PAIRS, CPU devices with storage
+// texel buffers whose limit holds the operands: Linear.cpp) reads the
+// weights (one texel = one 32-value block), x and f32 scales as rgba32ui
+// texels: llvmpipe loads a texel per lane through its image path, far
+// cheaper than its per-lane storage-buffer loads (the weight loads alone:
+// 2.3 -> 0.7 ms at 1x4096x4096); the same bits, so the same result.
 // SUBGROUP_REDUCE (`_sg` GPU variants, devices with clustered subgroup
 // arithmetic and subgroups of at least K_SPLIT lanes) reduces a tile's K
 // split with subgroupClusteredAdd.
@@ -51,17 +57,40 @@
 #endif
 #include "common.glslh"
 
-#if defined(MODE_dq8ca)
+// TEXELS: the weights, x (f32 or dq8ca's int8 values, one texel = 4) and
+// f32 scales are rgba32ui texel buffers.
+#if TEXELS && (defined(MODE_dq8ca) || !DTYPE_IS_HALF)
+#define TEXEL_X 1
+#else
+#define TEXEL_X 0
+#endif
+#define TEXEL_SCALES (TEXELS && !SCALES_DTYPE_IS_HALF)
+#if TEXELS && !PAIRS
+#error "the texel variants are PAIRS kernels"
+#endif
+#if TEXEL_X
+layout(set = 0, binding = 1, rgba32ui) readonly uniform uimageBuffer t_xTexels;
+#elif defined(MODE_dq8ca)
 layout(set = 0, binding = 1) readonly buffer X { ivec4 t_x4[]; };
+#else
+layout(set = 0, binding = 1) readonly buffer X { VEC4_T t_x4[]; };
+#endif
+#if defined(MODE_dq8ca)
 #define XV_T ivec4
 #define ACC_T int
 #else
-layout(set = 0, binding = 1) readonly buffer X { VEC4_T t_x4[]; };
 #define XV_T vec4
 #define ACC_T float
 #endif
+#if TEXELS
+layout(set = 0, binding = 2, rgba32ui) readonly uniform uimageBuffer t_wTexels;
+#else
 layout(set = 0, binding = 2) readonly buffer W { uvec4 t_w4[]; };
-#if WIDE_LOADS
+#endif
+#if TEXEL_SCALES
+layout(set = 0, binding = 3, rgba32ui) readonly uniform uimageBuffer t_sTexels;
+#endif
+#if WIDE_LOADS && !TEXELS
 layout(set = 0, binding = 1) readonly buffer X64 { u64vec2 t_x64[]; };
 layout(set = 0, binding = 2) readonly buffer W64 { u64vec2 t_w64[]; };
 #define WIDE_X !DTYPE_IS_HALF
@@ -69,9 +98,11 @@ layout(set = 0, binding = 2) readonly buffer W64 { u64vec2 t_w64[]; };
 #define WIDE_X 0
 #endif
 #if PAIRS
+#if !TEXELS
 layout(set = 0, binding = 1) readonly buffer X256 { u64vec4 t_x256[]; };
 layout(set = 0, binding = 2) readonly buffer W256 { u64vec4 t_w256[]; };
 layout(set = 0, binding = 3) readonly buffer S256 { u64vec4 t_s256[]; };
+#endif
 #if defined(MODE_dq8ca)
 layout(set = 0, binding = 7) readonly buffer Sums256 { u64vec4 t_sums256[]; };
 #endif
@@ -92,7 +123,9 @@ XV_T unpack4(uint word, uint first) {
 
 // 32 int4 weights of row n's block kb.
 uvec4 loadWeights(int index) {
-#if WIDE_LOADS
+#if TEXELS
+  return imageLoad(t_wTexels, index);
+#elif WIDE_LOADS
   u64vec2 w = t_w64[index];
   return uvec4(unpackUint2x32(w.x), unpackUint2x32(w.y));
 #else
@@ -102,7 +135,14 @@ uvec4 loadWeights(int index) {
 
 // Four x values at vec4 index `index`.
 XV_T loadX(int index) {
-#if WIDE_X
+#if TEXEL_X
+  uvec4 bits = imageLoad(t_xTexels, index);
+#if defined(MODE_dq8ca)
+  return ivec4(bits);
+#else
+  return uintBitsToFloat(bits);
+#endif
+#elif WIDE_X
   u64vec2 v = t_x64[index];
   uvec4 bits = uvec4(unpackUint2x32(v.x), unpackUint2x32(v.y));
 #if defined(MODE_dq8ca)
@@ -135,13 +175,13 @@ uvec4 hi4(u64vec4 v) {
 
 // Eight x values starting at vec4 index `index` (even), as two PV_Ts.
 void loadX8(int index, out PV_T a, out PV_T b) {
-#if defined(MODE_dq8ca)
+#if TEXEL_X || DTYPE_IS_HALF && !defined(MODE_dq8ca)
+  a = PV_T(loadX(index));
+  b = PV_T(loadX(index + 1));
+#elif defined(MODE_dq8ca)
   u64vec4 v = t_x256[index / 2];
   a = ivec4(lo4(v));
   b = ivec4(hi4(v));
-#elif DTYPE_IS_HALF
-  a = loadX(index);
-  b = loadX(index + 1);
 #else
   u64vec4 v = t_x256[index / 2];
   a = uintBitsToFloat(lo4(v));
@@ -206,15 +246,30 @@ void loadScales(int g, int n0, int cols, out float s[TILE_N]) {
 #if !SCALES_DTYPE_IS_HALF
   if (wholeAlignedTile(base, cols)) {
     uint bits[TILE_N];
-    [[unroll]] for (int q = 0; q < TILE_N / 8; ++q)
+    [[unroll]] for (int q = 0; q < TILE_N / 8; ++q) {
+#if TEXEL_SCALES
+      uvec4 a = imageLoad(t_sTexels, base / 4 + 2 * q), b = imageLoad(t_sTexels, base / 4 + 2 * q + 1);
+      [[unroll]] for (int i = 0; i < 4; ++i) {
+        bits[q * 8 + i] = a[i];
+        bits[q * 8 + 4 + i] = b[i];
+      }
+#else
       spread8(t_s256[base / 8 + q], q, bits);
+#endif
+    }
     [[unroll]] for (int c = 0; c < TILE_N; ++c)
       s[c] = uintBitsToFloat(bits[c]);
     return;
   }
 #endif
-  [[unroll]] for (int c = 0; c < TILE_N; ++c)
-    s[c] = float(t_scales[base + (c < cols ? c : 0)]);
+  [[unroll]] for (int c = 0; c < TILE_N; ++c) {
+    int i = base + (c < cols ? c : 0);
+#if TEXEL_SCALES
+    s[c] = uintBitsToFloat(imageLoad(t_sTexels, i / 4)[i % 4]);
+#else
+    s[c] = float(t_scales[i]);
+#endif
+  }
 }
 
 // One 32-value block for the whole tile, unscaled: d = sum x * q - 8 sum x,
@@ -364,9 +419,15 @@ void main() {
     prepareBlockX(xv1, x81);
     uvec4 w0[TILE_N], w1[TILE_N];
     [[unroll]] for (int c = 0; c < TILE_N; ++c) {
-      u64vec4 v = t_w256[(n0 + (c < cols ? c : 0)) * (pc.rowVec4 / 2) + kp];
+      int row = n0 + (c < cols ? c : 0);
+#if TEXELS
+      w0[c] = loadWeights(row * pc.rowVec4 + 2 * kp);
+      w1[c] = loadWeights(row * pc.rowVec4 + 2 * kp + 1);
+#else
+      u64vec4 v = t_w256[row * (pc.rowVec4 / 2) + kp];
       w0[c] = lo4(v);
       w1[c] = hi4(v);
+#endif
     }
     blockDot(d, xv0, x80, w0);
     addBlock(acc, gdot, d, 2 * kp, blocksPerGroup, n0, cols, xs, xz);

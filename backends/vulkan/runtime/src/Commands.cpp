@@ -44,6 +44,29 @@ void Context::Impl::use(Buffer &b) {
   inFlight.push_back(b.impl_->handles);
 }
 
+Expected<VkBufferView> Context::Impl::texelView(Buffer &b, std::string_view variant) {
+  BufferHandles &h = *b.impl_->handles;
+  if (h.texelView)
+    return h.texelView;
+  // Whole 16-byte texels: allocate() rounds every buffer up to them.
+  const uint64_t texels = h.size / 16;
+  if (texels > info.maxTexelBufferElements)
+    return Diagnostic::internal("shader '" + std::string(variant) + "' binds a buffer of " +
+                                std::to_string(texels) +
+                                " texels as a texel buffer; the device's maxTexelBufferElements "
+                                "is " +
+                                std::to_string(info.maxTexelBufferElements) +
+                                " (the launcher must take its storage-buffer kernel)");
+  VkBufferViewCreateInfo vci{};
+  vci.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO;
+  vci.buffer = h.buffer;
+  vci.format = VK_FORMAT_R32G32B32A32_UINT;
+  vci.offset = 0;
+  vci.range = texels * 16;
+  GRAFT_VK_CHECK(vkCreateBufferView(core->device, &vci, nullptr, &h.texelView));
+  return h.texelView;
+}
+
 Status Context::Impl::profileTimestamp() {
   uint32_t pool = profileQueries / kProfileQueriesPerPool;
   uint32_t query = profileQueries % kProfileQueriesPerPool;
@@ -139,17 +162,23 @@ Status Context::dispatch(std::string_view variant, const std::vector<Buffer *> &
   GRAFT_CHECK_OK(m.beginRecording());
   GRAFT_TRY(VkDescriptorSet set, m.allocateSet(p->setLayout));
   std::vector<VkDescriptorBufferInfo> infos(bindings.size());
+  std::vector<VkBufferView> views(bindings.size(), VK_NULL_HANDLE);
   std::vector<VkWriteDescriptorSet> writes(bindings.size());
   for (std::size_t i = 0; i < bindings.size(); ++i) {
     if (!bindings[i])
       return Diagnostic::internal("null buffer bound to shader '" + std::string(variant) + "'");
-    infos[i] = {bindings[i]->impl_->handles->buffer, 0, VK_WHOLE_SIZE};
     writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
     writes[i].dstSet = set;
     writes[i].dstBinding = static_cast<uint32_t>(i);
     writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
+    writes[i].descriptorType = p->bindingTypes[i];
+    if (p->bindingTypes[i] == VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER) {
+      GRAFT_TRY(views[i], m.texelView(*bindings[i], variant));
+      writes[i].pTexelBufferView = &views[i];
+    } else {
+      infos[i] = {bindings[i]->impl_->handles->buffer, 0, VK_WHOLE_SIZE};
+      writes[i].pBufferInfo = &infos[i];
+    }
     m.use(*bindings[i]);
   }
   vkUpdateDescriptorSets(m.core->device, static_cast<uint32_t>(writes.size()), writes.data(), 0,

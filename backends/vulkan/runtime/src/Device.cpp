@@ -198,6 +198,11 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   info.maxImageDimension2D = p.limits.maxImageDimension2D;
   info.maxImageDimension3D = p.limits.maxImageDimension3D;
   info.timestampPeriodNs = p.limits.timestampComputeAndGraphics ? p.limits.timestampPeriod : 0.f;
+  VkFormatProperties texel{};
+  vkGetPhysicalDeviceFormatProperties(pd, VK_FORMAT_R32G32B32A32_UINT, &texel);
+  info.storageTexelBuffers =
+      (texel.bufferFeatures & VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT) != 0;
+  info.maxTexelBufferElements = p.limits.maxTexelBufferElements;
 
   bool v12 = p.apiVersion >= VK_API_VERSION_1_2;
   VkPhysicalDevice16BitStorageFeatures s16{};
@@ -358,6 +363,9 @@ Expected<std::unique_ptr<Context>> Context::create(const ContextOptions &options
   }
   m.core->physical = devices[static_cast<std::size_t>(index)];
   m.info = infos[static_cast<std::size_t>(index)];
+  if (options.maxTexelBufferElements)
+    m.info.maxTexelBufferElements =
+        std::min(m.info.maxTexelBufferElements, options.maxTexelBufferElements);
 
   // A queue family with compute.
   uint32_t nq = 0;

@@ -68,6 +68,9 @@ Expected<std::shared_ptr<BufferHandles>> Context::Impl::makeBuffer(std::size_t b
   bci.size = bytes;
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  // Any buffer may be bound as a texel buffer (Commands.cpp texelView).
+  if (info.storageTexelBuffers)
+    bci.usage |= VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   GRAFT_VK_CHECK(vkCreateBuffer(core->device, &bci, nullptr, &h->buffer));
   VkMemoryRequirements req{};

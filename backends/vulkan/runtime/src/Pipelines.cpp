@@ -8,18 +8,20 @@
 #include "VulkanCore.h"
 
 #include <algorithm>
+#include <map>
 
 namespace graft::vk {
 
 Expected<VkDescriptorSet> Context::Impl::allocateSet(VkDescriptorSetLayout layout) {
   for (;;) {
     if (activePool == pools.size()) {
-      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool};
+      VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool},
+                                      {VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, kSetsPerPool * 2}};
       VkDescriptorPoolCreateInfo pci{};
       pci.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
       pci.maxSets = kSetsPerPool;
-      pci.poolSizeCount = 1;
-      pci.pPoolSizes = &size;
+      pci.poolSizeCount = info.storageTexelBuffers ? 2 : 1;
+      pci.pPoolSizes = sizes;
       VkDescriptorPool pool = VK_NULL_HANDLE;
       GRAFT_VK_CHECK(vkCreateDescriptorPool(core->device, &pci, nullptr, &pool));
       pools.push_back(pool);
@@ -39,6 +41,66 @@ Expected<VkDescriptorSet> Context::Impl::allocateSet(VkDescriptorSetLayout layou
   }
 }
 
+namespace {
+
+/// The descriptor type of each of a module's `n` set-0 bindings, from its
+/// SPIR-V (the declarations glslang emitted, so every shader, compiled here
+/// or stored in a program, is read alike): an image of dimension Buffer,
+/// read without a sampler, format Rgba32ui (GLSL `layout(rgba32ui) uniform
+/// uimageBuffer`), is a storage texel buffer; every other binding a storage
+/// buffer. Any other image or sampler is refused.
+Expected<std::vector<VkDescriptorType>> bindingTypes(const std::vector<uint32_t> &spirv, uint32_t n,
+                                                     std::string_view variant) {
+  // Opcodes, decorations and enumerants of the SPIR-V specification.
+  constexpr uint32_t kOpTypeImage = 25, kOpTypeSampler = 26, kOpTypeSampledImage = 27,
+                     kOpTypePointer = 32, kOpVariable = 59, kOpDecorate = 71;
+  constexpr uint32_t kDecorationBinding = 33, kDimBuffer = 5, kFormatRgba32ui = 30;
+  std::map<uint32_t, uint32_t> binding, pointee, variableType;
+  std::map<uint32_t, std::vector<uint32_t>> types; // id -> the declaring instruction's operands
+  for (std::size_t i = 5; i < spirv.size();) {
+    const uint32_t words = spirv[i] >> 16, op = spirv[i] & 0xFFFFu;
+    if (words == 0 || i + words > spirv.size())
+      return Diagnostic::internal("shader '" + std::string(variant) + "': malformed SPIR-V");
+    const uint32_t *a = &spirv[i + 1];
+    if (op == kOpDecorate && words >= 4 && a[1] == kDecorationBinding)
+      binding[a[0]] = a[2];
+    else if (op == kOpTypePointer && words >= 4)
+      pointee[a[0]] = a[2];
+    else if (op == kOpVariable && words >= 4)
+      variableType[a[1]] = a[0];
+    else if ((op == kOpTypeImage || op == kOpTypeSampler || op == kOpTypeSampledImage) &&
+             words >= 2) {
+      std::vector<uint32_t> &t = types[a[0]];
+      t.push_back(op);
+      t.insert(t.end(), a + 1, a + words - 1);
+    }
+    i += words;
+  }
+  std::vector<VkDescriptorType> out(n, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+  for (const auto &[id, b] : binding) {
+    auto var = variableType.find(id);
+    if (var == variableType.end() || b >= n)
+      continue;
+    auto p = pointee.find(var->second);
+    auto t = p == pointee.end() ? types.end() : types.find(p->second);
+    if (t == types.end())
+      continue; // a buffer block
+    // OpTypeImage operands after its id: sampled type, Dim, Depth, Arrayed,
+    // MS, Sampled (2: read and written without a sampler), Image Format.
+    const std::vector<uint32_t> &img = t->second;
+    if (img[0] != kOpTypeImage || img.size() < 8 || img[2] != kDimBuffer || img[6] != 2 ||
+        img[7] != kFormatRgba32ui)
+      return Diagnostic::internal("shader '" + std::string(variant) + "' binding " +
+                                  std::to_string(b) +
+                                  ": only storage buffers and rgba32ui uimageBuffer texel "
+                                  "buffers are supported");
+    out[b] = VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER;
+  }
+  return out;
+}
+
+} // namespace
+
 Expected<const Pipeline *> Context::Impl::pipeline(std::string_view variant) {
   if (auto it = pipelines.find(variant); it != pipelines.end())
     return &it->second;
@@ -46,6 +108,12 @@ Expected<const Pipeline *> Context::Impl::pipeline(std::string_view variant) {
   Pipeline p;
   p.numBindings = shader->numBindings;
   p.localSize = shader->localSize;
+  GRAFT_TRY(p.bindingTypes, bindingTypes(shader->spirv, p.numBindings, variant));
+  for (VkDescriptorType t : p.bindingTypes)
+    if (t == VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER && !info.storageTexelBuffers)
+      return Diagnostic::error("shader '" + std::string(variant) +
+                               "' reads a storage texel buffer, which Vulkan device '" + info.name +
+                               "' does not support for R32G32B32A32_UINT");
   VkShaderModuleCreateInfo smci{};
   smci.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
   smci.codeSize = shader->spirv.size() * sizeof(uint32_t);
@@ -54,7 +122,7 @@ Expected<const Pipeline *> Context::Impl::pipeline(std::string_view variant) {
   std::vector<VkDescriptorSetLayoutBinding> bindings(p.numBindings);
   for (uint32_t i = 0; i < p.numBindings; ++i) {
     bindings[i].binding = i;
-    bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    bindings[i].descriptorType = p.bindingTypes[i];
     bindings[i].descriptorCount = 1;
     bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
   }

@@ -103,8 +103,15 @@ struct BufferHandles {
   void *mapped = nullptr; ///< non-null when host-visible
   std::size_t size = 0;
   uint32_t memoryType = 0;
-  /// Back to the device's pool (DeviceCore::release) rather than freed.
+  /// The buffer's whole-buffer R32G32B32A32_UINT view, made the first time a
+  /// dispatch binds it as a storage texel buffer (Commands.cpp texelView) and
+  /// kept while the buffer lives: a weight is bound at every decode step.
+  VkBufferView texelView = VK_NULL_HANDLE;
+  /// Back to the device's pool (DeviceCore::release) rather than freed; the
+  /// view goes (handles outlive the submissions that use them).
   ~BufferHandles() {
+    if (texelView)
+      vkDestroyBufferView(core->device, texelView, nullptr);
     if (buffer || memory)
       core->release({memoryType, mapped != nullptr, size}, {buffer, memory, mapped});
   }
@@ -121,6 +128,10 @@ struct Pipeline {
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
   uint32_t numBindings = 0;
+  /// Per binding: VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, or
+  /// VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER where the module declares a
+  /// `rgba32ui` uimageBuffer (read from the SPIR-V: bindingTypes()).
+  std::vector<VkDescriptorType> bindingTypes;
   std::array<uint32_t, 3> localSize{1, 1, 1};
 };
 
@@ -186,6 +197,9 @@ struct Context::Impl {
   // Memory.cpp
   Expected<std::shared_ptr<BufferHandles>> makeBuffer(std::size_t bytes, uint32_t memoryType,
                                                       bool map);
+
+  /// `b`'s storage texel view (BufferHandles::texelView), made on first use.
+  Expected<VkBufferView> texelView(Buffer &b, std::string_view variant);
 
   // Pipelines.cpp
   Expected<VkDescriptorSet> allocateSet(VkDescriptorSetLayout layout);

@@ -320,7 +320,9 @@ Expected<DeviceTensor> reshape(const DeviceTensor &src, std::vector<int64_t> siz
 /// The bandwidth calibration copy (runtime/shaders/stream.glsl): `out` =
 /// `in`, both f32 of one size, a multiple of 4. The fastest copy the device's
 /// kernels can make: on CPU drivers with shaderInt64, 8 vec4s per invocation
-/// as 32-byte words (wideVec4's choice); one vec4 per invocation elsewhere.
+/// as 32-byte words (wideVec4's choice), the input read as storage texels
+/// where texelReads allows (as the GEMV reads its weights); one vec4 per
+/// invocation elsewhere.
 Status streamCopy(Context &ctx, const DeviceTensor &in, const DeviceTensor &out);
 
 } // namespace graft::vk

@@ -63,6 +63,13 @@ struct DeviceInfo {
   /// reset (lp_bld_limits.h LP_MAX_TGSI_LOOP_ITERATIONS, decremented in
   /// lp_exec_endloop, lp_bld_ir_common.c). GPUs have no such limit.
   uint32_t maxLoopIterations = 0;
+  /// Shaders may read R32G32B32A32_UINT storage texel buffers (a `rgba32ui`
+  /// uimageBuffer binding; the runtime creates the buffer views). llvmpipe
+  /// reads a texel per lane through its image path, several times cheaper
+  /// than its lane-by-lane storage-buffer loads (docs/benchmarks.md).
+  bool storageTexelBuffers = false;
+  /// The most texels one such view may hold (Vulkan guarantees 65536).
+  uint32_t maxTexelBufferElements = 0;
 };
 
 /// Lists the Vulkan devices. No loader or no driver gives an empty list;
@@ -81,6 +88,10 @@ struct ContextOptions {
   /// accumulation stays within the bounds docs/numerics.md states. A target
   /// profile's `exactKernels` (graft compile --exact-kernels) sets it.
   bool exactKernels = false;
+  /// Lowers DeviceInfo::maxTexelBufferElements to this (0: the device's own):
+  /// tests run the storage-buffer fallbacks that kernels take on devices
+  /// whose limit a tensor exceeds.
+  uint32_t maxTexelBufferElements = 0;
 };
 
 class Context;
