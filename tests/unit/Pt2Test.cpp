@@ -2084,28 +2084,154 @@ TEST(Pt2Serde, DeflatedLegacyRecords) {
       << e;
 }
 
-// Higher-order ops with subgraphs (serialize_hoo_inputs: unnamed positional
-// operands; a GraphArgument for each submodule), e.g. the
-// wrap_with_set_grad_enabled that torch.export's training IR makes of a
-// torch.no_grad() region: graft's IR has no subgraphs, so the node and the
-// operand are named.
+// Higher-order ops with subgraphs other than wrap_with_set_grad_enabled
+// (serialize_hoo_inputs: unnamed positional operands; a GraphArgument for
+// each submodule), e.g. the wrap_with_autocast torch.export's training IR
+// makes of an autocast region (inlining it would drop autocast's casts):
+// graft's IR has no subgraphs, so the node and the operand are named.
 TEST(Pt2Serde, SubgraphOperandsNameTheNode) {
   std::string e = errorAfterEdit("hop_graph.pt2", [](auto &j) {
     auto &graph = j["graph_module"]["graph"];
-    graph["tensor_values"]["wrap_with_set_grad_enabled"] = graph["tensor_values"]["add_2"];
+    graph["tensor_values"]["wrap_with_autocast"] = graph["tensor_values"]["add_2"];
     graph["nodes"].push_back(nlohmann::ordered_json::parse(R"({
-      "target": "torch.ops.higher_order.wrap_with_set_grad_enabled",
-      "inputs": [{"name": "", "arg": {"as_bool": false}, "kind": 1},
+      "target": "torch.ops.higher_order.wrap_with_autocast",
+      "inputs": [{"name": "", "arg": {"as_string": "cpu"}, "kind": 1},
+                 {"name": "", "arg": {"as_scalar_type": 13}, "kind": 1},
+                 {"name": "", "arg": {"as_bool": true}, "kind": 1},
+                 {"name": "", "arg": {"as_none": true}, "kind": 1},
                  {"name": "", "arg": {"as_graph": {"name": "submod_1", "graph": {
                    "inputs": [], "outputs": [], "nodes": [], "tensor_values": {},
                    "sym_int_values": {}, "sym_bool_values": {}}}}, "kind": 1},
                  {"name": "", "arg": {"as_tensor": {"name": "add_2"}}, "kind": 1}],
-      "outputs": [{"as_tensor": {"name": "wrap_with_set_grad_enabled"}}],
+      "outputs": [{"as_tensor": {"name": "wrap_with_autocast"}}],
       "metadata": {},
       "is_hop_single_tensor_return": true})"));
   });
-  EXPECT_NE(e.find("node 'wrap_with_set_grad_enabled' (higher_order.wrap_with_set_grad_enabled) "
-                   "argument 'operand 1': argument kind 'as_graph' cannot be represented"),
+  EXPECT_NE(e.find("node 'wrap_with_autocast' (higher_order.wrap_with_autocast) argument "
+                   "'operand 4': argument kind 'as_graph' cannot be represented"),
             std::string::npos)
       << e;
+}
+
+namespace {
+
+/// tinynet_torch2_9 with `h = h * self.scale; h = h + self.row` (nodes 2
+/// and 3: mul, add) inside `torch.no_grad()`, as torch.export's training IR
+/// writes it: replace_set_grad_with_hop_pass's _replace_with_hop_helper makes
+/// the region a submodule called by wrap_with_set_grad_enabled(False, body,
+/// *operands), split_module names the body's placeholders after the values
+/// passed in (embedding, b_scale, b_row), and serialize.py writes the body
+/// as an as_graph operand with its own values. `outNames` are the node's
+/// outputs: a single result is read through a getitem node (["getitem"]);
+/// several are getitems renamed after the body's outputs.
+void wrapMulAddInNoGrad(nlohmann::ordered_json &j, const std::vector<std::string> &bodyOuts,
+                        const std::vector<std::string> &outNames) {
+  auto &graph = j["graph_module"]["graph"];
+  auto &nodes = graph["nodes"];
+  nlohmann::ordered_json body = {{"inputs",
+                                  {{{"as_tensor", {{"name", "embedding"}}}},
+                                   {{"as_tensor", {{"name", "b_scale"}}}},
+                                   {{"as_tensor", {{"name", "b_row"}}}}}},
+                                 {"outputs", nlohmann::ordered_json::array()},
+                                 {"nodes", {nodes[2], nodes[3]}},
+                                 {"tensor_values", nlohmann::ordered_json::object()},
+                                 {"sym_int_values", nlohmann::ordered_json::object()},
+                                 {"sym_bool_values", nlohmann::ordered_json::object()},
+                                 {"is_single_tensor_return", false},
+                                 {"custom_obj_values", nlohmann::ordered_json::object()},
+                                 {"sym_float_values", nlohmann::ordered_json::object()}};
+  for (const char *v : {"embedding", "b_scale", "b_row", "mul", "add"})
+    body["tensor_values"][v] = graph["tensor_values"][v];
+  for (const std::string &o : bodyOuts)
+    body["outputs"].push_back({{"as_tensor", {{"name", o}}}});
+  nlohmann::ordered_json outs = nlohmann::ordered_json::array();
+  for (const std::string &o : outNames) {
+    outs.push_back({{"as_tensor", {{"name", o}}}});
+    if (!graph["tensor_values"].contains(o))
+      graph["tensor_values"][o] = graph["tensor_values"]["add"];
+  }
+  auto operand = [](nlohmann::ordered_json a) {
+    return nlohmann::ordered_json{{"name", ""}, {"arg", std::move(a)}, {"kind", 1}};
+  };
+  nlohmann::ordered_json hop = {{"target", "torch.ops.higher_order.wrap_with_set_grad_enabled"},
+                                {"inputs",
+                                 {operand({{"as_bool", false}}),
+                                  operand({{"as_graph", {{"name", "submod_1"}, {"graph", body}}}}),
+                                  operand({{"as_tensor", {{"name", "embedding"}}}}),
+                                  operand({{"as_tensor", {{"name", "b_scale"}}}}),
+                                  operand({{"as_tensor", {{"name", "b_row"}}}})}},
+                                {"outputs", outs},
+                                {"metadata", nlohmann::ordered_json::object()},
+                                {"is_hop_single_tensor_return", false}};
+  nodes.erase(nodes.begin() + 2, nodes.begin() + 4);
+  nodes.insert(nodes.begin() + 2, hop);
+  if (outNames.size() == 1 && outNames[0] != "add") {
+    graph["tensor_values"].erase("mul");
+    graph["tensor_values"].erase("add");
+    nodes[3]["inputs"][0]["arg"]["as_tensor"]["name"] = outNames[0]; // add_1 reads it
+  }
+}
+
+} // namespace
+
+// A torch.no_grad() region in training IR (wrap_with_set_grad_enabled) is
+// inlined: the graph is the one without the region, as run_decompositions
+// (ExecuTorch's to_edge) gives. Malformed regions are refused naming the node.
+TEST(Pt2Serde, GradRegionsAreInlined) {
+  Pt2Program plain = readOk(kTiny9);
+  const std::string one = tmp("no_grad_one.pt2");
+  editModelJson(kTiny9, one, [](auto &j) { wrapMulAddInNoGrad(j, {"add"}, {"getitem"}); });
+  Pt2Program inlined = readOk(one);
+  EXPECT_EQ(text(*inlined.graph), text(*plain.graph));
+  // Written back, the region is gone: the graph torch's run_decompositions gives.
+  Pt2WriteOptions wo;
+  wo.provenance = &inlined.provenance;
+  ASSERT_TRUE(writePt2(*inlined.graph, tmp("no_grad_rt.pt2"), wo).ok());
+  EXPECT_EQ(text(*readOk(tmp("no_grad_rt.pt2")).graph), text(*plain.graph));
+  const std::string two = tmp("no_grad_two.pt2");
+  editModelJson(kTiny9, two, [](auto &j) {
+    wrapMulAddInNoGrad(j, {"mul", "add"}, {"mul", "add"});
+  });
+  EXPECT_EQ(text(*readOk(two).graph), text(*plain.graph));
+
+  auto &&hop = [](auto &j) -> auto & {
+    return j["graph_module"]["graph"]["nodes"][2];
+  };
+  std::string e = errorAfterEdit("no_grad_enabled.pt2", [&](auto &j) {
+    wrapMulAddInNoGrad(j, {"add"}, {"getitem"});
+    hop(j)["inputs"][0]["arg"] = {{"as_int", 0}};
+  });
+  EXPECT_NE(e.find("node 'getitem' (higher_order.wrap_with_set_grad_enabled): operand 0 "
+                   "(enabled) must be a bool"),
+            std::string::npos)
+      << e;
+  e = errorAfterEdit("no_grad_arity.pt2", [&](auto &j) {
+    wrapMulAddInNoGrad(j, {"add"}, {"getitem"});
+    hop(j)["inputs"].erase(hop(j)["inputs"].begin() + 4);
+  });
+  EXPECT_NE(e.find("node 'getitem' (higher_order.wrap_with_set_grad_enabled): the body has 3 "
+                   "inputs for 2 operands"),
+            std::string::npos)
+      << e;
+  e = errorAfterEdit("no_grad_outputs.pt2", [&](auto &j) {
+    wrapMulAddInNoGrad(j, {"add"}, {"getitem"});
+    hop(j)["outputs"].push_back({{"as_tensor", {{"name", "getitem_1"}}}});
+    j["graph_module"]["graph"]["tensor_values"]["getitem_1"] =
+        j["graph_module"]["graph"]["tensor_values"]["getitem"];
+  });
+  EXPECT_NE(e.find("the body returns 1 values for 2 node outputs"), std::string::npos) << e;
+  e = errorAfterEdit("no_grad_clash.pt2", [&](auto &j) {
+    wrapMulAddInNoGrad(j, {"add"}, {"getitem"});
+    auto &body = hop(j)["inputs"][1]["arg"]["as_graph"]["graph"];
+    body["inputs"][0]["as_tensor"]["name"] = "tokens";
+  });
+  EXPECT_NE(e.find("'tokens' names both 'embedding' and another value of the graph"),
+            std::string::npos)
+      << e;
+  e = errorAfterEdit("no_grad_symbol.pt2", [&](auto &j) {
+    wrapMulAddInNoGrad(j, {"add"}, {"getitem"});
+    auto &body = hop(j)["inputs"][1]["arg"]["as_graph"]["graph"];
+    body["nodes"][0]["outputs"] = {{{"as_sym_int", {{"as_name", "mul"}}}}};
+  });
+  EXPECT_NE(e.find("the region's body defines a symbolic value"), std::string::npos) << e;
 }

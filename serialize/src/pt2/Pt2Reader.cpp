@@ -1043,7 +1043,6 @@ private:
     GRAFT_TRY(JsonRef nodes, graphJ.field("nodes"));
     GRAFT_TRY(auto nodeList, nodes.array());
     extras_.nodes.reserve(nodeList.size());
-    std::map<std::string, int> zeroOutputs;
     for (const JsonRef &n : nodeList) {
       if (!unwrappedByName_.empty()) {
         GRAFT_TRY(bool dropped, dropInnerAccess(n));
@@ -1055,6 +1054,10 @@ private:
       std::string target = irTarget(fileTarget);
       if (target.empty())
         return t.error("empty target");
+      if (target == kGradRegion) {
+        GRAFT_CHECK_OK(inlineGradRegion(n));
+        continue;
+      }
       Pt2NodeInfo info;
       info.target = target;
       info.spelling = fileTarget;
@@ -1195,9 +1198,137 @@ private:
       node->setSchema(schema);
       if (schema && opts_.fillDefaults)
         fillDefaults(*node);
-      std::string key = pt2::nodeKey(*node, zeroOutputs);
+      std::string key = pt2::nodeKey(*node, zeroOutputs_);
       extras_.nodes.emplace(key, std::move(info));
     }
+    return okStatus();
+  }
+
+  /// torch.export's training IR turns a `torch.no_grad()` (or enable_grad)
+  /// region inside forward() into this higher-order op
+  /// (torch/_export/passes/replace_set_grad_with_hop_pass.py,
+  /// _replace_with_hop_helper): wrap_with_set_grad_enabled(enabled, body,
+  /// *operands), the body a submodule serialized as an as_graph argument
+  /// (serialize.py serialize_input of a get_attr GraphModule) with its own
+  /// inputs, nodes, values and outputs.
+  static constexpr std::string_view kGradRegion = "higher_order.wrap_with_set_grad_enabled";
+
+  /// Inlines a wrap_with_set_grad_enabled node: grad mode changes nothing in
+  /// an inference graph, and run_decompositions (what ExecuTorch's to_edge
+  /// runs) traces through the region the same way. The body's inputs are
+  /// the operands, its nodes join the graph in order, and each output of the
+  /// node names the body's output at its position (the pass renames the
+  /// getitem nodes after the body's outputs, so the names usually agree).
+  Status inlineGradRegion(const JsonRef &n) {
+    GRAFT_TRY(JsonRef inputs, n.field("inputs"));
+    GRAFT_TRY(auto inList, inputs.array());
+    GRAFT_TRY(JsonRef outs, n.field("outputs"));
+    GRAFT_TRY(auto outList, outs.array());
+    // The node's output names, to name it in messages.
+    std::vector<std::pair<JsonRef, std::string>> outNames;
+    for (const JsonRef &o : outList) {
+      GRAFT_TRY(auto u, o.unionMember());
+      if (u.first == "as_tensor") {
+        GRAFT_TRY(std::string vn, argName(u.second));
+        outNames.emplace_back(u.second, std::move(vn));
+      } else if (u.first == "as_sym_int" || u.first == "as_sym_float" || u.first == "as_sym_bool") {
+        GRAFT_TRY(auto sm, u.second.unionMember());
+        if (sm.first != "as_name")
+          return u.second.error("a node output must be named");
+        GRAFT_TRY(std::string vn, sm.second.str());
+        outNames.emplace_back(sm.second, std::move(vn));
+      } else {
+        return o.error("node output of kind '" + std::string(u.first) + "' of " +
+                       std::string(kGradRegion) + " is not supported");
+      }
+    }
+    const std::string nodeName = outNames.empty() ? std::string(kGradRegion) : outNames[0].second;
+    const Where where(nodeName, kGradRegion);
+    const std::string label = where.str();
+    if (inList.size() < 2)
+      return inputs.error(label + ": expects (enabled, body, *operands)");
+    GRAFT_TRY(JsonRef enabled, inList[0].field("arg"));
+    GRAFT_TRY(auto e, enabled.unionMember());
+    if (e.first != "as_bool")
+      return enabled.error(label + ": operand 0 (enabled) must be a bool");
+    GRAFT_TRY(JsonRef bodyArg, inList[1].field("arg"));
+    GRAFT_TRY(auto b, bodyArg.unionMember());
+    if (b.first != "as_graph")
+      return bodyArg.error(label + ": operand 1 (the region's body) must be a graph");
+    GRAFT_TRY(JsonRef body, b.second.field("graph"));
+    std::vector<Value *> operands;
+    for (std::size_t i = 2; i < inList.size(); ++i) {
+      GRAFT_TRY(JsonRef a, inList[i].field("arg"));
+      GRAFT_TRY(Argument v, argument(a, where.argument("operand " + std::to_string(i)), nullptr));
+      if (!v.isValue())
+        return a.error(label + ": operand " + std::to_string(i) + " must be a tensor or symbol");
+      operands.push_back(v.value());
+    }
+    GRAFT_CHECK_OK(readValueMetas(body));
+    // Unbacked symbols are named after the node that defines them
+    // (planSymbols reads the top-level nodes only).
+    GRAFT_TRY(JsonRef bodyNodes, body.field("nodes"));
+    for (const JsonValue &bn : bodyNodes.json().elements())
+      if (const JsonValue *os = bn.find("outputs"))
+        for (const JsonValue &o : os->elements())
+          if (o.find("as_sym_int") || o.find("as_sym_float") || o.find("as_sym_bool"))
+            return bodyNodes.error(label + ": the region's body defines a symbolic value, which "
+                                           "graft does not inline");
+    // The body's placeholders are the operands (split_module names them
+    // after the values passed in).
+    GRAFT_TRY(JsonRef bodyIns, body.field("inputs"));
+    GRAFT_TRY(auto bodyInList, bodyIns.array());
+    if (bodyInList.size() != operands.size())
+      return bodyIns.error(label + ": the body has " + std::to_string(bodyInList.size()) +
+                           " inputs for " + std::to_string(operands.size()) + " operands");
+    for (std::size_t i = 0; i < operands.size(); ++i) {
+      GRAFT_TRY(std::string in, graphValueName(bodyInList[i]));
+      GRAFT_CHECK_OK(bind(bodyInList[i], in, operands[i], label));
+    }
+    GRAFT_CHECK_OK(readNodes(body));
+    GRAFT_TRY(JsonRef bodyOuts, body.field("outputs"));
+    GRAFT_TRY(auto bodyOutList, bodyOuts.array());
+    if (bodyOutList.size() != outNames.size())
+      return bodyOuts.error(label + ": the body returns " + std::to_string(bodyOutList.size()) +
+                            " values for " + std::to_string(outNames.size()) + " node outputs");
+    for (std::size_t i = 0; i < outNames.size(); ++i) {
+      GRAFT_TRY(std::string on, graphValueName(bodyOutList[i]));
+      GRAFT_TRY(Value * v, lookup(bodyOutList[i], on, kindOfMeta(on), where));
+      GRAFT_CHECK_OK(bind(outNames[i].first, outNames[i].second, v, label));
+    }
+    return okStatus();
+  }
+
+  /// The name of a graph input or output (as_tensor, or a named symbol).
+  static Expected<std::string> graphValueName(const JsonRef &j) {
+    GRAFT_TRY(auto u, j.unionMember());
+    if (u.first == "as_tensor")
+      return argName(u.second);
+    if (u.first == "as_sym_int" || u.first == "as_sym_float" || u.first == "as_sym_bool") {
+      GRAFT_TRY(auto sm, u.second.unionMember());
+      if (sm.first == "as_name")
+        return sm.second.str();
+    }
+    return j.error("expected a tensor or a named symbol, got '" + std::string(u.first) + "'");
+  }
+
+  ValueKind kindOfMeta(const std::string &n) const {
+    const ValueMetaInfo *m = findMeta(n);
+    return m ? m->kind : ValueKind::Tensor;
+  }
+
+  /// Makes `name` refer to `v` (a region's body input or output): nothing
+  /// to do when `v` has that name; an error when another value has it.
+  Status bind(const JsonRef &at, const std::string &name, Value *v, const std::string &label) {
+    if (Value *existing = graph_->findValue(name)) {
+      if (existing == v)
+        return okStatus();
+      return at.error(label + ": '" + name + "' names both '" + v->name() +
+                      "' and another value of the graph");
+    }
+    auto [it, fresh] = aliases_.emplace(name, v);
+    if (!fresh && it->second != v)
+      return at.error(label + ": '" + name + "' is bound twice");
     return okStatus();
   }
 
@@ -1349,6 +1480,8 @@ private:
   /// and their names -> index.
   std::vector<Pt2SpecializedInput> specialized_;
   std::map<std::string, std::size_t, std::less<>> specializedNames_;
+  /// Per target: how many nodes without outputs were read (Pt2Extras::nodes keys).
+  std::map<std::string, int> zeroOutputs_;
   /// Output name of a dropped access node -> the inner constant it read.
   std::unordered_map<std::string, Value *> aliases_;
 };
@@ -1827,8 +1960,9 @@ public:
       }
       GRAFT_CHECK_OK(checkAgainstProto(what, t, *in));
       in->setData(t, ExternalData{});
-      if (e->method == 0 && t.numel() > 0) // an empty tensor is not in the file
-        noteOffset(fqn, t, zip_->base() + e->dataOffset);
+      auto at = zip_->fileOffset(*e);
+      if (at && t.numel() > 0) // an empty tensor is not in the file
+        noteOffset(fqn, t, *at);
       loaded_.insert(fqn);
     }
     return okStatus();
