@@ -170,8 +170,11 @@ TEST(VulkanKernels, Unary) {
 /// Runs `gir` on the device (every node on the device, no fallback) and on
 /// the interpreter with `inputs`; outputs within `tol`, NaN / inf matching,
 /// and with a zero tolerance the sign of every zero matching too.
-void checkWithInputs(const std::string &gir, const std::vector<RuntimeValue> &inputs,
-                     Tolerance tol) {
+/// Runs `gir` on the device and the interpreter; every output within `tol`.
+/// The sign of a zero must match under an exact tolerance, and with `signs`
+/// the sign of every element the reference does not make NaN.
+void checkWithInputs(const std::string &gir, const std::vector<RuntimeValue> &inputs, Tolerance tol,
+                     bool signs = false) {
   SCOPED_TRACE(gir);
   auto g = parseGraph(gir, "test.gir");
   ASSERT_TRUE(g.ok()) << render(g.diags());
@@ -186,11 +189,11 @@ void checkWithInputs(const std::string &gir, const std::vector<RuntimeValue> &in
     const Tensor &a = std::get<Tensor>((*out)[i]);
     const Tensor &e = std::get<Tensor>((*ref)[i]);
     EXPECT_EQ(allClose(a, e, tol), "") << "output " << i;
-    if (tol.abs == 0 && tol.rel == 0 && a.sizes() == e.sizes())
+    if ((signs || (tol.abs == 0 && tol.rel == 0)) && a.sizes() == e.sizes())
       for (int64_t k = 0; k < a.numel(); ++k)
-        if (e.getDouble(k) == 0) {
+        if (signs ? !std::isnan(e.getDouble(k)) : e.getDouble(k) == 0) {
           EXPECT_EQ(std::signbit(a.getDouble(k)), std::signbit(e.getDouble(k)))
-              << "output " << i << " element " << k << ": sign of zero";
+              << "output " << i << " element " << k << ": sign of " << e.getDouble(k);
         }
   }
 }
@@ -324,6 +327,61 @@ TEST(VulkanKernels, ElementwiseEdgeValues) {
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.diags()[0].message.find("without overflow"), std::string::npos)
       << out.diags()[0].message;
+}
+
+/// Inputs at the edges of the exp-based activations: infinities, NaN, signed
+/// zeros, f32 subnormals, the ends of f32 exp's range (exp(-x) overflows below
+/// x = -88.72, sigmoid's result is subnormal from about -87.3), large |x|,
+/// f32's extremes, and a sweep over [-90, 90] in steps of 0.35: 545 values, so
+/// the wide kernels run 17 bodies of 32 values and a tail of one.
+std::vector<double> activationEdgeValues() {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double fmax = std::numeric_limits<float>::max();
+  std::vector<double> xs = {-inf,   inf,    std::numeric_limits<double>::quiet_NaN(),
+                            -0.0,   0.0,    1e-40,
+                            -1e-40, 1e-30,  -1e-30,
+                            -88.8,  -88.73, -88.72,
+                            -88.0,  -87.4,  -87.3,
+                            -86.0,  88.0,   88.72,
+                            88.8,   -1e30,  1e30,
+                            -fmax,  fmax,   -1.2785};
+  for (int i = 0; i <= 520; ++i)
+    xs.push_back(-90.0 + 0.35 * i);
+  return xs;
+}
+
+TEST(VulkanKernels, SiluSigmoidEdgeValues) {
+  GRAFT_REQUIRE_VULKAN();
+  // silu and sigmoid use the driver's exp, so their bound is the
+  // transcendental one; the reference is PyTorch's formula (Activation.cpp:
+  // x / (1 + exp(-x)), 1 / (1 + exp(-x))), so silu(-inf) is NaN (-inf / inf),
+  // silu(+inf) = +inf, silu(x) = -0 once exp(-x) overflows. Every sign the
+  // reference gives (not NaN) must be the device's too.
+  const std::vector<double> xs = activationEdgeValues();
+  const std::string sig = "f32[" + std::to_string(xs.size()) + "]";
+  Tensor x = Tensor::fromDoubles(DType::F32, {int64_t(xs.size())}, xs);
+  checkWithInputs("graph @t {\n  input %x : " + sig + "\n  %s : " + sig +
+                      " = aten.silu.default(%x)\n  %g : " + sig +
+                      " = aten.sigmoid.default(%x)\n  output %s\n  output %g\n}\n",
+                  {x}, kTranscendental, /*signs=*/true);
+}
+
+TEST(VulkanKernels, TranscendentalToleranceCatchesAnExpOffBy1e4) {
+  // The bound the exp-based kernels are held to (|d| <= 2e-7 + 2e-6·|ref|)
+  // is tight enough to catch an exp that is wrong by one part in 10^4 inside
+  // silu, and passes one that is wrong by 1 ulp (f32, x in [-10, 10]).
+  std::vector<double> ref, planted, ulp;
+  for (int i = 0; i <= 400; ++i) {
+    const float x = -10.0f + 0.05f * float(i);
+    const float e = std::exp(-x);
+    ref.push_back(x / (1.0f + e));
+    planted.push_back(x / (1.0f + e * 1.0001f));
+    ulp.push_back(x / (1.0f + std::nextafter(e, 2.0f * e)));
+  }
+  const int64_t n = static_cast<int64_t>(ref.size());
+  const Tensor r = Tensor::fromDoubles(DType::F32, {n}, ref);
+  EXPECT_NE(allClose(Tensor::fromDoubles(DType::F32, {n}, planted), r, kTranscendental), "");
+  EXPECT_EQ(allClose(Tensor::fromDoubles(DType::F32, {n}, ulp), r, kTranscendental), "");
 }
 
 //===-- Reductions, softmax, rms_norm -----------------------------------===//
@@ -1960,6 +2018,77 @@ TEST(VulkanKernels, TexelWeightGemvMatchesStorageBufferKernelBitForBit) {
       ASSERT_EQ(std::bit_cast<uint32_t>(float(outs[0]->getDouble(i))),
                 std::bit_cast<uint32_t>(float(outs[1]->getDouble(i))))
           << "output " << i << ": " << outs[0]->getDouble(i) << " vs " << outs[1]->getDouble(i);
+  }
+}
+
+TEST(VulkanKernels, ElementwiseTexelAndStorageBufferFormsAgreeBitForBit) {
+  GRAFT_REQUIRE_VULKAN();
+  // On CPU devices with texel buffers the wide unary and binary kernels read
+  // their inputs as rgba32ui texels (the vec4t variants, Elementwise.cpp
+  // elementwiseForm); on a device whose maxTexelBufferElements an input
+  // exceeds, as 64-bit storage-buffer words (vec4w). Both compute the same
+  // per-element formula on the same bits: equal outputs, bit for bit, for
+  // every unary and binary op (and binary's scalar form) over the activation
+  // edge values (17 bodies of 32 and a tail).
+  vk::Context &ctx = *context();
+  const vk::DeviceInfo &d = ctx.info();
+  if (d.type != "cpu" || !d.shaderInt64 || !d.storageTexelBuffers)
+    GTEST_SKIP() << "the texel forms run on CPU devices with shaderInt64 and texel buffers";
+  if (d.timestampPeriodNs == 0)
+    GTEST_SKIP() << "no timestamps on the compute queue: dispatches are not listed";
+  std::vector<double> xs = activationEdgeValues(), ys = xs;
+  std::reverse(ys.begin(), ys.end());
+  const int64_t n = static_cast<int64_t>(xs.size());
+  const Tensor x = Tensor::fromDoubles(DType::F32, {n}, xs);
+  const Tensor y = Tensor::fromDoubles(DType::F32, {n}, ys);
+  using vk::BinaryKind;
+  using vk::UnaryKind;
+  std::vector<std::vector<std::string>> names(2);
+  std::vector<std::vector<Tensor>> outs(2);
+  for (int capped : {0, 1}) {
+    vk::ContextOptions o;
+    o.deviceIndex = static_cast<int>(d.index);
+    o.maxTexelBufferElements = 1; // every input here is larger
+    auto own = capped ? vk::Context::create(o) : Expected<std::unique_ptr<vk::Context>>(nullptr);
+    ASSERT_TRUE(own.ok()) << render(own.diags());
+    vk::Context &k = capped ? **own : ctx;
+    auto a = vk::uploadTensor(k, x);
+    auto b = vk::uploadTensor(k, y);
+    ASSERT_TRUE(a.ok() && b.ok());
+    std::vector<vk::DeviceTensor> results;
+    auto keep = [&](Expected<vk::DeviceTensor> r) {
+      ASSERT_TRUE(r.ok()) << render(r.diags());
+      results.push_back(std::move(*r));
+    };
+    names[capped] = dispatchedVariants(k, [&] {
+      for (UnaryKind u : {UnaryKind::Neg, UnaryKind::Abs, UnaryKind::Relu, UnaryKind::Sigmoid,
+                          UnaryKind::Silu, UnaryKind::Gelu, UnaryKind::GeluTanh, UnaryKind::Rsqrt,
+                          UnaryKind::Sqrt, UnaryKind::Exp, UnaryKind::Reciprocal})
+        keep(vk::unary(k, u, *a));
+      keep(vk::clampScalar(k, *a, -1.0f, 1.0f));
+      for (BinaryKind op : {BinaryKind::Add, BinaryKind::Sub, BinaryKind::Mul, BinaryKind::Div,
+                            BinaryKind::Maximum, BinaryKind::Minimum, BinaryKind::Pow})
+        keep(vk::binary(k, op, *a, *b));
+      keep(vk::binary(k, BinaryKind::Add, *a, *b, 2.5));
+      keep(vk::binaryScalar(k, BinaryKind::Mul, *a, 0.1));
+    });
+    for (const vk::DeviceTensor &r : results) {
+      auto back = vk::downloadTensor(k, r);
+      ASSERT_TRUE(back.ok()) << render(back.diags());
+      outs[capped].push_back(std::move(*back));
+    }
+  }
+  ASSERT_EQ(names[0].size(), outs[0].size());
+  ASSERT_EQ(names[0].size(), names[1].size());
+  for (std::size_t i = 0; i < names[0].size(); ++i) {
+    // The same kernel, read through texels on the device and through
+    // storage-buffer words under the cap.
+    std::string texel = names[0][i], words = names[1][i];
+    ASSERT_NE(texel.find("_vec4t_"), std::string::npos) << texel;
+    EXPECT_EQ(texel.replace(texel.find("_vec4t_"), 7, "_vec4w_"), words);
+    ASSERT_EQ(outs[0][i].nbytes(), outs[1][i].nbytes());
+    EXPECT_EQ(0, std::memcmp(outs[0][i].rawData(), outs[1][i].rawData(), outs[0][i].nbytes()))
+        << names[0][i] << " vs " << names[1][i];
   }
 }
 

@@ -76,17 +76,24 @@ namespace {
 
 /// How an elementwise kernel (unary.glsl, binary.glsl) covers its values:
 /// the variant infix and the values per invocation. Scalar: one; vec4: four
-/// (bit-exact to the scalar variant); vec4w, on CPU drivers: 32, both
-/// shaders' PER (four 32-byte words per operand).
+/// (bit-exact to the scalar variant); on CPU drivers 32, both shaders' PER
+/// (four 32-byte words per operand): vec4t reading the inputs as storage
+/// texels where texelReads allows for the largest of them (`inputBytes`),
+/// vec4w as storage-buffer words otherwise. Every form computes the same
+/// values.
 struct ElementwiseForm {
   const char *infix;
   uint64_t perInvocation;
 };
 
-ElementwiseForm elementwiseForm(const Context &ctx, DType dtype, bool vec4) {
+ElementwiseForm elementwiseForm(const Context &ctx, DType dtype, bool vec4,
+                                std::size_t inputBytes) {
   if (!vec4)
     return {"_", 1};
-  return wideVec4(ctx, dtype) ? ElementwiseForm{"_vec4w_", 32} : ElementwiseForm{"_vec4_", 4};
+  if (!wideVec4(ctx, dtype))
+    return {"_vec4_", 4};
+  return texelReads(ctx, inputBytes) ? ElementwiseForm{"_vec4t_", 32}
+                                     : ElementwiseForm{"_vec4w_", 32};
 }
 
 struct BinaryPush {
@@ -137,7 +144,8 @@ Expected<DeviceTensor> binaryImpl(Context &ctx, BinaryKind op, const DeviceTenso
   // invocation, bit-exact to the scalar one); broadcasting needs the index
   // decomposition per element.
   bool vec4 = !ctx.exactKernels() && isDeviceFloat(a.dtype) && pc.contiguous == 3;
-  const ElementwiseForm form = elementwiseForm(ctx, a.dtype, vec4);
+  const ElementwiseForm form =
+      elementwiseForm(ctx, a.dtype, vec4, std::max(a.buffer->size(), b ? b->buffer->size() : 0));
   std::string variant = std::string("binary_") + name(op) + form.infix + shaderDType(a.dtype);
   uint64_t n = static_cast<uint64_t>(out.numel());
   GRAFT_CHECK_OK(ctx.dispatch1D(variant,
@@ -176,7 +184,7 @@ Expected<DeviceTensor> unaryImpl(Context &ctx, const char *op, const DeviceTenso
   // benchmarks compare with) except sigmoid and silu, whose division is
   // GLSL's there (unary.glsl, ACT_DIV).
   bool vec4 = !ctx.exactKernels();
-  const ElementwiseForm form = elementwiseForm(ctx, a.dtype, vec4);
+  const ElementwiseForm form = elementwiseForm(ctx, a.dtype, vec4, a.buffer->size());
   std::string variant = std::string("unary_") + op + form.infix + shaderDType(a.dtype);
   uint64_t n = static_cast<uint64_t>(a.numel());
   GRAFT_CHECK_OK(ctx.dispatch1D(variant, {out.buffer.get(), a.buffer.get()}, &pc, sizeof(pc),

@@ -8,23 +8,45 @@
 // scalar): each invocation computes 4 consecutive elements with vec4 loads
 // and stores (32 as 64-bit words in the VEC4_WIDE ones), the last invocation
 // the scalar tail; the per-element formula is the same `precise` one, so
-// they are bit-exact too.
+// they are bit-exact too. The VEC4_TEXEL variants are the WIDE ones reading
+// both operands as rgba32ui storage texels (unary.glsl says why).
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 
+#if VEC4_TEXEL && WIDE
+#define TEXEL 1
+#else
+#define TEXEL 0
+#endif
+
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
+#if TEXEL
+layout(set = 0, binding = 1, rgba32ui) readonly uniform uimageBuffer t_aTexels;
+layout(set = 0, binding = 2, rgba32ui) readonly uniform uimageBuffer t_bTexels;
+// Element i of an operand: the runtime's view covers whole texels (buffers
+// are allocated in 16-byte units), so the last partial texel is readable.
+#define LOAD_A(i) uintBitsToFloat(imageLoad(t_aTexels, int((i) / 4u))[(i) % 4u])
+#define LOAD_B(i) uintBitsToFloat(imageLoad(t_bTexels, int((i) / 4u))[(i) % 4u])
+#else
 layout(set = 0, binding = 1) readonly buffer A { DTYPE t_a[]; };
 layout(set = 0, binding = 2) readonly buffer B { DTYPE t_b[]; };
+#define LOAD_A(i) float(t_a[i])
+#define LOAD_B(i) float(t_b[i])
+#endif
 #if VEC4
 // The same buffers as 16-byte (8-byte for f16) vectors.
 layout(set = 0, binding = 0) buffer Out4 { VEC4_T t_out4[]; };
+#if !TEXEL
 layout(set = 0, binding = 1) readonly buffer A4 { VEC4_T t_a4[]; };
 layout(set = 0, binding = 2) readonly buffer B4 { VEC4_T t_b4[]; };
 #endif
+#endif
 #if WIDE
 layout(set = 0, binding = 0) buffer Out64 { u64vec4 t_out64[]; };
+#if !TEXEL
 layout(set = 0, binding = 1) readonly buffer A64 { u64vec4 t_a64[]; };
 layout(set = 0, binding = 2) readonly buffer B64 { u64vec4 t_b64[]; };
+#endif
 #endif
 
 layout(push_constant) uniform PushConstants {
@@ -97,7 +119,19 @@ void main() {
   if (first >= uint(pc.numel))
     return;
   if (first + PER <= uint(pc.numel)) {
-#if WIDE
+#if TEXEL
+    [[unroll]] for (uint j = 0u; j < PER / 8u; ++j) {
+      uint k = PER / 8u * id + j;
+      int texel = int(2u * k);
+      vec4 b0 = vec4(pc.scalar), b1 = b0;
+      if (pc.bIsScalar == 0) {
+        b0 = uintBitsToFloat(imageLoad(t_bTexels, texel));
+        b1 = uintBitsToFloat(imageLoad(t_bTexels, texel + 1));
+      }
+      t_out64[k] = u64vec4(store64(apply4(uintBitsToFloat(imageLoad(t_aTexels, texel)), b0)),
+                           store64(apply4(uintBitsToFloat(imageLoad(t_aTexels, texel + 1)), b1)));
+    }
+#elif WIDE
     [[unroll]] for (uint j = 0u; j < PER / 8u; ++j) {
       uint k = PER / 8u * id + j;
       u64vec4 a = t_a64[k];
@@ -117,8 +151,8 @@ void main() {
   }
   // The tail: the last numel % PER elements.
   for (uint i = first; i < uint(pc.numel); ++i) {
-    float b = pc.bIsScalar != 0 ? pc.scalar : float(t_b[i]);
-    t_out[i] = TO_DTYPE(apply(float(t_a[i]), b));
+    float b = pc.bIsScalar != 0 ? pc.scalar : LOAD_B(i);
+    t_out[i] = TO_DTYPE(apply(LOAD_A(i), b));
   }
 }
 #else

@@ -6,21 +6,43 @@
 // erf is computed here (GLSL has none) to ~1e-7 absolute. clamp takes its
 // bounds from the push constants. VEC4 variants compute 4 consecutive
 // elements per invocation with vec4 loads and stores, the VEC4_WIDE ones 32
-// as 64-bit words (main below); the last invocation takes the scalar tail.
+// as 64-bit words (main below), the VEC4_TEXEL ones 32 read as rgba32ui
+// storage texels and written as 64-bit words; the last invocation takes the
+// scalar tail.
 // Every form has the same per-element formula: bit-exact to the scalar
 // variants except sigmoid and silu (ACT_DIV below).
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 
+// TEXEL: the input as a storage texel buffer (f32 only, as WIDE; the
+// launcher picks it where texelReads allows). llvmpipe loads a texel per lane
+// through its image path, a storage-buffer word through a per-lane scalar
+// loop: a 4M-value silu took 4.7-4.8 instead of 6.1-6.3 ms CPU, neg 3.3-3.5
+// instead of 4.3-4.6 (docs/benchmarks.md, 2026-11-28). Stores stay
+// storage-buffer words: imageStore to a texel buffer doubled the time.
+#if VEC4_TEXEL && WIDE
+#define TEXEL 1
+#else
+#define TEXEL 0
+#endif
+
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
+#if TEXEL
+layout(set = 0, binding = 1, rgba32ui) readonly uniform uimageBuffer t_inTexels;
+#else
 layout(set = 0, binding = 1) readonly buffer In { DTYPE t_in[]; };
+#endif
 #if VEC4
 layout(set = 0, binding = 0) buffer Out4 { VEC4_T t_out4[]; };
+#if !TEXEL
 layout(set = 0, binding = 1) readonly buffer In4 { VEC4_T t_in4[]; };
+#endif
 #endif
 #if WIDE
 layout(set = 0, binding = 0) buffer Out64 { u64vec4 t_out64[]; };
+#if !TEXEL
 layout(set = 0, binding = 1) readonly buffer In64 { u64vec4 t_in64[]; };
+#endif
 #endif
 
 layout(push_constant) uniform PushConstants {
@@ -134,7 +156,14 @@ void main() {
   if (first >= uint(pc.numel))
     return;
   if (first + PER <= uint(pc.numel)) {
-#if WIDE
+#if TEXEL
+    [[unroll]] for (uint j = 0u; j < PER / 8u; ++j) {
+      int texel = int(PER / 4u * id + 2u * j);
+      vec4 a = uintBitsToFloat(imageLoad(t_inTexels, texel));
+      vec4 b = uintBitsToFloat(imageLoad(t_inTexels, texel + 1));
+      t_out64[PER / 8u * id + j] = u64vec4(store64(apply4(a)), store64(apply4(b)));
+    }
+#elif WIDE
     [[unroll]] for (uint j = 0u; j < PER / 8u; ++j) {
       u64vec4 x = t_in64[PER / 8u * id + j];
       t_out64[PER / 8u * id + j] =
@@ -146,7 +175,13 @@ void main() {
     return;
   }
   for (uint i = first; i < uint(pc.numel); ++i)
+#if TEXEL
+    // The runtime's view covers whole texels (buffers are allocated in 16-byte
+    // units), so the last partial texel is readable.
+    t_out[i] = apply(uintBitsToFloat(imageLoad(t_inTexels, int(i / 4u))[i % 4u]));
+#else
     t_out[i] = TO_DTYPE(apply(float(t_in[i])));
+#endif
 }
 #else
 void main() {
