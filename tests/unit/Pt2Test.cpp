@@ -1865,6 +1865,77 @@ TEST(Pt2Serde, ConstantInputs) {
       << e;
 }
 
+// A constant forward() returns (handle_output / serialize_output_spec write
+// it as serialize_input's constant; deserialize_graph_output reads as_int and
+// as_none) has no graph output: it is kept in place for writing and listed by
+// graft print. Other constants, and a spec that disagrees, are refused.
+TEST(Pt2Serde, ConstantOutputs) {
+  // tinynet_torch2_9's outputs: 0 the buffer mutation of 'cache', 1 linear_1.
+  auto addOutput = [](nlohmann::ordered_json &j, std::size_t at, std::size_t userAt,
+                      const nlohmann::ordered_json &value) {
+    auto &gm = j["graph_module"];
+    auto &outs = gm["graph"]["outputs"];
+    outs.insert(outs.begin() + at, value);
+    auto &specs = gm["signature"]["output_specs"];
+    nlohmann::ordered_json spec = {{"user_output", {{"arg", value}}}};
+    specs.insert(specs.begin() + at, spec);
+    auto &sig = gm["module_call_graph"][0]["signature"]["outputs"];
+    sig.insert(sig.begin() + userAt, value);
+  };
+  const std::string path = tmp("const_outputs.pt2");
+  editModelJson(kTiny9, path, [&](auto &j) {
+    addOutput(j, 1, 0, {{"as_none", true}});
+    addOutput(j, 3, 2, {{"as_int", 3}});
+  });
+  Pt2Program p = readOk(path);
+  std::vector<std::string> seen;
+  for (const Pt2ConstantOutput &o : p.provenance.constantOutputs)
+    seen.push_back(str(o) + " @" + std::to_string(o.userOutputsBefore));
+  EXPECT_EQ(seen, (std::vector<std::string>{"None @0", "3 @1"}));
+  EXPECT_EQ(text(*p.graph), text(*readOk(kTiny9).graph));
+  Pt2WriteOptions wo;
+  wo.provenance = &p.provenance;
+  ASSERT_TRUE(writePt2(*p.graph, tmp("const_outputs_rt.pt2"), wo).ok());
+  auto outputsOf = [](const std::string &archive) {
+    nlohmann::ordered_json j;
+    editModelJson(archive, tmp("outputs_probe.pt2"), [&](auto &m) { j = m; });
+    const auto &gm = j["graph_module"];
+    return nlohmann::ordered_json{{"outputs", gm["graph"]["outputs"]},
+                                  {"output_specs", gm["signature"]["output_specs"]},
+                                  {"module_call_graph", gm["module_call_graph"]}};
+  };
+  EXPECT_EQ(outputsOf(tmp("const_outputs_rt.pt2")), outputsOf(path));
+  std::string out, err;
+  ASSERT_EQ(runCli("print " + path + " --no-metadata", &err, &out), 0) << err;
+  EXPECT_EQ(out.rfind("// constant user output 0 = None (forward() returns this constant; not a "
+                      "graph output)\n// constant user output 2 = 3 (",
+                      0),
+            0u)
+      << out.substr(0, 300);
+
+  std::string e = errorAfterEdit("const_out_float.pt2", [&](auto &j) {
+    addOutput(j, 2, 1, {{"as_float", 0.5}});
+  });
+  EXPECT_NE(e.find("graph.outputs[2]: graph output 2: output of kind 'as_float' is not supported"),
+            std::string::npos)
+      << e;
+  e = errorAfterEdit("const_out_mismatch.pt2", [&](auto &j) {
+    addOutput(j, 2, 1, {{"as_int", 3}});
+    j["graph_module"]["signature"]["output_specs"][2]["user_output"]["arg"] = {{"as_int", 4}};
+  });
+  EXPECT_NE(e.find("graph output 2: the graph output is 3 but its user_output spec says 4"),
+            std::string::npos)
+      << e;
+  e = errorAfterEdit("const_out_mutation.pt2", [&](auto &j) {
+    addOutput(j, 2, 1, {{"as_int", 3}});
+    j["graph_module"]["signature"]["output_specs"][2] = {
+        {"buffer_mutation", {{"arg", {{"name", "x"}}}, {"buffer_name", "cache"}}}};
+  });
+  EXPECT_NE(e.find("graph output 2: a constant output must be a user_output, not buffer_mutation"),
+            std::string::npos)
+      << e;
+}
+
 // A PayloadConfig's TensorMeta (torch/export/pt2_archive/_package.py,
 // serialize_tensor_meta) is checked like a graph value's: a payload is
 // mapped as strided bytes, so another layout is refused.

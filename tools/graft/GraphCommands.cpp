@@ -68,13 +68,17 @@ Command makePrintCommand() {
     if (!text)
       return reportFailure(text.diags());
     // The IR has no input for a forward() argument torch.export specialized
-    // (docs/pt2.md, "Signature"): say which ones the program was exported
-    // with, as comments the text IR parser skips.
-    if (loaded->pt2 && !loaded->pt2->specializedInputs.empty()) {
+    // and no output for a constant forward() returns (docs/pt2.md,
+    // "Signature"): list them as comments the text IR parser skips.
+    if (loaded->pt2) {
       std::string head;
       for (const Pt2SpecializedInput &in : loaded->pt2->specializedInputs)
         head += "// specialized input " + str(in) +
                 " (constant_input: the graph computes with this value; not a run-time input)\n";
+      const auto &outs = loaded->pt2->constantOutputs;
+      for (std::size_t k = 0; k < outs.size(); ++k)
+        head += "// constant user output " + std::to_string(outs[k].userOutputsBefore + k) + " = " +
+                str(outs[k]) + " (forward() returns this constant; not a graph output)\n";
       text->insert(0, head);
     }
     if (auto out = args.get("o")) {

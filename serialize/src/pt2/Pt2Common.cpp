@@ -66,6 +66,10 @@ std::string str(const Pt2SpecializedInput &in) {
   return in.name + " = " + pt2::constantText(in.value);
 }
 
+std::string str(const Pt2ConstantOutput &out) {
+  return pt2::constantText(out.value);
+}
+
 namespace pt2 {
 
 std::string constantText(const Argument &value) {

@@ -257,6 +257,7 @@ public:
     return unwrappedFqns_;
   }
   std::vector<Pt2SpecializedInput> takeSpecializedInputs() { return std::move(specialized_); }
+  std::vector<Pt2ConstantOutput> takeConstantOutputs() { return std::move(constantOutputs_); }
 
   Expected<std::unique_ptr<Graph>> run(int &schemaMajor, int &schemaMinor,
                                        std::string &torchVersion) {
@@ -1388,7 +1389,24 @@ private:
       return lookup(sm.second, n, vk, where);
     }
     return arg.error(where.str() + ": output of kind '" + std::string(u.first) +
-                     "' is not supported (graft outputs are values)");
+                     "' is not supported (graft outputs are values; a constant output is read "
+                     "as torch's deserialize_graph_output reads it: as_int or as_none)");
+  }
+
+  /// A constant graph output (Pt2ConstantOutput): the graph gets no output;
+  /// its user_output spec must name the same constant.
+  Status readConstantOutput(const JsonRef &out, std::string_view specKind, const JsonRef &arg,
+                            const Where &where, std::size_t userOutputsBefore) {
+    GRAFT_TRY(Argument value, argument(out, where, nullptr));
+    if (specKind != "user_output")
+      return out.error(where.str() + ": a constant output must be a user_output, not " +
+                       std::string(specKind));
+    GRAFT_TRY(Argument inSpec, argument(arg, where, nullptr));
+    if (!(inSpec == value))
+      return arg.error(where.str() + ": the graph output is " + pt2::constantText(value) +
+                       " but its user_output spec says " + pt2::constantText(inSpec));
+    constantOutputs_.push_back({std::move(value), userOutputsBefore});
+    return okStatus();
   }
 
   Status readOutputs(const JsonRef &graphJ, const JsonRef &sig) {
@@ -1403,16 +1421,23 @@ private:
     if (single) {
       GRAFT_TRY(extras_.isSingleTensorReturn, single->boolean());
     }
+    std::size_t userOutputs = 0; // user outputs added so far
     for (std::size_t i = 0; i < specList.size(); ++i) {
       const Where where(i);
-      GRAFT_TRY(Value * v, outputValue(outList[i], where));
       GRAFT_TRY(auto spec, specList[i].unionMember());
       const JsonRef &s = spec.second;
       GRAFT_TRY(JsonRef arg, s.field("arg"));
+      GRAFT_TRY(auto outKind, outList[i].unionMember());
+      if (outKind.first == "as_int" || outKind.first == "as_none") {
+        GRAFT_CHECK_OK(readConstantOutput(outList[i], spec.first, arg, where, userOutputs));
+        continue;
+      }
+      GRAFT_TRY(Value * v, outputValue(outList[i], where));
       Value *specValue = nullptr;
       if (spec.first == "user_output") {
         GRAFT_TRY(specValue, outputValue(arg, where));
         graph_->addOutput(v, OutputKind::UserOutput);
+        ++userOutputs;
       } else if (spec.first == "buffer_mutation" || spec.first == "user_input_mutation") {
         GRAFT_TRY(std::string n, argName(arg));
         GRAFT_TRY(specValue, lookup(arg, n, ValueKind::Tensor, where));
@@ -1480,6 +1505,7 @@ private:
   /// and their names -> index.
   std::vector<Pt2SpecializedInput> specialized_;
   std::map<std::string, std::size_t, std::less<>> specializedNames_;
+  std::vector<Pt2ConstantOutput> constantOutputs_;
   /// Per target: how many nodes without outputs were read (Pt2Extras::nodes keys).
   std::map<std::string, int> zeroOutputs_;
   /// Output name of a dropped access node -> the inner constant it read.
@@ -2242,6 +2268,7 @@ Expected<Pt2Program> readPt2(const std::string &path, const Pt2ReadOptions &opti
   }
   GRAFT_CHECK_OK(loader.checkAllLoaded(where));
   prov.specializedInputs = importer.takeSpecializedInputs();
+  prov.constantOutputs = importer.takeConstantOutputs();
   prov.extras = std::move(extras);
   return program;
 }

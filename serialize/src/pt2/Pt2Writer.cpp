@@ -594,31 +594,47 @@ private:
 
   //===-- Signature -------------------------------------------------------===//
 
-  /// Visits the graph's inputs in file order: `ir(input)` for each IR
-  /// input and `spec(entry, constantValue)` for each specialized forward()
-  /// argument of the provenance (Pt2SpecializedInput), put back before the
-  /// user input it preceded (after the last one when the graph now has
-  /// fewer). The constant is spelled by serialize_input, as
-  /// handle_placeholder and serialize_argument_spec write it
+  /// Visits `items` (the graph's inputs or outputs) in file order: `onItem`
+  /// for each, and `onConstant(entry, constantValue)` for each constant of
+  /// the provenance (a specialized forward() argument, a constant output),
+  /// put back before the user item it preceded (after the last one when the
+  /// graph now has fewer). The constant is spelled by serialize_input, as
+  /// handle_placeholder, handle_output and serialize_argument_spec write it
   /// (torch/_export/serde/serialize.py).
-  template <class IR, class Spec> Status forEachFileInput(IR &&ir, Spec &&spec) {
-    static const std::vector<Pt2SpecializedInput> none;
-    const auto &specialized = opts_.provenance ? opts_.provenance->specializedInputs : none;
-    std::size_t next = 0, userInputs = 0;
+  template <class Items, class Constant, class IsUser, class OnItem, class OnConstant>
+  Status inFileOrder(const Items &items, const std::vector<Constant> &constants,
+                     std::size_t Constant::*before, IsUser &&isUser, OnItem &&onItem,
+                     OnConstant &&onConstant) {
+    std::size_t next = 0, users = 0;
     auto flush = [&](std::size_t upTo) -> Status {
-      for (; next < specialized.size() && specialized[next].userInputsBefore <= upTo; ++next) {
-        const Pt2SpecializedInput &c = specialized[next];
-        GRAFT_TRY(OJson v, argument(c.value, nullptr, false, "constant input '" + c.name + "'"));
-        spec(c, std::move(v));
+      for (; next < constants.size() && constants[next].*before <= upTo; ++next) {
+        GRAFT_TRY(OJson v, argument(constants[next].value, nullptr, false, "a constant"));
+        onConstant(constants[next], std::move(v));
       }
       return okStatus();
     };
-    for (const GraphInput &i : graph_.inputs()) {
-      if (i.kind == InputKind::UserInput)
-        GRAFT_CHECK_OK(flush(userInputs++));
-      ir(i);
+    for (const auto &item : items) {
+      if (isUser(item))
+        GRAFT_CHECK_OK(flush(users++));
+      onItem(item);
     }
     return flush(~std::size_t(0));
+  }
+
+  template <class IR, class Spec> Status forEachFileInput(IR &&ir, Spec &&spec) {
+    static const std::vector<Pt2SpecializedInput> none;
+    return inFileOrder(
+        graph_.inputs(), opts_.provenance ? opts_.provenance->specializedInputs : none,
+        &Pt2SpecializedInput::userInputsBefore,
+        [](const GraphInput &i) { return i.kind == InputKind::UserInput; }, ir, spec);
+  }
+
+  template <class IR, class Spec> Status forEachFileOutput(IR &&ir, Spec &&spec) {
+    static const std::vector<Pt2ConstantOutput> none;
+    return inFileOrder(
+        graph_.outputs(), opts_.provenance ? opts_.provenance->constantOutputs : none,
+        &Pt2ConstantOutput::userOutputsBefore,
+        [](const GraphOutput &o) { return o.kind == OutputKind::UserOutput; }, ir, spec);
   }
 
   Expected<OJson> graphInputs() {
@@ -631,8 +647,9 @@ private:
 
   Expected<OJson> graphOutputs() {
     OJson out = OJson::array();
-    for (const GraphOutput &o : graph_.outputs())
-      out.push_back(valueArg(o.value));
+    GRAFT_CHECK_OK(forEachFileOutput(
+        [&](const GraphOutput &o) { out.push_back(valueArg(o.value)); },
+        [&](const Pt2ConstantOutput &, OJson v) { out.push_back(std::move(v)); }));
     return out;
   }
 
@@ -660,7 +677,7 @@ private:
       inSpecs.push_back({{"constant_input", {{"name", c.name}, {"value", std::move(v)}}}});
     }));
     OJson outSpecs = OJson::array();
-    for (const GraphOutput &o : graph_.outputs()) {
+    auto irOutSpec = [&](const GraphOutput &o) {
       OJson arg = {{"name", o.value->name()}};
       switch (o.kind) {
       case OutputKind::UserOutput:
@@ -674,7 +691,10 @@ private:
             {{"user_input_mutation", {{"arg", arg}, {"user_input_name", o.target}}}});
         break;
       }
-    }
+    };
+    GRAFT_CHECK_OK(forEachFileOutput(irOutSpec, [&](const Pt2ConstantOutput &, OJson v) {
+      outSpecs.push_back({{"user_output", {{"arg", std::move(v)}}}});
+    }));
     return OJson{{"input_specs", std::move(inSpecs)}, {"output_specs", std::move(outSpecs)}};
   }
 
@@ -707,11 +727,17 @@ private:
           leaves.push_back(leafSpec());
         }));
     std::size_t nOut = 0;
-    for (const GraphOutput &o : graph_.outputs())
-      if (o.kind == OutputKind::UserOutput) {
-        userOut.push_back(valueArg(o.value));
-        ++nOut;
-      }
+    GRAFT_CHECK_OK(forEachFileOutput(
+        [&](const GraphOutput &o) {
+          if (o.kind != OutputKind::UserOutput)
+            return;
+          userOut.push_back(valueArg(o.value));
+          ++nOut;
+        },
+        [&](const Pt2ConstantOutput &, OJson v) {
+          userOut.push_back(std::move(v));
+          ++nOut;
+        }));
     // Keep the original call graph when its top-level signature still fits.
     if (extras_ && extras_->moduleCallGraph.is_array() && !extras_->moduleCallGraph.empty()) {
       OJson mcg = extras_->moduleCallGraph;

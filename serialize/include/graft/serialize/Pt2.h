@@ -91,6 +91,20 @@ struct Pt2SpecializedInput {
 /// "input_pos = None": the name and the value as Python prints it.
 std::string str(const Pt2SpecializedInput &in);
 
+/// A constant forward() returns: a Python int (or None) among the outputs
+/// is a ConstantArgument user output, written as the constant itself in
+/// graph.outputs and in its user_output spec (serialize.py handle_output and
+/// serialize_output_spec via serialize_input; deserialize_graph_output reads
+/// as_int and as_none). graft's graph outputs are values, so the graph has
+/// no output for it; writePt2 puts it back at its place.
+struct Pt2ConstantOutput {
+  Argument value; ///< Int or None
+  /// How many of the graph's user outputs precede it in the file.
+  std::size_t userOutputsBefore = 0;
+};
+/// The value as Python prints it ("3", "None").
+std::string str(const Pt2ConstantOutput &out);
+
 /// What the IR does not model but writing the program back needs: module
 /// call graph, opset versions, per-node argument names of opaque ops, sympy
 /// spellings of symbols and hints, sample inputs. Opaque (the JSON lives in a
@@ -112,6 +126,8 @@ struct Pt2Provenance {
   std::map<std::string, uint64_t> weightFileOffsets;
   /// Specialized forward() arguments, in file order.
   std::vector<Pt2SpecializedInput> specializedInputs;
+  /// Constant user outputs, in file order.
+  std::vector<Pt2ConstantOutput> constantOutputs;
   std::shared_ptr<const Pt2Extras> extras;
 };
 
