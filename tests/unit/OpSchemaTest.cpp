@@ -466,6 +466,7 @@ TEST(BuiltinOps, RequiredOpsAndProperties) {
                             "et_vk.embedding_q4gsw.default",
                             "et_vk.linear_q4gsw.default",
                             "et_vk.linear_dq8ca_q4gsw.default",
+                            "et_vk.linear_dq8ca_q8csw.default",
                             "et_vk.linear_qcs4w.default",
                             "et_vk.linear_q8ta_q8csw.default",
                             "et_vk.q8ta_linear.default",

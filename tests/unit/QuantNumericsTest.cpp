@@ -831,6 +831,88 @@ TEST(QuantNumerics, LinearDq8caQ4gswQuantizesWithItsQParamsAndConsumesWeightSums
   EXPECT_EQ(wrong[1], 1.375);
 }
 
+TEST(QuantNumerics, LinearDq8caQ8cswIsTheOneGroupDq8caKernel) {
+  // et_vk.linear_dq8ca_q8csw (executorch 05a4f505 linear_dq8ca_q8csw_tiled.glsl):
+  // x quantized per token with input_scales / input_zp, the exact integer dot
+  // product with the int8 weight minus zp * weight_sums[n], times
+  // (s_m * ws[n]) in f32, + bias. Odd N = 3 with sums and bias padded to 4.
+  // weights: row 0 = [-100, 50, 2, -5] (sum -53), row 1 = [127, -128, 0, 1]
+  // (sum 0), row 2 = [1, 1, 1, 1] (sum 4); ws = [0.25, 0.5, 2.0];
+  // bias = [1, -1, 0.5, pad].
+  auto run = [](const std::vector<int64_t> &sums) {
+    TestGraph t;
+    Value *x = t.input("x", f32({2, 4}, {1.1, 2.0, 3.0, 4.0, 100.0, -100.0, 0.25, 0.75}));
+    Value *is = t.constant("is", f32({2, 1}, {0.5, 0.5}));
+    Value *iz = t.constant("iz", Tensor::fromInts(DType::I8, {2, 1}, {1, 1}));
+    Value *w = t.constant(
+        "w", Tensor::fromInts(DType::I8, {3, 4}, {-100, 50, 2, -5, 127, -128, 0, 1, 1, 1, 1, 1}));
+    Value *ws = t.constant("sums", Tensor::fromInts(DType::I32, {4}, sums));
+    Value *s = t.constant("s", f32({3}, {0.25, 0.5, 2.0}));
+    Value *b = t.constant("b", f32({4}, {1.0, -1.0, 0.5, 0.0}));
+    Value *y =
+        t.op("et_vk.linear_dq8ca_q8csw.default", {x, is, iz, w, ws, s, b}, {}, DType::F32, {2, 3});
+    return values(t.run1(y));
+  };
+  // Token 0: x * (1/0.5) + 1 = [2.2 -> 2 + 1 = 3, 5, 7, 9] (1.1 is quantized).
+  //   n0: -300 + 250 + 14 - 45 = -81, + 53 = -28, * 0.125 = -3.5, + 1 = -2.5
+  //   n1: 381 - 640 + 9 = -250, * 0.25 = -62.5, - 1 = -63.5
+  //   n2: 24 - 4 = 20, * 1.0 = 20, + 0.5 = 20.5
+  // Token 1: [201 -> 127 (saturates), -199 -> -128 (saturates), 0.5 (a tie, to
+  //           even 0) + 1 = 1, 1.5 (a tie, to even 2) + 1 = 3]
+  //   n0: -12700 - 6400 + 2 - 15 = -19113, + 53 = -19060, * 0.125 = -2382.5, + 1
+  //   n1: 16129 + 16384 + 3 = 32516, * 0.25 = 8129, - 1 = 8128
+  //   n2: 127 - 128 + 1 + 3 = 3, - 4 = -1, + 0.5 = -0.5
+  EXPECT_EQ(run({-53, 0, 4, 0}), (std::vector<double>{-2.5, -63.5, 20.5, -2381.5, 8128, -0.5}));
+  // The zero-point correction uses the given sums: zero sums give token 0's
+  // n0 = -81 * 0.125 + 1 = -9.125 and n2 = 24 + 0.5.
+  std::vector<double> wrong = run({0, 0, 0, 0});
+  EXPECT_EQ(wrong[0], -9.125);
+  EXPECT_EQ(wrong[2], 24.5);
+}
+
+TEST(QuantNumerics, LinearDq8caQ8cswScalesOnceInF32) {
+  // float(idot) * (s_m * ws[n]): the scale product is rounded to f32 first, then
+  // the term (the kernel's fma with a zero accumulator rounds once). x = 1 with
+  // s = 0.1f, zp = 0 quantizes to 10; weight 77: idot = 770.
+  TestGraph t;
+  Value *x = t.input("x", f32({1, 4}, {1.0, 0.0, 0.0, 0.0}));
+  Value *is = t.constant("is", f32({1}, {0.1}));
+  Value *iz = t.constant("iz", Tensor::fromInts(DType::I8, {1}, {0}));
+  Value *w = t.constant("w", Tensor::fromInts(DType::I8, {1, 4}, {77, 0, 0, 0}));
+  Value *ws = t.constant("sums", Tensor::fromInts(DType::I32, {4}, {77, 0, 0, 0}));
+  Value *s = t.constant("s", f32({1}, {0.3}));
+  Value *y =
+      t.op("et_vk.linear_dq8ca_q8csw.default", {x, is, iz, w, ws, s}, {}, DType::F32, {1, 1});
+  const float scale = 0.1f * 0.3f;
+  EXPECT_EQ(values(t.run1(y)), (std::vector<double>{double(770.0f * scale)}));
+}
+
+TEST(QuantNumerics, LinearDq8caQ8cswRefusesMalformedOperands) {
+  auto run = [](Tensor w, Tensor sums) {
+    TestGraph t;
+    Value *x = t.input("x", f32({1, 4}, {1.0, 2.0, 3.0, 4.0}));
+    Value *is = t.constant("is", f32({1}, {0.1}));
+    Value *iz = t.constant("iz", Tensor::fromInts(DType::I8, {1}, {0}));
+    Value *wv = t.constant("w", w);
+    Value *ws = t.constant("sums", sums);
+    Value *s = t.constant("s", f32({4}, {1, 1, 1, 1}));
+    Value *y =
+        t.op("et_vk.linear_dq8ca_q8csw.default", {x, is, iz, wv, ws, s}, {}, DType::F32, {1, 4});
+    auto r = t.run({y});
+    return r.ok() ? std::string() : render(r.diags());
+  };
+  Tensor w = Tensor::fromInts(DType::I8, {4, 4}, std::vector<int64_t>(16, 1));
+  EXPECT_EQ(run(w, Tensor::fromInts(DType::I32, {4}, {4, 4, 4, 4})), "");
+  EXPECT_NE(run(w, Tensor::fromInts(DType::I32, {2}, {4, 4})).find("weight_sums"),
+            std::string::npos);
+  EXPECT_NE(run(w, Tensor::fromInts(DType::I32, {1, 4}, {4, 4, 4, 4})).find("1-D"),
+            std::string::npos);
+  EXPECT_NE(run(Tensor::fromInts(DType::I8, {4, 8}, std::vector<int64_t>(32, 1)),
+                Tensor::fromInts(DType::I32, {4}, {4, 4, 4, 4}))
+                .find("weights must be int8 [N, 4]"),
+            std::string::npos);
+}
+
 TEST(QuantNumerics, LinearDq8caQ4gswQuantizesAnF16InputInF16) {
   // torchao's f16 8da4w chain quantizes with an f16 scale in f16: 1.0 / s and
   // x * (1 / s) are each computed in f32 and rounded to f16

@@ -782,6 +782,23 @@ TEST_F(Infer, EtVkOps) {
                  {x8, 0.05, int64_t(3), in("w9", DType::I8, {10, 32}), in("ws2", DType::I32, {12}),
                   in("wsc2", DType::F32, {12})}),
              "holds K = 32");
+  // linear_dq8ca_q8csw: float input [..., K], int8 weight [N, K] -> [..., N]; an
+  // int8 input is refused (it quantizes the float activation itself).
+  EXPECT_PROTO(one("et_vk.linear_dq8ca_q8csw.default",
+                   {in("dx", DType::F32, {2, S("s0"), 64}), in("dis", DType::F32, {2, S("s0")}),
+                    in("diz", DType::I8, {2, S("s0")}), in("dw", DType::I8, {10, 64}),
+                    in("dsums", DType::I32, {12}), in("dsc", DType::F32, {10})}),
+               "f32[2, s0, 10]");
+  EXPECT_ERR(err("et_vk.linear_dq8ca_q8csw.default",
+                 {in("dxq", DType::I8, {4, 64}), in("dis2", DType::F32, {4}),
+                  in("diz2", DType::I8, {4}), in("dw2", DType::I8, {10, 64}),
+                  in("dsums2", DType::I32, {12}), in("dsc2", DType::F32, {10})}),
+             "input");
+  EXPECT_ERR(err("et_vk.linear_dq8ca_q8csw.default",
+                 {x8, in("dis3", DType::F32, {4}), in("diz3", DType::I8, {4}),
+                  in("dw3", DType::I8, {10, 32}), in("dsums3", DType::I32, {12}),
+                  in("dsc3", DType::F32, {10})}),
+             "holds K = 32");
   // q8ta_linear(_gemv): int8 in, int8 out [..., N]; activation none/relu.
   for (const char *op : {"et_vk.q8ta_linear.default", "et_vk.q8ta_linear_gemv.default"}) {
     std::string o(op);

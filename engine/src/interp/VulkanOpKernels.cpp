@@ -23,6 +23,14 @@
 //    group, + bias, cast to the input's dtype. The Vulkan kernel
 //    (linear_q4gsw.glsl, MODE dq8ca) does the same operations in the same
 //    order, so the two agree bit for bit; docs/numerics.md.
+//  * linear_dq8ca_q8csw (executorch 05a4f505) is the same computation with an
+//    int8 weight [N, K] and one group of K: per-channel weight_sums [N padded
+//    to 4] and weight_scales [N]. ET-VK runs it through the dq8ca pipeline
+//    with group_size = K (QuantizedLinear.cpp linear_dq8ca_q8csw;
+//    linear_dq8ca_q8csw_tiled.glsl: fma(float(idot), s_m * ws[n], 0), which
+//    is the single rounding of the product). custom_ops_lib.py's reference
+//    again ignores the activation qparams (weights.to(x.dtype) * scales,
+//    F.linear), so graft follows the kernel here too.
 //  * embedding_q4gsw: is_linear_weight selects LOW-first (true) or
 //    HIGH-first (false) nibble order; value = nibble - 8; scales [V, groups];
 //    dequantized as int8.float() * scales.float() in f32, then rounded to
@@ -121,22 +129,18 @@ Results linearQ4gsw(const KernelArgs &a, const char *xName) {
   return one(out);
 }
 
-/// et_vk.linear_dq8ca_q4gsw as the device computes it (see the header).
-Results linearDq8caQ4gsw(const KernelArgs &a) {
-  const Tensor &x = a.tensor("input");
+/// The dq8ca linears as the device computes them (see the header): the input
+/// quantized per token with input_scales / input_zp, the integer dot product of
+/// each group of `groupSize` features with the int8 weight `wq` [N, K],
+/// corrected by weight_sums, times s_m * scale in f32, summed over the groups,
+/// + bias. `sums` and `scales` are [groups, >= N] (N may be padded); a
+/// per-channel weight is the one-group case (groupSize == K), as ET-VK's
+/// linear_dq8ca_q8csw synthesizes group_size = K (QuantizedLinear.cpp).
+Results dq8caLinear(const KernelArgs &a, const Tensor &x, const Tensor &wq, const Tensor &sums,
+                    const Tensor &scales, int64_t groupSize) {
   const Tensor &inScales = a.tensor("input_scales");
   const Tensor &inZeros = a.tensor("input_zp");
-  const Tensor &w = a.tensor("weights");
-  const Tensor &sums = a.tensor("weight_sums");
-  const Tensor &scales = a.tensor("weight_scales");
-  GRAFT_CHECK_OK(requireTensors(
-      a, {"input", "input_scales", "input_zp", "weights", "weight_sums", "weight_scales"}));
-  if (x.rank() == 0 || !isFloatingPoint(x.dtype()))
-    return a.error("input must be a floating-point tensor of at least 1 dim");
-  int64_t groupSize = a.integer("group_size");
-  if (groupSize <= 0)
-    return a.error("group_size must be positive");
-  int64_t K = x.size(-1), N = w.size(0), M = K ? x.numel() / K : 0;
+  int64_t K = x.size(-1), N = wq.size(0), M = K ? x.numel() / K : 0;
   if (scales.rank() != 2 || scales.size(1) < N)
     return a.error("weight_scales must be 2-D [groups, >= N], got " + scales.proto().str());
   if (K % groupSize != 0 || scales.size(0) != K / groupSize)
@@ -150,7 +154,6 @@ Results linearDq8caQ4gsw(const KernelArgs &a) {
     return a.error("input_scales and an integer input_zp need one entry per token (" +
                    std::to_string(M) + "), got " + inScales.proto().str() + " and " +
                    inZeros.proto().str());
-  GRAFT_TRY(Tensor wq, unpackLowFirst(a, w, K));
   // The scale each token is quantized with: the given one, so that an f16
   // activation with an f16 scale is quantized in f16 as torchao's chain does
   // (1 / s and x * (1 / s) rounded to f16); an f64 scale (the
@@ -202,6 +205,48 @@ Results linearDq8caQ4gsw(const KernelArgs &a) {
   outSizes.back() = N;
   GRAFT_TRY(Tensor shaped, reshape(out, outSizes));
   return one(shaped.to(x.dtype()));
+}
+
+/// The float activation every dq8ca linear takes.
+Expected<Tensor> dq8caInput(const KernelArgs &a) {
+  const Tensor &x = a.tensor("input");
+  if (x.rank() == 0 || !isFloatingPoint(x.dtype()))
+    return a.error("input must be a floating-point tensor of at least 1 dim");
+  return x;
+}
+
+/// et_vk.linear_dq8ca_q4gsw: 4-bit packed weight, per-group sums and scales.
+Results linearDq8caQ4gsw(const KernelArgs &a) {
+  GRAFT_CHECK_OK(requireTensors(
+      a, {"input", "input_scales", "input_zp", "weights", "weight_sums", "weight_scales"}));
+  GRAFT_TRY(Tensor x, dq8caInput(a));
+  int64_t groupSize = a.integer("group_size");
+  if (groupSize <= 0)
+    return a.error("group_size must be positive");
+  GRAFT_TRY(Tensor wq, unpackLowFirst(a, a.tensor("weights"), x.size(-1)));
+  return dq8caLinear(a, x, wq, a.tensor("weight_sums"), a.tensor("weight_scales"), groupSize);
+}
+
+/// et_vk.linear_dq8ca_q8csw: int8 weight [N, K], per-channel sums [>= N] and
+/// scales [>= N] (upstream pads the sums to a multiple of 4), one group of K.
+Results linearDq8caQ8csw(const KernelArgs &a) {
+  GRAFT_CHECK_OK(requireTensors(
+      a, {"input", "input_scales", "input_zp", "weights", "weight_sums", "weight_scales"}));
+  GRAFT_TRY(Tensor x, dq8caInput(a));
+  const Tensor &w = a.tensor("weights");
+  const Tensor &sums = a.tensor("weight_sums");
+  const Tensor &scales = a.tensor("weight_scales");
+  const int64_t K = x.size(-1);
+  if (w.rank() != 2 || w.dtype() != DType::I8 || w.size(1) != K)
+    return a.error("weights must be int8 [N, " + std::to_string(K) + "], got " + w.proto().str());
+  if (sums.rank() != 1 || scales.rank() != 1)
+    return a.error("weight_sums and weight_scales must be 1-D per output channel, got " +
+                   sums.proto().str() + " and " + scales.proto().str());
+  if (K == 0)
+    return a.error("input has no features");
+  GRAFT_TRY(Tensor sums2, reshape(sums, {1, sums.size(0)}));
+  GRAFT_TRY(Tensor scales2, reshape(scales, {1, scales.size(0)}));
+  return dq8caLinear(a, x, w, sums2, scales2, K);
 }
 
 Results linearQcs4w(const KernelArgs &a) {
@@ -338,6 +383,13 @@ Results embeddingQ4gsw(const KernelArgs &a) {
       out.setDouble(i * D + j, tc.getDouble(row * D + j));
   }
   return one(out);
+}
+
+// et_vk.swiglu(gate, up) (executorch backends/vulkan/patterns/swiglu.py).
+Results swigluKernel(const KernelArgs &a) {
+  GRAFT_CHECK_OK(requireTensors(a, {"gate", "up"}));
+  GRAFT_TRY(Tensor out, swiglu(a.tensor("gate"), a.tensor("up")));
+  return one(std::move(out));
 }
 
 Results rmsNorm(const KernelArgs &a) {
@@ -479,12 +531,14 @@ Results applyRotaryEmbHf(const KernelArgs &a) {
 void registerVulkanOpKernels(KernelRegistry &r) {
   r.add("et_vk.linear_q4gsw.default", [](const KernelArgs &a) { return linearQ4gsw(a, "self"); });
   r.add("et_vk.linear_dq8ca_q4gsw.default", linearDq8caQ4gsw);
+  r.add("et_vk.linear_dq8ca_q8csw.default", linearDq8caQ8csw);
   r.add("et_vk.linear_qcs4w.default", linearQcs4w);
   r.add("et_vk.linear_q8ta_q8csw.default", linearQ8taQ8csw);
   r.add("et_vk.q8ta_linear.default", q8taLinear);
   r.add("et_vk.q8ta_linear_gemv.default", q8taLinear);
   r.add("et_vk.embedding_q4gsw.default", embeddingQ4gsw);
   r.add("et_vk.rms_norm.default", rmsNorm);
+  r.add("et_vk.swiglu.default", swigluKernel);
   r.add("et_vk.apply_rotary_emb.default", applyRotaryEmb);
   r.add("et_vk.apply_rotary_emb_hf.default", applyRotaryEmbHf);
   // _local_scalar_dense(select_copy.int(x, dim, index)), fused.

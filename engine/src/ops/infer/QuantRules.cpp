@@ -290,7 +290,8 @@ Results embeddingPacked(const InferContext &ctx, const char *op, int64_t perByte
 
 //===-- et_vk ------------------------------------------------------------===//
 
-// Shared by linear_q4gsw / linear_dq8ca_q4gsw / linear_qcs4w / linear_q8ta_q8csw:
+// Shared by linear_q4gsw / linear_dq8ca_q4gsw / linear_dq8ca_q8csw / linear_qcs4w /
+// linear_q8ta_q8csw:
 // input [..., K], weight [N, K'] -> [..., N] in the input dtype. `packed`
 // weights hold two 4-bit values per byte along K (K may be zero-padded, so
 // 2*K' >= K); unpacked int8 weights have K' == K.
@@ -392,6 +393,12 @@ void registerQuantRules(InferenceRules &rules) {
             [](const InferContext &c) { return vkLinear(c, "self", "weights", true); });
   rules.add("vk_linear_dq8ca_q4gsw",
             [](const InferContext &c) { return vkLinear(c, "input", "weights", true); });
+  rules.add("vk_linear_dq8ca_q8csw", [](const InferContext &c) -> Results {
+    // vkLinear reads an int8 input as q8ta's quantized activation; the dq8ca
+    // linears quantize a float input themselves.
+    GRAFT_CHECK_OK(requireFloat(c, c.tensor("input"), "input"));
+    return vkLinear(c, "input", "weights", false);
+  });
   rules.add("vk_linear_qcs4w",
             [](const InferContext &c) { return vkLinear(c, "self", "weight", true); });
   rules.add("vk_linear_q8ta_q8csw",
