@@ -70,6 +70,8 @@ std::string PyObj::describe() const {
     return isParameter ? "Parameter" : "Tensor";
   case Kind::Subclass:
     return "tensor subclass " + str;
+  case Kind::FakeTensor:
+    return "fake tensor";
   case Kind::DType:
     return "dtype";
   case Kind::Device:
@@ -242,6 +244,11 @@ private:
         "torch.nn.parameter.Parameter",
         "torch.UntypedStorage",
         "torch.storage.UntypedStorage",
+        // Protocol 2 pickles bytes as _codecs.encode(str, "latin1").
+        "_codecs.encode",
+        // torch/_export/serde/serialize.py _reduce_fake_tensor (torch <= 2.8
+        // state dicts of programs exported with fake weights).
+        "torch._export.serde.serialize._reconstruct_fake_tensor",
     };
     if (kCallables.count(q) || knownSubclass(q))
       return g;
@@ -357,6 +364,36 @@ private:
       if (!a.empty())
         return unsupported("collections.OrderedDict(with arguments)");
       return PyObj::make(Kind::Dict);
+    }
+    if (f == "_codecs.encode") {
+      // Python's pickler writes bytes b as _codecs.encode(b.decode("latin1"),
+      // "latin1"): each code point of the (UTF-8) string is one byte.
+      if (a.size() != 2 || !a[0] || a[0]->kind != Kind::Str || !a[1] || a[1]->kind != Kind::Str ||
+          (a[1]->str != "latin1" && a[1]->str != "latin-1"))
+        return unsupported("_codecs.encode(other than (str, 'latin1'))");
+      PyRef b = PyObj::make(Kind::Bytes);
+      const std::string &u = a[0]->str;
+      for (std::size_t i = 0; i < u.size(); ++i) {
+        auto c = static_cast<unsigned char>(u[i]);
+        if (c < 0x80) {
+          b->str.push_back(static_cast<char>(c));
+        } else if ((c == 0xC2 || c == 0xC3) && i + 1 < u.size() &&
+                   (static_cast<unsigned char>(u[i + 1]) & 0xC0) == 0x80) {
+          b->str.push_back(static_cast<char>(((c & 0x03) << 6) | (u[++i] & 0x3F)));
+        } else {
+          return fail("_codecs.encode: a character outside latin-1");
+        }
+      }
+      return b;
+    }
+    if (f == "torch._export.serde.serialize._reconstruct_fake_tensor") {
+      // (serialized_tensor_meta: bytes, is_parameter: bool)
+      if (a.size() != 2 || !a[0] || a[0]->kind != Kind::Bytes || !a[1] || a[1]->kind != Kind::Bool)
+        return fail("_reconstruct_fake_tensor expects (bytes, bool)");
+      PyRef t = PyObj::make(Kind::FakeTensor);
+      t->str = a[0]->str;
+      t->isParameter = a[1]->boolean;
+      return t;
     }
     if (f == "torch._utils._rebuild_tensor_v2")
       return rebuildTensor(a, false);

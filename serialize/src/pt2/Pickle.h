@@ -53,6 +53,9 @@ struct PyObj {
     Storage,  ///< a tensor storage (persistent id)
     Tensor,   ///< a plain tensor or Parameter
     Subclass, ///< a tensor-subclass shell: class in `str`, attributes in `dict`
+    /// A fake tensor serialize_torch_artifact pickled (no data): its
+    /// TensorMeta JSON in `str`, `isParameter`.
+    FakeTensor,
     DType,
     Device,
     Layout,

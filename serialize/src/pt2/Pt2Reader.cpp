@@ -2092,7 +2092,47 @@ private:
       loaded_.insert(fqn);
       return okStatus();
     }
+    if (obj.kind == Kind::FakeTensor) {
+      GRAFT_CHECK_OK(checkFakeTensor(what, obj.str, in));
+      loaded_.insert(fqn); // a constant without data, as a >= 2.9 fake record
+      return okStatus();
+    }
     return Diagnostic::error(what + ": expected a tensor, got " + obj.describe());
+  }
+
+  /// A fake tensor of a <= 2.8 state dict (serialize.py _reduce_fake_tensor:
+  /// the TensorMeta as JSON bytes; _reconstruct_fake_tensor makes an
+  /// empty_strided fake tensor of it): its dtype and sizes must be the
+  /// placeholder's. It has no data, like an empty >= 2.9 fake record.
+  static Status checkFakeTensor(const std::string &what, const std::string &metaJson,
+                                const GraphInput &in) {
+    auto doc = JsonDocument::parse(metaJson);
+    if (!doc)
+      return Diagnostic::error(
+          what + ": the fake tensor's TensorMeta is not JSON: " + doc.diags()[0].message);
+    JsonRef tm(doc->root(), what, "fake tensor meta");
+    GRAFT_TRY(JsonRef dtJ, tm.field("dtype"));
+    GRAFT_TRY(int64_t dtv, dtJ.integer());
+    auto dt = dtypeFromExportScalarType(dtv);
+    if (!dt)
+      return dtJ.error("unknown ScalarType " + std::to_string(dtv));
+    GRAFT_TRY(JsonRef sizesJ, tm.field("sizes"));
+    GRAFT_TRY(auto items, sizesJ.array());
+    std::vector<int64_t> sizes;
+    for (const JsonRef &x : items) {
+      GRAFT_TRY(auto u, x.unionMember());
+      if (u.first != "as_int")
+        return x.error("a weight must have concrete sizes");
+      GRAFT_TRY(int64_t v, u.second.integer());
+      sizes.push_back(v);
+    }
+    const TensorProto &p = in.value->proto();
+    auto want = concreteSizes(p.shape);
+    if (*dt != p.dtype || !want || sizes != *want)
+      return Diagnostic::error(what + ": the fake tensor is " + fmtShape(*dt, sizes) +
+                               " but the graph's placeholder '" + in.value->name() + "' is " +
+                               p.str());
+    return okStatus();
   }
 
   std::shared_ptr<ZipReader> zip_;
