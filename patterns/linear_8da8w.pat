@@ -1,0 +1,223 @@
+// 8da8w linears (int8 dynamic per-token activations, int8 per-output-channel symmetric
+// weights) -> et_vk.linear_dq8ca_q8csw (docs/rules.md, "Linear 8da8w").
+//
+// Before (torchao Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int8,
+// granularity=PerAxis(0)), as exported; IntxUnpackedToInt8Tensor: block [1, K], scales and
+// int8 zero points [N, 1], dequantized with int8's range -128..127, and the activation chain of
+// `_apply_int8_act_asym_per_token_quant_dequant`, torchao intx_unpacked_to_int8_tensor.py):
+//   %s, %zp = torchao.choose_qparams_affine(%x : f32[..., K], "ASYMMETRIC", [1, ..., K], i8,
+//                                           -128, 127, ...)
+//   %q      = torchao.quantize_affine(%x, [1, ..., K], %s, %zp, i8, -128, 127)
+//   %xdq    = torchao.dequantize_affine(%q, [1, ..., K], %s, %zp, i8, -128, 127, output_dtype=f32)
+//   %w      = torchao.dequantize_affine(%qw : i8[N, K], [1, K], %ws : f32[N, 1], %wzp?, i8,
+//                                       -128, 127, output_dtype=f32)
+//   %y      = aten.linear(%xdq, %w, %bias?)
+// After:
+//   %y = et_vk.linear_dq8ca_q8csw(%x, %s, %zp, %qw : i8[N, K], %sums : i32[N4], %scales : f32[N],
+//                                 %bias4?)
+//
+// Upstream: executorch 05a4f505 backends/vulkan/patterns/quantized_linear.py
+// (replace_quantized_linear_patterns routes a dynamic per-token activation with a per-channel
+// weight, is_weight_perchannel_quantized: scales [N] or torchao's [N, 1], to
+// make_linear_dq8ca_q8csw_op, after the dq8ca_q4gsw branch, which takes a [N, 1]-scaled weight
+// whose values fit in 4 bits: these rules have benefit 29 < 30 so linear_8da4w.pat's rules win
+// there too). make_linear_dq8ca_q8csw_op keeps the int8 weight [N, K], squeezes [N, 1] scales
+// to [N], and adds per-output-channel weight sums (weight.sum(dim=1), int32, padded to a
+// multiple of 4) as a new constant; group_sums over one group of K is that sum (the
+// pt2e_linear_q8ta_q8csw rule computes its sums the same way). The bias is padded to a
+// multiple of 4 (align_width_and_update_state_dict). Schema: custom_ops_lib.py
+// linear_dq8ca_q8csw.
+//
+// As in linear_8da4w.pat, choose_qparams stays (the kernel quantizes %x with its results) and
+// is `shared` with the q/dq nodes; only f32 activations are fused ($odt == f32, the f16 chain
+// rounds every step to f16, which no tolerance that catches a wiring bug covers), integer zero
+// points only, no f64 scales (quant_f64_legalize.pat makes them f32 first), K % 4 == 0 (the
+// kernel reads K in blocks of 4, upstream's packing).
+//
+// Numerics (docs/numerics.md, linear_dq8ca_q8csw): the exact integer dot product of the
+// activation quantized with the given qparams and the int8 weight, minus zp * weight_sums[n],
+// then float(idot) * (s_x * ws[n]) in f32, + bias. The replaced graph computes the same
+// integers and scales but rounds each dequantized value, product and partial sum of
+// aten.linear to f32: the difference is float re-association, at most about
+// (K + 3) * 2^-24 * sum_k |x_k w_k| per output. Over the example domain (x in [-1, 1),
+// |w| <= 128 * ws, ws <= 1, K <= 96) that bound is about 0.07, but the rounding errors have
+// random signs: 2000 instances per rule measure at most 3.7e-4 (about 16 times the int4
+// family's 2e-5, as the weights are; docs/rules.md).
+// Tolerance: atol 5e-3, rtol 1e-5. A wiring bug moves outputs far more: a zero point off by one
+// shifts an output by s_x * sum_k w_k (~1 here, the weights being 16x the int4 family's); the
+// wrong scale, sums or transposition by O(10).
+//
+// No quantized_decomposed (per-token) form: at a tie its f64 quantize and the kernel's f32
+// quantize differ by one step, moving one output by s_x * |w_k| <= 2/255 * 128 = 1.0, a bound
+// that would not catch a zero point off by one.
+
+/// torchao 8da8w linear: choose_qparams_affine / quantize_affine / dequantize_affine with
+/// block [1, K] on the activation, dequantize_affine [1, K] with [N, 1] scales on the weight.
+rule torchao_linear_dq8ca_q8csw benefit 29 tags(linear, int8, dynamic_act) backend vulkan {
+  match {
+    shared %s, %zp = torchao.choose_qparams_affine($x : $odt[$M, $K], "ASYMMETRIC" | "SYMMETRIC",
+                                                   [1, $K], i8, -128, 127, ...)
+    shared %q      = torchao.quantize_affine($x, [1, $K], %s, %zp, i8, -128, 127)
+    shared %xdq    = torchao.dequantize_affine(%q, [1, $K], %s, %zp, i8, -128, 127,
+                                               output_dtype = $odt)
+    %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $K],
+                                               param $ws : $sdt[$N, 1], $wzp, i8, $wqmin, $wqmax,
+                                               output_dtype = $odt)
+    %y             = aten.linear(%xdq, %w, none)
+  }
+  where {
+    $odt == f32
+    $K % 4 == 0
+    not is_float(dtype(%zp))
+    bits(dtype(%s)) <= 32
+    $sdt == $odt or bits($sdt) < bits($odt)
+    $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
+  }
+  rewrite {
+    $gsums  = group_sums($qw, $K, pad_to = 4)
+    $sums   = reshape($gsums, [-1])
+    $sc     = cast($ws, dtype = $odt)
+    $scales = reshape($sc, [-1])
+    %y      = et_vk.linear_dq8ca_q8csw($x, %s, %zp, $qw, $sums, $scales)
+  }
+  example {
+    M = [1, 3]
+    N = [4, 6, 12]
+    K = [32, 64, 96]
+    odt = f32
+    sdt = [f32, bf16]
+    wqmin = -128
+    wqmax = 127
+  }
+  tolerance(atol = 5e-3, rtol = 1e-5)
+}
+
+/// The same for a rank-3 activation [B, S, K] (block [1, 1, K]).
+rule torchao_linear_dq8ca_q8csw_3d benefit 29 tags(linear, int8, dynamic_act) backend vulkan {
+  match {
+    shared %s, %zp = torchao.choose_qparams_affine($x : $odt[$B, $M, $K],
+                                                   "ASYMMETRIC" | "SYMMETRIC", [1, 1, $K], i8, -128,
+                                                   127, ...)
+    shared %q      = torchao.quantize_affine($x, [1, 1, $K], %s, %zp, i8, -128, 127)
+    shared %xdq    = torchao.dequantize_affine(%q, [1, 1, $K], %s, %zp, i8, -128, 127,
+                                               output_dtype = $odt)
+    %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $K],
+                                               param $ws : $sdt[$N, 1], $wzp, i8, $wqmin, $wqmax,
+                                               output_dtype = $odt)
+    %y             = aten.linear(%xdq, %w, none)
+  }
+  where {
+    $odt == f32
+    $K % 4 == 0
+    not is_float(dtype(%zp))
+    bits(dtype(%s)) <= 32
+    $sdt == $odt or bits($sdt) < bits($odt)
+    $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
+  }
+  rewrite {
+    $gsums  = group_sums($qw, $K, pad_to = 4)
+    $sums   = reshape($gsums, [-1])
+    $sc     = cast($ws, dtype = $odt)
+    $scales = reshape($sc, [-1])
+    %y      = et_vk.linear_dq8ca_q8csw($x, %s, %zp, $qw, $sums, $scales)
+  }
+  example {
+    B = 2
+    M = 3
+    N = [4, 6, 12]
+    K = [32, 64, 96]
+    odt = f32
+    sdt = [f32, bf16]
+    wqmin = -128
+    wqmax = 127
+  }
+  tolerance(atol = 5e-3, rtol = 1e-5)
+}
+
+/// torchao 8da8w linear with a constant bias (padded to a multiple of 4, as upstream does).
+rule torchao_linear_dq8ca_q8csw_bias benefit 29 tags(linear, int8, dynamic_act) backend vulkan {
+  match {
+    shared %s, %zp = torchao.choose_qparams_affine($x : $odt[$M, $K], "ASYMMETRIC" | "SYMMETRIC",
+                                                   [1, $K], i8, -128, 127, ...)
+    shared %q      = torchao.quantize_affine($x, [1, $K], %s, %zp, i8, -128, 127)
+    shared %xdq    = torchao.dequantize_affine(%q, [1, $K], %s, %zp, i8, -128, 127,
+                                               output_dtype = $odt)
+    %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $K],
+                                               param $ws : $sdt[$N, 1], $wzp, i8, $wqmin, $wqmax,
+                                               output_dtype = $odt)
+    %y             = aten.linear(%xdq, %w, param $b : $odt[$N])
+  }
+  where {
+    $odt == f32
+    $K % 4 == 0
+    not is_float(dtype(%zp))
+    bits(dtype(%s)) <= 32
+    $sdt == $odt or bits($sdt) < bits($odt)
+    $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
+  }
+  rewrite {
+    $gsums  = group_sums($qw, $K, pad_to = 4)
+    $sums   = reshape($gsums, [-1])
+    $sc     = cast($ws, dtype = $odt)
+    $scales = reshape($sc, [-1])
+    $bias   = pad_to_multiple($b, dim = 0, multiple = 4)
+    %y      = et_vk.linear_dq8ca_q8csw($x, %s, %zp, $qw, $sums, $scales, $bias)
+  }
+  example {
+    M = [1, 3]
+    N = [4, 6, 12]
+    K = [32, 64, 96]
+    odt = f32
+    sdt = [f32, bf16]
+    wqmin = -128
+    wqmax = 127
+  }
+  tolerance(atol = 5e-3, rtol = 1e-5)
+}
+
+/// The same with a rank-3 activation and a constant bias.
+rule torchao_linear_dq8ca_q8csw_bias_3d benefit 29 tags(linear, int8, dynamic_act) backend vulkan {
+  match {
+    shared %s, %zp = torchao.choose_qparams_affine($x : $odt[$B, $M, $K],
+                                                   "ASYMMETRIC" | "SYMMETRIC", [1, 1, $K], i8, -128,
+                                                   127, ...)
+    shared %q      = torchao.quantize_affine($x, [1, 1, $K], %s, %zp, i8, -128, 127)
+    shared %xdq    = torchao.dequantize_affine(%q, [1, 1, $K], %s, %zp, i8, -128, 127,
+                                               output_dtype = $odt)
+    %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $K],
+                                               param $ws : $sdt[$N, 1], $wzp, i8, $wqmin, $wqmax,
+                                               output_dtype = $odt)
+    %y             = aten.linear(%xdq, %w, param $b : $odt[$N])
+  }
+  where {
+    $odt == f32
+    $K % 4 == 0
+    not is_float(dtype(%zp))
+    bits(dtype(%s)) <= 32
+    $sdt == $odt or bits($sdt) < bits($odt)
+    $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
+  }
+  rewrite {
+    $gsums  = group_sums($qw, $K, pad_to = 4)
+    $sums   = reshape($gsums, [-1])
+    $sc     = cast($ws, dtype = $odt)
+    $scales = reshape($sc, [-1])
+    $bias   = pad_to_multiple($b, dim = 0, multiple = 4)
+    %y      = et_vk.linear_dq8ca_q8csw($x, %s, %zp, $qw, $sums, $scales, $bias)
+  }
+  example {
+    B = 2
+    M = 3
+    N = [4, 6, 12]
+    K = [32, 64, 96]
+    odt = f32
+    sdt = [f32, bf16]
+    wqmin = -128
+    wqmax = 127
+  }
+  tolerance(atol = 5e-3, rtol = 1e-5)
+}
