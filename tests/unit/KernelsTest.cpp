@@ -409,6 +409,60 @@ TEST(Kernels, RmsNormAndRotaryEmbedding) {
   EXPECT_EQ(values(std::get<Tensor>((*r)[2])), (std::vector<double>{0, 1, 0, 1, -2, 2, 2, 2}));
 }
 
+// et_vk.swiglu (executorch backends/vulkan/patterns/swiglu.py): silu(gate)
+// = gate / (1 + exp(-gate)) in f32, times up in f32, rounded once to the
+// dtype. Expected values are that formula in float32 with exp correctly
+// rounded (exp(20) = 485165184 in f32).
+TEST(Kernels, Swiglu) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  TestGraph t;
+  Value *g = t.input("g", f32({12}, {0, 1, -1, 2, 100, -100, inf, -inf, nan, -20, 3, 0}));
+  Value *u = t.input("u", f32({12}, {5, 3, 2, -0.5, 3, 3, 2, 2, 1, 7, inf, inf}));
+  Value *s = t.op("et_vk.swiglu.default", {g, u}, {}, DType::F32, {12});
+  // f16: silu(0.126708984375) * 7 = 0.47144... rounds once to 0.471435546875;
+  // silu rounded to f16 first (the decomposed graph) would give 0.4716796875.
+  // 300 * silu(300) overflows f16 to inf. up [2] broadcasts against gate [2, 2].
+  Value *gh = t.input("gh", Tensor::fromDoubles(DType::F16, {2, 2}, {0.126708984375, 300, 1, -1}));
+  Value *uh = t.input("uh", Tensor::fromDoubles(DType::F16, {2}, {7, 300}));
+  Value *h = t.op("et_vk.swiglu.default", {gh, uh}, {}, DType::F16, {2, 2});
+  auto r = t.run({s, h});
+  ASSERT_TRUE(r.ok()) << render(r.diags());
+  std::vector<double> got = values(std::get<Tensor>((*r)[0]));
+  // -inf / (1 + exp(inf)) and 0 * inf are NaN, as in aten.silu / aten.mul.
+  std::vector<double> want = {0.0,
+                              2.193175792694092,
+                              -0.5378828644752502,
+                              -0.8807970285415649,
+                              300.0,
+                              -0.0,
+                              inf,
+                              nan,
+                              nan,
+                              -2.885615231207339e-07,
+                              inf,
+                              nan};
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << i;
+      continue;
+    }
+    EXPECT_EQ(got[i], want[i]) << i;
+    EXPECT_EQ(std::signbit(got[i]), std::signbit(want[i])) << i;
+  }
+  // silu(1) * 7 = 5.117... -> 5.1171875; silu(-1) * 300 = -80.68... -> -80.6875.
+  EXPECT_EQ(values(std::get<Tensor>((*r)[1])),
+            (std::vector<double>{0.471435546875, inf, 5.1171875, -80.6875}));
+
+  TestGraph bad;
+  Value *bg = bad.input("g", Tensor::fromDoubles(DType::F16, {2}, {1, 2}));
+  Value *bu = bad.input("u", f32({2}, {1, 2}));
+  auto e = bad.run({bad.op("et_vk.swiglu.default", {bg, bu}, {}, DType::F32, {2})});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(render(e.diags()).find("share one dtype"), std::string::npos);
+}
+
 // et_vk.apply_rotary_emb_hf (ExecuTorch backends/vulkan/custom_ops_lib.py
 // apply_rotary_emb_hf_impl): rows start_pos.. of the tables, rotate_half on
 // the first R = 4 of head_dim 6, the last 2 passed through.

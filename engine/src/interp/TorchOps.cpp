@@ -554,6 +554,25 @@ Tensor unary(UnaryOp op, const Tensor &x) {
   return out;
 }
 
+Expected<Tensor> swiglu(const Tensor &gate, const Tensor &up) {
+  DType d = gate.dtype();
+  if (up.dtype() != d || (d != DType::F32 && d != DType::F16))
+    return Diagnostic::error("swiglu: gate and up must share one dtype, f16 or f32; got " +
+                             std::string(name(d)) + " and " + std::string(name(up.dtype())));
+  GRAFT_TRY(std::vector<int64_t> outSizes, broadcastSizes(gate.sizes(), up.sizes()));
+  Tensor out = Tensor::empty(d, outSizes);
+  Tensor eg = expandTo(gate, outSizes);
+  Tensor eu = expandTo(up, outSizes);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    // f32 opmath for both dtypes: the silu value stays f32 (no rounding to
+    // f16 between the two steps), the product rounds once to the dtype.
+    float s = applyUnary<float>(UnaryOp::Silu, static_cast<float>(loadDouble(eg, i)));
+    float r = s * static_cast<float>(loadDouble(eu, i));
+    out.setDouble(i, castValue(r, d));
+  }
+  return out;
+}
+
 Tensor clamp(const Tensor &x, std::optional<Number> min, std::optional<Number> max) {
   // TensorCompare.cpp: clamp promotes only when self is not floating.
   DType d = x.dtype();

@@ -145,6 +145,11 @@ enum class UnaryOp {
 /// torch's int-to-float unary ops.
 Tensor unary(UnaryOp op, const Tensor &x);
 
+/// et_vk.swiglu: (silu(gate.float()) * up.float()).to(dtype), gate and up
+/// broadcast and of one dtype, f16 or f32. In f32 each step rounds where
+/// aten.silu then aten.mul round; in f16 the product rounds once.
+Expected<Tensor> swiglu(const Tensor &gate, const Tensor &up);
+
 /// torch.clamp(x, min, max) with Python-number bounds (NaN propagates).
 Tensor clamp(const Tensor &x, std::optional<Number> min, std::optional<Number> max);
 /// torch.where(cond, a, b).

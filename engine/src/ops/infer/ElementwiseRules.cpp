@@ -247,6 +247,18 @@ Results rmsNormRule(const InferContext &ctx) {
   return one(tensorResult(x.dtype, x.shape, &x));
 }
 
+// et_vk.swiglu(gate, up): gate and up broadcast like aten.mul (ET-VK runs it
+// as a binary op); upstream fuses only when both share one dtype, f16 or f32.
+Results swigluRule(const InferContext &ctx) {
+  const TensorProto &gate = ctx.tensor("gate");
+  const TensorProto &up = ctx.tensor("up");
+  if (gate.dtype != up.dtype || (gate.dtype != DType::F32 && gate.dtype != DType::F16))
+    return ctx.error("gate and up must share one dtype, f16 or f32; got " +
+                     std::string(name(gate.dtype)) + " and " + std::string(name(up.dtype)));
+  GRAFT_TRY(auto sd, broadcastOperands(ctx, {"gate", "up"}));
+  return one(tensorResult(sd.second, sd.first, &gate));
+}
+
 // What both rotary ops ask of their operands before their own dim checks: xq
 // and xk 4-D [batch, seq, heads, head_dim], freqs_cos and freqs_sin 2-D of one
 // shape (`tableDims` says what the table dims mean for the op at hand).
@@ -325,6 +337,7 @@ void registerElementwiseRules(InferenceRules &rules) {
   rules.add("to_copy", toCopyRule);
   rules.add("full", fullRule);
   rules.add("rms_norm", rmsNormRule);
+  rules.add("swiglu", swigluRule);
   rules.add("rotary_emb", rotaryRule);
   rules.add("rotary_emb_hf", rotaryHfRule);
 }
