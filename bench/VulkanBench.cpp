@@ -5,8 +5,9 @@
 // as a fraction of two ceilings measured in the same process:
 //   * BM_VkStream: the fastest vec4 copy (stream.glsl, vk::streamCopy),
 //     bytes read + written: what this device and driver can move at all (on
-//     lavapipe, 8 vec4s per invocation as 32-byte words: llvmpipe's per-lane
-//     loads and stores and its per-invocation cost on the host cores);
+//     lavapipe, 8 vec4s per invocation as 32-byte words, read as storage
+//     texels where the device has them: llvmpipe's per-lane loads and stores
+//     and its per-invocation cost on the host cores);
 //   * BM_HostMemcpy: one host thread's memcpy, read + written.
 // Each kernel benchmark reports counters "% stream" and "% memcpy"; the
 // ceilings are measured once, the first time a kernel benchmark needs them
