@@ -55,6 +55,8 @@ nlohmann::json deviceJson(const vk::DeviceInfo &d) {
   j["subgroup_arithmetic"] = d.subgroupArithmetic;
   j["subgroup_clustered_add"] = d.subgroupClusteredAdd;
   j["max_loop_iterations"] = d.maxLoopIterations; // 0: no limit
+  j["storage_texel_buffers"] = d.storageTexelBuffers;
+  j["max_texel_buffer_elements"] = d.maxTexelBufferElements;
   return j;
 }
 
@@ -120,7 +122,9 @@ Command makeDevicesCommand() {
                 << (d.shaderInt64 ? "yes" : "no") << "\n"
                 << "   subgroup size " << d.subgroupSize << ", subgroup add "
                 << (d.subgroupArithmetic ? "yes" : "no") << ", clustered subgroup add "
-                << (d.subgroupClusteredAdd ? "yes" : "no") << "\n";
+                << (d.subgroupClusteredAdd ? "yes" : "no") << "\n"
+                << "   rgba32ui storage texel buffers " << (d.storageTexelBuffers ? "yes" : "no")
+                << ", maxTexelBufferElements " << d.maxTexelBufferElements << "\n";
       if (d.maxLoopIterations)
         std::cout << "   at most " << d.maxLoopIterations
                   << " loop iterations per invocation (longer loops end silently)\n";
