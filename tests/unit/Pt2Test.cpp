@@ -2032,15 +2032,20 @@ TEST(Pt2Serde, EmptyPayloadRecords) {
   EXPECT_FALSE(f.graph->findConstant("cache")->hasData());
 }
 
-// Every field of a model.json deleted, or given a value of another JSON
-// type or an out-of-range integer: the read either succeeds (a field graft
-// ignores or keeps verbatim) or fails with a message naming where; it never
-// crashes (run under build-asan too).
-TEST(Pt2Serde, EveryFieldMutatedFailsCleanly) {
+namespace {
+
+/// Deletes every `stride`-th field of `archive`'s model.json, or gives it a
+/// value of another JSON type or an out-of-range integer, and reads the
+/// result: the read either succeeds (a field graft ignores or keeps
+/// verbatim) or fails with a message naming where; it never crashes (run
+/// under build-asan too). Returns (failed reads, reads).
+std::pair<int, int> mutateEveryField(const std::string &archive, std::size_t stride) {
   std::string src;
   {
-    auto z = ZipReader::open(kTiny9);
-    ASSERT_TRUE(z.ok());
+    auto z = ZipReader::open(archive);
+    EXPECT_TRUE(z.ok());
+    if (!z.ok())
+      return {0, 0};
     src = *(*z)->read(*(*z)->find("tinynet_torch2_9/models/model.json"));
   }
   const auto doc = nlohmann::ordered_json::parse(src);
@@ -2057,11 +2062,9 @@ TEST(Pt2Serde, EveryFieldMutatedFailsCleanly) {
             walk(j[i], p / i);
       };
   walk(doc, nlohmann::ordered_json::json_pointer());
-  ASSERT_GT(paths.size(), 300u);
-  // The fields with metadata strings and stack traces mutate alike; a stride
-  // over the paths keeps the test quick while reaching every section.
+  EXPECT_GT(paths.size(), 300u);
   int failures = 0, reads = 0;
-  for (std::size_t i = 0; i < paths.size(); i += 3) {
+  for (std::size_t i = 0; i < paths.size(); i += stride) {
     const auto &p = paths[i];
     const nlohmann::ordered_json &v = doc[p];
     std::vector<std::function<void(nlohmann::ordered_json &)>> edits = {
@@ -2079,7 +2082,7 @@ TEST(Pt2Serde, EveryFieldMutatedFailsCleanly) {
       edits.push_back([&](auto &j) { j[p] = INT64_MAX; });
     }
     for (const auto &edit : edits) {
-      editModelJson(kTiny9, tmp("mutated.pt2"), edit);
+      editModelJson(archive, tmp("mutated.pt2"), edit);
       auto r = readPt2(tmp("mutated.pt2"));
       ++reads;
       if (r.ok())
@@ -2091,6 +2094,16 @@ TEST(Pt2Serde, EveryFieldMutatedFailsCleanly) {
           << p.to_string() << ": " << e;
     }
   }
+  return {failures, reads};
+}
+
+} // namespace
+
+// Every field of tinynet's model.json mutated (mutateEveryField). The fields
+// with metadata strings and stack traces mutate alike; a stride over the
+// paths keeps the test quick while reaching every section.
+TEST(Pt2Serde, EveryFieldMutatedFailsCleanly) {
+  auto [failures, reads] = mutateEveryField(kTiny9, 3);
   // Most mutations hit a field the schema requires.
   EXPECT_GT(failures, reads / 2) << failures << " of " << reads;
 }
@@ -2343,4 +2356,21 @@ TEST(Pt2Serde, GradRegionsAreInlined) {
     body["nodes"][0]["outputs"] = {{{"as_sym_int", {{"as_name", "mul"}}}}};
   });
   EXPECT_NE(e.find("the region's body defines a symbolic value"), std::string::npos) << e;
+}
+
+// The same mutations over tinynet with a specialized argument, a constant
+// output and a torch.no_grad() region (the forms the reader used to refuse):
+// their fields, the region's body included, fail cleanly too.
+TEST(Pt2Serde, EveryFieldOfTheNewFormsMutatedFailsCleanly) {
+  const std::string forms = tmp("all_forms.pt2");
+  editModelJson(kTiny9, forms, [](auto &j) {
+    wrapMulAddInNoGrad(j, {"add"}, {"getitem"});
+    addConstantInput(j, 9, 0, "n_heads", {{"as_int", 3}});
+    j["graph_module"]["graph"]["outputs"].push_back({{"as_int", 1}});
+    nlohmann::ordered_json spec = {{"user_output", {{"arg", {{"as_int", 1}}}}}};
+    j["graph_module"]["signature"]["output_specs"].push_back(spec);
+  });
+  readOk(forms);
+  auto [failures, reads] = mutateEveryField(forms, 2);
+  EXPECT_GT(failures, 0) << reads;
 }
