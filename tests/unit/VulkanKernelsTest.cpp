@@ -889,6 +889,58 @@ TEST(VulkanKernels, LinearDq8caQ4gswQuantizesAnF16InputInF16) {
   }
 }
 
+TEST(VulkanKernels, LinearDq8caQ8cswIsBitExact) {
+  GRAFT_REQUIRE_VULKAN();
+  // et_vk.linear_dq8ca_q8csw (linear_dq8ca_q8csw.glsl) on the per-token
+  // qparams choose_qparams_affine gives: exact integer dot products with the
+  // int8 weight, minus zp * weight_sums[n], times s_m * ws[n] in f32, + bias,
+  // the interpreter's operations in its order, so bit-exact. The sums are
+  // random, not the weight's: the kernel must consume the ones it is given.
+  // Shapes: small; odd N (sums and bias padded to 4); rank 3 with bias; an
+  // f16 activation with f16 scales; Llama-ish 1 x 2048 x 2048.
+  struct Case {
+    std::vector<int64_t> xSizes;
+    int64_t N;
+    bool bias;
+    const char *dtype;
+  };
+  const Case cases[] = {{{2, 8}, 4, false, "f32"},
+                        {{5, 64}, 7, true, "f32"},
+                        {{2, 3, 96}, 12, true, "f32"},
+                        {{3, 64}, 10, true, "f16"},
+                        {{1, 2048}, 2048, false, "f32"}};
+  for (const Case &c : cases) {
+    if (std::string(c.dtype) == "f16" && !context()->info().storageBuffer16BitAccess)
+      continue;
+    int64_t K = c.xSizes.back(), Npad = (c.N + 3) / 4 * 4;
+    std::string xs, tokens;
+    for (std::size_t i = 0; i < c.xSizes.size(); ++i) {
+      xs += (i ? ", " : "") + std::to_string(c.xSizes[i]);
+      if (i + 1 < c.xSizes.size())
+        tokens += (i ? ", " : "") + std::to_string(c.xSizes[i]);
+    }
+    std::string block = c.xSizes.size() == 3 ? "[1, 1, " : "[1, ";
+    std::ostringstream g;
+    g << "graph @t {\n"
+      << "  param %w : i8[" << c.N << ", " << K
+      << "] fqn=\"w\" = random(seed=70, min=-128, max=127)\n"
+      << "  param %s : " << c.dtype << "[" << c.N
+      << "] fqn=\"s\" = random(seed=71, min=0.0002, max=0.002)\n"
+      << "  param %sums : i32[" << Npad << "] fqn=\"sums\" = random(seed=72, min=-3000, max=3000)\n"
+      << "  param %bias : " << c.dtype << "[" << Npad
+      << "] fqn=\"bias\" = random(seed=73, min=-1, max=1)\n"
+      << "  input %x : " << c.dtype << "[" << xs << "]\n"
+      << "  %xs : " << c.dtype << "[" << tokens << "], %xz : i8[" << tokens
+      << "] = torchao.choose_qparams_affine.default(%x, \"ASYMMETRIC\", " << block << K
+      << "], i8, -128, 127, none, none, i8)\n"
+      << "  %o : " << c.dtype << "[" << tokens << ", " << c.N
+      << "] = et_vk.linear_dq8ca_q8csw.default(%x, %xs, %xz, %w, %sums, %s"
+      << (c.bias ? ", %bias" : "") << ")\n  output %o\n}\n";
+    SCOPED_TRACE(g.str());
+    checkGraph(g.str(), kExact, 74);
+  }
+}
+
 TEST(VulkanKernels, LinearQcs4wAndInt8ExactProfile) {
   GRAFT_REQUIRE_VULKAN();
   ExactKernelsScope exact;
@@ -2018,6 +2070,39 @@ TEST(VulkanKernels, TexelWeightGemvMatchesStorageBufferKernelBitForBit) {
       ASSERT_EQ(std::bit_cast<uint32_t>(float(outs[0]->getDouble(i))),
                 std::bit_cast<uint32_t>(float(outs[1]->getDouble(i))))
           << "output " << i << ": " << outs[0]->getDouble(i) << " vs " << outs[1]->getDouble(i);
+  }
+}
+
+TEST(VulkanKernels, TexelDescriptorsSpanSeveralPools) {
+  GRAFT_REQUIRE_VULKAN();
+  // 1100 texel GEMVs (3 texel bindings each) recorded before one flush take
+  // more descriptor sets than a pool holds (512): allocation moves on to new
+  // pools, and every dispatch computes the same result.
+  vk::Context &ctx = *context();
+  std::vector<int64_t> bytes(96 * 32);
+  std::vector<double> xs(64);
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = int64_t(i * 37 % 256);
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    xs[i] = double(i % 7) - 3;
+  auto w = vk::prepackQ4(ctx, Tensor::fromInts(DType::U8, {96, 32}, bytes), true);
+  auto s = vk::uploadTensor(
+      ctx, Tensor::fromDoubles(DType::F32, {2, 96}, std::vector<double>(192, 0.5)));
+  auto x = vk::uploadTensor(ctx, Tensor::fromDoubles(DType::F32, {1, 64}, xs));
+  ASSERT_TRUE(w.ok() && s.ok() && x.ok());
+  std::vector<vk::DeviceTensor> outs;
+  for (int i = 0; i < 1100; ++i) {
+    auto r = vk::linearQ4gsw(ctx, *x, *w, *s, 32, nullptr);
+    ASSERT_TRUE(r.ok()) << "dispatch " << i << ": " << render(r.diags());
+    outs.push_back(std::move(*r));
+  }
+  ASSERT_TRUE(ctx.flush().ok());
+  auto first = vk::downloadTensor(ctx, outs.front());
+  ASSERT_TRUE(first.ok());
+  for (std::size_t i = 1; i < outs.size(); i += 99) {
+    auto back = vk::downloadTensor(ctx, outs[i]);
+    ASSERT_TRUE(back.ok()) << render(back.diags());
+    EXPECT_EQ(0, std::memcmp(back->rawData(), first->rawData(), first->nbytes())) << i;
   }
 }
 

@@ -216,6 +216,7 @@ using LoweringTable = std::map<std::string, Lowering, std::less<>>;
 void addElementwiseLowerings(LoweringTable &table);
 void addReduceLowerings(LoweringTable &table);
 void addLinearLowerings(LoweringTable &table);
+void addLinearDq8caQ8cswLowerings(LoweringTable &table);
 void addEmbeddingLowerings(LoweringTable &table);
 void addRotaryLowerings(LoweringTable &table);
 void addQuantizeLowerings(LoweringTable &table);
@@ -223,6 +224,7 @@ void addCopyLowerings(LoweringTable &table);
 void addHostLowerings(LoweringTable &table);
 void addAttentionLowerings(LoweringTable &table);
 void addMaskLowerings(LoweringTable &table);
+void addSwigluLowerings(LoweringTable &table);
 
 /// The lowering of an op target ("aten.add.Tensor"), or null.
 const Lowering *findLowering(std::string_view target);

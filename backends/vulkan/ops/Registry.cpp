@@ -87,9 +87,10 @@ const LoweringTable &allLowerings() {
   static const LoweringTable table = [] {
     LoweringTable m;
     for (void (*add)(LoweringTable &) :
-         {addElementwiseLowerings, addReduceLowerings, addLinearLowerings, addEmbeddingLowerings,
-          addRotaryLowerings, addQuantizeLowerings, addCopyLowerings, addHostLowerings,
-          addAttentionLowerings, addMaskLowerings})
+         {addElementwiseLowerings, addReduceLowerings, addLinearLowerings,
+          addLinearDq8caQ8cswLowerings, addEmbeddingLowerings, addRotaryLowerings,
+          addQuantizeLowerings, addCopyLowerings, addHostLowerings, addAttentionLowerings,
+          addMaskLowerings, addSwigluLowerings})
       add(m);
     return m;
   }();

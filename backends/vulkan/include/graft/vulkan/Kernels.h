@@ -109,6 +109,9 @@ Expected<DeviceTensor> softmaxLast(Context &ctx, const DeviceTensor &a, DType ou
 /// et_vk.rms_norm over the last dim.
 Expected<DeviceTensor> rmsNorm(Context &ctx, const DeviceTensor &x, const DeviceTensor &weight,
                                double eps);
+/// et_vk.swiglu: silu(gate) * up in f32, rounded once; gate and up of one
+/// dtype (f32/f16), broadcasting (ops/swiglu).
+Expected<DeviceTensor> swiglu(Context &ctx, const DeviceTensor &gate, const DeviceTensor &up);
 
 //===-- Matrix products (ops/linear) -----------------------------------===//
 
@@ -162,6 +165,14 @@ Expected<PackedQ8Weight> prepackQ8(Context &ctx, const Tensor &weight);
 /// aten._weight_int8pack_mm(x [M, K], w, scales [N]).
 Expected<DeviceTensor> weightInt8PackMm(Context &ctx, const DeviceTensor &x,
                                         const PackedQ8Weight &w, const DeviceTensor &scales);
+/// et_vk.linear_dq8ca_q8csw: quantizes x per token with (inputScales,
+/// inputZeroPoints) (int8, [-128, 127]), then the exact integer dot products
+/// with w, corrected by weightSums [>= N]; scales [>= N], bias [>= N].
+Expected<DeviceTensor> linearDq8caQ8csw(Context &ctx, const DeviceTensor &x,
+                                        const DeviceTensor &inputScales,
+                                        const DeviceTensor &inputZeroPoints,
+                                        const PackedQ8Weight &w, const DeviceTensor &weightSums,
+                                        const DeviceTensor &scales, const DeviceTensor *bias);
 /// et_vk.linear_q8ta_q8csw.
 Expected<DeviceTensor> linearQ8taQ8csw(Context &ctx, const DeviceTensor &x, double inputScale,
                                        int64_t inputZeroPoint, const PackedQ8Weight &w,
