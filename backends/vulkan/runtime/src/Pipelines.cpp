@@ -15,8 +15,11 @@ namespace graft::vk {
 Expected<VkDescriptorSet> Context::Impl::allocateSet(VkDescriptorSetLayout layout) {
   for (;;) {
     if (activePool == pools.size()) {
-      VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool},
-                                      {VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, kSetsPerPool * 2}};
+      // Up to 8 bindings a set of either kind (the texel GEMV binds 3 texel
+      // buffers a dispatch; a full pool moves on to the next one).
+      VkDescriptorPoolSize sizes[] = {
+          {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool},
+          {VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, kDescriptorsPerPool}};
       VkDescriptorPoolCreateInfo pci{};
       pci.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
       pci.maxSets = kSetsPerPool;
