@@ -2076,9 +2076,9 @@ TEST(VulkanKernels, TexelWeightGemvMatchesStorageBufferKernelBitForBit) {
 TEST(VulkanKernels, TexelDescriptorsSpanSeveralPools) {
   GRAFT_REQUIRE_VULKAN();
   // 1100 GEMVs (on CPU devices with texel buffers 3 texel bindings each)
-  // recorded before one flush take
-  // more descriptor sets than a pool holds (512): allocation moves on to new
-  // pools, and every dispatch computes the same result.
+  // recorded before one flush take more descriptor sets than a pool holds
+  // (512): allocation moves on to new pools, and every dispatch computes the
+  // same result.
   vk::Context &ctx = *context();
   std::vector<int64_t> bytes(96 * 32);
   std::vector<double> xs(64);
