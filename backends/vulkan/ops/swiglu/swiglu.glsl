@@ -1,0 +1,104 @@
+// swiglu.glsl - et_vk.swiglu (executorch backends/vulkan/patterns/swiglu.py):
+// out = silu(gate) * up with silu(x) = x / (1 + exp(-x)), in f32 ("opmath"),
+// the product rounded once to the output dtype, as the reference interpreter
+// computes it. gate and up are read through broadcast strides (0 on
+// broadcast dims) in the scalar variant; the VEC4 variants (both of the
+// output's shape) take 4 consecutive elements per invocation, the VEC4_WIDE
+// ones 32 as 64-bit words (binary.glsl's access). The division is unary.glsl's
+// silu division: correctly rounded (divRN) in the scalar variants (the +exact
+// profile), GLSL's `/` in the vec4 ones; exp is the driver's in both, so
+// neither is bit-exact to the interpreter (docs/numerics.md states the bound).
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glslh"
+
+layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
+layout(set = 0, binding = 1) readonly buffer Gate { DTYPE t_gate[]; };
+layout(set = 0, binding = 2) readonly buffer Up { DTYPE t_up[]; };
+#if VEC4
+layout(set = 0, binding = 0) buffer Out4 { VEC4_T t_out4[]; };
+layout(set = 0, binding = 1) readonly buffer Gate4 { VEC4_T t_gate4[]; };
+layout(set = 0, binding = 2) readonly buffer Up4 { VEC4_T t_up4[]; };
+#endif
+#if WIDE
+layout(set = 0, binding = 0) buffer Out64 { u64vec4 t_out64[]; };
+layout(set = 0, binding = 1) readonly buffer Gate64 { u64vec4 t_gate64[]; };
+layout(set = 0, binding = 2) readonly buffer Up64 { u64vec4 t_up64[]; };
+#endif
+
+layout(push_constant) uniform PushConstants {
+  int rank;
+  int numel;
+  int contiguous; // 3: gate and up both have the output's shape (no index math)
+  int pad;
+  int sizes[8];
+  int gateStrides[8];
+  int upStrides[8];
+} pc;
+
+#if VEC4
+#define SILU_DIV(a, b) ((a) / (b))
+#else
+#define SILU_DIV(a, b) divRN(a, b)
+#endif
+
+float apply(float g, float u) {
+  precise float s = SILU_DIV(g, 1.0 + exp(-g));
+  precise float r = s * u;
+  return r;
+}
+
+#if VEC4
+vec4 apply4(vec4 g, vec4 u) {
+  return vec4(apply(g.x, u.x), apply(g.y, u.y), apply(g.z, u.z), apply(g.w, u.w));
+}
+
+#if WIDE
+#define PER 32u
+#else
+#define PER 4u
+#endif
+
+void main() {
+  uint id = linearId();
+  uint first = PER * id;
+  if (first >= uint(pc.numel))
+    return;
+  if (first + PER <= uint(pc.numel)) {
+#if WIDE
+    [[unroll]] for (uint j = 0u; j < PER / 8u; ++j) {
+      uint k = PER / 8u * id + j;
+      u64vec4 g = t_gate64[k];
+      u64vec4 u = t_up64[k];
+      t_out64[k] = u64vec4(store64(apply4(load64(g.xy), load64(u.xy))),
+                           store64(apply4(load64(g.zw), load64(u.zw))));
+    }
+#else
+    t_out4[id] = store4(apply4(vec4(t_gate4[id]), vec4(t_up4[id])));
+#endif
+    return;
+  }
+  // The tail: the last numel % PER elements.
+  for (uint i = first; i < uint(pc.numel); ++i)
+    t_out[i] = TO_DTYPE(apply(float(t_gate[i]), float(t_up[i])));
+}
+#else
+void main() {
+  uint id = linearId();
+  if (id >= uint(pc.numel))
+    return;
+  int ig = int(id);
+  int iu = int(id);
+  if (pc.contiguous != 3) {
+    int rem = int(id);
+    ig = 0;
+    iu = 0;
+    for (int d = pc.rank - 1; d >= 0; --d) {
+      int i = rem % pc.sizes[d];
+      rem /= pc.sizes[d];
+      ig += i * pc.gateStrides[d];
+      iu += i * pc.upStrides[d];
+    }
+  }
+  t_out[id] = TO_DTYPE(apply(float(t_gate[ig]), float(t_up[iu])));
+}
+#endif
