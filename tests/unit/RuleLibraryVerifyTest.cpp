@@ -119,6 +119,27 @@ TEST(RuleLibraryVerify, Catches8da4wWiredWithTheWrongActivationQParams) {
   EXPECT_FALSE(scale.ok()) << rewrite::format(scale);
 }
 
+// The 8da8w rule's tolerance (atol 5e-3, patterns/linear_8da8w.pat) still
+// catches a rewrite that wires the wrong activation zero point or scale.
+TEST(RuleLibraryVerify, Catches8da8wWiredWithTheWrongActivationQParams) {
+  const std::string fused =
+      "    %y      = et_vk.linear_dq8ca_q8csw($x, %s, %zp, $qw, $sums, $scales)\n";
+  auto planted = [&](const std::string &line) {
+    return verifyText(plantBug("linear_8da8w.pat", "torchao_linear_dq8ca_q8csw", fused, line));
+  };
+  rewrite::RuleVerification shipped = planted(fused);
+  EXPECT_TRUE(shipped.ok()) << rewrite::format(shipped);
+  rewrite::RuleVerification zp =
+      planted("    %zp1    = aten.add.Scalar(%zp, 1)\n"
+              "    %y      = et_vk.linear_dq8ca_q8csw($x, %s, %zp1, $qw, $sums, $scales)\n");
+  EXPECT_FALSE(zp.ok()) << rewrite::format(zp);
+  EXPECT_TRUE(zp.counterexample.has_value()) << rewrite::format(zp);
+  rewrite::RuleVerification scale =
+      planted("    %s2     = aten.mul.Scalar(%s, 2)\n"
+              "    %y      = et_vk.linear_dq8ca_q8csw($x, %s2, %zp, $qw, $sums, $scales)\n");
+  EXPECT_FALSE(scale.ok()) << rewrite::format(scale);
+}
+
 // Two clamps merge into clamp(x, A, B) with the exact composition
 // (patterns/fuse_clamp.pat). Upstream's FuseClampsPass takes the union of
 // the two ranges, and the plain intersection is wrong once a range is
