@@ -342,6 +342,64 @@ TEST_F(CompileTest, Pt2eDynamicLinearWithSymbolicSeqLenIsOnePartition) {
   }
 }
 
+// torchao 8da8w (Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int8,
+// granularity=PerAxis(0))) on a Llama-like prefill at a symbolic sequence length: three
+// projections (one with a bias, one with N not a multiple of 4) fuse to
+// et_vk.linear_dq8ca_q8csw (patterns/linear_8da8w.pat), one partition with no dequantize
+// left; the device equals the interpreter on the compiled program bit for bit and the
+// original graph within the rules' re-association bound.
+TEST_F(CompileTest, Torchao8da8wIsOnePartitionOfFusedLinears) {
+  if (RuleSet::shippedFiles().empty())
+    GTEST_SKIP() << "no shipped rules";
+  std::string gir = R"(graph @l8da8w {
+  sym s0 : [1, 512]
+  input %x : f32[1, s0, 64]
+  %s : f32[1, s0], %z : i8[1, s0] = torchao.choose_qparams_affine.default(%x, "ASYMMETRIC", [1, 1, 64], i8, -128, 127, 1.1920928955078125e-07, f32, i8)
+  %q : i8[1, s0, 64] = torchao.quantize_affine.default(%x, [1, 1, 64], %s, %z, i8, -128, 127)
+  %dq : f32[1, s0, 64] = torchao.dequantize_affine.default(%q, [1, 1, 64], %s, %z, i8, -128, 127, output_dtype=f32)
+)";
+  const struct {
+    const char *name;
+    int n;
+    bool bias;
+  } linears[] = {{"wq", 64, false}, {"wk", 30, true}, {"wv", 16, false}};
+  std::string params, body, outputs;
+  int seed = 1;
+  for (const auto &l : linears) {
+    std::string n = std::to_string(l.n), name = l.name;
+    params += "  param %" + name + " : i8[" + n + ", 64] fqn=\"" + name +
+              ".weight\" = random(seed=" + std::to_string(seed++) + ", min=-128, max=127)\n";
+    params += "  param %" + name + "_s : f32[" + n + ", 1] fqn=\"" + name +
+              ".scales\" = random(seed=" + std::to_string(seed++) + ", min=0.0005, max=0.002)\n";
+    params +=
+        "  param %" + name + "_z : i8[" + n + ", 1] fqn=\"" + name + ".zero_point\" = full(0)\n";
+    if (l.bias)
+      params += "  param %" + name + "_b : f32[" + n + "] fqn=\"" + name +
+                ".bias\" = random(seed=" + std::to_string(seed++) + ", min=-0.5, max=0.5)\n";
+    body += "  %" + name + "_dq : f32[" + n + ", 64] = torchao.dequantize_affine.default(%" + name +
+            ", [1, 64], %" + name + "_s, %" + name + "_z, i8, -128, 127, output_dtype=f32)\n";
+    body += "  %" + name + "_y : f32[1, s0, " + n + "] = aten.linear.default(%dq, %" + name +
+            "_dq" + (l.bias ? ", %" + name + "_b" : std::string()) + ")\n";
+    outputs += "  output %" + name + "_y\n";
+  }
+  gir.insert(gir.find("  input %x"), params);
+  gir += body + outputs + "}\n";
+  auto c = compileGir("l8da8w", gir);
+  ASSERT_TRUE(c);
+  const Graph &compiled = *c->program.graph, &original = *c->original.graph;
+  std::size_t fused = 0;
+  for (const Node &n : compiled.nodes()) {
+    fused += n.target() == "et_vk.linear_dq8ca_q8csw.default";
+    EXPECT_EQ(n.target().find("dequantize"), std::string::npos) << n.target();
+  }
+  EXPECT_EQ(fused, 3u);
+  GRAFT_REQUIRE_VULKAN();
+  for (int64_t n : {1, 7, 33}) {
+    EXPECT_EQ(deviceVsReference(compiled, compiled, {{"s0", n}}), 0.0) << n;
+    EXPECT_LT(deviceVsReference(compiled, original, {{"s0", n}}), 5e-3) << n;
+  }
+}
+
 TEST_F(CompileTest, Bf16Checkpoint8da4wIsOnePartitionWithNoBf16Left) {
   // The demo's model: weights quantized in bf16, computed in f32, so every
   // dequantize_affine outputs bf16 and is cast to f32 (upstream PR #18957).
