@@ -224,6 +224,7 @@ void addCopyLowerings(LoweringTable &table);
 void addHostLowerings(LoweringTable &table);
 void addAttentionLowerings(LoweringTable &table);
 void addMaskLowerings(LoweringTable &table);
+void addSwigluLowerings(LoweringTable &table);
 
 /// The lowering of an op target ("aten.add.Tensor"), or null.
 const Lowering *findLowering(std::string_view target);

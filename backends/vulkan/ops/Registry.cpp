@@ -90,7 +90,7 @@ const LoweringTable &allLowerings() {
          {addElementwiseLowerings, addReduceLowerings, addLinearLowerings,
           addLinearDq8caQ8cswLowerings, addEmbeddingLowerings, addRotaryLowerings,
           addQuantizeLowerings, addCopyLowerings, addHostLowerings, addAttentionLowerings,
-          addMaskLowerings})
+          addMaskLowerings, addSwigluLowerings})
       add(m);
     return m;
   }();

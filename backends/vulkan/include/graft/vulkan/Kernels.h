@@ -109,6 +109,9 @@ Expected<DeviceTensor> softmaxLast(Context &ctx, const DeviceTensor &a, DType ou
 /// et_vk.rms_norm over the last dim.
 Expected<DeviceTensor> rmsNorm(Context &ctx, const DeviceTensor &x, const DeviceTensor &weight,
                                double eps);
+/// et_vk.swiglu: silu(gate) * up in f32, rounded once; gate and up of one
+/// dtype (f32/f16), broadcasting (ops/swiglu).
+Expected<DeviceTensor> swiglu(Context &ctx, const DeviceTensor &gate, const DeviceTensor &up);
 
 //===-- Matrix products (ops/linear) -----------------------------------===//
 
