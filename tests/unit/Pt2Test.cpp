@@ -1735,8 +1735,7 @@ nlohmann::ordered_json signatureParts(const std::string &archive) {
 /// both keywords given: torch.export specializes them (constant_input), the
 /// call signature's in_spec holds them as the kwargs dict's leaves
 /// (treespec_dumps), and the nodes are unchanged (export traced with the
-/// Python values). A None keyword is not an input at all: pytree flattens
-/// None to no leaf.
+/// Python values).
 std::string llamaWithConstantInputs() {
   static std::string path = [] {
     std::string p = tmp("llama_constant_inputs.pt2");
