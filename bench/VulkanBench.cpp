@@ -414,6 +414,29 @@ BENCHMARK(BM_VkSilu)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
+/// et_vk.swiglu: silu(gate) * up in one pass (12 bytes per value), where the
+/// unfused graph runs BM_VkSilu's pass and a binary mul (20 bytes per value).
+void BM_VkSwiglu(benchmark::State &state) {
+  GRAFT_VK_BENCH_GUARD();
+  ExactKernels exact(state.range(1) != 0);
+  int64_t n = state.range(0);
+  auto g = upload(randomTensor(DType::F32, {n}, -4, 4, 11));
+  auto u = upload(randomTensor(DType::F32, {n}, -4, 4, 12));
+  runKernel(
+      state,
+      [&]() -> Status {
+        auto r = vk::swiglu(*context(), g, u);
+        return r ? okStatus() : r.takeFailure();
+      },
+      12.0 * double(n), 0);
+}
+BENCHMARK(BM_VkSwiglu)
+    ->ArgNames({"n", "exact"})
+    ->Args({1 << 22, 0})
+    ->Args({1 << 22, 1})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
 /// quantize_affine as 8da4w quantizes activations: one group per row of K
 /// (per token), f32 -> i8 with a scale and zero point per row
 /// (quant_affine.glsl, whose clamp and conversion work on the float bits);
