@@ -245,6 +245,19 @@ inline double deviceVsReference(const Graph &program, const Graph &reference,
   return maxAbsErrorVsReference(program, reference, runOnDevice, symbols, seed);
 }
 
+/// The shader variants `run` dispatches on `ctx` (profiled), in order: what
+/// the launchers chose, for the tests of their forms.
+template <class F> std::vector<std::string> dispatchedVariants(vk::Context &ctx, F run) {
+  EXPECT_TRUE(ctx.setProfiling(true).ok());
+  run();
+  EXPECT_TRUE(ctx.flush().ok());
+  std::vector<std::string> names;
+  for (const vk::DispatchTiming &t : ctx.takeDispatchTimings())
+    names.push_back(t.variant);
+  EXPECT_TRUE(ctx.setProfiling(false).ok());
+  return names;
+}
+
 } // namespace graft::vktest
 
 namespace graft::testing {

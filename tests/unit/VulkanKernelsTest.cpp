@@ -1988,18 +1988,6 @@ TEST(VulkanKernels, PrepackQ4Layout) {
   EXPECT_EQ(words[0], 0x67452301u);
 }
 
-/// The shader variants `run` dispatches on `ctx` (profiled).
-template <class F> std::vector<std::string> dispatchedVariants(vk::Context &ctx, F run) {
-  EXPECT_TRUE(ctx.setProfiling(true).ok());
-  run();
-  EXPECT_TRUE(ctx.flush().ok());
-  std::vector<std::string> names;
-  for (const vk::DispatchTiming &t : ctx.takeDispatchTimings())
-    names.push_back(t.variant);
-  EXPECT_TRUE(ctx.setProfiling(false).ok());
-  return names;
-}
-
 TEST(VulkanKernels, TexelWeightGemvMatchesStorageBufferKernelBitForBit) {
   GRAFT_REQUIRE_VULKAN();
   // On CPU devices with storage texel buffers the weight-only GEMV reads its

@@ -86,6 +86,28 @@ inline bool texelReads(const Context &ctx, std::size_t bytes) {
          (bytes + 15) / 16 <= d.maxTexelBufferElements;
 }
 
+/// How an elementwise kernel (elementwise/unary.glsl and binary.glsl,
+/// swiglu/swiglu.glsl) covers its values: the variant infix and the values
+/// per invocation. Scalar: one; vec4: four (the scalar variant's per-element
+/// formula); on CPU drivers 32, the shaders' PER (four 32-byte words per
+/// operand): vec4t reading the inputs as storage texels where texelReads
+/// allows for the largest of them (`inputBytes`), vec4w as storage-buffer
+/// words otherwise. Every form computes the same values.
+struct ElementwiseForm {
+  const char *infix;
+  uint64_t perInvocation;
+};
+
+inline ElementwiseForm elementwiseForm(const Context &ctx, DType dtype, bool vec4,
+                                       std::size_t inputBytes) {
+  if (!vec4)
+    return {"_", 1};
+  if (!wideVec4(ctx, dtype))
+    return {"_vec4_", 4};
+  return texelReads(ctx, inputBytes) ? ElementwiseForm{"_vec4t_", 32}
+                                     : ElementwiseForm{"_vec4w_", 32};
+}
+
 /// "[2, 3]".
 inline std::string sizesStr(const std::vector<int64_t> &sizes) {
   std::string s = "[";

@@ -74,28 +74,6 @@ const char *name(UnaryKind kind) {
 
 namespace {
 
-/// How an elementwise kernel (unary.glsl, binary.glsl) covers its values:
-/// the variant infix and the values per invocation. Scalar: one; vec4: four
-/// (bit-exact to the scalar variant); on CPU drivers 32, both shaders' PER
-/// (four 32-byte words per operand): vec4t reading the inputs as storage
-/// texels where texelReads allows for the largest of them (`inputBytes`),
-/// vec4w as storage-buffer words otherwise. Every form computes the same
-/// values.
-struct ElementwiseForm {
-  const char *infix;
-  uint64_t perInvocation;
-};
-
-ElementwiseForm elementwiseForm(const Context &ctx, DType dtype, bool vec4,
-                                std::size_t inputBytes) {
-  if (!vec4)
-    return {"_", 1};
-  if (!wideVec4(ctx, dtype))
-    return {"_vec4_", 4};
-  return texelReads(ctx, inputBytes) ? ElementwiseForm{"_vec4t_", 32}
-                                     : ElementwiseForm{"_vec4w_", 32};
-}
-
 struct BinaryPush {
   int32_t rank, numel, bIsScalar, contiguous;
   float alpha, scalar;

@@ -42,15 +42,16 @@ Expected<DeviceTensor> swiglu(Context &ctx, const DeviceTensor &gate, const Devi
     pc.upStrides[i] = i32(su[i]);
   }
   // Same-shape operands take the vec4 forms (32 values per invocation on CPU
-  // drivers, as the unary/binary kernels), except in the +exact profile,
-  // which keeps the scalar variant's correctly rounded division.
+  // drivers, read as storage texels where the device allows, as the
+  // unary/binary kernels), except in the +exact profile, which keeps the
+  // scalar variant's correctly rounded division.
   const bool vec4 = !ctx.exactKernels() && pc.contiguous == 3;
-  const char *infix = !vec4 ? "_" : wideVec4(ctx, gate.dtype) ? "_vec4w_" : "_vec4_";
-  const uint64_t per = !vec4 ? 1 : wideVec4(ctx, gate.dtype) ? 32 : 4;
+  const ElementwiseForm form =
+      elementwiseForm(ctx, gate.dtype, vec4, std::max(gate.buffer->size(), up.buffer->size()));
   const uint64_t n = static_cast<uint64_t>(out.numel());
-  GRAFT_CHECK_OK(ctx.dispatch1D(std::string("swiglu") + infix + shaderDType(gate.dtype),
+  GRAFT_CHECK_OK(ctx.dispatch1D(std::string("swiglu") + form.infix + shaderDType(gate.dtype),
                                 {out.buffer.get(), gate.buffer.get(), up.buffer.get()}, &pc,
-                                sizeof(pc), (n + per - 1) / per));
+                                sizeof(pc), (n + form.perInvocation - 1) / form.perInvocation));
   return out;
 }
 

@@ -4,25 +4,50 @@
 // computes it. gate and up are read through broadcast strides (0 on
 // broadcast dims) in the scalar variant; the VEC4 variants (both of the
 // output's shape) take 4 consecutive elements per invocation, the VEC4_WIDE
-// ones 32 as 64-bit words (binary.glsl's access). The division is unary.glsl's
+// ones 32 as 64-bit words (binary.glsl's access), the VEC4_TEXEL ones the
+// same 32 with gate and up read as rgba32ui storage texels (binary.glsl's
+// texel access; the launcher picks it on CPU drivers where texelReads allows,
+// since llvmpipe loads a texel per lane but a storage-buffer word through a
+// per-lane scalar loop; f32 only, as WIDE). The division is unary.glsl's
 // silu division: correctly rounded (divRN) in the scalar variants (the +exact
 // profile), GLSL's `/` in the vec4 ones; exp is the driver's in both, so
 // neither is bit-exact to the interpreter (docs/numerics.md states the bound).
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 
+#if VEC4_TEXEL && WIDE
+#define TEXEL 1
+#else
+#define TEXEL 0
+#endif
+
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
+#if TEXEL
+layout(set = 0, binding = 1, rgba32ui) readonly uniform uimageBuffer t_gateTexels;
+layout(set = 0, binding = 2, rgba32ui) readonly uniform uimageBuffer t_upTexels;
+// Element i: the runtime's view covers whole texels (buffers are allocated in
+// 16-byte units), so the last partial texel is readable.
+#define LOAD_GATE(i) uintBitsToFloat(imageLoad(t_gateTexels, int((i) / 4u))[(i) % 4u])
+#define LOAD_UP(i) uintBitsToFloat(imageLoad(t_upTexels, int((i) / 4u))[(i) % 4u])
+#else
 layout(set = 0, binding = 1) readonly buffer Gate { DTYPE t_gate[]; };
 layout(set = 0, binding = 2) readonly buffer Up { DTYPE t_up[]; };
+#define LOAD_GATE(i) float(t_gate[i])
+#define LOAD_UP(i) float(t_up[i])
+#endif
 #if VEC4
 layout(set = 0, binding = 0) buffer Out4 { VEC4_T t_out4[]; };
+#if !TEXEL
 layout(set = 0, binding = 1) readonly buffer Gate4 { VEC4_T t_gate4[]; };
 layout(set = 0, binding = 2) readonly buffer Up4 { VEC4_T t_up4[]; };
 #endif
+#endif
 #if WIDE
 layout(set = 0, binding = 0) buffer Out64 { u64vec4 t_out64[]; };
+#if !TEXEL
 layout(set = 0, binding = 1) readonly buffer Gate64 { u64vec4 t_gate64[]; };
 layout(set = 0, binding = 2) readonly buffer Up64 { u64vec4 t_up64[]; };
+#endif
 #endif
 
 layout(push_constant) uniform PushConstants {
@@ -64,7 +89,17 @@ void main() {
   if (first >= uint(pc.numel))
     return;
   if (first + PER <= uint(pc.numel)) {
-#if WIDE
+#if TEXEL
+    [[unroll]] for (uint j = 0u; j < PER / 8u; ++j) {
+      uint k = PER / 8u * id + j;
+      int texel = int(2u * k);
+      vec4 g0 = uintBitsToFloat(imageLoad(t_gateTexels, texel));
+      vec4 g1 = uintBitsToFloat(imageLoad(t_gateTexels, texel + 1));
+      vec4 u0 = uintBitsToFloat(imageLoad(t_upTexels, texel));
+      vec4 u1 = uintBitsToFloat(imageLoad(t_upTexels, texel + 1));
+      t_out64[k] = u64vec4(store64(apply4(g0, u0)), store64(apply4(g1, u1)));
+    }
+#elif WIDE
     [[unroll]] for (uint j = 0u; j < PER / 8u; ++j) {
       uint k = PER / 8u * id + j;
       u64vec4 g = t_gate64[k];
@@ -79,7 +114,7 @@ void main() {
   }
   // The tail: the last numel % PER elements.
   for (uint i = first; i < uint(pc.numel); ++i)
-    t_out[i] = TO_DTYPE(apply(float(t_gate[i]), float(t_up[i])));
+    t_out[i] = TO_DTYPE(apply(LOAD_GATE(i), LOAD_UP(i)));
 }
 #else
 void main() {
