@@ -2061,6 +2061,100 @@ TEST(VulkanKernels, TexelWeightGemvMatchesStorageBufferKernelBitForBit) {
   }
 }
 
+TEST(VulkanKernels, LinearDq8caQ8cswGemvKernelsAgreeBitForBit) {
+  GRAFT_REQUIRE_VULKAN();
+  // On CPU devices an M = 1 et_vk.linear_dq8ca_q8csw runs the bandwidth
+  // GEMV (linear_dq8ca_q8csw.glsl `_cpu_gemv`, 32 columns per invocation):
+  // `_texel` where N % 4 == 0 and the weight fits maxTexelBufferElements,
+  // else the storage-buffer form. Both sum the same exact integer products
+  // in another order and share the exact kernel's epilogue, so all three
+  // must give the same bits. Shapes: small, odd N (word-by-word loads, a
+  // partial last tile), N % 32 != 0 with N % 4 == 0 (the texel kernel's
+  // partial tile), with bias, f16 activations, 1x2048x2048, 1x4096x4096.
+  vk::Context &ctx = *context();
+  const vk::DeviceInfo &d = ctx.info();
+  if (d.type != "cpu")
+    GTEST_SKIP() << "the bandwidth GEMV runs on CPU devices";
+  if (d.timestampPeriodNs == 0)
+    GTEST_SKIP() << "no timestamps on the compute queue: dispatches are not listed";
+  struct Case {
+    int64_t K, N;
+    bool bias;
+    DType dtype;
+  };
+  for (const Case &c : std::vector<Case>{{64, 32, false, DType::F32},
+                                         {96, 37, true, DType::F32},
+                                         {128, 44, true, DType::F32},
+                                         {64, 40, true, DType::F16},
+                                         {2048, 2048, false, DType::F32},
+                                         {4096, 4096, true, DType::F32}}) {
+    if (c.dtype == DType::F16 && !d.storageBuffer16BitAccess)
+      continue;
+    SCOPED_TRACE("K " + std::to_string(c.K) + " N " + std::to_string(c.N));
+    std::vector<int64_t> wv(static_cast<std::size_t>(c.N * c.K)), sums(c.N);
+    for (std::size_t i = 0; i < wv.size(); ++i)
+      wv[i] = int64_t((i * 2654435761u) >> 11 & 0xFF) - 128;
+    std::vector<double> sv(c.N), bv(c.N), xv(c.K);
+    for (int64_t n = 0; n < c.N; ++n) {
+      sums[n] = n * 37 % 6001 - 3000;
+      sv[n] = 0.0002 + 0.00001 * double(n % 157);
+      bv[n] = double(n % 19) / 9.5 - 1.0;
+    }
+    // Extreme activations (-128 and 127 after quantization) included.
+    for (int64_t k = 0; k < c.K; ++k)
+      xv[k] = k % 61 == 0 ? -100.0 : k % 67 == 0 ? 100.0 : double(k * 37 % 101 - 50) / 17.0;
+    const Tensor w = Tensor::fromInts(DType::I8, {c.N, c.K}, wv);
+    const Tensor ws = Tensor::fromInts(DType::I32, {c.N}, sums);
+    const Tensor s = Tensor::fromDoubles(c.dtype, {c.N}, sv);
+    const Tensor b = Tensor::fromDoubles(c.dtype, {c.N}, bv);
+    const Tensor x = Tensor::fromDoubles(c.dtype, {1, c.K}, xv);
+    const Tensor xs = Tensor::fromDoubles(c.dtype, {1}, {100.0 / 127.5});
+    const Tensor xz = Tensor::fromInts(DType::I32, {1}, {-1});
+    const uint32_t texels = static_cast<uint32_t>(c.K / 4 * c.N / 4);
+    const bool texel = c.N % 4 == 0 && d.shaderInt64 && d.storageTexelBuffers;
+    std::vector<std::optional<Tensor>> outs;
+    // The exact kernel, the default GEMV, and the GEMV on a device whose
+    // texel limit the weight exceeds.
+    for (int run = 0; run < 3; ++run) {
+      vk::ContextOptions o;
+      o.deviceIndex = static_cast<int>(d.index);
+      o.maxTexelBufferElements = texels - 1;
+      auto own =
+          run == 2 ? vk::Context::create(o) : Expected<std::unique_ptr<vk::Context>>(nullptr);
+      ASSERT_TRUE(own.ok()) << render(own.diags());
+      vk::Context &k = run == 2 ? **own : ctx;
+      k.setExactKernels(run == 0);
+      auto pw = vk::prepackQ8(k, w);
+      auto dws = vk::uploadTensor(k, ws), ds = vk::uploadTensor(k, s), db = vk::uploadTensor(k, b),
+           dx = vk::uploadTensor(k, x), dxs = vk::uploadTensor(k, xs),
+           dxz = vk::uploadTensor(k, xz);
+      ASSERT_TRUE(pw.ok() && dws.ok() && ds.ok() && db.ok() && dx.ok() && dxs.ok() && dxz.ok());
+      std::optional<vk::DeviceTensor> out;
+      std::vector<std::string> ran = dispatchedVariants(k, [&] {
+        auto r = vk::linearDq8caQ8csw(k, *dx, *dxs, *dxz, *pw, *dws, *ds, c.bias ? &*db : nullptr);
+        ASSERT_TRUE(r.ok()) << render(r.diags());
+        out = std::move(*r);
+      });
+      k.setExactKernels(false);
+      ASSERT_TRUE(out);
+      const std::string form = run == 0 ? "" : run == 1 && texel ? "_cpu_gemv_texel" : "_cpu_gemv";
+      const std::string dt = c.dtype == DType::F16 ? "half" : "float";
+      EXPECT_EQ(ran.back(), "linear_dq8ca_q8csw" + form + "_" + dt + "_" + dt);
+      auto back = vk::downloadTensor(k, *out);
+      ASSERT_TRUE(back.ok()) << render(back.diags());
+      outs.push_back(std::move(*back));
+    }
+    for (int run = 1; run < 3; ++run) {
+      ASSERT_EQ(outs[0]->numel(), outs[run]->numel());
+      for (int64_t i = 0; i < outs[0]->numel(); ++i)
+        ASSERT_EQ(std::bit_cast<uint64_t>(outs[0]->getDouble(i)),
+                  std::bit_cast<uint64_t>(outs[run]->getDouble(i)))
+            << "run " << run << " output " << i << ": " << outs[0]->getDouble(i) << " vs "
+            << outs[run]->getDouble(i);
+    }
+  }
+}
+
 TEST(VulkanKernels, TexelDescriptorsSpanSeveralPools) {
   GRAFT_REQUIRE_VULKAN();
   // 1100 GEMVs (on CPU devices with texel buffers 3 texel bindings each)

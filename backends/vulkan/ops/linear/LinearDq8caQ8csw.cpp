@@ -5,7 +5,8 @@
 // the float activation quantized per token with the op's input_scales /
 // input_zp by quant_affine.glsl (the pass linear_dq8ca_q4gsw uses), then
 // linear_dq8ca_q8csw.glsl on the int8 weight prepacked as for
-// linear_q8csw.glsl. Bit for bit the reference interpreter's op
+// linear_q8csw.glsl (for M = 1 on CPU drivers, its bandwidth GEMV variants).
+// Bit for bit the reference interpreter's op
 // (VulkanOpKernels.cpp).
 //
 //===----------------------------------------------------------------------===//
@@ -18,7 +19,8 @@ namespace {
 struct Dq8caQ8cswPush {
   int32_t M, N, K, hasBias;
 };
-constexpr int64_t kTileM = 4; // linear_dq8ca_q8csw.yaml TILE_M
+constexpr int64_t kTileM = 4;      // linear_dq8ca_q8csw.yaml TILE_M
+constexpr int64_t kGemvTileN = 32; // the _cpu_gemv variants' TILE_N
 } // namespace
 
 Expected<DeviceTensor> linearDq8caQ8csw(Context &ctx, const DeviceTensor &x,
@@ -70,14 +72,29 @@ Expected<DeviceTensor> linearDq8caQ8csw(Context &ctx, const DeviceTensor &x,
   // the loop's exit pass.
   GRAFT_CHECK_OK(checkLoopIterations(ctx, kernel, (K + 3) / 4 + 1));
   Dq8caQ8cswPush pc{i32(M), i32(w.N), i32(K), bias ? 1 : 0};
-  std::string variant =
-      std::string(kernel) + "_" + shaderDType(x.dtype) + "_" + shaderDType(scales.dtype);
-  GRAFT_CHECK_OK(
-      ctx.dispatch1D(variant,
-                     {out.buffer.get(), xq.buffer.get(), w.words.get(), scales.buffer.get(),
-                      (bias ? bias : &x)->buffer.get(), s32.buffer.get(),
-                      inputZeroPoints.buffer.get(), weightSums.buffer.get()},
-                     &pc, sizeof(pc), uint64_t((M + kTileM - 1) / kTileM) * uint64_t(w.N)));
+  std::vector<Buffer *> bindings = {out.buffer.get(),
+                                    xq.buffer.get(),
+                                    w.words.get(),
+                                    scales.buffer.get(),
+                                    (bias ? bias : &x)->buffer.get(),
+                                    s32.buffer.get(),
+                                    inputZeroPoints.buffer.get(),
+                                    weightSums.buffer.get()};
+  std::string dtypes = std::string("_") + shaderDType(x.dtype) + "_" + shaderDType(scales.dtype);
+  // A GEMV on a CPU driver runs the bandwidth kernel (TILE_N columns per
+  // invocation, 16-byte loads: x as whole k4 groups, so K % 4 == 0); the
+  // texel form where the device takes both operands as texel buffers and
+  // each k4 row of the weight is whole texels (N % 4 == 0). Both give the
+  // exact kernel's bits, which the exact profile keeps.
+  if (M == 1 && K % 4 == 0 && !ctx.exactKernels() && cpuKernels(ctx, envOr("GRAFT_VK_KERNELS"))) {
+    bool texel = w.N % 4 == 0 && texelReads(ctx, std::max(w.words->size(), xq.buffer->size()));
+    std::string variant = std::string(kernel) + (texel ? "_cpu_gemv_texel" : "_cpu_gemv") + dtypes;
+    GRAFT_CHECK_OK(ctx.dispatch1D(variant, bindings, &pc, sizeof(pc),
+                                  uint64_t((w.N + kGemvTileN - 1) / kGemvTileN)));
+    return out;
+  }
+  GRAFT_CHECK_OK(ctx.dispatch1D(std::string(kernel) + dtypes, bindings, &pc, sizeof(pc),
+                                uint64_t((M + kTileM - 1) / kTileM) * uint64_t(w.N)));
   return out;
 }
 

@@ -15,11 +15,32 @@
 // them: word[k4 * N + n] holds k = 4*k4 .. 4*k4+3 of row n (byte b = k
 // 4*k4+b). Each invocation computes TILE_M rows of one output column n, so
 // a weight word is loaded once per TILE_M rows.
+//
+// GEMV (the `_cpu_gemv` variants, M = 1 on CPU drivers, LinearDq8caQ8csw.cpp)
+// is built for bandwidth as linear_q4gsw_fast.glsl's CPU GEMV is
+// (docs/benchmarks.md "dq8ca", "texel"): an invocation computes TILE_N
+// consecutive columns, so each x load serves TILE_N columns, and reads a
+// whole k4 row's 4 columns per 16-byte load (TEXELS: a storage texel, which
+// llvmpipe loads per lane through its image path, far cheaper than its
+// per-lane storage-buffer loads; else a uvec4 of the storage buffer, where
+// N % 4 == 0, else word by word). Its integer dot is the same exact sum in
+// another order (int32 wraps the same way in any order), and the epilogue
+// (epilogue()) is the exact kernel's: the same bits.
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
+#if TEXELS
+layout(set = 0, binding = 1, rgba32ui) readonly uniform uimageBuffer t_xTexels;
+layout(set = 0, binding = 2, rgba32ui) readonly uniform uimageBuffer t_wTexels;
+#else
 layout(set = 0, binding = 1) readonly buffer X { int t_x[]; };
 layout(set = 0, binding = 2) readonly buffer W { uint t_weight[]; };
+#if TILE_N > 1
+layout(set = 0, binding = 1) readonly buffer X4 { ivec4 t_x4[]; };
+layout(set = 0, binding = 2) readonly buffer W4 { uvec4 t_w4[]; };
+#endif
+#endif
 layout(set = 0, binding = 3) readonly buffer Scales { SCALES_DTYPE t_scales[]; };
 layout(set = 0, binding = 4) readonly buffer Bias { DTYPE t_bias[]; };
 layout(set = 0, binding = 5) readonly buffer InScales { float t_in_scales[]; };
@@ -33,6 +54,79 @@ layout(push_constant) uniform PushConstants {
   int hasBias;
 } pc;
 
+// Output (m, n) from its exact integer dot product: ET-VK's zero-point
+// correction, then the interpreter's float operations in its order.
+void epilogue(int m, int n, int idot) {
+  precise float s = t_in_scales[m] * float(t_scales[n]);
+  precise float c = float(idot - t_in_zeros[m] * t_sums[n]) * s;
+  // The interpreter's accumulator starts at +0 (0 + -0 is +0).
+  precise float r = 0.0;
+  r += c;
+  if (pc.hasBias != 0)
+    r = r + float(t_bias[n]);
+  t_out[m * pc.N + n] = TO_DTYPE(r);
+}
+
+#if TILE_N > 1
+// The 4 signed bytes of `word` (k = 4 k4 .. 4 k4 + 3 of one column).
+const uvec4 kByteShift = uvec4(24u, 16u, 8u, 0u);
+ivec4 bytes4(uint word) {
+  return ivec4(uvec4(word) << kByteShift) >> 24;
+}
+
+// 4 columns' words of k4 row `k4` starting at column n (a multiple of 4
+// where `vec`, the tile whole and N % 4 == 0); a column past N re-reads
+// column n's word (its result is not stored).
+uvec4 loadWords(int k4, int n, int cols, bool vec) {
+  int i = k4 * pc.N + n;
+#if TEXELS
+  return imageLoad(t_wTexels, i / 4);
+#else
+  if (vec)
+    return t_w4[i / 4];
+  uvec4 w;
+  [[unroll]] for (int c = 0; c < 4; ++c)
+    w[c] = t_weight[i + (c < cols ? c : 0)];
+  return w;
+#endif
+}
+
+void main() {
+  int n0 = int(linearId()) * TILE_N;
+  if (n0 >= pc.N)
+    return;
+  int cols = min(TILE_N, pc.N - n0);
+  // TEXELS runs only where N % 4 == 0 (the host's choice); a partial last
+  // tile's columns past N read the last whole group of 4 (not stored).
+  bool vec = cols == TILE_N && pc.N % 4 == 0;
+  ivec4 acc[TILE_N];
+  [[unroll]] for (int c = 0; c < TILE_N; ++c)
+    acc[c] = ivec4(0);
+  int K4 = pc.K / 4;
+  for (int k4 = 0; k4 < K4; ++k4) {
+#if TEXELS
+    ivec4 x = ivec4(imageLoad(t_xTexels, k4));
+#else
+    ivec4 x = t_x4[k4];
+#endif
+    [[unroll]] for (int j = 0; j < TILE_N / 4; ++j) {
+#if TEXELS
+      int n = min(n0 + 4 * j, pc.N - 4);
+      int c4 = 4;
+#else
+      int n = n0 + min(4 * j, cols - 1);
+      int c4 = min(4, cols - 4 * j);
+#endif
+      uvec4 w = loadWords(k4, n, c4, vec);
+      [[unroll]] for (int c = 0; c < 4; ++c)
+        acc[4 * j + c] += bytes4(w[c]) * x;
+    }
+  }
+  [[unroll]] for (int c = 0; c < TILE_N; ++c)
+    if (c < cols)
+      epilogue(0, n0 + c, (acc[c].x + acc[c].y) + (acc[c].z + acc[c].w));
+}
+#else
 void main() {
   uint id = linearId();
   int mTiles = (pc.M + TILE_M - 1) / TILE_M;
@@ -56,19 +150,10 @@ void main() {
           idot[t] += t_x[(m0 + t) * pc.K + k] * q;
     }
   }
-  float ws = float(t_scales[n]);
-  int wsum = t_sums[n];
   for (int t = 0; t < TILE_M; ++t) {
-    int m = m0 + t;
-    if (m >= pc.M)
+    if (m0 + t >= pc.M)
       break;
-    precise float s = t_in_scales[m] * ws;
-    precise float c = float(idot[t] - t_in_zeros[m] * wsum) * s;
-    // The interpreter's accumulator starts at +0 (0 + -0 is +0).
-    precise float r = 0.0;
-    r += c;
-    if (pc.hasBias != 0)
-      r = r + float(t_bias[n]);
-    t_out[m * pc.N + n] = TO_DTYPE(r);
+    epilogue(m0 + t, n, idot[t]);
   }
 }
+#endif
