@@ -346,6 +346,45 @@ BENCHMARK(BM_VkLinearDq8caQ4gsw)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
+/// linear_dq8ca_q8csw (8da8w): per-token int8 activations (quantize pass
+/// included) times an int8 weight with per-channel scales and weight sums.
+/// An int8 weight is N * K bytes, twice dq8ca_q4gsw's.
+void BM_VkLinearDq8caQ8csw(benchmark::State &state) {
+  GRAFT_VK_BENCH_GUARD();
+  int64_t M = state.range(0), K = state.range(1), N = state.range(2);
+  ExactKernels exact(state.range(3) != 0);
+  const double weightBytes = double(N * K) + 8.0 * double(N);
+  const Tensor wt = randomTensor(DType::I8, {N, K}, -128, 128, 1);
+  const Tensor st = randomTensor(DType::F32, {N}, 0.0002, 0.002, 2);
+  const Tensor sumst = randomTensor(DType::I32, {N}, -3000, 3000, 6);
+  std::vector<vk::PackedQ8Weight> w;
+  std::vector<vk::DeviceTensor> s, sums;
+  for (std::size_t c = 0, n = rotationCopies(weightBytes); c < n; ++c) {
+    w.push_back(orDie(vk::prepackQ8(*context(), wt)));
+    s.push_back(upload(st));
+    sums.push_back(upload(sumst));
+  }
+  auto x = upload(randomTensor(DType::F32, {M, K}, -1, 1, 3));
+  auto xs = upload(randomTensor(DType::F32, {M}, 0.004, 0.008, 4));
+  auto xz = upload(randomTensor(DType::I8, {M}, -10, 10, 5));
+  std::size_t run = 0;
+  runKernel(
+      state,
+      [&]() -> Status {
+        std::size_t c = run++ % w.size();
+        auto r = vk::linearDq8caQ8csw(*context(), x, xs, xz, w[c], sums[c], s[c], nullptr);
+        return r ? okStatus() : r.takeFailure();
+      },
+      weightBytes + 4.0 * double(M * K + M * N), 2.0 * double(M * N * K));
+  state.counters["copies"] = double(w.size());
+}
+BENCHMARK(BM_VkLinearDq8caQ8csw)
+    ->ArgNames({"M", "K", "N", "exact"})
+    ->Args({1, 4096, 4096, 0})
+    ->Args({1, 4096, 4096, 1})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
 /// embedding_q4gsw: gather T rows of a [V, D] int4 table (the bytes of the
 /// rows read, their scales, the f32 rows written, and the indices, which the
 /// device holds as 32-bit ints).
