@@ -453,8 +453,10 @@ BENCHMARK(BM_VkSilu)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
-/// et_vk.swiglu: silu(gate) * up in one pass (12 bytes per value), where the
-/// unfused graph runs BM_VkSilu's pass and a binary mul (20 bytes per value).
+/// et_vk.swiglu: silu(gate) * up in one pass, 12 bytes per f32 value (gate
+/// and up read, the result written), where the unfused graph runs BM_VkSilu's
+/// pass and a binary mul (20 bytes per value; BM_VkAdd times the same binary
+/// kernel and form).
 void BM_VkSwiglu(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();
   ExactKernels exact(state.range(1) != 0);
