@@ -9,45 +9,12 @@
 // and stores (32 as 64-bit words in the VEC4_WIDE ones), the last invocation
 // the scalar tail; the per-element formula is the same `precise` one, so
 // they are bit-exact too. The VEC4_TEXEL variants are the WIDE ones reading
-// both operands as rgba32ui storage texels (unary.glsl says why).
+// both operands as rgba32ui storage texels (elementwise.glslh says why).
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 
-#if VEC4_TEXEL && WIDE
-#define TEXEL 1
-#else
-#define TEXEL 0
-#endif
-
-layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
-#if TEXEL
-layout(set = 0, binding = 1, rgba32ui) readonly uniform uimageBuffer t_aTexels;
-layout(set = 0, binding = 2, rgba32ui) readonly uniform uimageBuffer t_bTexels;
-// Element i of an operand: the runtime's view covers whole texels (buffers
-// are allocated in 16-byte units), so the last partial texel is readable.
-#define LOAD_A(i) uintBitsToFloat(imageLoad(t_aTexels, int((i) / 4u))[(i) % 4u])
-#define LOAD_B(i) uintBitsToFloat(imageLoad(t_bTexels, int((i) / 4u))[(i) % 4u])
-#else
-layout(set = 0, binding = 1) readonly buffer A { DTYPE t_a[]; };
-layout(set = 0, binding = 2) readonly buffer B { DTYPE t_b[]; };
-#define LOAD_A(i) float(t_a[i])
-#define LOAD_B(i) float(t_b[i])
-#endif
-#if VEC4
-// The same buffers as 16-byte (8-byte for f16) vectors.
-layout(set = 0, binding = 0) buffer Out4 { VEC4_T t_out4[]; };
-#if !TEXEL
-layout(set = 0, binding = 1) readonly buffer A4 { VEC4_T t_a4[]; };
-layout(set = 0, binding = 2) readonly buffer B4 { VEC4_T t_b4[]; };
-#endif
-#endif
-#if WIDE
-layout(set = 0, binding = 0) buffer Out64 { u64vec4 t_out64[]; };
-#if !TEXEL
-layout(set = 0, binding = 1) readonly buffer A64 { u64vec4 t_a64[]; };
-layout(set = 0, binding = 2) readonly buffer B64 { u64vec4 t_b64[]; };
-#endif
-#endif
+#include "elementwise.glslh"
+#include "elementwise_ab.glslh"
 
 layout(push_constant) uniform PushConstants {
   int rank;
@@ -105,14 +72,6 @@ vec4 apply4(vec4 a, vec4 b) {
   return vec4(apply(a.x, b.x), apply(a.y, b.y), apply(a.z, b.z), apply(a.w, b.w));
 }
 
-// Elements per invocation: 4, or 32 in the WIDE variants as four u64vec4
-// per operand (an invocation has a fixed cost on lavapipe; unary.glsl).
-#if WIDE
-#define PER 32u
-#else
-#define PER 4u
-#endif
-
 void main() {
   uint id = linearId();
   uint first = PER * id;
@@ -162,19 +121,8 @@ void main() {
     return;
   int ia = int(id);
   int ib = int(id);
-  if (pc.contiguous != 3) {
-    // Broadcasting: decompose the index (integer division is slow on some
-    // devices, so the common same-shape case above skips it).
-    int rem = int(id);
-    ia = 0;
-    ib = 0;
-    for (int d = pc.rank - 1; d >= 0; --d) {
-      int i = rem % pc.sizes[d];
-      rem /= pc.sizes[d];
-      ia += i * pc.aStrides[d];
-      ib += i * pc.bStrides[d];
-    }
-  }
+  if (pc.contiguous != 3)
+    BROADCAST_INDEX(id, ia, aStrides, ib, bStrides)
 #if DTYPE_IS_INT
   int a = t_a[ia];
   int b = pc.bIsScalar != 0 ? int(pc.scalar) : t_b[ib];

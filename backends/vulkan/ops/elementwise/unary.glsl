@@ -14,17 +14,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 
-// TEXEL: the input as a storage texel buffer (f32 only, as WIDE; the
-// launcher picks it where texelReads allows). llvmpipe loads a texel per lane
-// through its image path, a storage-buffer word through a per-lane scalar
-// loop: a 4M-value silu took 4.7-4.8 instead of 6.1-6.3 ms CPU, neg 3.3-3.5
-// instead of 4.3-4.6 (docs/benchmarks.md, 2026-11-28). Stores stay
-// storage-buffer words: imageStore to a texel buffer doubled the time.
-#if VEC4_TEXEL && WIDE
-#define TEXEL 1
-#else
-#define TEXEL 0
-#endif
+#include "elementwise.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
 #if TEXEL
@@ -84,18 +74,6 @@ float erfApprox(float x) {
   return x < 0.0 ? -r : r;
 }
 
-// sigmoid's and silu's division. The scalar variants (the +exact profile)
-// divide correctly rounded, as the reference does; the vec4 variants (the
-// default, bandwidth profile) use GLSL's `/` (at most 2.5 ulp in Vulkan):
-// divRN's emulation made silu a third slower on lavapipe (8.3 vs 6.2 ms for
-// 4M values, 2026-11-27). exp is the driver's in both, so neither is
-// bit-exact; docs/numerics.md states the bound.
-#if VEC4
-#define ACT_DIV(a, b) ((a) / (b))
-#else
-#define ACT_DIV(a, b) divRN(a, b)
-#endif
-
 float apply(float x) {
 #if defined(OP_neg)
   precise float r = -x;
@@ -106,7 +84,7 @@ float apply(float x) {
 #elif defined(OP_sigmoid)
   precise float r = ACT_DIV(1.0, 1.0 + exp(-x));
 #elif defined(OP_silu)
-  precise float r = ACT_DIV(x, 1.0 + exp(-x));
+  precise float r = SILU(x);
 #elif defined(OP_gelu)
   precise float r = x * 0.5 * (1.0 + erfApprox(x * 0.70710678118654752440));
 #elif defined(OP_gelu_tanh)
@@ -138,17 +116,6 @@ float apply(float x) {
 vec4 apply4(vec4 x) {
   return vec4(apply(x.x), apply(x.y), apply(x.z), apply(x.w));
 }
-
-// Elements per invocation. WIDE: 32, as four u64vec4 loads and stores, the
-// stream copy's access (stream.glsl): on lavapipe each invocation has a fixed
-// cost besides its loads and stores (4M-value neg, CPU ms: 7.7 with 4 per
-// invocation, 5.6 with 8, 4.6 with 16), and 32 in 64-wide workgroups beat 16
-// by about 12 % for add, a few % for silu (docs/benchmarks.md, 2026-11-27).
-#if WIDE
-#define PER 32u
-#else
-#define PER 4u
-#endif
 
 void main() {
   uint id = linearId();

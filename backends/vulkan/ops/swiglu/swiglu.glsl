@@ -8,47 +8,16 @@
 // same 32 with gate and up read as rgba32ui storage texels (binary.glsl's
 // texel access; the launcher picks it on CPU drivers where texelReads allows,
 // since llvmpipe loads a texel per lane but a storage-buffer word through a
-// per-lane scalar loop; f32 only, as WIDE). The division is unary.glsl's
+// per-lane scalar loop; f32 only, as WIDE). The division is elementwise.glslh's
 // silu division: correctly rounded (divRN) in the scalar variants (the +exact
 // profile), GLSL's `/` in the vec4 ones; exp is the driver's in both, so
 // neither is bit-exact to the interpreter (docs/numerics.md states the bound).
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 
-#if VEC4_TEXEL && WIDE
-#define TEXEL 1
-#else
-#define TEXEL 0
-#endif
-
-layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
-#if TEXEL
-layout(set = 0, binding = 1, rgba32ui) readonly uniform uimageBuffer t_gateTexels;
-layout(set = 0, binding = 2, rgba32ui) readonly uniform uimageBuffer t_upTexels;
-// Element i: the runtime's view covers whole texels (buffers are allocated in
-// 16-byte units), so the last partial texel is readable.
-#define LOAD_GATE(i) uintBitsToFloat(imageLoad(t_gateTexels, int((i) / 4u))[(i) % 4u])
-#define LOAD_UP(i) uintBitsToFloat(imageLoad(t_upTexels, int((i) / 4u))[(i) % 4u])
-#else
-layout(set = 0, binding = 1) readonly buffer Gate { DTYPE t_gate[]; };
-layout(set = 0, binding = 2) readonly buffer Up { DTYPE t_up[]; };
-#define LOAD_GATE(i) float(t_gate[i])
-#define LOAD_UP(i) float(t_up[i])
-#endif
-#if VEC4
-layout(set = 0, binding = 0) buffer Out4 { VEC4_T t_out4[]; };
-#if !TEXEL
-layout(set = 0, binding = 1) readonly buffer Gate4 { VEC4_T t_gate4[]; };
-layout(set = 0, binding = 2) readonly buffer Up4 { VEC4_T t_up4[]; };
-#endif
-#endif
-#if WIDE
-layout(set = 0, binding = 0) buffer Out64 { u64vec4 t_out64[]; };
-#if !TEXEL
-layout(set = 0, binding = 1) readonly buffer Gate64 { u64vec4 t_gate64[]; };
-layout(set = 0, binding = 2) readonly buffer Up64 { u64vec4 t_up64[]; };
-#endif
-#endif
+// a is gate, b is up.
+#include "elementwise.glslh"
+#include "elementwise_ab.glslh"
 
 layout(push_constant) uniform PushConstants {
   int rank;
@@ -60,14 +29,8 @@ layout(push_constant) uniform PushConstants {
   int upStrides[8];
 } pc;
 
-#if VEC4
-#define SILU_DIV(a, b) ((a) / (b))
-#else
-#define SILU_DIV(a, b) divRN(a, b)
-#endif
-
 float apply(float g, float u) {
-  precise float s = SILU_DIV(g, 1.0 + exp(-g));
+  precise float s = SILU(g);
   precise float r = s * u;
   return r;
 }
@@ -76,12 +39,6 @@ float apply(float g, float u) {
 vec4 apply4(vec4 g, vec4 u) {
   return vec4(apply(g.x, u.x), apply(g.y, u.y), apply(g.z, u.z), apply(g.w, u.w));
 }
-
-#if WIDE
-#define PER 32u
-#else
-#define PER 4u
-#endif
 
 void main() {
   uint id = linearId();
@@ -93,28 +50,28 @@ void main() {
     [[unroll]] for (uint j = 0u; j < PER / 8u; ++j) {
       uint k = PER / 8u * id + j;
       int texel = int(2u * k);
-      vec4 g0 = uintBitsToFloat(imageLoad(t_gateTexels, texel));
-      vec4 g1 = uintBitsToFloat(imageLoad(t_gateTexels, texel + 1));
-      vec4 u0 = uintBitsToFloat(imageLoad(t_upTexels, texel));
-      vec4 u1 = uintBitsToFloat(imageLoad(t_upTexels, texel + 1));
+      vec4 g0 = uintBitsToFloat(imageLoad(t_aTexels, texel));
+      vec4 g1 = uintBitsToFloat(imageLoad(t_aTexels, texel + 1));
+      vec4 u0 = uintBitsToFloat(imageLoad(t_bTexels, texel));
+      vec4 u1 = uintBitsToFloat(imageLoad(t_bTexels, texel + 1));
       t_out64[k] = u64vec4(store64(apply4(g0, u0)), store64(apply4(g1, u1)));
     }
 #elif WIDE
     [[unroll]] for (uint j = 0u; j < PER / 8u; ++j) {
       uint k = PER / 8u * id + j;
-      u64vec4 g = t_gate64[k];
-      u64vec4 u = t_up64[k];
+      u64vec4 g = t_a64[k];
+      u64vec4 u = t_b64[k];
       t_out64[k] = u64vec4(store64(apply4(load64(g.xy), load64(u.xy))),
                            store64(apply4(load64(g.zw), load64(u.zw))));
     }
 #else
-    t_out4[id] = store4(apply4(vec4(t_gate4[id]), vec4(t_up4[id])));
+    t_out4[id] = store4(apply4(vec4(t_a4[id]), vec4(t_b4[id])));
 #endif
     return;
   }
   // The tail: the last numel % PER elements.
   for (uint i = first; i < uint(pc.numel); ++i)
-    t_out[i] = TO_DTYPE(apply(LOAD_GATE(i), LOAD_UP(i)));
+    t_out[i] = TO_DTYPE(apply(LOAD_A(i), LOAD_B(i)));
 }
 #else
 void main() {
@@ -123,17 +80,8 @@ void main() {
     return;
   int ig = int(id);
   int iu = int(id);
-  if (pc.contiguous != 3) {
-    int rem = int(id);
-    ig = 0;
-    iu = 0;
-    for (int d = pc.rank - 1; d >= 0; --d) {
-      int i = rem % pc.sizes[d];
-      rem /= pc.sizes[d];
-      ig += i * pc.gateStrides[d];
-      iu += i * pc.upStrides[d];
-    }
-  }
-  t_out[id] = TO_DTYPE(apply(float(t_gate[ig]), float(t_up[iu])));
+  if (pc.contiguous != 3)
+    BROADCAST_INDEX(id, ig, gateStrides, iu, upStrides)
+  t_out[id] = TO_DTYPE(apply(float(t_a[ig]), float(t_b[iu])));
 }
 #endif
