@@ -12,10 +12,12 @@
 #include "graft/interp/Interpreter.h"
 #include "graft/serialize/TextIR.h"
 #include "graft/vulkan/GraphExecutor.h"
+#include "graft/vulkan/Kernels.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -256,6 +258,60 @@ template <class F> std::vector<std::string> dispatchedVariants(vk::Context &ctx,
     names.push_back(t.variant);
   EXPECT_TRUE(ctx.setProfiling(false).ok());
   return names;
+}
+
+/// Why the texel-read forms (the *_vec4t / *_texel variants) cannot be
+/// compared on `d`, or "" when they can: they run on CPU devices with
+/// shaderInt64 and storage texel buffers, and the tests list the dispatched
+/// variants from timestamps. Use: if (auto why = ...; !why.empty())
+/// GTEST_SKIP() << why;
+inline std::string texelFormsUnavailable(const vk::DeviceInfo &d) {
+  if (d.type != "cpu" || !d.shaderInt64 || !d.storageTexelBuffers)
+    return "the texel forms run on CPU devices with shaderInt64 and texel buffers";
+  if (d.timestampPeriodNs == 0)
+    return "no timestamps on the compute queue: dispatches are not listed";
+  return "";
+}
+
+/// What one run of a kernel sequence dispatched and produced.
+struct DispatchedOutputs {
+  std::vector<std::string> variants;
+  std::vector<Tensor> outputs;
+};
+
+/// Runs `run(k, results)` on `ctx` (index 0: the texel forms) and on a second
+/// context of the same device whose maxTexelBufferElements is 1, so every
+/// input is too large for a texel view (index 1: the storage-buffer forms);
+/// `run` appends the device tensors to compare to `results`.
+template <class F> void runTexelAndCapped(vk::Context &ctx, F run, DispatchedOutputs (&out)[2]) {
+  for (int capped : {0, 1}) {
+    vk::ContextOptions o;
+    o.deviceIndex = static_cast<int>(ctx.info().index);
+    o.maxTexelBufferElements = 1;
+    auto own = capped ? vk::Context::create(o) : Expected<std::unique_ptr<vk::Context>>(nullptr);
+    ASSERT_TRUE(own.ok()) << render(own.diags());
+    vk::Context &k = capped ? **own : ctx;
+    std::vector<vk::DeviceTensor> results;
+    out[capped].variants = dispatchedVariants(k, [&] { run(k, results); });
+    for (const vk::DeviceTensor &r : results) {
+      auto back = vk::downloadTensor(k, r);
+      ASSERT_TRUE(back.ok()) << render(back.diags());
+      out[capped].outputs.push_back(std::move(*back));
+    }
+  }
+}
+
+/// Both runs produced as many outputs, equal bit for bit.
+inline void expectSameBits(const DispatchedOutputs (&out)[2]) {
+  ASSERT_EQ(out[0].outputs.size(), out[1].outputs.size());
+  for (std::size_t i = 0; i < out[0].outputs.size(); ++i) {
+    const Tensor &a = out[0].outputs[i], &b = out[1].outputs[i];
+    ASSERT_EQ(a.nbytes(), b.nbytes());
+    EXPECT_EQ(0, std::memcmp(a.rawData(), b.rawData(), a.nbytes()))
+        << "output " << i << ": "
+        << (i < out[0].variants.size() ? out[0].variants[i] : std::string("?")) << " vs "
+        << (i < out[1].variants.size() ? out[1].variants[i] : std::string("?"));
+  }
 }
 
 } // namespace graft::vktest

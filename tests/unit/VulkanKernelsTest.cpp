@@ -2001,10 +2001,8 @@ TEST(VulkanKernels, TexelWeightGemvMatchesStorageBufferKernelBitForBit) {
   // path) with N not a multiple of the 32-column tile.
   vk::Context &ctx = *context();
   const vk::DeviceInfo &d = ctx.info();
-  if (d.type != "cpu" || !d.shaderInt64 || !d.storageTexelBuffers)
-    GTEST_SKIP() << "the texel GEMV runs on CPU devices with shaderInt64 and texel buffers";
-  if (d.timestampPeriodNs == 0)
-    GTEST_SKIP() << "no timestamps on the compute queue: dispatches are not listed";
+  if (const std::string why = texelFormsUnavailable(d); !why.empty())
+    GTEST_SKIP() << why;
   for (LinearCase c : std::vector<LinearCase>{
            {1, 64, 96, 32}, {1, 2048, 8192, 32}, {1, 4128, 37, 32}, {1, 96, 45, 32}}) {
     SCOPED_TRACE("K " + std::to_string(c.K) + " N " + std::to_string(c.N));
@@ -2199,11 +2197,8 @@ TEST(VulkanKernels, ElementwiseTexelAndStorageBufferFormsAgreeBitForBit) {
   // every unary and binary op (and binary's scalar form) over the activation
   // edge values (17 bodies of 32 and a tail).
   vk::Context &ctx = *context();
-  const vk::DeviceInfo &d = ctx.info();
-  if (d.type != "cpu" || !d.shaderInt64 || !d.storageTexelBuffers)
-    GTEST_SKIP() << "the texel forms run on CPU devices with shaderInt64 and texel buffers";
-  if (d.timestampPeriodNs == 0)
-    GTEST_SKIP() << "no timestamps on the compute queue: dispatches are not listed";
+  if (const std::string why = texelFormsUnavailable(ctx.info()); !why.empty())
+    GTEST_SKIP() << why;
   std::vector<double> xs = activationEdgeValues(), ys = xs;
   std::reverse(ys.begin(), ys.end());
   const int64_t n = static_cast<int64_t>(xs.size());
@@ -2211,53 +2206,39 @@ TEST(VulkanKernels, ElementwiseTexelAndStorageBufferFormsAgreeBitForBit) {
   const Tensor y = Tensor::fromDoubles(DType::F32, {n}, ys);
   using vk::BinaryKind;
   using vk::UnaryKind;
-  std::vector<std::vector<std::string>> names(2);
-  std::vector<std::vector<Tensor>> outs(2);
-  for (int capped : {0, 1}) {
-    vk::ContextOptions o;
-    o.deviceIndex = static_cast<int>(d.index);
-    o.maxTexelBufferElements = 1; // every input here is larger
-    auto own = capped ? vk::Context::create(o) : Expected<std::unique_ptr<vk::Context>>(nullptr);
-    ASSERT_TRUE(own.ok()) << render(own.diags());
-    vk::Context &k = capped ? **own : ctx;
-    auto a = vk::uploadTensor(k, x);
-    auto b = vk::uploadTensor(k, y);
-    ASSERT_TRUE(a.ok() && b.ok());
-    std::vector<vk::DeviceTensor> results;
-    auto keep = [&](Expected<vk::DeviceTensor> r) {
-      ASSERT_TRUE(r.ok()) << render(r.diags());
-      results.push_back(std::move(*r));
-    };
-    names[capped] = dispatchedVariants(k, [&] {
-      for (UnaryKind u : {UnaryKind::Neg, UnaryKind::Abs, UnaryKind::Relu, UnaryKind::Sigmoid,
-                          UnaryKind::Silu, UnaryKind::Gelu, UnaryKind::GeluTanh, UnaryKind::Rsqrt,
-                          UnaryKind::Sqrt, UnaryKind::Exp, UnaryKind::Reciprocal})
-        keep(vk::unary(k, u, *a));
-      keep(vk::clampScalar(k, *a, -1.0f, 1.0f));
-      for (BinaryKind op : {BinaryKind::Add, BinaryKind::Sub, BinaryKind::Mul, BinaryKind::Div,
-                            BinaryKind::Maximum, BinaryKind::Minimum, BinaryKind::Pow})
-        keep(vk::binary(k, op, *a, *b));
-      keep(vk::binary(k, BinaryKind::Add, *a, *b, 2.5));
-      keep(vk::binaryScalar(k, BinaryKind::Mul, *a, 0.1));
-    });
-    for (const vk::DeviceTensor &r : results) {
-      auto back = vk::downloadTensor(k, r);
-      ASSERT_TRUE(back.ok()) << render(back.diags());
-      outs[capped].push_back(std::move(*back));
-    }
-  }
-  ASSERT_EQ(names[0].size(), outs[0].size());
-  ASSERT_EQ(names[0].size(), names[1].size());
-  for (std::size_t i = 0; i < names[0].size(); ++i) {
+  DispatchedOutputs runs[2];
+  runTexelAndCapped(
+      ctx,
+      [&](vk::Context &k, std::vector<vk::DeviceTensor> &results) {
+        auto a = vk::uploadTensor(k, x);
+        auto b = vk::uploadTensor(k, y);
+        ASSERT_TRUE(a.ok() && b.ok());
+        auto keep = [&](Expected<vk::DeviceTensor> r) {
+          ASSERT_TRUE(r.ok()) << render(r.diags());
+          results.push_back(std::move(*r));
+        };
+        for (UnaryKind u : {UnaryKind::Neg, UnaryKind::Abs, UnaryKind::Relu, UnaryKind::Sigmoid,
+                            UnaryKind::Silu, UnaryKind::Gelu, UnaryKind::GeluTanh, UnaryKind::Rsqrt,
+                            UnaryKind::Sqrt, UnaryKind::Exp, UnaryKind::Reciprocal})
+          keep(vk::unary(k, u, *a));
+        keep(vk::clampScalar(k, *a, -1.0f, 1.0f));
+        for (BinaryKind op : {BinaryKind::Add, BinaryKind::Sub, BinaryKind::Mul, BinaryKind::Div,
+                              BinaryKind::Maximum, BinaryKind::Minimum, BinaryKind::Pow})
+          keep(vk::binary(k, op, *a, *b));
+        keep(vk::binary(k, BinaryKind::Add, *a, *b, 2.5));
+        keep(vk::binaryScalar(k, BinaryKind::Mul, *a, 0.1));
+      },
+      runs);
+  ASSERT_EQ(runs[0].variants.size(), runs[0].outputs.size());
+  ASSERT_EQ(runs[0].variants.size(), runs[1].variants.size());
+  for (std::size_t i = 0; i < runs[0].variants.size(); ++i) {
     // The same kernel, read through texels on the device and through
     // storage-buffer words under the cap.
-    std::string texel = names[0][i], words = names[1][i];
+    std::string texel = runs[0].variants[i];
     ASSERT_NE(texel.find("_vec4t_"), std::string::npos) << texel;
-    EXPECT_EQ(texel.replace(texel.find("_vec4t_"), 7, "_vec4w_"), words);
-    ASSERT_EQ(outs[0][i].nbytes(), outs[1][i].nbytes());
-    EXPECT_EQ(0, std::memcmp(outs[0][i].rawData(), outs[1][i].rawData(), outs[0][i].nbytes()))
-        << names[0][i] << " vs " << names[1][i];
+    EXPECT_EQ(texel.replace(texel.find("_vec4t_"), 7, "_vec4w_"), runs[1].variants[i]);
   }
+  expectSameBits(runs);
 }
 
 TEST(VulkanKernels, SplitKGemvTilingsRunWhereSupported) {

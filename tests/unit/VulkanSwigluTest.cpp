@@ -12,7 +12,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 using namespace graft;
@@ -151,47 +150,27 @@ TEST(VulkanSwiglu, TexelAndStorageBufferFormsAgreeBitForBit) {
   // one, read from the last partial texel). f16 has no wide form (as unary's
   // and binary's): swiglu_vec4_half under both.
   vk::Context &ctx = *context();
-  const vk::DeviceInfo &d = ctx.info();
-  if (d.type != "cpu" || !d.shaderInt64 || !d.storageTexelBuffers)
-    GTEST_SKIP() << "the texel form runs on CPU devices with shaderInt64 and texel buffers";
-  if (d.timestampPeriodNs == 0)
-    GTEST_SKIP() << "no timestamps on the compute queue: dispatches are not listed";
+  if (const std::string why = texelFormsUnavailable(ctx.info()); !why.empty())
+    GTEST_SKIP() << why;
   const std::vector<double> gs = gateEdgeValues();
   std::vector<double> us(gs.rbegin(), gs.rend());
   const int64_t n = static_cast<int64_t>(gs.size());
-  std::vector<std::vector<std::string>> names(2);
-  std::vector<std::vector<Tensor>> outs(2);
-  for (int capped : {0, 1}) {
-    vk::ContextOptions o;
-    o.deviceIndex = static_cast<int>(d.index);
-    o.maxTexelBufferElements = 1; // every input here is larger
-    auto own = capped ? vk::Context::create(o) : Expected<std::unique_ptr<vk::Context>>(nullptr);
-    ASSERT_TRUE(own.ok()) << render(own.diags());
-    vk::Context &k = capped ? **own : ctx;
-    std::vector<vk::DeviceTensor> results;
-    names[capped] = dispatchedVariants(k, [&] {
-      for (DType dt : {DType::F32, DType::F16}) {
-        auto g = vk::uploadTensor(k, Tensor::fromDoubles(dt, {n}, gs));
-        auto u = vk::uploadTensor(k, Tensor::fromDoubles(dt, {n}, us));
-        ASSERT_TRUE(g.ok() && u.ok());
-        auto r = vk::swiglu(k, *g, *u);
-        ASSERT_TRUE(r.ok()) << render(r.diags());
-        results.push_back(std::move(*r));
-      }
-    });
-    for (const vk::DeviceTensor &r : results) {
-      auto back = vk::downloadTensor(k, r);
-      ASSERT_TRUE(back.ok()) << render(back.diags());
-      outs[capped].push_back(std::move(*back));
-    }
-  }
-  EXPECT_EQ(names[0], (std::vector<std::string>{"swiglu_vec4t_float", "swiglu_vec4_half"}));
-  EXPECT_EQ(names[1], (std::vector<std::string>{"swiglu_vec4w_float", "swiglu_vec4_half"}));
-  ASSERT_EQ(outs[0].size(), 2u);
-  ASSERT_EQ(outs[1].size(), 2u);
-  for (std::size_t i = 0; i < 2; ++i) {
-    ASSERT_EQ(outs[0][i].nbytes(), outs[1][i].nbytes());
-    EXPECT_EQ(0, std::memcmp(outs[0][i].rawData(), outs[1][i].rawData(), outs[0][i].nbytes()))
-        << names[0][i] << " vs " << names[1][i];
-  }
+  DispatchedOutputs runs[2];
+  runTexelAndCapped(
+      ctx,
+      [&](vk::Context &k, std::vector<vk::DeviceTensor> &results) {
+        for (DType dt : {DType::F32, DType::F16}) {
+          auto g = vk::uploadTensor(k, Tensor::fromDoubles(dt, {n}, gs));
+          auto u = vk::uploadTensor(k, Tensor::fromDoubles(dt, {n}, us));
+          ASSERT_TRUE(g.ok() && u.ok());
+          auto r = vk::swiglu(k, *g, *u);
+          ASSERT_TRUE(r.ok()) << render(r.diags());
+          results.push_back(std::move(*r));
+        }
+      },
+      runs);
+  EXPECT_EQ(runs[0].variants, (std::vector<std::string>{"swiglu_vec4t_float", "swiglu_vec4_half"}));
+  EXPECT_EQ(runs[1].variants, (std::vector<std::string>{"swiglu_vec4w_float", "swiglu_vec4_half"}));
+  ASSERT_EQ(runs[0].outputs.size(), 2u);
+  expectSameBits(runs);
 }
