@@ -302,19 +302,18 @@ BENCHMARK(BM_VkLinearQ4gsw)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
-/// linear_dq8ca_q4gsw: per-token int8 activations (quantize pass included).
-void BM_VkLinearDq8caQ4gsw(benchmark::State &state) {
-  GRAFT_VK_BENCH_GUARD();
-  int64_t M = state.range(0), K = state.range(1), N = state.range(2), gs = 32;
-  ExactKernels exact(state.range(3) != 0);
-  const double weightBytes = double(N * K / 2) + 8.0 * double(K / gs * N);
-  const Tensor wt = randomTensor(DType::U8, {N, K / 2}, 0, 256, 1);
-  const Tensor st = randomTensor(DType::F32, {K / gs, N}, 0.002, 0.02, 2);
-  const Tensor sumst = randomTensor(DType::I32, {K / gs, (N + 7) / 8 * 8}, -64, 64, 6);
-  std::vector<vk::PackedQ4Weight> w;
+/// The dq8ca linears' run: rotationCopies of the weight (`prepack`, with
+/// its scales `st` and weight sums `sumst`), float activations [M, K] with
+/// per-token scales and zero points, and `launch(x, xs, xz, w, sums, scales)`
+/// timed with the weight plus activations and output as bytes moved.
+template <class W, class Prepack, class Launch>
+void runDq8caLinear(benchmark::State &state, double weightBytes, const Tensor &st,
+                    const Tensor &sumst, Prepack prepack, Launch launch) {
+  int64_t M = state.range(0), K = state.range(1), N = state.range(2);
+  std::vector<W> w;
   std::vector<vk::DeviceTensor> s, sums;
   for (std::size_t c = 0, n = rotationCopies(weightBytes); c < n; ++c) {
-    w.push_back(orDie(vk::prepackQ4(*context(), wt, true)));
+    w.push_back(orDie(prepack()));
     s.push_back(upload(st));
     sums.push_back(upload(sumst));
   }
@@ -326,11 +325,27 @@ void BM_VkLinearDq8caQ4gsw(benchmark::State &state) {
       state,
       [&]() -> Status {
         std::size_t c = run++ % w.size();
-        auto r = vk::linearDq8caQ4gsw(*context(), x, xs, xz, w[c], sums[c], s[c], gs, nullptr);
+        auto r = launch(x, xs, xz, w[c], sums[c], s[c]);
         return r ? okStatus() : r.takeFailure();
       },
       weightBytes + 4.0 * double(M * K + M * N), 2.0 * double(M * N * K));
   state.counters["copies"] = double(w.size());
+}
+
+/// linear_dq8ca_q4gsw: per-token int8 activations (quantize pass included).
+void BM_VkLinearDq8caQ4gsw(benchmark::State &state) {
+  GRAFT_VK_BENCH_GUARD();
+  int64_t K = state.range(1), N = state.range(2), gs = 32;
+  ExactKernels exact(state.range(3) != 0);
+  const double weightBytes = double(N * K / 2) + 8.0 * double(K / gs * N);
+  const Tensor wt = randomTensor(DType::U8, {N, K / 2}, 0, 256, 1);
+  runDq8caLinear<vk::PackedQ4Weight>(
+      state, weightBytes, randomTensor(DType::F32, {K / gs, N}, 0.002, 0.02, 2),
+      randomTensor(DType::I32, {K / gs, (N + 7) / 8 * 8}, -64, 64, 6),
+      [&] { return vk::prepackQ4(*context(), wt, true); },
+      [&](auto &x, auto &xs, auto &xz, auto &w, auto &sums, auto &s) {
+        return vk::linearDq8caQ4gsw(*context(), x, xs, xz, w, sums, s, gs, nullptr);
+      });
 }
 BENCHMARK(BM_VkLinearDq8caQ4gsw)
     ->ArgNames({"M", "K", "N", "exact"})
@@ -351,32 +366,16 @@ BENCHMARK(BM_VkLinearDq8caQ4gsw)
 /// An int8 weight is N * K bytes, twice dq8ca_q4gsw's.
 void BM_VkLinearDq8caQ8csw(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();
-  int64_t M = state.range(0), K = state.range(1), N = state.range(2);
+  int64_t K = state.range(1), N = state.range(2);
   ExactKernels exact(state.range(3) != 0);
   const double weightBytes = double(N * K) + 8.0 * double(N);
   const Tensor wt = randomTensor(DType::I8, {N, K}, -128, 128, 1);
-  const Tensor st = randomTensor(DType::F32, {N}, 0.0002, 0.002, 2);
-  const Tensor sumst = randomTensor(DType::I32, {N}, -3000, 3000, 6);
-  std::vector<vk::PackedQ8Weight> w;
-  std::vector<vk::DeviceTensor> s, sums;
-  for (std::size_t c = 0, n = rotationCopies(weightBytes); c < n; ++c) {
-    w.push_back(orDie(vk::prepackQ8(*context(), wt)));
-    s.push_back(upload(st));
-    sums.push_back(upload(sumst));
-  }
-  auto x = upload(randomTensor(DType::F32, {M, K}, -1, 1, 3));
-  auto xs = upload(randomTensor(DType::F32, {M}, 0.004, 0.008, 4));
-  auto xz = upload(randomTensor(DType::I8, {M}, -10, 10, 5));
-  std::size_t run = 0;
-  runKernel(
-      state,
-      [&]() -> Status {
-        std::size_t c = run++ % w.size();
-        auto r = vk::linearDq8caQ8csw(*context(), x, xs, xz, w[c], sums[c], s[c], nullptr);
-        return r ? okStatus() : r.takeFailure();
-      },
-      weightBytes + 4.0 * double(M * K + M * N), 2.0 * double(M * N * K));
-  state.counters["copies"] = double(w.size());
+  runDq8caLinear<vk::PackedQ8Weight>(
+      state, weightBytes, randomTensor(DType::F32, {N}, 0.0002, 0.002, 2),
+      randomTensor(DType::I32, {N}, -3000, 3000, 6), [&] { return vk::prepackQ8(*context(), wt); },
+      [&](auto &x, auto &xs, auto &xz, auto &w, auto &sums, auto &s) {
+        return vk::linearDq8caQ8csw(*context(), x, xs, xz, w, sums, s, nullptr);
+      });
 }
 BENCHMARK(BM_VkLinearDq8caQ8csw)
     ->ArgNames({"M", "K", "N", "exact"})
