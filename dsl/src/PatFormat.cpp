@@ -219,6 +219,8 @@ std::string printInline(const Syn &n) {
       out += " step " + n.kids[2].text;
     return out;
   }
+  case SK::ExUniform:
+    return "uniform(" + printKids(n, ", ") + ")";
   case SK::Example: {
     if (n.kids.empty())
       return "example {}";

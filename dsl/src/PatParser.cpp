@@ -303,9 +303,18 @@ GRAFT_EXPECT(ExpectExItem, "expected an integer or a dtype", ExItem);
 struct ExList : peg::seq<peg::one<'['>, Nl, peg::must<ExpectExItem>,
                          peg::star<Comma, peg::must<ExpectExItem>>, Nl, peg::must<ListEnd>>,
                 Tag<SK::ExList> {};
-struct ExValue : peg::sor<ExRange, SignedInt, ExList, LIdent> {};
+// `uniform(lo, hi)`: the random range of a tensor capture's values.
+struct ExNumber : peg::sor<SignedFloat, SignedInt> {};
+GRAFT_EXPECT(ExpectExNumber, "expected a number", ExNumber);
+GRAFT_EXPECT(ExpectExHi, "expected ',' and the upper bound: uniform(lo, hi)", Comma);
+struct ExUniform
+    : peg::seq<GRAFT_KW("uniform"), Hs, peg::must<ExpectLParen>, Nl, peg::must<ExpectExNumber>,
+               peg::must<ExpectExHi>, peg::must<ExpectExNumber>, Nl, peg::must<ArgsEnd>>,
+      Tag<SK::ExUniform> {};
+struct ExValue : peg::sor<ExRange, SignedInt, ExList, ExUniform, LIdent> {};
 GRAFT_EXPECT(ExpectExValue,
-             "expected an example value: an integer, lo..hi [step s], a dtype or [a list]",
+             "expected an example value: an integer, lo..hi [step s], a dtype, [a list] or "
+             "uniform(lo, hi)",
              ExValue);
 struct ExEntry : peg::seq<ExName, Nl, peg::must<ExpectAssign>, Nl, peg::must<ExpectExValue>>,
                  Tag<SK::ExEntry> {};

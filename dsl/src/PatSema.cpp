@@ -299,6 +299,7 @@ private:
   //===-- Other sections --------------------------------------------------===//
 
   void exampleSection(const Syn &sec);
+  void exampleRange(const std::string &nm, const CaptureInfo &ci, const Syn &v);
   void toleranceSection(const Syn &sec);
   void header(const Syn &r);
   std::string docFor(const Syn &r) const;
@@ -2304,6 +2305,10 @@ void RuleSema::exampleSection(const Syn &sec) {
     }
     ++it->second.uses;
     ExprType type = it->second.type;
+    if (v.kind == SK::ExUniform) {
+      exampleRange(nm, it->second, v);
+      continue;
+    }
     // The values, as ints or dtypes.
     std::vector<int64_t> ints;
     std::vector<DType> dtypes;
@@ -2368,6 +2373,28 @@ void RuleSema::exampleSection(const Syn &sec) {
       rule_.example.dtypes[nm] = dtypes;
     }
   }
+}
+
+void RuleSema::exampleRange(const std::string &nm, const CaptureInfo &ci, const Syn &v) {
+  if (ci.type != ExprType::Tensor) {
+    error(v, "uniform(lo, hi) gives the random values of a tensor capture, but $" + nm + " is " +
+                 article(ci.type))
+        .note(ci.first, "$" + nm + " is bound here");
+    return;
+  }
+  std::optional<double> bounds[2];
+  for (int i = 0; i < 2; ++i) {
+    bounds[i] = parseDouble(v.kids[i].text);
+    if (!bounds[i] || !std::isfinite(*bounds[i])) {
+      error(v.kids[i], "uniform bound " + v.kids[i].text + " is not a finite number");
+      return;
+    }
+  }
+  if (*bounds[0] >= *bounds[1]) {
+    error(v, "uniform(lo, hi) needs lo < hi (values are drawn from [lo, hi))");
+    return;
+  }
+  rule_.example.ranges[nm] = {*bounds[0], *bounds[1]};
 }
 
 void RuleSema::toleranceSection(const Syn &sec) {

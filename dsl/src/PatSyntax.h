@@ -105,6 +105,7 @@ enum class SK : uint8_t {
   ExName,
   ExList,    ///< [ items ]
   ExRange,   ///< lo .. hi [step s]
+  ExUniform, ///< uniform(lo, hi): LFloat | LInt, twice
   Tolerance, ///< `tolerance(atol = x, rtol = y)`: KwArg*
 };
 

@@ -161,3 +161,29 @@ TEST(RuleLibraryVerify, CatchesClampBoundsMergedWrongly) {
       plant("    %c2 = aten.clamp($x, max($a1, $a2), min($b1, $b2))\n");
   EXPECT_FALSE(intersection.ok()) << rewrite::format(intersection);
 }
+
+// Inputs are drawn from [-1, 1) unless the example gives a capture a
+// `uniform(lo, hi)` range: a rewrite that is wrong only for |x| >= 1 passes
+// with the default and is caught with a wider range; an integer input's range
+// must hold values of its dtype.
+TEST(RuleLibraryVerify, CatchesABugOutsideTheDefaultRangeOnlyWithAWiderOne) {
+  const std::string rule = "rule planted {\n"
+                           "  match { %y = aten.clamp($x : f32[$N], -1, 1) }\n"
+                           "  rewrite { %y = aten.clamp($x, -2, 2) }\n"
+                           "  example { N = 64";
+  rewrite::RuleVerification narrow = verifyText(rule + " }\n}\n");
+  EXPECT_TRUE(narrow.ok()) << rewrite::format(narrow);
+  rewrite::RuleVerification wide = verifyText(rule + ", x = uniform(-4, 4) }\n}\n");
+  EXPECT_FALSE(wide.ok()) << rewrite::format(wide);
+  ASSERT_TRUE(wide.counterexample.has_value()) << rewrite::format(wide);
+  EXPECT_EQ(wide.counterexample->message.rfind("output 0 differs at [", 0), 0u)
+      << wide.counterexample->message;
+
+  rewrite::RuleVerification i8 =
+      verifyText("rule int_range {\n  match { %y = aten.neg($x : i8[$N]) }\n"
+                 "  rewrite { %y = aten.neg($x) }\n  example { N = 4, x = uniform(0, 1000) }\n}\n");
+  EXPECT_FALSE(i8.ok());
+  EXPECT_NE(rewrite::format(i8).find("[0, 1000) is outside i8's values [-128, 127]"),
+            std::string::npos)
+      << rewrite::format(i8);
+}

@@ -491,9 +491,26 @@ static std::optional<std::string> readSymbol(const Value &v, const SymbolTable &
   return std::nullopt;
 }
 
+Expected<std::pair<int64_t, int64_t>> integerDrawRange(DType dtype, double lo, double hi,
+                                                       const std::string &what) {
+  double first = std::ceil(lo), last = std::ceil(hi) - 1;
+  std::ostringstream os;
+  os << "[" << lo << ", " << hi << ")";
+  std::string range = os.str();
+  if (first > last)
+    return Diagnostic::error(what + ": the range " + range + " holds no integer");
+  auto b = integerBounds(dtype);
+  if (b && (first < static_cast<double>(b->first) || last > static_cast<double>(b->second)))
+    return Diagnostic::error(what + ": the range " + range + " is outside " +
+                             std::string(name(dtype)) + "'s values [" + std::to_string(b->first) +
+                             ", " + std::to_string(b->second) + "]");
+  return std::pair<int64_t, int64_t>(static_cast<int64_t>(first), static_cast<int64_t>(last));
+}
+
 Expected<std::vector<RuntimeValue>>
 makeRandomInputs(const Graph &graph, uint64_t seed,
-                 const std::map<std::string, int64_t> &symbolValues) {
+                 const std::map<std::string, int64_t> &symbolValues,
+                 const std::map<std::string, std::pair<double, double>> &ranges) {
   SplitMix rng{seed};
   std::vector<RuntimeValue> out;
   std::map<std::string, int64_t> values = symbolValues;
@@ -535,7 +552,20 @@ makeRandomInputs(const Graph &graph, uint64_t seed,
                                std::string(name(p.dtype)) + " data");
     Tensor t = Tensor::empty(p.dtype, sizes);
     int64_t n = t.numel();
-    if (p.dtype == DType::Bool) {
+    auto range = ranges.find(std::string(v->name()));
+    if (range != ranges.end() && p.dtype != DType::Bool) {
+      auto [lo, hi] = range->second;
+      if (isIntegral(p.dtype)) {
+        GRAFT_TRY(auto ints, integerDrawRange(p.dtype, lo, hi,
+                                              "input %" + std::string(v->name()) + " " + p.str()));
+        uint64_t span = static_cast<uint64_t>(ints.second - ints.first) + 1;
+        for (int64_t i = 0; i < n; ++i)
+          t.setInt(i, ints.first + static_cast<int64_t>(rng.next() % span));
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          t.setDouble(i, lo + (hi - lo) * rng.uniform());
+      }
+    } else if (p.dtype == DType::Bool) {
       for (int64_t i = 0; i < n; ++i)
         t.setInt(i, static_cast<int64_t>(rng.next() >> 63));
     } else if (auto pos = readSymbol(*v, graph.symbols()); pos && isIntegral(p.dtype)) {

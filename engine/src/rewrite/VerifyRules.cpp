@@ -315,6 +315,8 @@ struct BuildResult {
   std::string error;
   /// Leaves built from a guessed prototype, and the node that introduced them.
   std::vector<std::pair<LeafSpec, int>> guessed;
+  /// Inputs with an example `uniform(lo, hi)` range, by input name.
+  std::map<std::string, std::pair<double, double>> inputRanges;
   bool ok() const { return error.empty(); }
 };
 
@@ -418,6 +420,17 @@ void InstanceBuilder::fillData(GraphInput &in, const std::string &key) {
       lo = std::max(lo, -1000.0);
       hi = std::min(hi, 1000.0);
     }
+    if (auto ex = cr_.rule().example.ranges.find(key); ex != cr_.rule().example.ranges.end()) {
+      auto ints = integerDrawRange(p.dtype, ex->second.first, ex->second.second,
+                                   "example uniform() of $" + key + " " + p.str());
+      if (!ints.ok()) {
+        if (res_->error.empty())
+          res_->error = ints.diags()[0].message;
+        return;
+      }
+      lo = static_cast<double>(ints->first);
+      hi = static_cast<double>(ints->second);
+    }
     if (range != facts_.ranges.end()) {
       lo = std::max(lo, std::ceil(range->second.first));
       hi = std::min(hi, std::floor(range->second.second));
@@ -425,6 +438,10 @@ void InstanceBuilder::fillData(GraphInput &in, const std::string &key) {
   } else {
     lo = 0.01;
     hi = 1.0;
+    if (auto ex = cr_.rule().example.ranges.find(key); ex != cr_.rule().example.ranges.end()) {
+      lo = ex->second.first;
+      hi = ex->second.second;
+    }
     if (range != facts_.ranges.end()) {
       lo = range->second.first;
       hi = range->second.second;
@@ -458,6 +475,8 @@ Expected<Value *> InstanceBuilder::leaf(const CArg &p, const std::string &key, i
     fillData(g_->inputs().back(), key);
     return v;
   }
+  if (auto ex = cr_.rule().example.ranges.find(key); ex != cr_.rule().example.ranges.end())
+    res_->inputRanges[name] = ex->second;
   return g_->addInput(InputKind::UserInput, name, proto);
 }
 
@@ -990,7 +1009,7 @@ RuleVerification verifyRule(const CompiledRules &rules, std::size_t index,
                     "): " + m.failure().message);
       continue;
     }
-    auto inputs = makeRandomInputs(*before.graph, inst.seed);
+    auto inputs = makeRandomInputs(*before.graph, inst.seed, {}, before.inputRanges);
     if (!inputs.ok()) {
       errors.insert(inputs.diags()[0].message);
       continue;
@@ -1052,7 +1071,9 @@ RuleVerification verifyRule(const CompiledRules &rules, std::size_t index,
       }
       for (int64_t k = 0; k < a->numel(); ++k) {
         double x = a->getDouble(k), y = b->getDouble(k);
-        if (std::isnan(x) && std::isnan(y))
+        // Equal infinities (both overflowed the same way) and NaNs agree; x - y
+        // would be NaN for the former.
+        if ((std::isnan(x) && std::isnan(y)) || (std::isinf(x) && x == y))
           continue;
         double d = std::abs(x - y);
         worst = std::max(worst, std::isnan(d) ? INFINITY : d);

@@ -141,13 +141,23 @@ private:
 Expected<const Value *> mutationTarget(const Graph &graph, const Node &node, const BoundArgs &bound,
                                        const std::string &argName);
 
+/// The integers n with lo <= n < hi, as an inclusive [first, last], for an
+/// integer tensor drawn from a real range [lo, hi) (a rule example's
+/// `uniform(lo, hi)`); an error when there is none or one is not a value of
+/// `dtype`. `what` names the tensor in the message.
+Expected<std::pair<int64_t, int64_t>> integerDrawRange(DType dtype, double lo, double hi,
+                                                       const std::string &what);
+
 /// Random user inputs matching the graph's user-input prototypes: floats
 /// uniform in [-1, 1), integer (index) inputs in [0, bound) where bound is
 /// taken from the consumers when recognizable (embedding vocab), else [0, 16).
+/// `ranges` (by input name) replaces that: floats uniform in [lo, hi),
+/// integers uniform over integerDrawRange (bool inputs ignore it).
 /// Symbolic dims take `symbolValues`, else their range minimum clamped to >= 1.
 Expected<std::vector<RuntimeValue>>
 makeRandomInputs(const Graph &graph, uint64_t seed,
-                 const std::map<std::string, int64_t> &symbolValues = {});
+                 const std::map<std::string, int64_t> &symbolValues = {},
+                 const std::map<std::string, std::pair<double, double>> &ranges = {});
 
 std::string str(const RuntimeValue &value, int64_t maxElements = 16);
 

@@ -187,6 +187,9 @@ struct RewriteStmt {
 struct ExampleDomain {
   std::map<std::string, std::vector<int64_t>> ints;
   std::map<std::string, std::vector<DType>> dtypes;
+  /// `x = uniform(lo, hi)`: tensor capture -> the [lo, hi) its random values
+  /// are drawn from (default [-1, 1) for inputs; docs/dsl.md).
+  std::map<std::string, std::pair<double, double>> ranges;
 };
 
 /// When a rule runs. Phases run in this order, each to its fixpoint, so a

@@ -15,7 +15,8 @@ rule   messy backend vulkan   tags( a,b )  benefit   2
   }
   rewrite{$packed=pack_int4($w,nibbles=low_first);%out=et_vk.embedding_q4gsw($packed,$s,$G,$idx,is_linear_weight=true)}
   example{V=64
-  D=128;G=32,odt=f32}
+  D=128;G=32,odt=f32,s=uniform( -4,
+    2.5e3 )}
   tolerance( rtol=1e-3 )
   match {
     %t = aten.t(param $w) | aten.permute_copy(param $w, [1, 0]) | aten.permute_copy(param $w, [1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10])

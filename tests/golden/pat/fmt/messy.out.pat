@@ -18,7 +18,7 @@ rule messy benefit 2 tags(a, b) backend vulkan {
     $packed = pack_int4($w, nibbles = low_first)
     %out    = et_vk.embedding_q4gsw($packed, $s, $G, $idx, is_linear_weight = true)
   }
-  example { V = 64, D = 128, G = 32, odt = f32 }
+  example { V = 64, D = 128, G = 32, odt = f32, s = uniform(-4, 2.5e3) }
   tolerance(rtol = 1e-3)
   match {
     %t = aten.t(param $w)
