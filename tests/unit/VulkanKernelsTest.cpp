@@ -1424,6 +1424,65 @@ TEST(VulkanKernels, EmbeddingQ4gswOutOfRangeIndex) {
   }
 }
 
+// On CPU devices with texel buffers the wide q4 gather reads its packed
+// table, indices and scales as rgba32ui texels (embedding_q4gsw_fastt,
+// Embedding.cpp texelReads); on a device whose maxTexelBufferElements they
+// exceed, as storage-buffer words (fastw). Same bits, same arithmetic: equal
+// outputs, bit for bit, in both nibble orders (tied-embedding linear weight
+// and embedding_4bit's), with two groups per invocation (gs 32), one (gs
+// 64), three invocations per row (D 192: the division), a per-row scale
+// ([V], group = D) and Llama-sized rows (D 2048, 4096).
+TEST(VulkanKernels, EmbeddingQ4gswTexelTableMatchesStorageBufferKernelBitForBit) {
+  GRAFT_REQUIRE_VULKAN();
+  vk::Context &ctx = *context();
+  if (const std::string why = texelFormsUnavailable(ctx.info()); !why.empty())
+    GTEST_SKIP() << why;
+  struct Case {
+    int64_t V, D, gs, T;
+    bool perRow;
+  };
+  for (Case c : std::vector<Case>{{96, 64, 32, 15, false},
+                                  {200, 256, 64, 33, false},
+                                  {40, 192, 64, 7, false},
+                                  {50, 128, 128, 9, true},
+                                  {300, 2048, 32, 64, false},
+                                  {100, 4096, 32, 17, false}})
+    for (bool linearWeight : {true, false}) {
+      SCOPED_TRACE("V " + std::to_string(c.V) + " D " + std::to_string(c.D) + " gs " +
+                   std::to_string(c.gs) + (linearWeight ? " linear weight" : " embedding_4bit"));
+      std::vector<int64_t> bytes(static_cast<std::size_t>(c.V * c.D / 2)), idx;
+      for (std::size_t i = 0; i < bytes.size(); ++i)
+        bytes[i] = int64_t((i * 2654435761u) >> 11 & 0xFF);
+      for (int64_t t = 0; t < c.T; ++t)
+        idx.push_back((t * 7919 + 3) % c.V);
+      const std::vector<int64_t> scaleSizes =
+          c.perRow ? std::vector<int64_t>{c.V} : std::vector<int64_t>{c.V, c.D / c.gs};
+      std::vector<double> sv(static_cast<std::size_t>(c.perRow ? c.V : c.V * (c.D / c.gs)));
+      for (std::size_t i = 0; i < sv.size(); ++i)
+        sv[i] = 0.002 + 0.0001 * double(i % 157);
+      const Tensor table = Tensor::fromInts(DType::U8, {c.V, c.D / 2}, bytes);
+      const Tensor scales = Tensor::fromDoubles(DType::F32, scaleSizes, sv);
+      const Tensor indices = Tensor::fromInts(DType::I64, {c.T}, idx);
+      DispatchedOutputs runs[2];
+      runTexelAndCapped(
+          ctx,
+          [&](vk::Context &k, std::vector<vk::DeviceTensor> &results) {
+            auto w = vk::uploadRawBytes(k, table);
+            auto s = vk::uploadTensor(k, scales);
+            auto i = vk::uploadTensor(k, indices);
+            ASSERT_TRUE(w.ok() && s.ok() && i.ok());
+            auto r = vk::embeddingQ4gsw(k, *w, *s, c.perRow ? c.D : c.gs, *i, linearWeight);
+            ASSERT_TRUE(r.ok()) << render(r.diags());
+            results.push_back(std::move(*r));
+          },
+          runs);
+      const std::string suffix = linearWeight ? "_linear_weight_float" : "_float";
+      EXPECT_EQ(runs[0].variants, std::vector<std::string>{"embedding_q4gsw_fastt" + suffix});
+      EXPECT_EQ(runs[1].variants, std::vector<std::string>{"embedding_q4gsw_fastw" + suffix});
+      expectSameBits(runs);
+    }
+}
+
 // quantized_decomposed.embedding_byte (ExecuTorch's -E 8,G) against the
 // reference kernel, bit-exact: int8 and uint8 tables, per-row scales [V]
 // (group = D) and grouped ones [V, NG], zero points absent or given

@@ -98,9 +98,16 @@ Expected<DeviceTensor> embeddingQ4gsw(Context &ctx, const RawBytes &weight,
   // invocation in the wide (64-bit store) form; all are bit-exact like the
   // per-element kernel, which handles the other shapes.
   const bool fast = !ctx.exactKernels() && D % 32 == 0 && groupSize % 32 == 0;
+  // The wide form reads the packed table, indices and scales as texels
+  // where texelReads allows (embedding_q4gsw_fastt).
   const bool wide = fast && D % 64 == 0 && wideVec4(ctx, scales.dtype);
   const char *kernel =
-      wide ? "embedding_q4gsw_fastw" : (fast ? "embedding_q4gsw_fast" : "embedding_q4gsw");
+      wide   ? (texelReads(ctx, std::max({weight.buffer->size(), indices.buffer->size(),
+                                          scales.buffer->size()}))
+                    ? "embedding_q4gsw_fastt"
+                    : "embedding_q4gsw_fastw")
+      : fast ? "embedding_q4gsw_fast"
+             : "embedding_q4gsw";
   const int64_t perInvocation = wide ? 64 : (fast ? 32 : 1);
   std::string variant =
       std::string(kernel) + (isLinearWeight ? "_linear_weight_" : "_") + shaderDType(scales.dtype);

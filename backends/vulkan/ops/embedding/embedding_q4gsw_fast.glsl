@@ -11,7 +11,15 @@
 //     values stored as 8 u64vec4 (D % 64 == 0; a scale per block), half the
 //     store components per value and half the invocations. On lavapipe the
 //     4096 x 2048 gather took 13.3-13.5 ms of CPU time with the vec4 form,
-//     9.1-10.3 ms with this one (docs/benchmarks.md, 2026-11-27).
+//     9.1-10.3 ms with this one (docs/benchmarks.md, 2026-11-27);
+//   * TEXELS (the `_fastt` variants: the wide form where Embedding.cpp's
+//     texelReads allows the packed table, indices and scales) reads its two
+//     blocks as two rgba32ui texels, its index and scales as components of
+//     texels (f16 has no wide form, so no texel one): llvmpipe loads a texel
+//     per lane through its image path, cheaper than its per-lane
+//     storage-buffer loads (as for the q4gsw GEMV); the same bits, so the
+//     same result. 4096 x 2048 on lavapipe: 9.0-9.9 ms CPU against
+//     9.8-10.8 (docs/benchmarks.md, 2026-11-28).
 // Each value is float(nibble - 8) * scale, one f32 product as in
 // embedding_q4gsw.glsl, so the result is bit-exact to it and to the
 // reference. The host falls back to embedding_q4gsw.glsl for other shapes.
@@ -21,7 +29,11 @@
 
 #if WIDE
 layout(set = 0, binding = 0) writeonly buffer Out { u64vec4 t_out8[]; };
+#if TEXELS
+layout(set = 0, binding = 2, rgba32ui) readonly uniform uimageBuffer t_wTexels;
+#else
 layout(set = 0, binding = 2) readonly buffer W { u64vec4 t_weight64[]; };
+#endif
 #define BLOCKS 2u
 #else
 layout(set = 0, binding = 0) writeonly buffer Out { VEC4_T t_out4[]; };
@@ -45,7 +57,12 @@ void dequantWord(uint word, float s, out vec4 lo, out vec4 hi) {
 float blockScale(int row, uint block) {
   int d = int(block) * 32;
   int g = pc.groupShift >= 0 ? (d >> pc.groupShift) : d / pc.groupSize;
+#if TEXELS && WIDE
+  uint k = uint(row * pc.scaleRowStride + g);
+  return uintBitsToFloat(imageLoad(t_sTexels, int(k >> 2u))[k & 3u]);
+#else
   return float(t_scales[row * pc.scaleRowStride + g]);
+#endif
 }
 
 void main() {
@@ -58,7 +75,11 @@ void main() {
   // per row are a power of two (llvmpipe divides each lane separately).
   uint i = pc.chunkShift >= 0 ? id >> uint(pc.chunkShift) : id / chunks;
   uint c = id - i * chunks;
+#if TEXELS && WIDE
+  int row = int(imageLoad(t_iTexels, int(i >> 2u))[i & 3u]);
+#else
   int row = t_indices[i];
+#endif
   bool bad = row < 0 || row >= pc.V;
   if (bad)
     t_status[0] = 1u;
@@ -70,11 +91,19 @@ void main() {
       t_out8[o + j] = u64vec4(0ul);
     return;
   }
+  // The row's two blocks of this chunk, 4 words each.
+#if TEXELS
+  int t = row * (pc.rowBytes / 16) + 2 * int(c);
+  uvec4 blocks[2] = uvec4[2](imageLoad(t_wTexels, t), imageLoad(t_wTexels, t + 1));
+#else
   u64vec4 w = t_weight64[uint(row) * (uint(pc.rowBytes) / 32u) + c];
+  uvec4 blocks[2] = uvec4[2](uvec4(unpackUint2x32(w.x), unpackUint2x32(w.y)),
+                             uvec4(unpackUint2x32(w.z), unpackUint2x32(w.w)));
+#endif
   [[unroll]] for (uint b = 0u; b < 2u; ++b) {
     float s = blockScale(row, 2u * c + b);
     [[unroll]] for (uint k = 0u; k < 2u; ++k) {
-      uvec2 words = unpackUint2x32(w[2u * b + k]);
+      uvec2 words = uvec2(blocks[b][2u * k], blocks[b][2u * k + 1u]);
       [[unroll]] for (uint h = 0u; h < 2u; ++h) {
         vec4 lo, hi;
         dequantWord(words[h], s, lo, hi);
