@@ -153,6 +153,21 @@ inline int64_t stepsPerDispatch(const DeviceInfo &info, int64_t steps, int64_t l
 }
 
 /// loopLimitReason as kernel `kernel`'s error.
+/// The dq8ca linears' activation (linear_dq8ca_q4gsw, linear_dq8ca_q8csw):
+/// `xq` the per-token int8 values exactly as quantize_affine computes them
+/// with the given scale (an f16 input with an f16 scale in f16, as torchao's
+/// f16 chain does; other device dtypes as given; f64, not a device dtype, in
+/// f32), `scalesF32` the scales in f32 for the kernels' epilogue.
+struct PerTokenInt8 {
+  DeviceTensor xq;
+  DeviceTensor scalesF32;
+};
+/// Checks one scale and one integer zero point per token of x's M = numel / K
+/// rows (errors name `kernel`) and quantizes x. Defined in Linear.cpp.
+Expected<PerTokenInt8> quantizePerTokenInt8(Context &ctx, const char *kernel, const DeviceTensor &x,
+                                            int64_t K, const DeviceTensor &inputScales,
+                                            const DeviceTensor &inputZeroPoints);
+
 inline Status checkLoopIterations(const Context &ctx, const char *kernel, int64_t iterations) {
   std::string why = loopLimitReason(ctx.info(), iterations);
   if (!why.empty())

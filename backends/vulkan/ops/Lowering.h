@@ -183,6 +183,10 @@ inline Results one(Expected<DeviceTensor> t) {
 bool isConstantValue(const Node &node, const BoundArgs &b, std::string_view name);
 /// Why argument `arg` is not a constant (weights are prepacked at load time).
 std::string requireConstant(const Node &node, const BoundArgs &b, const char *arg);
+/// The dq8ca linears' activation scales: quantized with the scale's own
+/// dtype (a bf16 scale would round 1 / s to bf16), which the device does for
+/// f32 and f16; an f64 scale is defined as taken in f32. Empty when fine.
+std::string perTokenScalesReason(const BoundArgs &b);
 /// Why an operand or result of `node` has more dims than a kernel's `maxRank`.
 std::string rankReason(const Node &node, int64_t maxRank);
 /// Why argument `name` is not a literal or symbolic integer (start_pos, seq_len).

@@ -44,6 +44,13 @@ Expected<DeviceTensor> asDType(Context &ctx, const DeviceTensor &t, DType d) {
   return cast(ctx, t, d);
 }
 
+std::string perTokenScalesReason(const BoundArgs &b) {
+  const TensorProto *sp = protoOf(b, "input_scales");
+  if (sp && !isDeviceFloat(sp->dtype) && sp->dtype != DType::F64)
+    return "input_scales must be f32/f16/f64, got " + std::string(name(sp->dtype));
+  return {};
+}
+
 std::string requireConstant(const Node &node, const BoundArgs &b, const char *arg) {
   if (!isConstantValue(node, b, arg))
     return std::string("'") + arg + "' must be a constant (weights are prepacked at load time)";

@@ -394,6 +394,27 @@ Expected<DeviceTensor> linearQcs4w(Context &ctx, const DeviceTensor &x, const Pa
                   nullptr, nullptr, nullptr);
 }
 
+Expected<PerTokenInt8> quantizePerTokenInt8(Context &ctx, const char *kernel, const DeviceTensor &x,
+                                            int64_t K, const DeviceTensor &inputScales,
+                                            const DeviceTensor &inputZeroPoints) {
+  int64_t M = K ? x.numel() / K : 0;
+  if (inputScales.numel() != M || inputZeroPoints.numel() != M)
+    return kernelError(kernel, "input_scales and input_zp need one entry per token (" +
+                                   std::to_string(M) + "), got " + sizesStr(inputScales.sizes) +
+                                   " and " + sizesStr(inputZeroPoints.sizes));
+  if (deviceElem(inputZeroPoints.dtype) != DeviceElem::I32)
+    return kernelError(kernel, "input_zp must be an integer tensor");
+  PerTokenInt8 r;
+  r.scalesF32 = inputScales;
+  if (r.scalesF32.dtype != DType::F32) {
+    GRAFT_TRY(r.scalesF32, cast(ctx, inputScales, DType::F32));
+  }
+  const DeviceTensor &qScale = isDeviceFloat(inputScales.dtype) ? inputScales : r.scalesF32;
+  GRAFT_TRY(r.xq, quantizeAffine(ctx, x, std::max<int64_t>(K, 1), qScale, &inputZeroPoints, -128,
+                                 127, DType::I8));
+  return r;
+}
+
 Expected<DeviceTensor> linearDq8caQ4gsw(Context &ctx, const DeviceTensor &x,
                                         const DeviceTensor &inputScales,
                                         const DeviceTensor &inputZeroPoints,
@@ -407,32 +428,15 @@ Expected<DeviceTensor> linearDq8caQ4gsw(Context &ctx, const DeviceTensor &x,
                            sizesStr(scales.sizes));
   int64_t K = x.sizes.back();
   GRAFT_CHECK_OK(checkGroups("linear_dq8ca_q4gsw", K, groupSize, scales.sizes[0]));
-  int64_t M = K ? x.numel() / K : 0;
-  if (inputScales.numel() != M || inputZeroPoints.numel() != M)
-    return kernelError("linear_dq8ca_q4gsw",
-                       "input_scales and input_zp need one entry per token (" + std::to_string(M) +
-                           "), got " + sizesStr(inputScales.sizes) + " and " +
-                           sizesStr(inputZeroPoints.sizes));
-  if (deviceElem(inputZeroPoints.dtype) != DeviceElem::I32)
-    return kernelError("linear_dq8ca_q4gsw", "input_zp must be an integer tensor");
   if (weightSums.sizes.size() != 2 || weightSums.sizes[0] != scales.sizes[0] ||
       weightSums.sizes[1] < w.N || deviceElem(weightSums.dtype) != DeviceElem::I32)
     return kernelError("linear_dq8ca_q4gsw",
                        "weight_sums must be integer [" + std::to_string(scales.sizes[0]) +
                            ", >= " + std::to_string(w.N) + "], got " + sizesStr(weightSums.sizes));
-  DeviceTensor s32 = inputScales;
-  if (s32.dtype != DType::F32) {
-    GRAFT_TRY(s32, cast(ctx, inputScales, DType::F32));
-  }
-  // Per-token int8 activations, exactly as quantize_affine computes them with
-  // the given scale: an f16 input with an f16 scale in f16 (quant_affine's
-  // half x half variant rounds 1 / s and x * (1 / s) to f16, as torchao's f16
-  // chain does); other device dtypes as given; f64 (not a device dtype) in f32.
-  const DeviceTensor &qScale = isDeviceFloat(inputScales.dtype) ? inputScales : s32;
-  GRAFT_TRY(DeviceTensor xq, quantizeAffine(ctx, x, std::max<int64_t>(K, 1), qScale,
-                                            &inputZeroPoints, -128, 127, DType::I8));
-  return q4Linear(ctx, "linear_dq8ca_q4gsw", x, w, scales, groupSize, scales.sizes[1], bias, &xq,
-                  &s32, &inputZeroPoints, &weightSums);
+  GRAFT_TRY(PerTokenInt8 a,
+            quantizePerTokenInt8(ctx, "linear_dq8ca_q4gsw", x, K, inputScales, inputZeroPoints));
+  return q4Linear(ctx, "linear_dq8ca_q4gsw", x, w, scales, groupSize, scales.sizes[1], bias, &a.xq,
+                  &a.scalesF32, &inputZeroPoints, &weightSums);
 }
 
 Expected<PackedQ8Weight> prepackQ8(Context &ctx, const Tensor &weight) {
@@ -746,13 +750,7 @@ Lowering q4Lowering(const char *kernel, bool dq8ca) {
         const TensorProto *bias = protoOf(b, "bias");
         if (bias && bias->dtype != xp->dtype)
           return "bias dtype differs from the input's";
-        // The activation is quantized with the scale's dtype (a bf16 scale
-        // rounds 1 / s to bf16), which the device does for f32 and f16 only;
-        // an f64 scale is defined as taken in f32.
-        const TensorProto *sp = dq8ca ? protoOf(b, "input_scales") : nullptr;
-        if (sp && !isDeviceFloat(sp->dtype) && sp->dtype != DType::F64)
-          return "input_scales must be f32/f16/f64, got " + std::string(name(sp->dtype));
-        return {};
+        return dq8ca ? perTokenScalesReason(b) : std::string();
       },
       q4Packing(true),
       [=](NodeArgs &a, const DeviceTensor &x, const PackedQ4Weight &w,

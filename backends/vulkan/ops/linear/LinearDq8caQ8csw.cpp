@@ -37,12 +37,6 @@ Expected<DeviceTensor> linearDq8caQ8csw(Context &ctx, const DeviceTensor &x,
     return kernelError(kernel, "input " + sizesStr(x.sizes) + " does not have the weight's " +
                                    std::to_string(w.K) + " features");
   int64_t K = w.K, M = x.numel() / K;
-  if (inputScales.numel() != M || inputZeroPoints.numel() != M)
-    return kernelError(kernel, "input_scales and input_zp need one entry per token (" +
-                                   std::to_string(M) + "), got " + sizesStr(inputScales.sizes) +
-                                   " and " + sizesStr(inputZeroPoints.sizes));
-  if (deviceElem(inputZeroPoints.dtype) != DeviceElem::I32)
-    return kernelError(kernel, "input_zp must be an integer tensor");
   if (scales.sizes.size() != 1 || scales.numel() < w.N)
     return kernelError(kernel, "weight_scales must be [>= " + std::to_string(w.N) + "], got " +
                                    sizesStr(scales.sizes));
@@ -53,16 +47,8 @@ Expected<DeviceTensor> linearDq8caQ8csw(Context &ctx, const DeviceTensor &x,
   if (bias && (bias->dtype != x.dtype || bias->numel() < w.N))
     return kernelError(kernel, "bias must be " + std::string(name(x.dtype)) + " with at least " +
                                    std::to_string(w.N) + " elements");
-  DeviceTensor s32 = inputScales;
-  if (s32.dtype != DType::F32) {
-    GRAFT_TRY(s32, cast(ctx, inputScales, DType::F32));
-  }
-  // Quantized with the scale's own dtype (f16 x with an f16 scale in f16, as
-  // torchao's chain does); f64 is not a device dtype and is taken in f32, as
-  // linear_dq8ca_q4gsw and the interpreter do.
-  const DeviceTensor &qScale = isDeviceFloat(inputScales.dtype) ? inputScales : s32;
-  GRAFT_TRY(DeviceTensor xq,
-            quantizeAffine(ctx, x, K, qScale, &inputZeroPoints, -128, 127, DType::I8));
+  GRAFT_TRY(PerTokenInt8 a, quantizePerTokenInt8(ctx, kernel, x, K, inputScales, inputZeroPoints));
+  const DeviceTensor &xq = a.xq;
   std::vector<int64_t> outSizes(x.sizes.begin(), x.sizes.end() - 1);
   outSizes.push_back(w.N);
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, x.dtype, outSizes));
@@ -77,7 +63,7 @@ Expected<DeviceTensor> linearDq8caQ8csw(Context &ctx, const DeviceTensor &x,
                                     w.words.get(),
                                     scales.buffer.get(),
                                     (bias ? bias : &x)->buffer.get(),
-                                    s32.buffer.get(),
+                                    a.scalesF32.buffer.get(),
                                     inputZeroPoints.buffer.get(),
                                     weightSums.buffer.get()};
   std::string dtypes = std::string("_") + shaderDType(x.dtype) + "_" + shaderDType(scales.dtype);
@@ -113,11 +99,7 @@ Lowering dq8caQ8cswLowering() {
     const TensorProto *bias = protoOf(b, "bias");
     if (bias && bias->dtype != protoOf(b, "input")->dtype)
       return "bias dtype differs from the input's";
-    // The activation is quantized with the scale's dtype, which the device
-    // does for f32 and f16; an f64 scale is defined as taken in f32.
-    const TensorProto *sp = protoOf(b, "input_scales");
-    if (sp && !isDeviceFloat(sp->dtype) && sp->dtype != DType::F64)
-      return "input_scales must be f32/f16/f64, got " + std::string(name(sp->dtype));
+    GRAFT_VK_REASON(perTokenScalesReason(b));
     return {};
   };
   l.run = [](NodeArgs &a) -> Results {
