@@ -31,6 +31,15 @@
 // multiplies by the weight in f32 and rounds once. That removes one rounding,
 // so rms_norm_cast differs by at most ~1 ulp of the low-precision dtype
 // (rtol 2^-7, see its tolerance).
+//
+// Verification ranges: x is the residual stream a Llama RMSNorm reads
+// (examples/models/llama/llama_transformer.py, attention_norm / ffn_norm /
+// the final norm), tens to hundreds with outlier features in the thousands
+// ("massive activations"), so the examples draw x from [-1000, 1000): large
+// enough that eps (0 or 1) is negligible against the mean square, and, for
+// f16, values near the top of f16's precision grid (ulp 0.5 at 1000). The
+// weight is RMSNorm's learned scale (initialized to ones, O(1) after
+// training): [-2, 2).
 
 /// RMSNorm in f32 (no casts) -> et_vk.rms_norm. Bit-exact.
 rule rms_norm_f32 benefit 20 tags(norm) backend vulkan {
@@ -48,7 +57,7 @@ rule rms_norm_f32 benefit 20 tags(norm) backend vulkan {
   rewrite {
     %out = et_vk.rms_norm($x, $w, $eps)
   }
-  example { D = [8, 64], d = -1, eps = [0, 1] }
+  example { D = [8, 64], d = -1, eps = [0, 1], x = uniform(-1000, 1000), w = uniform(-2, 2) }
 }
 
 /// RMSNorm of a bf16/f16 activation computed in f32 (Llama's
@@ -72,6 +81,13 @@ rule rms_norm_cast benefit 20 tags(norm) backend vulkan {
   rewrite {
     %out = et_vk.rms_norm($x, $w, $eps)
   }
-  example { D = [8, 64], d = -1, eps = [0, 1], dt = [bf16, f16] }
+  example {
+    D = [8, 64]
+    d = -1
+    eps = [0, 1]
+    dt = [bf16, f16]
+    x = uniform(-1000, 1000)
+    w = uniform(-2, 2)
+  }
   tolerance(atol = 1e-6, rtol = 0.0078125)
 }
