@@ -58,6 +58,11 @@
 // sums, each rounded to f32 (no FMA), then interleaves them (a copy) and
 // rounds once to x's dtype: bit-exact (tolerance 0). docs/numerics.md,
 // `apply_rotary_emb`.
+//
+// Verification ranges: xq and xk are the wq / wk projections before RoPE,
+// O(1..10) with outlier channels in the tens in Llama checkpoints, so the
+// examples draw them from [-64, 64) (in f16 that exercises products and sums
+// rounded on a coarse grid); the tables are cos / sin and keep [-1, 1).
 
 /// ExecuTorch's Llama RoPE on xq and xk (two roots sharing the frequency
 /// views) -> et_vk.apply_rotary_emb. Bit-exact.
@@ -100,7 +105,15 @@ rule et_apply_rotary_emb benefit 40 tags(rope) backend vulkan {
   rewrite {
     %q_out, %k_out = et_vk.apply_rotary_emb($xq, $xk, $cos, $sin)
   }
-  example { B = [1, 2], S = [1, 5], HQ = 4, HK = [2, 4], D = [16, 32] }
+  example {
+    B = [1, 2]
+    S = [1, 5]
+    HQ = 4
+    HK = [2, 4]
+    D = [16, 32]
+    xq = uniform(-64, 64)
+    xk = uniform(-64, 64)
+  }
 }
 
 /// ExecuTorch's Llama RoPE in an f16/bf16 model: x.float() before the split, the tables
@@ -161,6 +174,8 @@ rule et_apply_rotary_emb_cast benefit 40 tags(rope) backend vulkan {
     D = [16, 32]
     dt = [f16, bf16]
     ft = [f32, f16, bf16]
+    xq = uniform(-64, 64)
+    xk = uniform(-64, 64)
   }
 }
 
@@ -209,5 +224,13 @@ rule et_apply_rotary_emb_per_chain_views benefit 40 tags(rope) backend vulkan {
   rewrite {
     %q_out, %k_out = et_vk.apply_rotary_emb($xq, $xk, $cos, $sin)
   }
-  example { B = [1, 2], S = [1, 5], HQ = 4, HK = [2, 4], D = [16, 32] }
+  example {
+    B = [1, 2]
+    S = [1, 5]
+    HQ = 4
+    HK = [2, 4]
+    D = [16, 32]
+    xq = uniform(-64, 64)
+    xk = uniform(-64, 64)
+  }
 }

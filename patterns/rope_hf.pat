@@ -58,6 +58,9 @@
 // Numerics: the fused op computes exactly these products and sums, each
 // rounded to f32 (no FMA); -x * sin is -(x * sin) exactly, the copies are
 // copies: bit-exact (tolerance 0). docs/numerics.md, `apply_rotary_emb_hf`.
+//
+// Verification ranges: q and k before RoPE, O(1..10) with outlier channels
+// in the tens, drawn from [-64, 64); the tables are cos / sin, [-1, 1).
 
 /// HuggingFace RoPE with full rotation on xq and xk, the tables cut at the
 /// position (two roots sharing the unsqueezed tables) ->
@@ -97,7 +100,17 @@ rule et_apply_rotary_emb_hf_at_pos benefit 45 tags(rope) backend vulkan {
   rewrite {
     %q_out, %k_out = et_vk.apply_rotary_emb_hf($xq, $xk, $cos, $sin, $pos)
   }
-  example { B = 1, S = [1, 3], HQ = 4, HK = [2, 4], D = [8, 16], M = 6, pos = [0, 2] }
+  example {
+    B = 1
+    S = [1, 3]
+    HQ = 4
+    HK = [2, 4]
+    D = [8, 16]
+    M = 6
+    pos = [0, 2]
+    xq = uniform(-64, 64)
+    xk = uniform(-64, 64)
+  }
 }
 
 /// HuggingFace RoPE with partial rotation (the first R of head_dim D, the
@@ -139,7 +152,18 @@ rule et_apply_rotary_emb_hf_partial_at_pos benefit 45 tags(rope) backend vulkan 
   rewrite {
     %q_out, %k_out = et_vk.apply_rotary_emb_hf($xq, $xk, $cos, $sin, $pos)
   }
-  example { B = 1, S = [1, 3], HQ = 4, HK = [2, 4], D = [12, 24], R = 8, M = 6, pos = [0, 2] }
+  example {
+    B = 1
+    S = [1, 3]
+    HQ = 4
+    HK = [2, 4]
+    D = [12, 24]
+    R = 8
+    M = 6
+    pos = [0, 2]
+    xq = uniform(-64, 64)
+    xk = uniform(-64, 64)
+  }
 }
 
 /// HuggingFace RoPE with full rotation, [S, D] tables as given ->
@@ -176,7 +200,15 @@ rule et_apply_rotary_emb_hf benefit 40 tags(rope) backend vulkan {
   rewrite {
     %q_out, %k_out = et_vk.apply_rotary_emb_hf($xq, $xk, $cos, $sin, 0)
   }
-  example { B = [1, 2], S = [1, 3], HQ = 4, HK = [2, 4], D = [8, 16] }
+  example {
+    B = [1, 2]
+    S = [1, 3]
+    HQ = 4
+    HK = [2, 4]
+    D = [8, 16]
+    xq = uniform(-64, 64)
+    xk = uniform(-64, 64)
+  }
 }
 
 /// HuggingFace RoPE with partial rotation, [S, R] tables as given ->
@@ -214,5 +246,14 @@ rule et_apply_rotary_emb_hf_partial benefit 40 tags(rope) backend vulkan {
   rewrite {
     %q_out, %k_out = et_vk.apply_rotary_emb_hf($xq, $xk, $cos, $sin, 0)
   }
-  example { B = [1, 2], S = [1, 3], HQ = 4, HK = [2, 4], D = [12, 24], R = 8 }
+  example {
+    B = [1, 2]
+    S = [1, 3]
+    HQ = 4
+    HK = [2, 4]
+    D = [12, 24]
+    R = 8
+    xq = uniform(-64, 64)
+    xk = uniform(-64, 64)
+  }
 }
