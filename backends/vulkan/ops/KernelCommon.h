@@ -108,6 +108,23 @@ inline ElementwiseForm elementwiseForm(const Context &ctx, DType dtype, bool vec
                                      : ElementwiseForm{"_vec4w_", 32};
 }
 
+/// The push constants of the two-input elementwise shaders (binary.glsl and
+/// swiglu.glsl, one layout in elementwise/elementwise_ab.glslh): out (of
+/// `sizes`) = f(a, b) with a and b read through broadcast strides, or b the
+/// scalar `scalar` (bIsScalar, binary only); alpha is add/sub's.
+struct TwoInputPush {
+  int32_t rank, numel, bIsScalar, contiguous;
+  float alpha, scalar;
+  int32_t sizes[kMaxRank], aStrides[kMaxRank], bStrides[kMaxRank];
+};
+
+/// TwoInputPush for an output of `outSizes` (rank <= kMaxRank, the caller's
+/// check) read from operands of `aSizes` and `bSizes` (null: b is the
+/// scalar), with alpha 1: rank, numel, sizes, broadcast strides and the
+/// same-shape bits of `contiguous`. Elementwise.cpp.
+TwoInputPush twoInputPush(const std::vector<int64_t> &outSizes, const std::vector<int64_t> &aSizes,
+                          const std::vector<int64_t> *bSizes);
+
 /// "[2, 3]".
 inline std::string sizesStr(const std::vector<int64_t> &sizes) {
   std::string s = "[";

@@ -72,13 +72,27 @@ const char *name(UnaryKind kind) {
   return "?";
 }
 
-namespace {
+TwoInputPush twoInputPush(const std::vector<int64_t> &outSizes, const std::vector<int64_t> &aSizes,
+                          const std::vector<int64_t> *bSizes) {
+  TwoInputPush pc{};
+  pc.rank = i32(static_cast<int64_t>(outSizes.size()));
+  pc.numel = i32(product(outSizes));
+  pc.bIsScalar = bSizes ? 0 : 1;
+  // Operands already of the output's shape need no index decomposition (a
+  // scalar b needs none either).
+  pc.contiguous = (aSizes == outSizes ? 1 : 0) | (!bSizes || *bSizes == outSizes ? 2 : 0);
+  pc.alpha = 1.0f;
+  const std::vector<int64_t> sa = broadcastStrides(aSizes, outSizes);
+  const std::vector<int64_t> sb = bSizes ? broadcastStrides(*bSizes, outSizes) : sa;
+  for (std::size_t i = 0; i < outSizes.size(); ++i) {
+    pc.sizes[i] = i32(outSizes[i]);
+    pc.aStrides[i] = i32(sa[i]);
+    pc.bStrides[i] = i32(sb[i]);
+  }
+  return pc;
+}
 
-struct BinaryPush {
-  int32_t rank, numel, bIsScalar, contiguous;
-  float alpha, scalar;
-  int32_t sizes[kMaxRank], aStrides[kMaxRank], bStrides[kMaxRank];
-};
+namespace {
 
 Status checkBinaryDType(BinaryKind op, DType d) {
   if (isDeviceFloat(d))
@@ -103,21 +117,9 @@ Expected<DeviceTensor> binaryImpl(Context &ctx, BinaryKind op, const DeviceTenso
   if (outSizes.size() > kMaxRank)
     return kernelError(name(op), "rank " + std::to_string(outSizes.size()) + " exceeds 8");
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, a.dtype, outSizes));
-  BinaryPush pc{};
-  pc.rank = i32(static_cast<int64_t>(outSizes.size()));
-  pc.numel = i32(out.numel());
-  pc.bIsScalar = b ? 0 : 1;
-  // Operands already of the output's shape need no index decomposition.
-  pc.contiguous = (a.sizes == outSizes ? 1 : 0) | (!b || b->sizes == outSizes ? 2 : 0);
+  TwoInputPush pc = twoInputPush(outSizes, a.sizes, b ? &b->sizes : nullptr);
   pc.alpha = static_cast<float>(alpha);
   pc.scalar = static_cast<float>(scalar);
-  std::vector<int64_t> sa = broadcastStrides(a.sizes, outSizes);
-  std::vector<int64_t> sb = b ? broadcastStrides(b->sizes, outSizes) : sa;
-  for (std::size_t i = 0; i < outSizes.size(); ++i) {
-    pc.sizes[i] = i32(outSizes[i]);
-    pc.aStrides[i] = i32(sa[i]);
-    pc.bStrides[i] = i32(sb[i]);
-  }
   // Same-shape float operands take the vec4 variant (4 elements per
   // invocation, bit-exact to the scalar one); broadcasting needs the index
   // decomposition per element.

@@ -16,18 +16,6 @@
 #include "elementwise.glslh"
 #include "elementwise_ab.glslh"
 
-layout(push_constant) uniform PushConstants {
-  int rank;
-  int numel;
-  int bIsScalar;
-  int contiguous; // bit 0: a has the output's shape, bit 1: b does (no index math)
-  float alpha;
-  float scalar;
-  int sizes[8];
-  int aStrides[8];
-  int bStrides[8];
-} pc;
-
 #if !DTYPE_IS_INT
 float apply(float a, float b) {
 #if defined(OP_add)
@@ -122,7 +110,7 @@ void main() {
   int ia = int(id);
   int ib = int(id);
   if (pc.contiguous != 3)
-    BROADCAST_INDEX(id, ia, aStrides, ib, bStrides)
+    BROADCAST_INDEX(id, ia, ib)
 #if DTYPE_IS_INT
   int a = t_a[ia];
   int b = pc.bIsScalar != 0 ? int(pc.scalar) : t_b[ib];

@@ -11,16 +11,6 @@
 
 namespace graft::vk {
 
-namespace {
-
-/// swiglu.glsl's push constants.
-struct SwigluPush {
-  int32_t rank, numel, contiguous, pad;
-  int32_t sizes[kMaxRank], gateStrides[kMaxRank], upStrides[kMaxRank];
-};
-
-} // namespace
-
 Expected<DeviceTensor> swiglu(Context &ctx, const DeviceTensor &gate, const DeviceTensor &up) {
   if (!isDeviceFloat(gate.dtype) || up.dtype != gate.dtype)
     return kernelError("swiglu", "gate and up must share one dtype, f32 or f16; got " +
@@ -30,17 +20,7 @@ Expected<DeviceTensor> swiglu(Context &ctx, const DeviceTensor &gate, const Devi
   if (outSizes.size() > kMaxRank)
     return kernelError("swiglu", "rank " + std::to_string(outSizes.size()) + " exceeds 8");
   GRAFT_TRY(DeviceTensor out, allocateTensor(ctx, gate.dtype, outSizes));
-  SwigluPush pc{};
-  pc.rank = i32(static_cast<int64_t>(outSizes.size()));
-  pc.numel = i32(out.numel());
-  pc.contiguous = (gate.sizes == outSizes ? 1 : 0) | (up.sizes == outSizes ? 2 : 0);
-  std::vector<int64_t> sg = broadcastStrides(gate.sizes, outSizes);
-  std::vector<int64_t> su = broadcastStrides(up.sizes, outSizes);
-  for (std::size_t i = 0; i < outSizes.size(); ++i) {
-    pc.sizes[i] = i32(outSizes[i]);
-    pc.gateStrides[i] = i32(sg[i]);
-    pc.upStrides[i] = i32(su[i]);
-  }
+  const TwoInputPush pc = twoInputPush(outSizes, gate.sizes, &up.sizes);
   // Same-shape operands take the vec4 forms (32 values per invocation on CPU
   // drivers, read as storage texels where the device allows, as the
   // unary/binary kernels), except in the +exact profile, which keeps the

@@ -19,16 +19,6 @@
 #include "elementwise.glslh"
 #include "elementwise_ab.glslh"
 
-layout(push_constant) uniform PushConstants {
-  int rank;
-  int numel;
-  int contiguous; // 3: gate and up both have the output's shape (no index math)
-  int pad;
-  int sizes[8];
-  int gateStrides[8];
-  int upStrides[8];
-} pc;
-
 float apply(float g, float u) {
   precise float s = SILU(g);
   precise float r = s * u;
@@ -81,7 +71,7 @@ void main() {
   int ig = int(id);
   int iu = int(id);
   if (pc.contiguous != 3)
-    BROADCAST_INDEX(id, ig, gateStrides, iu, upStrides)
+    BROADCAST_INDEX(id, ig, iu)
   t_out[id] = TO_DTYPE(apply(float(t_a[ig]), float(t_b[iu])));
 }
 #endif
