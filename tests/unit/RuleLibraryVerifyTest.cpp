@@ -119,6 +119,27 @@ TEST(RuleLibraryVerify, Catches8da4wWiredWithTheWrongActivationQParams) {
   EXPECT_FALSE(scale.ok()) << rewrite::format(scale);
 }
 
+// qd_linear_dq8ca_q4gsw's atol (0.41: one quantization step at a tie of the f64
+// chain, s_x * 8 * ws over its example ranges, patterns/linear_8da4w.pat) still
+// catches a wrong activation scale, which moves outputs by O(|y|). (A zero
+// point off by one is not among them: the kernel subtracts the zero point it
+// quantized with, so only the token's clamped extreme moves, by one step, as
+// at a tie; the torchao rules' tight tolerance catches it.)
+TEST(RuleLibraryVerify, CatchesQd8da4wWiredWithTheWrongActivationScale) {
+  const std::string fused =
+      "    %y      = et_vk.linear_dq8ca_q4gsw($x, %s, %zp, $packed, $sums, $scales, $G)\n";
+  auto planted = [&](const std::string &line) {
+    return verifyText(plantBug("linear_8da4w.pat", "qd_linear_dq8ca_q4gsw", fused, line));
+  };
+  rewrite::RuleVerification shipped = planted(fused);
+  EXPECT_TRUE(shipped.ok()) << rewrite::format(shipped);
+  rewrite::RuleVerification scale = planted(
+      "    %s2     = aten.mul.Scalar(%s, 2)\n"
+      "    %y      = et_vk.linear_dq8ca_q4gsw($x, %s2, %zp, $packed, $sums, $scales, $G)\n");
+  EXPECT_FALSE(scale.ok()) << rewrite::format(scale);
+  EXPECT_TRUE(scale.counterexample.has_value()) << rewrite::format(scale);
+}
+
 // The 8da8w rule's tolerance (atol 5e-3, patterns/linear_8da8w.pat) still
 // catches a rewrite that wires the wrong activation zero point or scale.
 TEST(RuleLibraryVerify, Catches8da8wWiredWithTheWrongActivationQParams) {
