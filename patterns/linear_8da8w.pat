@@ -39,17 +39,22 @@
 // then float(idot) * (s_x * ws[n]) in f32, + bias. The replaced graph computes the same
 // integers and scales but rounds each dequantized value, product and partial sum of
 // aten.linear to f32: the difference is float re-association, at most about
-// (K + 3) * 2^-24 * sum_k |x_k w_k| per output. Over the example domain (x in [-1, 1),
-// |w| <= 128 * ws, ws <= 1, K <= 96) that bound is about 0.07, but the rounding errors have
-// random signs: 2000 instances per rule measure at most 3.7e-4 (about 16 times the int4
-// family's 2e-5, as the weights are; docs/rules.md).
-// Tolerance: atol 5e-3, rtol 1e-5. A wiring bug moves outputs far more: a zero point off by one
-// shifts an output by s_x * sum_k w_k (~1 here, the weights being 16x the int4 family's); the
-// wrong scale, sums or transposition by O(10).
+// (K + 3) * 2^-24 * sum_k |x_k w_k| per output. Over the example domain (|x| <= 128,
+// |w| <= 128 * ws, ws < 0.005, K <= 96) that bound is about 0.045, but the rounding errors
+// have random signs: 2000 instances per rule measure at most 2.5e-4 (docs/rules.md).
+// Tolerance: atol 5e-3, rtol 1e-5. A wiring bug moves outputs far more: a zero point off by
+// one moves the token's clamped extreme by one step (the kernel subtracts the zero point it
+// quantized with), an output by s_x * |w_k| (up to 0.64 here); the wrong scale, sums or
+// transposition by O(|y|).
+//
+// Verification ranges: x is a Llama linear's input as 8da8w quantizes it per token (torchao
+// _choose_qparams_affine over [1, K]; +-10..+-100 per token): [-128, 128), s_x ~ 1. The
+// weight scales are torchao's symmetric per-channel int8 scales of Llama weights (max |w| of
+// a row / 127.5, rows' max |w| ~ 0.1..0.6): [0.0005, 0.005).
 //
 // No quantized_decomposed (per-token) form: at a tie its f64 quantize and the kernel's f32
-// quantize differ by one step, moving one output by s_x * |w_k| <= 2/255 * 128 = 1.0, a bound
-// that would not catch a zero point off by one.
+// quantize differ by one step, moving one output by s_x * |w_k| (<= 256/255 * 128 * 0.005 =
+// 0.64 over these ranges), a bound no tighter than a zero point off by one moves it.
 
 /// torchao 8da8w linear: choose_qparams_affine / quantize_affine / dequantize_affine with
 /// block [1, K] on the activation, dequantize_affine [1, K] with [N, 1] scales on the weight.
@@ -89,6 +94,8 @@ rule torchao_linear_dq8ca_q8csw benefit 29 tags(linear, int8, dynamic_act) backe
     sdt = [f32, bf16]
     wqmin = -128
     wqmax = 127
+    x = uniform(-128, 128)
+    ws = uniform(0.0005, 0.005)
   }
   tolerance(atol = 5e-3, rtol = 1e-5)
 }
@@ -132,6 +139,8 @@ rule torchao_linear_dq8ca_q8csw_3d benefit 29 tags(linear, int8, dynamic_act) ba
     sdt = [f32, bf16]
     wqmin = -128
     wqmax = 127
+    x = uniform(-128, 128)
+    ws = uniform(0.0005, 0.005)
   }
   tolerance(atol = 5e-3, rtol = 1e-5)
 }
@@ -174,6 +183,8 @@ rule torchao_linear_dq8ca_q8csw_bias benefit 29 tags(linear, int8, dynamic_act) 
     sdt = [f32, bf16]
     wqmin = -128
     wqmax = 127
+    x = uniform(-128, 128)
+    ws = uniform(0.0005, 0.005)
   }
   tolerance(atol = 5e-3, rtol = 1e-5)
 }
@@ -218,6 +229,8 @@ rule torchao_linear_dq8ca_q8csw_bias_3d benefit 29 tags(linear, int8, dynamic_ac
     sdt = [f32, bf16]
     wqmin = -128
     wqmax = 127
+    x = uniform(-128, 128)
+    ws = uniform(0.0005, 0.005)
   }
   tolerance(atol = 5e-3, rtol = 1e-5)
 }
