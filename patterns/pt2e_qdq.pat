@@ -94,17 +94,26 @@
 // and view of the rank-3/4 rules move no value, so those rules have the
 // 2-D rule's tolerance. Bound: both sides sum K products sequentially in
 // f32, so they differ by at most about (2K + 1) * 2^-24 * sum_k |x_k w_k| s_n.
-// On the verification domain (x and s in [0.01, 1), |w| <= 128, K <= 64,
-// outputs up to ~2000) that worst case is 0.06 absolute; the largest
-// difference seen in 1500 instances per rule is 4.3e-4, under 2 ulp of the
-// output (rounding errors cancel). atol 1e-3 alone is 2.3x that (rtol 1e-5
-// adds 0.02 at |y| = 2000), while a wrong scale, transposition or reshape
-// changes an output by O(1).
+// On the verification domain (|x| <= 128, s < 0.005, |w| <= 128, K <= 64,
+// outputs up to ~5000, typically ~100) that worst case is 0.04 absolute; the
+// largest difference seen in 2000 instances per rule is 2.4e-4, about 2 ulp
+// of the output (rounding errors cancel). atol 1e-3 alone is 4x that (rtol
+// 1e-5 adds 1e-3 at |y| = 100), while a wrong scale, transposition or reshape
+// changes an output by O(|y|).
 // q8ta_linear / q8ta_linear_gemv are bit-exact: their reference is the
 // matched graph op for op (dequantize_per_tensor of x with the same scale
 // and zero point, the same per-channel dequantize, F.linear, + bias, relu,
 // quantize_per_tensor with the same scale, zero point and [-128, 127]), and
 // the interpreter runs both the same way; nothing is reassociated.
+//
+// Verification ranges: the weight-only rules' x is a Llama projection's f32
+// input (normalized hidden states O(1..10), the FFN's w2 input silu(w1 x) *
+// w3 x up to hundreds): [-128, 128). Their scales are PT2E's symmetric
+// per-channel weight scales (PerChannelMinMaxObserver: a row's max |w| /
+// 127.5 for int8, / 7.5 for the 4-bit range; Llama rows' max |w| ~ 0.1..0.6):
+// [0.0005, 0.005) and [0.001, 0.08). The static-activation rules read the int8
+// activation itself (full int8 range) with scale 1, so their dequantized
+// inputs already span +-128, and they are bit-exact op for op.
 
 /// Weight-only 8-bit symmetric per-channel linear, no bias ->
 /// aten._weight_int8pack_mm.
@@ -121,7 +130,15 @@ rule pt2e_linear_int8pack benefit 10 tags(linear, int8, pt2e) backend vulkan {
   rewrite {
     %y = aten._weight_int8pack_mm($x, $qw, $s)
   }
-  example { M = [1, 4], N = [8, 12], K = [8, 64], wqmin = -127, wqmax = 127 }
+  example {
+    M = [1, 4]
+    N = [8, 12]
+    K = [8, 64]
+    wqmin = -127
+    wqmax = 127
+    x = uniform(-128, 128)
+    s = uniform(0.0005, 0.005)
+  }
   tolerance(atol = 1e-3, rtol = 1e-5)
 }
 
@@ -141,7 +158,15 @@ rule pt2e_linear_int8pack_bias benefit 10 tags(linear, int8, pt2e) backend vulka
     %mm = aten._weight_int8pack_mm($x, $qw, $s)
     %y  = aten.add.Tensor(%mm, $b)
   }
-  example { M = [1, 4], N = [8, 12], K = [8, 64], wqmin = -127, wqmax = 127 }
+  example {
+    M = [1, 4]
+    N = [8, 12]
+    K = [8, 64]
+    wqmin = -127
+    wqmax = 127
+    x = uniform(-128, 128)
+    s = uniform(0.0005, 0.005)
+  }
   tolerance(atol = 1e-3, rtol = 1e-5)
 }
 
@@ -164,7 +189,16 @@ rule pt2e_linear_int8pack_3d benefit 10 tags(linear, int8, pt2e) backend vulkan 
     %mm = aten._weight_int8pack_mm(%x2, $qw, $s)
     %y  = aten.view(%mm, [$B, -1, $N])
   }
-  example { B = [1, 2], S = [1, 3], N = [8, 12], K = [8, 64], wqmin = [-128, -127], wqmax = 127 }
+  example {
+    B = [1, 2]
+    S = [1, 3]
+    N = [8, 12]
+    K = [8, 64]
+    wqmin = [-128, -127]
+    wqmax = 127
+    x = uniform(-128, 128)
+    s = uniform(0.0005, 0.005)
+  }
   tolerance(atol = 1e-3, rtol = 1e-5)
 }
 
@@ -186,7 +220,16 @@ rule pt2e_linear_int8pack_bias_3d benefit 10 tags(linear, int8, pt2e) backend vu
     %v  = aten.view(%mm, [$B, -1, $N])
     %y  = aten.add.Tensor(%v, $b)
   }
-  example { B = [1, 2], S = [1, 3], N = [8, 12], K = [8, 64], wqmin = [-128, -127], wqmax = 127 }
+  example {
+    B = [1, 2]
+    S = [1, 3]
+    N = [8, 12]
+    K = [8, 64]
+    wqmin = [-128, -127]
+    wqmax = 127
+    x = uniform(-128, 128)
+    s = uniform(0.0005, 0.005)
+  }
   tolerance(atol = 1e-3, rtol = 1e-5)
 }
 
@@ -216,6 +259,8 @@ rule pt2e_linear_int8pack_4d benefit 10 tags(linear, int8, pt2e) backend vulkan 
     K = [8, 64]
     wqmin = -127
     wqmax = 127
+    x = uniform(-128, 128)
+    s = uniform(0.0005, 0.005)
   }
   tolerance(atol = 1e-3, rtol = 1e-5)
 }
@@ -246,6 +291,8 @@ rule pt2e_linear_int8pack_bias_4d benefit 10 tags(linear, int8, pt2e) backend vu
     K = [8, 64]
     wqmin = -127
     wqmax = 127
+    x = uniform(-128, 128)
+    s = uniform(0.0005, 0.005)
   }
   tolerance(atol = 1e-3, rtol = 1e-5)
 }
@@ -268,7 +315,14 @@ rule pt2e_linear_qcs4w benefit 12 tags(linear, int4, pt2e) backend vulkan {
     $packed = pack_int4($qw, nibbles = high_first)
     %y      = et_vk.linear_qcs4w($x, $packed, $s)
   }
-  example { N = [8, 12], K = [8, 64], wqmin = -8, wqmax = 7 }
+  example {
+    N = [8, 12]
+    K = [8, 64]
+    wqmin = -8
+    wqmax = 7
+    x = uniform(-128, 128)
+    s = uniform(0.001, 0.08)
+  }
 }
 
 /// Weight-only 4-bit symmetric per-channel linear with a bias ->
@@ -290,7 +344,14 @@ rule pt2e_linear_qcs4w_bias benefit 12 tags(linear, int4, pt2e) backend vulkan {
     %mm     = et_vk.linear_qcs4w($x, $packed, $s)
     %y      = aten.add.Tensor(%mm, $b)
   }
-  example { N = [8, 12], K = [8, 64], wqmin = -8, wqmax = 7 }
+  example {
+    N = [8, 12]
+    K = [8, 64]
+    wqmin = -8
+    wqmax = 7
+    x = uniform(-128, 128)
+    s = uniform(0.001, 0.08)
+  }
 }
 
 /// Static per-tensor int8 activation + symmetric per-channel int8 weight ->
