@@ -1011,6 +1011,76 @@ TEST(Pt2Synth, NamesAndShapesFollowTorchExport) {
   EXPECT_FALSE(synthesizeLlama(bad).ok());
 }
 
+TEST(Pt2Synth, LlamaFamilyFlagsFollowUpstreamModules) {
+  // The ModelArgs flags of ExecuTorch's Qwen 2.5 / Qwen 3 configs
+  // (examples/models/qwen2_5/config/0_5b_config.json, qwen3/config/0_6b_config.json)
+  // as AttentionMHA (examples/models/llama/attention.py) builds them.
+  LlamaSynthOptions o;
+  o.layers = 1;
+  o.heads = 4;
+  o.kvHeads = 2;
+  o.headDim = 32; // heads * head_dim = 128 != dim 64, as in Qwen3-0.6B
+  o.quant = SynthQuant::W4;
+  o.useHfRope = true;
+  o.attentionQkvBias = true;
+  o.useQkNorm = true;
+  o.normEps = 1e-6;
+  for (bool before : {true, false}) {
+    o.qkNormBeforeRope = before;
+    auto g = synthesizeLlama(o);
+    ASSERT_TRUE(g.ok()) << render(g.diags());
+    EXPECT_TRUE(verify(**g).empty());
+    std::string t = text(**g);
+    auto at = [&](const std::string &s) {
+      std::size_t i = t.find(s);
+      EXPECT_NE(i, std::string::npos) << s;
+      return i;
+    };
+    // _init_norms runs before _init_projections; register_parametrization
+    // leaves the module's own bias ahead of parametrizations.weight.*.
+    std::size_t qn = at("param %p_layers_0_attention_q_norm_fn_weight : f32[32]");
+    std::size_t kn = at("param %p_layers_0_attention_k_norm_fn_weight : f32[32]");
+    std::size_t bias = at("param %p_layers_0_attention_wq_bias : f32[128]");
+    std::size_t w = at("param %p_layers_0_attention_wq_parametrizations_weight_original0 : "
+                       "i8[128, 64]");
+    EXPECT_LT(qn, kn);
+    EXPECT_LT(kn, bias);
+    EXPECT_LT(bias, w);
+    at("param %p_layers_0_attention_wk_bias : f32[64]");
+    at("param %p_layers_0_attention_wo_parametrizations_weight_original0 : i8[64, 128]");
+    EXPECT_EQ(t.find("wo_bias"), std::string::npos);
+    // F.linear(x, weight.dequantize(), bias); every RMSNorm adds norm_eps.
+    at("aten.linear.default(%mul_1, %dequantize_affine_1, %p_layers_0_attention_wq_bias)");
+    EXPECT_EQ(t.find("1e-05"), std::string::npos);
+    // q_norm_fn on [1, S, H, hd] before the rotary embedding, on the
+    // transposed [1, H, S, hd] q after it.
+    at(before ? "%pow_2 : f32[1, 8, 4, 32] = aten.pow.Tensor_Scalar(%view, 2)"
+              : "%pow_2 : f32[1, 4, 8, 32] = aten.pow.Tensor_Scalar(%transpose, 2)");
+    at("aten.add.Tensor(%mean_1, 1e-06)");
+    at("aten.view.default(%clone, [1, 8, 128])");
+  }
+  // Each flag checked alone: without a bias or q/k norm nothing of them is written.
+  LlamaSynthOptions plain;
+  plain.layers = 1;
+  auto g = synthesizeLlama(plain);
+  ASSERT_TRUE(g.ok());
+  std::string t = text(**g);
+  EXPECT_EQ(t.find("_bias"), std::string::npos);
+  EXPECT_EQ(t.find("norm_fn"), std::string::npos);
+  EXPECT_NE(t.find("aten.add.Tensor(%mean, 1e-05)"), std::string::npos);
+
+  LlamaSynthOptions bad = o;
+  bad.useQkNorm = false; // qk_norm_before_rope alone places nothing
+  bad.qkNormBeforeRope = true;
+  EXPECT_FALSE(synthesizeLlama(bad).ok());
+  bad = o;
+  bad.headDim = 30; // wo's K = 120 is not a multiple of the group size 32
+  EXPECT_FALSE(synthesizeLlama(bad).ok());
+  bad = o;
+  bad.normEps = -1.0;
+  EXPECT_FALSE(synthesizeLlama(bad).ok());
+}
+
 TEST(Pt2Synth, DataFreeGraphsForBenchmarks) {
   // The benchmarks' graphs (bench/BenchLlama.h): no initializers, no
   // metadata, and weight zero points None so rules need no data to fuse.

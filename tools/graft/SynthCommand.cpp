@@ -55,7 +55,7 @@ int runSynth(const Args &args) {
                    {"heads", &o.heads},          {"kv-heads", &o.kvHeads},
                    {"vocab", &o.vocab},          {"hidden", &o.hidden},
                    {"group-size", &o.groupSize}, {"max-seq-len", &o.maxSeqLen},
-                   {"seq-len", &o.seqLen}};
+                   {"seq-len", &o.seqLen},       {"head-dim", &o.headDim}};
   for (const IntOpt &i : ints) {
     auto v = intFlag(args, i.flag, *i.dst);
     if (!v)
@@ -122,13 +122,20 @@ int runSynth(const Args &args) {
   o.dynamicPos = args.has("dynamic-pos");
   o.ropePrefixSlice = args.has("rope-prefix-slice");
   o.useHfRope = args.has("use-hf-rope");
-  if (auto f = args.get("partial-rotary-factor")) {
+  o.attentionQkvBias = args.has("attention-qkv-bias");
+  o.useQkNorm = args.has("use-qk-norm");
+  o.qkNormBeforeRope = args.has("qk-norm-before-rope");
+  // The ranges are checked with the other options (validate).
+  for (auto [flag, dst] : {std::pair{"partial-rotary-factor", &o.partialRotaryFactor},
+                           std::pair{"norm-eps", &o.normEps}}) {
+    auto f = args.get(flag);
+    if (!f)
+      continue;
     char *end = nullptr;
-    o.partialRotaryFactor = std::strtod(f->c_str(), &end);
-    // The range is checked with the other options (validate).
+    *dst = std::strtod(f->c_str(), &end);
     if (f->empty() || !end || *end)
       return reportFailure(
-          {Diagnostic::error("--partial-rotary-factor expects a number, got '" + *f + "'")});
+          {Diagnostic::error(std::string("--") + flag + " expects a number, got '" + *f + "'")});
   }
 
   auto graph = synthesizeLlama(o);
@@ -164,26 +171,35 @@ Command makeSynthCommand() {
             "[--qat-spelling upstream|graft] [--checkpoint-dtype bf16] "
             "[--dtype bf16] "
             "[--tied-embeddings] [--dynamic-seq | --dynamic-pos] [--rope-prefix-slice] "
-            "[--use-hf-rope [--partial-rotary-factor F]] "
+            "[--use-hf-rope [--partial-rotary-factor F]] [--head-dim N] "
+            "[--attention-qkv-bias] [--use-qk-norm [--qk-norm-before-rope]] [--norm-eps E] "
             "[--kv-cache custom|plain] -o OUT.pt2";
   c.summary = "Write a Llama-shaped exported program with random weights.";
-  c.details = "The program is what torch.export produces for ExecuTorch's llama_transformer,\n"
-              "quantized the way torchao (4w, 8da4w, qat-4w, qat-8da4w) or PT2E (pt2e-8w)\n"
-              "leaves it:\n"
-              "placeholders p_/b_/c_ + FQN, nodes named after their ops, torchao and\n"
-              "quantized_decomposed argument lists. --dynamic-seq makes the sequence\n"
-              "length symbolic and reads the start position from input_pos; --dynamic-pos\n"
-              "reads the position with a static sequence length. The rotary tables are\n"
-              "cut as ExecuTorch's Rope.get_freqs does: input_pos[-1].item() ->\n"
-              "_local_scalar_dense -> sym_constrain_range_for_size -> slice_copy(t, 0,\n"
-              "pos, pos + seqlen) with an operator.add end (--rope-prefix-slice: graft's\n"
-              "earlier [:seqlen] cut). --kv-cache adds ExecuTorch's KV cache (per layer\n"
-              "k_cache/v_cache buffers updated at input_pos, BUFFER_MUTATION outputs):\n"
-              "custom = llama.update_cache + llama.custom_sdpa, plain = index_copy_ +\n"
-              "aten SDPA with the narrowed tril mask; it implies --dynamic-pos and\n"
-              "--max-seq-len is the cache length. Weights are generated while writing, so any\n"
-              "size (up to an 8B-parameter shape) streams to disk. OUT ending in .gir\n"
-              "writes text IR instead of a .pt2.";
+  c.details =
+      "The program is what torch.export produces for ExecuTorch's llama_transformer,\n"
+      "quantized the way torchao (4w, 8da4w, qat-4w, qat-8da4w) or PT2E (pt2e-8w)\n"
+      "leaves it:\n"
+      "placeholders p_/b_/c_ + FQN, nodes named after their ops, torchao and\n"
+      "quantized_decomposed argument lists. --dynamic-seq makes the sequence\n"
+      "length symbolic and reads the start position from input_pos; --dynamic-pos\n"
+      "reads the position with a static sequence length. The rotary tables are\n"
+      "cut as ExecuTorch's Rope.get_freqs does: input_pos[-1].item() ->\n"
+      "_local_scalar_dense -> sym_constrain_range_for_size -> slice_copy(t, 0,\n"
+      "pos, pos + seqlen) with an operator.add end (--rope-prefix-slice: graft's\n"
+      "earlier [:seqlen] cut). --kv-cache adds ExecuTorch's KV cache (per layer\n"
+      "k_cache/v_cache buffers updated at input_pos, BUFFER_MUTATION outputs):\n"
+      "custom = llama.update_cache + llama.custom_sdpa, plain = index_copy_ +\n"
+      "aten SDPA with the narrowed tril mask; it implies --dynamic-pos and\n"
+      "--max-seq-len is the cache length. The ModelArgs flags of the Llama-family\n"
+      "variants ExecuTorch exports through the same llama_transformer\n"
+      "(examples/models/llama/model_args.py; the configs under\n"
+      "examples/models/{qwen2_5,qwen3,phi_4_mini,smollm2}) are spelled as\n"
+      "torch.export records them: --attention-qkv-bias (Qwen 2.5), --use-qk-norm\n"
+      "and --qk-norm-before-rope (Qwen 3), --use-hf-rope (Qwen, Phi-4-mini) with\n"
+      "--partial-rotary-factor (Phi-4-mini 0.75), --head-dim (Qwen 3), --norm-eps\n"
+      "(Qwen 1e-6), --kv-heads, --tied-embeddings. Weights are generated while writing, so any\n"
+      "size (up to an 8B-parameter shape) streams to disk. OUT ending in .gir\n"
+      "writes text IR instead of a .pt2.";
   c.flags = {
       {"o", true, "output .pt2 (or .gir)", "OUT"},
       {"layers", true, "transformer blocks (default 2)", "N"},
@@ -218,6 +234,20 @@ Command makeSynthCommand() {
        "HuggingFace RoPE (ModelArgs.use_hf_rope: rotate_half, [max-seq-len, R] tables)"},
       {"partial-rotary-factor", true,
        "with --use-hf-rope: rotate R = int(head_dim * F) features of each head (default 1)", "F"},
+      {"head-dim", true,
+       "ModelArgs.head_dim (default dim / heads; Qwen 3 sets it): wq [heads * N, dim], wo "
+       "[dim, heads * N]",
+       "N"},
+      {"attention-qkv-bias", false,
+       "ModelArgs.attention_qkv_bias (Qwen 2.5): wq/wk/wv carry a float bias, linear's third "
+       "argument (attention.py _create_projection; torchao's linear passes it through)"},
+      {"use-qk-norm", false,
+       "ModelArgs.use_qk_norm (Qwen 3): AttentionMHA's q_norm_fn/k_norm_fn, RMSNorm(head_dim, "
+       "norm_eps) with a [head_dim] weight, after the rotary embedding on [1, H, S, hd]"},
+      {"qk-norm-before-rope", false,
+       "ModelArgs.qk_norm_before_rope (Qwen 3): the q/k norm on [1, S, H, hd] before the rotary "
+       "embedding"},
+      {"norm-eps", true, "ModelArgs.norm_eps, every RMSNorm's eps (default 1e-5; Qwen 1e-6)", "E"},
       {"kv-cache", true,
        "ExecuTorch's KV cache: custom (--use_sdpa_with_kv_cache: llama.update_cache, "
        "llama.custom_sdpa) or plain (index_copy_, aten SDPA with a mask)",

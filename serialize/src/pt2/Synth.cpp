@@ -72,10 +72,15 @@ int kvHeadsOf(const LlamaSynthOptions &o) {
   return o.kvHeads > 0 ? o.kvHeads : o.heads;
 }
 
+/// ModelArgs.__post_init__: head_dim defaults to dim // n_heads.
+int headDimOf(const LlamaSynthOptions &o) {
+  return o.headDim > 0 ? o.headDim : o.dim / o.heads;
+}
+
 /// hf_precompute_freqs_cis: `dim = int(dim * partial_rotary_factor)` (Python's
 /// int() truncates).
 int rotaryDimOf(const LlamaSynthOptions &o) {
-  return static_cast<int>((o.dim / o.heads) * o.partialRotaryFactor);
+  return static_cast<int>(headDimOf(o) * o.partialRotaryFactor);
 }
 
 int hiddenOf(const LlamaSynthOptions &o) {
@@ -93,10 +98,12 @@ Status validate(const LlamaSynthOptions &o) {
   if (o.layers < 0 || o.dim <= 0 || o.heads <= 0 || o.vocab <= 0 || o.maxSeqLen <= 0 ||
       o.seqLen <= 0)
     return bad("layers must be >= 0 and dim, heads, vocab, max-seq-len, seq-len positive");
-  if (o.dim % o.heads != 0)
+  if (o.headDim < 0)
+    return bad("head dim must be positive (0: dim / heads)");
+  if (o.headDim == 0 && o.dim % o.heads != 0)
     return bad("dim " + std::to_string(o.dim) + " is not divisible by heads " +
-               std::to_string(o.heads));
-  int hd = o.dim / o.heads;
+               std::to_string(o.heads) + " (or give the head dim)");
+  int hd = headDimOf(o);
   if (hd % 2 != 0)
     return bad("the head dim " + std::to_string(hd) + " must be even (rotary embeddings)");
   int kv = kvHeadsOf(o);
@@ -114,6 +121,10 @@ Status validate(const LlamaSynthOptions &o) {
   if (o.partialRotaryFactor != 1.0 && !o.useHfRope)
     return bad("a partial rotary factor needs HuggingFace RoPE (--use-hf-rope), as in "
                "ExecuTorch's Rope");
+  if (o.qkNormBeforeRope && !o.useQkNorm)
+    return bad("qk-norm-before-rope places the q/k norm, which needs use-qk-norm");
+  if (!(o.normEps >= 0.0 && o.normEps < 1.0))
+    return bad("norm eps must be in [0, 1)");
   if (o.useHfRope) {
     int r = rotaryDimOf(o);
     if (r <= 0 || r % 2 != 0)
@@ -130,7 +141,7 @@ Status validate(const LlamaSynthOptions &o) {
   if (grouped) {
     if (o.groupSize <= 0)
       return bad("group size must be positive");
-    for (int k : {o.dim, hiddenOf(o)})
+    for (int k : {o.dim, hiddenOf(o), o.heads * hd})
       if (k % o.groupSize != 0)
         return bad("group size " + std::to_string(o.groupSize) + " does not divide " +
                    std::to_string(k));
@@ -139,8 +150,13 @@ Status validate(const LlamaSynthOptions &o) {
 }
 
 int64_t llamaParameterCount(const LlamaSynthOptions &o) {
-  int64_t d = o.dim, h = hiddenOf(o), kvDim = int64_t(kvHeadsOf(o)) * (o.dim / o.heads);
-  int64_t perLayer = 2 * d * d + 2 * d * kvDim + 3 * d * h + 2 * d;
+  int64_t d = o.dim, h = hiddenOf(o), hd = headDimOf(o), kvDim = kvHeadsOf(o) * hd,
+          qDim = o.heads * hd;
+  int64_t perLayer = 2 * d * qDim + 2 * d * kvDim + 3 * d * h + 2 * d;
+  if (o.attentionQkvBias)
+    perLayer += qDim + 2 * kvDim;
+  if (o.useQkNorm)
+    perLayer += 2 * hd;
   int64_t emb = int64_t(o.vocab) * d;
   return int64_t(o.layers) * perLayer + emb + (o.tiedEmbeddings ? 0 : emb) + d;
 }
@@ -326,6 +342,7 @@ struct QWeight {
   Value *w = nullptr; ///< float weight / qdata / _frozen_param
   Value *scale = nullptr;
   Value *zp = nullptr;
+  Value *bias = nullptr; ///< nn.Linear's float bias (never quantized)
 };
 
 class LlamaSynth {
@@ -333,7 +350,8 @@ public:
   LlamaSynth(Graph &g, const LlamaSynthOptions &o) : g_(g), o_(o), b_(g, o) {
     dt_ = o.dtype;
     ckpt_ = o.checkpointDType;
-    hd_ = o.dim / o.heads;
+    hd_ = headDimOf(o);
+    qDim_ = o.heads * hd_;
     kv_ = kvHeadsOf(o);
     kvHeads_ = kv_;
     kvc_ = o.kvCache;
@@ -346,17 +364,26 @@ public:
     // Placeholders in torch.export's order: parameters, buffers, constants, user inputs.
     const QWeight *emb = weight("tok_embeddings", o_.vocab, o_.dim, /*isEmbedding=*/true);
     struct Layer {
-      Value *attnNorm, *ffnNorm;
+      Value *attnNorm, *ffnNorm, *qNorm = nullptr, *kNorm = nullptr;
       const QWeight *wq, *wk, *wv, *wo, *w1, *w2, *w3;
     };
     std::vector<Layer> layers;
+    const bool qkvBias = o_.attentionQkvBias;
     for (int l = 0; l < o_.layers; ++l) {
       std::string p = "layers." + std::to_string(l) + ".";
       Layer L;
-      L.wq = weight(p + "attention.wq", o_.dim, o_.dim);
-      L.wk = weight(p + "attention.wk", kv_ * hd_, o_.dim);
-      L.wv = weight(p + "attention.wv", kv_ * hd_, o_.dim);
-      L.wo = weight(p + "attention.wo", o_.dim, o_.dim);
+      // AttentionMHA.__init__ runs _init_norms before _init_projections, so
+      // q_norm_fn / k_norm_fn are registered (and lifted) before wq.
+      if (o_.useQkNorm) {
+        L.qNorm = b_.constant(InputKind::Parameter, p + "attention.q_norm_fn.weight", dt_, {hd_},
+                              b_.random(0.9, 1.1));
+        L.kNorm = b_.constant(InputKind::Parameter, p + "attention.k_norm_fn.weight", dt_, {hd_},
+                              b_.random(0.9, 1.1));
+      }
+      L.wq = weight(p + "attention.wq", qDim_, o_.dim, false, qkvBias);
+      L.wk = weight(p + "attention.wk", kv_ * hd_, o_.dim, false, qkvBias);
+      L.wv = weight(p + "attention.wv", kv_ * hd_, o_.dim, false, qkvBias);
+      L.wo = weight(p + "attention.wo", o_.dim, qDim_);
       L.w1 = weight(p + "feed_forward.w1", hidden_, o_.dim);
       L.w2 = weight(p + "feed_forward.w2", o_.dim, hidden_);
       L.w3 = weight(p + "feed_forward.w3", hidden_, o_.dim);
@@ -504,6 +531,23 @@ public:
                 b_.call1("aten.view.default", {{"self", k}, {"size", dims({1, seq, kv_, hd_})}}));
       GRAFT_TRY(v,
                 b_.call1("aten.view.default", {{"self", v}, {"size", dims({1, seq, kv_, hd_})}}));
+      // AttentionMHA._prepare_qkv: q = self.q_norm_fn(q); k = self.k_norm_fn(k)
+      // either before the rotary embedding on [1, S, H, hd] or after the
+      // transposes on [1, H, S, hd].
+      auto qkNorm = [&]() -> Status {
+        auto normMods = [&](const char *n) {
+          Mods m = attn;
+          m.emplace_back(p + ".attention." + n, kRmsNorm);
+          return m;
+        };
+        b_.scope(normMods("q_norm_fn"), "return self._norm(x) * self.weight");
+        GRAFT_TRY(q, rmsNorm(q, L.qNorm));
+        b_.scope(normMods("k_norm_fn"), "return self._norm(x) * self.weight");
+        GRAFT_TRY(k, rmsNorm(k, L.kNorm));
+        return okStatus();
+      };
+      if (o_.useQkNorm && o_.qkNormBeforeRope)
+        GRAFT_CHECK_OK(qkNorm());
       b_.scope(attn, "q, k = self.rope.forward(q, k, freqs_cos, freqs_sin)");
       GRAFT_TRY(auto qk, o_.useHfRope ? hfRope(q, k, cos, sin) : rope(q, k, seq, cos, sin));
       q = qk.first;
@@ -512,6 +556,8 @@ public:
       GRAFT_TRY(q, b_.call1("aten.transpose.int", {{"self", q}, {"dim0", 1}, {"dim1", 2}}));
       GRAFT_TRY(k, b_.call1("aten.transpose.int", {{"self", k}, {"dim0", 1}, {"dim1", 2}}));
       GRAFT_TRY(v, b_.call1("aten.transpose.int", {{"self", v}, {"dim0", 1}, {"dim1", 2}}));
+      if (o_.useQkNorm && !o_.qkNormBeforeRope)
+        GRAFT_CHECK_OK(qkNorm());
       Value *a = nullptr;
       if (kvc_ == SynthKvCache::None) {
         b_.scope(attn, "output = F.scaled_dot_product_attention(q, k, v, is_causal=True)");
@@ -524,8 +570,7 @@ public:
         GRAFT_TRY(a, b_.call1("aten.transpose.int", {{"self", a}, {"dim0", 1}, {"dim1", 2}}));
         GRAFT_TRY(a, b_.call1("aten.clone.default",
                               {{"self", a}, {"memory_format", MemoryFormat::Contiguous}}));
-        GRAFT_TRY(a,
-                  b_.call1("aten.view.default", {{"self", a}, {"size", dims({1, seq, o_.dim})}}));
+        GRAFT_TRY(a, b_.call1("aten.view.default", {{"self", a}, {"size", dims({1, seq, qDim_})}}));
       } else if (kvc_ == SynthKvCache::Plain) {
         GRAFT_TRY(a, plainKvAttention(attn, p, kvBufs[static_cast<std::size_t>(l)], q, k, v));
       } else {
@@ -677,7 +722,7 @@ private:
     GRAFT_TRY(a, b_.call1("aten.transpose.int", {{"self", a}, {"dim0", 1}, {"dim1", 2}}));
     GRAFT_TRY(a, b_.call1("aten.clone.default",
                           {{"self", a}, {"memory_format", MemoryFormat::Contiguous}}));
-    return b_.call1("aten.view.default", {{"self", a}, {"size", dims({1, seq_, o_.dim})}});
+    return b_.call1("aten.view.default", {{"self", a}, {"size", dims({1, seq_, qDim_})}});
   }
 
   /// The same attention after export_llama --use_sdpa_with_kv_cache
@@ -754,7 +799,7 @@ private:
                                                                 {"drpout_p", 0.0},
                                                                 {"is_causal", true}}));
     b_.scope(sdpaMods, "return output.view(bsz, seqlen, self.dim).to(dtype=input_dtype)");
-    GRAFT_TRY(a, b_.call1("aten.view.default", {{"self", a}, {"size", dims({1, seq_, o_.dim})}}));
+    GRAFT_TRY(a, b_.call1("aten.view.default", {{"self", a}, {"size", dims({1, seq_, qDim_})}}));
     if (dt_ != DType::F32) {
       GRAFT_TRY(a, b_.call1("aten._to_copy.default", {{"self", a}, {"dtype", dt_}}));
     }
@@ -769,21 +814,32 @@ private:
     ConstantInit init;
   };
 
-  /// The constants of an [n, k] weight under the quantization mode. PT2E
-  /// weights are buffers registered after the model's own: their slots are
-  /// filled once all parameters and the rotary buffers exist.
-  const QWeight *weight(const std::string &module, int64_t n, int64_t k, bool isEmbedding = false) {
+  /// The constants of an [n, k] weight under the quantization mode (and its
+  /// [n] float bias with `bias`). PT2E weights are buffers registered after
+  /// the model's own: their slots are filled once all parameters and the
+  /// rotary buffers exist.
+  const QWeight *weight(const std::string &module, int64_t n, int64_t k, bool isEmbedding = false,
+                        bool bias = false) {
     weights_.push_back(std::make_unique<QWeight>());
     QWeight &w = *weights_.back();
     const int64_t g = o_.groupSize;
+    auto addBias = [&] {
+      if (bias)
+        w.bias =
+            b_.constant(InputKind::Parameter, module + ".bias", dt_, {n}, b_.random(-0.5, 0.5));
+    };
     switch (o_.quant) {
     case SynthQuant::None:
     case SynthQuant::QatW4:
     case SynthQuant::QatW8A8W4:
+      // nn.Linear registers weight, then bias.
       w.w = b_.constant(InputKind::Parameter, module + ".weight", dt_, {n, k},
                         b_.random(-0.05, 0.05));
+      addBias();
       break;
     case SynthQuant::Pt2eW8:
+      // The bias stays a parameter; the weight becomes a root buffer below.
+      addBias();
       if (isEmbedding) {
         w.w = b_.constant(InputKind::Parameter, module + ".weight", dt_, {n, k},
                           b_.random(-0.05, 0.05));
@@ -803,6 +859,9 @@ private:
     case SynthQuant::W8A8W4: {
       // quantize_ + unwrap_tensor_subclass: the IntxUnpackedToInt8Tensor's
       // inner tensors become parametrization parameters original0/1/2.
+      // register_parametrization moves the weight into the `parametrizations`
+      // child, so the module's own bias comes first in named_parameters().
+      addBias();
       std::string base = module + ".parametrizations.weight.";
       w.w = b_.constant(InputKind::Parameter, base + "original0", DType::I8, {n, k},
                         b_.random(-8, 7));
@@ -871,13 +930,22 @@ private:
     return b_.call1("aten.embedding.default", {{"weight", table}, {"indices", tokens}});
   }
 
+  /// F.linear(x, w, bias): the bias, when the module has one, is the third
+  /// argument in every mode (torchao's and PT2E's linears pass it through).
+  Expected<Value *> linearCall(Value *x, Value *w, const QWeight &q) {
+    std::vector<std::pair<std::string, Argument>> a = {{"input", x}, {"weight", w}};
+    if (q.bias)
+      a.emplace_back("bias", q.bias);
+    return b_.call1("aten.linear.default", a);
+  }
+
   Expected<Value *> linear(Value *x, const QWeight &wIn) {
     switch (o_.quant) {
     case SynthQuant::None:
-      return b_.call1("aten.linear.default", {{"input", x}, {"weight", wIn.w}});
+      return linearCall(x, wIn.w, wIn);
     case SynthQuant::W4: {
       GRAFT_TRY(Value * w, dequantWeight(wIn));
-      return b_.call1("aten.linear.default", {{"input", x}, {"weight", w}});
+      return linearCall(x, w, wIn);
     }
     case SynthQuant::W8A8W4: {
       // IntxUnpackedToInt8Tensor.from_hp(x, per-token, int8, ASYMMETRIC).dequantize()
@@ -924,7 +992,7 @@ private:
       dqArgs.emplace_back("output_dtype", dt_);
       GRAFT_TRY(Value * dx, b_.call1("torchao.dequantize_affine.default", dqArgs));
       GRAFT_TRY(Value * w, dequantWeight(wIn));
-      return b_.call1("aten.linear.default", {{"input", dx}, {"weight", w}});
+      return linearCall(dx, w, wIn);
     }
     case SynthQuant::QatW4:
     case SynthQuant::QatW8A8W4:
@@ -937,7 +1005,7 @@ private:
       if (dt_ != DType::F32)
         a.emplace_back("out_dtype", dt_);
       GRAFT_TRY(Value * dq, b_.call1("quantized_decomposed.dequantize_per_channel.default", a));
-      return b_.call1("aten.linear.default", {{"input", x}, {"weight", dq}});
+      return linearCall(x, dq, wIn);
     }
     }
     return Diagnostic::internal("unreachable");
@@ -1075,7 +1143,7 @@ private:
       GRAFT_TRY(x, qatActivation(x));
     }
     GRAFT_TRY(Value * w, qatWeight(wIn.w));
-    return b_.call1("aten.linear.default", {{"input", x}, {"weight", w}});
+    return linearCall(x, w, wIn);
   }
 
   /// RMSNorm as llama_transformer writes it (float math for low precision).
@@ -1088,7 +1156,7 @@ private:
     GRAFT_TRY(Value * ms,
               b_.call1("aten.mean.dim",
                        {{"self", sq}, {"dim", Argument::ints({-1})}, {"keepdim", true}}));
-    GRAFT_TRY(Value * eps, b_.call1("aten.add.Tensor", {{"self", ms}, {"other", 1e-05}}));
+    GRAFT_TRY(Value * eps, b_.call1("aten.add.Tensor", {{"self", ms}, {"other", o_.normEps}}));
     GRAFT_TRY(Value * rs, b_.call1("aten.rsqrt.default", {{"self", eps}}));
     GRAFT_TRY(Value * n, b_.call1("aten.mul.Tensor", {{"self", xf}, {"other", rs}}));
     if (dt_ != DType::F32) {
@@ -1274,7 +1342,7 @@ private:
   Builder b_;
   DType dt_;   ///< compute dtype
   DType ckpt_; ///< dtype the weights were quantized in
-  int hd_ = 0, kv_ = 0, hidden_ = 0;
+  int hd_ = 0, qDim_ = 0, kv_ = 0, hidden_ = 0;
   Argument seq_; ///< the sequence length: an int, or the SymInt of a dynamic one
   Value *inputPos_ = nullptr;
   SynthKvCache kvc_ = SynthKvCache::None;

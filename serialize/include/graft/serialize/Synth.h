@@ -96,6 +96,11 @@ struct LlamaSynthOptions {
   int dim = 64;
   int heads = 4;
   int kvHeads = 0; ///< 0: same as heads
+  /// ModelArgs.head_dim (examples/models/llama/model_args.py): 0 is
+  /// dim / heads. Qwen3's configs set it (0_6b: dim 1024, 16 heads, head_dim
+  /// 128), so wq is [heads * head_dim, dim], wo [dim, heads * head_dim] and
+  /// the attention output is reshaped to heads * head_dim.
+  int headDim = 0;
   int vocab = 128;
   int hidden = 0; ///< feed-forward size; 0: Llama's rule (multiple of 256 above 8/3 dim)
   int groupSize = 32;
@@ -134,6 +139,21 @@ struct LlamaSynthOptions {
   /// ModelArgs.partial_rotary_factor (HF RoPE only): R = int(head_dim * factor)
   /// features are rotated, the rest of each head passes through.
   double partialRotaryFactor = 1.0;
+  /// ModelArgs.attention_qkv_bias (Qwen 2.5's configs): wq, wk and wv are
+  /// nn.Linear(..., bias=True) (attention.py _create_projection), so each
+  /// has a float `<module>.bias` parameter in the compute dtype, passed as
+  /// linear's third argument. torchao leaves it alone: IntxUnpackedToInt8Tensor's
+  /// linear is F.linear(x, weight.dequantize(), bias).
+  bool attentionQkvBias = false;
+  /// ModelArgs.use_qk_norm (Qwen 3): AttentionMHA's q_norm_fn / k_norm_fn,
+  /// RMSNorm(head_dim, eps=norm_eps) with a [head_dim] weight, on q and k.
+  bool useQkNorm = false;
+  /// ModelArgs.qk_norm_before_rope: normalize q and k as [1, S, H, hd] before
+  /// the rotary embedding (Qwen 3); otherwise after it, on the transposed
+  /// [1, H, S, hd] q and k (AttentionMHA._prepare_qkv).
+  bool qkNormBeforeRope = false;
+  /// ModelArgs.norm_eps: every RMSNorm's eps (1e-5 by default; Qwen 1e-6).
+  double normEps = 1e-5;
   /// A KV cache (implies dynamicPos; maxSeqLen is the cache length).
   SynthKvCache kvCache = SynthKvCache::None;
   /// 4w / 8da4w: whether the weights carry zero points. false writes
