@@ -32,6 +32,12 @@
 //
 // linear_q4gsw returns the activation's dtype; the scales are widened to it when the
 // checkpoint stored them narrower (bf16 scales in an f32 graph, after dtype_legalize.pat).
+//
+// Verification ranges: x is a Llama projection's input (normalized hidden states O(1..10),
+// the FFN's w2 input up to hundreds): [-128, 128), in f16 / bf16 too; the scales are
+// torchao's per-group int4 scales of Llama weights (max |w| / 8 over a group): [0.0005,
+// 0.05). The rules are bit-exact over them (the op's reference dequantizes and runs the
+// same linear).
 
 /// torchao 4w linear without bias.
 rule torchao_linear_q4gsw benefit 20 tags(linear, int4, weight_only) backend vulkan {
@@ -65,6 +71,8 @@ rule torchao_linear_q4gsw benefit 20 tags(linear, int4, weight_only) backend vul
     sdt = [f32, bf16, f16]
     wqmin = [-8, -2]
     wqmax = [7, 1]
+    x = uniform(-128, 128)
+    s = uniform(0.0005, 0.05)
   }
 }
 
@@ -101,5 +109,7 @@ rule torchao_linear_q4gsw_bias benefit 20 tags(linear, int4, weight_only) backen
     sdt = [f32, bf16, f16]
     wqmin = [-8, -2]
     wqmax = [7, 1]
+    x = uniform(-128, 128)
+    s = uniform(0.0005, 0.05)
   }
 }
