@@ -60,6 +60,13 @@
 // zero-point values (not copies), so the pair is provably on the same qparams.
 // Only the common block shapes are written out (weights [1, G], per-token
 // activations [1, K] / [1, 1, K]); verify-rules needs literal block sizes.
+//
+// Verification ranges: activations are a Llama linear's input as torchao's QAT fake-quantizes
+// it per token (IntxFakeQuantizer with per-token asymmetric int8: +-10..+-100 per token):
+// [-128, 128), with scales in [0.5, 1.5) (a token's (max - min) / 255 ~ 1), so x / s crosses
+// every integer of the int8 grid and saturates at both ends. Weights are Llama-sized (|w|
+// below ~0.5): [-0.5, 0.5), with group scales in [0.01, 0.1) (max |w| / 7.5 over a group):
+// x / s spans up to +-50, both inside [-8, 7] and saturating. Bit-exact over these ranges.
 
 /// A linear whose activation (per token, block [1, K]) and constant weight (group-wise,
 /// frozen qparams) are both fake-quantized -> both converted at once, the linear rebuilt on
@@ -107,6 +114,10 @@ rule qat_linear_act_weight benefit 40 tags(qat) {
     wqdt = i8
     wqmin = -8
     wqmax = 7
+    x = uniform(-128, 128)
+    s = uniform(0.5, 1.5)
+    w = uniform(-0.5, 0.5)
+    ws = uniform(0.01, 0.1)
   }
 }
 
@@ -152,6 +163,10 @@ rule qat_linear_act_weight_no_zp benefit 40 tags(qat) {
     wqdt = i8
     wqmin = -8
     wqmax = 7
+    x = uniform(-128, 128)
+    s = uniform(0.5, 1.5)
+    w = uniform(-0.5, 0.5)
+    ws = uniform(0.01, 0.1)
   }
 }
 
@@ -200,6 +215,10 @@ rule qat_linear_act_weight_3d benefit 40 tags(qat) {
     wqdt = i8
     wqmin = -8
     wqmax = 7
+    x = uniform(-128, 128)
+    s = uniform(0.5, 1.5)
+    w = uniform(-0.5, 0.5)
+    ws = uniform(0.01, 0.1)
   }
 }
 
@@ -246,6 +265,10 @@ rule qat_linear_act_weight_no_zp_3d benefit 40 tags(qat) {
     wqdt = i8
     wqmin = -8
     wqmax = 7
+    x = uniform(-128, 128)
+    s = uniform(0.5, 1.5)
+    w = uniform(-0.5, 0.5)
+    ws = uniform(0.01, 0.1)
   }
 }
 
@@ -280,6 +303,8 @@ rule qat_weight_fake_quant benefit 30 tags(qat) {
     qdt = i8
     qmin = -8
     qmax = 7
+    w = uniform(-0.5, 0.5)
+    s = uniform(0.01, 0.1)
   }
 }
 
@@ -310,6 +335,8 @@ rule qat_weight_fake_quant_no_zp benefit 30 tags(qat) {
     qdt = i8
     qmin = -8
     qmax = 7
+    w = uniform(-0.5, 0.5)
+    s = uniform(0.01, 0.1)
   }
 }
 
@@ -330,7 +357,17 @@ rule qat_fake_quant_2d benefit 20 tags(qat) {
     %q  = torchao.quantize_affine($x, [1, $G], $s, $zp, $qdt, $qmin, $qmax)
     %fq = torchao.dequantize_affine(%q, [1, $G], $s, $zp, $qdt, $qmin, $qmax, output_dtype = $dt)
   }
-  example { M = [1, 4], K = 64, G = [32, 64], dt = [f32, bf16], qdt = i8, qmin = -128, qmax = 127 }
+  example {
+    M = [1, 4]
+    K = 64
+    G = [32, 64]
+    dt = [f32, bf16]
+    qdt = i8
+    qmin = -128
+    qmax = 127
+    x = uniform(-128, 128)
+    s = uniform(0.5, 1.5)
+  }
 }
 
 /// Fake-quantized 3-D activation [B, S, K], per token (block [1, 1, K]) or
@@ -350,5 +387,16 @@ rule qat_fake_quant_3d benefit 20 tags(qat) {
     %q  = torchao.quantize_affine($x, [1, 1, $G], $s, $zp, $qdt, $qmin, $qmax)
     %fq = torchao.dequantize_affine(%q, [1, 1, $G], $s, $zp, $qdt, $qmin, $qmax, output_dtype = $dt)
   }
-  example { B = 1, S = [1, 3], K = 64, G = 64, dt = [f32, bf16], qdt = i8, qmin = -128, qmax = 127 }
+  example {
+    B = 1
+    S = [1, 3]
+    K = 64
+    G = 64
+    dt = [f32, bf16]
+    qdt = i8
+    qmin = -128
+    qmax = 127
+    x = uniform(-128, 128)
+    s = uniform(0.5, 1.5)
+  }
 }
