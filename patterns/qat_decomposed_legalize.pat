@@ -67,6 +67,12 @@
 // quantizer without a zero point (ZeroPointDomain.NONE), block shapes other than [1, G] on a
 // 2-D value and per-token [1, ..., 1, K] of rank 2 or 3, and the legacy int32 round trip of
 // torchao <= 0.11 (_GenericFakeQuantize).
+//
+// Verification ranges (as in qat.pat): per-token activations in [-128, 128) with scales in
+// [0.5, 1.5) and zero points in [-32, 32) (a token's asymmetric int8 qparams); group-wise
+// weights in [-0.5, 0.5) with scales in [0.01, 0.1) and zero points in [-8, 8) (int4 groups
+// of Llama-sized weights), so x / s + zp crosses the grid and saturates at both ends; the
+// folded weights' qparams come from [-0.5, 0.5) weights. Bit-exact over these ranges.
 
 phase legalize
 
@@ -116,6 +122,9 @@ rule qat_fake_quant_decomposed_group benefit 60 tags(qat, legalize) {
     zdt = [i32, i8]
     qmin = -8
     qmax = 7
+    x = uniform(-0.5, 0.5)
+    s = uniform(0.01, 0.1)
+    zp = uniform(-8, 8)
   }
 }
 
@@ -155,7 +164,17 @@ rule qat_fake_quant_decomposed_per_token benefit 60 tags(qat, legalize) {
   rewrite {
     %y = torchao.fake_quantize_affine($x, [1, $K], $s, $zp, i8, $qmin, $qmax)
   }
-  example { M = [1, 3], K = [32, 64], dt = [f32, bf16], zdt = [i32, i8], qmin = -128, qmax = 127 }
+  example {
+    M = [1, 3]
+    K = [32, 64]
+    dt = [f32, bf16]
+    zdt = [i32, i8]
+    qmin = -128
+    qmax = 127
+    x = uniform(-128, 128)
+    s = uniform(0.5, 1.5)
+    zp = uniform(-32, 32)
+  }
 }
 
 /// The same for a rank-3 activation [B, S, K] (block [1, 1, K]).
@@ -202,6 +221,9 @@ rule qat_fake_quant_decomposed_per_token_3d benefit 60 tags(qat, legalize) {
     zdt = [i32, i8]
     qmin = -128
     qmax = 127
+    x = uniform(-128, 128)
+    s = uniform(0.5, 1.5)
+    zp = uniform(-32, 32)
   }
 }
 
@@ -251,6 +273,7 @@ rule qat_weight_qparams_fold benefit 60 tags(qat, legalize) {
     qdt = i8
     qmin = -8
     qmax = 7
+    w = uniform(-0.5, 0.5)
   }
 }
 
@@ -296,6 +319,7 @@ rule qat_weight_qparams_fold_asymmetric benefit 60 tags(qat, legalize) {
     qdt = i8
     qmin = -8
     qmax = 7
+    w = uniform(-0.5, 0.5)
   }
 }
 
@@ -347,6 +371,7 @@ rule qat_weight_qparams_fold_zp_cast benefit 61 tags(qat, legalize) {
     qdt = i8
     qmin = -8
     qmax = 7
+    w = uniform(-0.5, 0.5)
   }
 }
 
@@ -395,5 +420,6 @@ rule qat_weight_qparams_fold_zp_cast_asymmetric benefit 61 tags(qat, legalize) {
     qdt = i8
     qmin = -8
     qmax = 7
+    w = uniform(-0.5, 0.5)
   }
 }
