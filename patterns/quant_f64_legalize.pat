@@ -60,6 +60,12 @@
 // 5. quantize_per_tensor.tensor / dequantize_per_tensor.tensor read `scale.item()`, a Python
 //   float: an f32 scale widened to f64 is the same number as the f32 scale, so reading the
 //   f32 scale changes nothing (unlike quantize_affine above, which computes with the tensor).
+//
+// Verification ranges: activations are what these chains quantize per token or per tensor, a
+// Llama linear's input (+-10..+-100): [-128, 128); scales are such an activation's
+// (max - min) / 255 ~ 1: [0.5, 1.5), so x / s also saturates past +-128; quantized inputs
+// span the int8 range, [-128, 128). The tie bound of rule 3 (one step) does not depend on
+// the magnitudes.
 
 phase legalize
 
@@ -85,6 +91,7 @@ rule choose_qparams_affine_f64_scale benefit 40 tags(quant, legalize) {
     qmin = -128
     qmax = 127
     zdt = [i64, i32]
+    x = uniform(-128, 128)
   }
 }
 
@@ -111,6 +118,7 @@ rule choose_qparams_affine_f64_scale_3d benefit 40 tags(quant, legalize) {
     qmin = -128
     qmax = 127
     zdt = [i64, i32]
+    x = uniform(-128, 128)
   }
 }
 
@@ -124,7 +132,16 @@ rule dequantize_affine_f64_scale benefit 40 tags(quant, legalize) {
   rewrite {
     %dq = torchao.dequantize_affine($q, [1, $K], $s, $zp, $qdt, $qmin, $qmax, output_dtype = $odt)
   }
-  example { M = [1, 3], K = [8, 32], qdt = i8, qmin = -128, qmax = 127, odt = [f32, bf16] }
+  example {
+    M = [1, 3]
+    K = [8, 32]
+    qdt = i8
+    qmin = -128
+    qmax = 127
+    odt = [f32, bf16]
+    q = uniform(-128, 128)
+    s = uniform(0.5, 1.5)
+  }
 }
 
 /// The same for a rank-3 input [B, S, K] (block [1, 1, K]).
@@ -138,7 +155,17 @@ rule dequantize_affine_f64_scale_3d benefit 40 tags(quant, legalize) {
     %dq = torchao.dequantize_affine($q, [1, 1, $K], $s, $zp, $qdt, $qmin, $qmax,
                                     output_dtype = $odt)
   }
-  example { B = [1, 2], M = [1, 3], K = [8, 32], qdt = i8, qmin = -128, qmax = 127, odt = f32 }
+  example {
+    B = [1, 2]
+    M = [1, 3]
+    K = [8, 32]
+    qdt = i8
+    qmin = -128
+    qmax = 127
+    odt = f32
+    q = uniform(-128, 128)
+    s = uniform(0.5, 1.5)
+  }
 }
 
 /// quantize_affine whose scale is an f32 scale widened to f64 -> the f32 scale (a tie may
@@ -154,7 +181,16 @@ rule quantize_affine_f64_scale benefit 40 tags(quant, legalize, ties) {
   rewrite {
     %q = torchao.quantize_affine($x, [1, $K], $s, $zp, $qdt, $qmin, $qmax)
   }
-  example { M = [1, 3], K = [8, 32], xdt = [f32, bf16], qdt = i8, qmin = -128, qmax = 127 }
+  example {
+    M = [1, 3]
+    K = [8, 32]
+    xdt = [f32, bf16]
+    qdt = i8
+    qmin = -128
+    qmax = 127
+    x = uniform(-128, 128)
+    s = uniform(0.5, 1.5)
+  }
   tolerance(atol = 1)
 }
 
@@ -171,7 +207,17 @@ rule quantize_affine_f64_scale_3d benefit 40 tags(quant, legalize, ties) {
   rewrite {
     %q = torchao.quantize_affine($x, [1, 1, $K], $s, $zp, $qdt, $qmin, $qmax)
   }
-  example { B = [1, 2], M = [1, 3], K = [8, 32], xdt = f32, qdt = i8, qmin = -128, qmax = 127 }
+  example {
+    B = [1, 2]
+    M = [1, 3]
+    K = [8, 32]
+    xdt = f32
+    qdt = i8
+    qmin = -128
+    qmax = 127
+    x = uniform(-128, 128)
+    s = uniform(0.5, 1.5)
+  }
   tolerance(atol = 1)
 }
 
@@ -192,7 +238,14 @@ rule pt2e_choose_qparams_tensor benefit 40 tags(quant, legalize) {
     %s          = aten._to_copy(%s1, dtype = f64)
     %zp         = aten.view(%zp32, [1])
   }
-  example { M = [1, 4], K = [8, 32], qmin = [-128, 0], qmax = [127, 255], dt = [i8, u8] }
+  example {
+    M = [1, 4]
+    K = [8, 32]
+    qmin = [-128, 0]
+    qmax = [127, 255]
+    dt = [i8, u8]
+    x = uniform(-128, 128)
+  }
 }
 
 /// choose_qparams.tensor of an f32 activation [B, S, K] -> torchao choose_qparams_affine.
@@ -213,7 +266,15 @@ rule pt2e_choose_qparams_tensor_3d benefit 40 tags(quant, legalize) {
     %s          = aten._to_copy(%s1, dtype = f64)
     %zp         = aten.view(%zp32, [1])
   }
-  example { B = 1, S = [1, 4], K = [8, 32], qmin = [-128, 0], qmax = [127, 255], dt = [i8, u8] }
+  example {
+    B = 1
+    S = [1, 4]
+    K = [8, 32]
+    qmin = [-128, 0]
+    qmax = [127, 255]
+    dt = [i8, u8]
+    x = uniform(-128, 128)
+  }
 }
 
 /// quantize_per_tensor.tensor reads scale.item(): an f32 scale widened to f64 -> the f32 scale.
@@ -226,7 +287,14 @@ rule pt2e_quantize_per_tensor_f64_scale benefit 40 tags(quant, legalize) {
   rewrite {
     %q = quantized_decomposed.quantize_per_tensor.tensor($x, $s, $zp, $qmin, $qmax, $dt)
   }
-  example { xdt = [f32, f16], qmin = [-128, -3], qmax = [127, 5], dt = i8 }
+  example {
+    xdt = [f32, f16]
+    qmin = [-128, -3]
+    qmax = [127, 5]
+    dt = i8
+    x = uniform(-128, 128)
+    s = uniform(0.5, 1.5)
+  }
 }
 
 /// dequantize_per_tensor.tensor reads scale.item(): the same.
@@ -239,5 +307,11 @@ rule pt2e_dequantize_per_tensor_f64_scale benefit 40 tags(quant, legalize) {
   rewrite {
     %dq = quantized_decomposed.dequantize_per_tensor.tensor($q, $s, $zp, $qmin, $qmax, $dt)
   }
-  example { qmin = [-128, -3], qmax = [127, 5], dt = i8 }
+  example {
+    qmin = [-128, -3]
+    qmax = [127, 5]
+    dt = i8
+    q = uniform(-128, 128)
+    s = uniform(0.5, 1.5)
+  }
 }
