@@ -200,6 +200,27 @@ TEST(RuleLibraryVerify, CatchesABugOutsideTheDefaultRangeOnlyWithAWiderOne) {
   EXPECT_EQ(wide.counterexample->message.rfind("output 0 differs at [", 0), 0u)
       << wide.counterexample->message;
 
+  // A float param bounded by values_in draws from the example's range inside
+  // it (a rewrite wrong only for |s| > 1 passes with uniform(0.0005, 0.05)),
+  // and from the whole values_in range without one.
+  const std::string scaled = "rule scaled {\n"
+                             "  match { %y = aten.mul.Tensor($x : f32[$N], param $s : f32[$N]) }\n"
+                             "  where { values_in($s, -255, 255) }\n"
+                             "  rewrite {\n"
+                             "    %c = aten.clamp($s, -1, 1)\n"
+                             "    %y = aten.mul.Tensor($x, %c)\n"
+                             "  }\n"
+                             "  example { N = 64";
+  rewrite::RuleVerification inside = verifyText(scaled + ", s = uniform(0.0005, 0.05) }\n}\n");
+  EXPECT_TRUE(inside.ok()) << rewrite::format(inside);
+  rewrite::RuleVerification whole = verifyText(scaled + " }\n}\n");
+  EXPECT_FALSE(whole.ok()) << rewrite::format(whole);
+  rewrite::RuleVerification outside = verifyText(scaled + ", s = uniform(300, 400) }\n}\n");
+  EXPECT_FALSE(outside.ok());
+  EXPECT_NE(rewrite::format(outside).find("lies outside the where clause's values_in range"),
+            std::string::npos)
+      << rewrite::format(outside);
+
   rewrite::RuleVerification i8 =
       verifyText("rule int_range {\n  match { %y = aten.neg($x : i8[$N]) }\n"
                  "  rewrite { %y = aten.neg($x) }\n  example { N = 4, x = uniform(0, 1000) }\n}\n");

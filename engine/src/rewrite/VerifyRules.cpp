@@ -438,13 +438,23 @@ void InstanceBuilder::fillData(GraphInput &in, const std::string &key) {
   } else {
     lo = 0.01;
     hi = 1.0;
-    if (auto ex = cr_.rule().example.ranges.find(key); ex != cr_.rule().example.ranges.end()) {
+    auto ex = cr_.rule().example.ranges.find(key);
+    bool given = ex != cr_.rule().example.ranges.end();
+    if (given) {
       lo = ex->second.first;
       hi = ex->second.second;
     }
     if (range != facts_.ranges.end()) {
-      lo = range->second.first;
-      hi = range->second.second;
+      // values_in is a condition of the match: the example's uniform() draws
+      // within it (as for integers); without one, its whole range is drawn.
+      lo = given ? std::max(lo, range->second.first) : range->second.first;
+      hi = given ? std::min(hi, range->second.second) : range->second.second;
+      if (!(lo < hi)) {
+        if (res_->error.empty())
+          res_->error = "example uniform() of $" + key + " " + p.str() +
+                        " lies outside the where clause's values_in range";
+        return;
+      }
     }
   }
   in.init = RandomInit{seed, lo, hi};
