@@ -14,6 +14,8 @@
 //    below: with a narrower range an int value outside it would be clamped) and
 //    q is a value of that dtype. The scale must keep f normal and 1/s finite
 //    (1e-30 <= s <= 1e30) and the zero point must lie in [qmin, qmax].
+//    Verification draws q over the whole int8 range [-128, 128), so that
+//    |q - zp| reaches 131.
 //
 // 2. Q -> DQ (quantize then dequantize, "fake quantization") is NOT the
 //    identity: dq(q(x)) = (clamp(round(x / s) + zp, qmin, qmax) - zp) * s
@@ -30,8 +32,9 @@
 //    zero point, range and dtype (the same captures), so a requantization to
 //    another scale never folds (tests/golden/rules/qdq_different_scales_no_fold).
 //    Its tolerance, atol = 0.5, is s/2 for the verification instances (s = 1,
-//    zero point 0, inputs in [-1, 1), well inside the range); it is a
-//    statement of the bound, not a claim of exactness. Fusion rules rooted
+//    zero point 0, inputs in [-128, 127), the range's whole inside, as a PT2E
+//    observer picks s for the activation it saw); it is a statement of the
+//    bound, not a claim of exactness. Fusion rules rooted
 //    further down (pt2e_qdq.pat) get the first chance at a Q/DQ pair, since the
 //    driver visits users before producers.
 //
@@ -55,7 +58,7 @@ rule qdq_fold_dq_q benefit 5 tags(qdq, fold) {
   rewrite {
     %rq = $q
   }
-  example { s = [1, 3], zp = [0, 3], qmin = -128, qmax = 127, qdt = i8 }
+  example { s = [1, 3], zp = [0, 3], qmin = -128, qmax = 127, qdt = i8, q = uniform(-128, 128) }
 }
 
 /// quantize_per_tensor -> dequantize_per_tensor with identical parameters ->
@@ -69,6 +72,6 @@ rule qdq_fold_q_dq benefit 1 tags(qdq, fold, lossy) {
   rewrite {
     %dq = $x
   }
-  example { s = 1, zp = 0, qmin = -128, qmax = 127, qdt = i8 }
+  example { s = 1, zp = 0, qmin = -128, qmax = 127, qdt = i8, x = uniform(-128, 127) }
   tolerance(atol = 0.5)
 }
