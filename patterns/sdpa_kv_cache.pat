@@ -55,6 +55,12 @@
 //
 // Numerics: the fused kernel is the same copies and the same attention
 // (bit-exact, tolerance 0).
+//
+// Verification ranges: q, k and the key cache are post-RoPE projections,
+// O(1..10) with outlier channels in the tens: [-64, 64), so the scores
+// q.k / sqrt(D) reach thousands and the softmax saturates (one key takes all
+// the weight), as attention scores before softmax do; v and the value cache,
+// [-16, 16).
 
 /// ExecuTorch's custom KV cache attention (two update_cache + custom_sdpa,
 /// positions read with aten select + item) -> llama.sdpa_with_kv_cache.
@@ -80,7 +86,20 @@ rule et_sdpa_with_kv_cache benefit 40 tags(sdpa) backend vulkan {
     %len = aten.sym_size.int($q, 1)
     %out = llama.sdpa_with_kv_cache($q, $k, $v, $kc, $vc, %pos, %len, none, 0.0, true)
   }
-  example { P = 1, B = 1, S = [1, 3], H = 4, HK = [2, 4], D = 16, M = [20, 32] }
+  example {
+    P = 1
+    B = 1
+    S = [1, 3]
+    H = 4
+    HK = [2, 4]
+    D = 16
+    M = [20, 32]
+    q = uniform(-64, 64)
+    k = uniform(-64, 64)
+    kc = uniform(-64, 64)
+    v = uniform(-16, 16)
+    vc = uniform(-16, 16)
+  }
 }
 
 /// The same attention after select_as_symint (select_as_symint.pat) has
@@ -104,5 +123,18 @@ rule et_sdpa_with_kv_cache_select_as_symint benefit 40 tags(sdpa) backend vulkan
     %len = aten.sym_size.int($q, 1)
     %out = llama.sdpa_with_kv_cache($q, $k, $v, $kc, $vc, %pos, %len, none, 0.0, true)
   }
-  example { P = 1, B = 1, S = [1, 3], H = 4, HK = [2, 4], D = 16, M = [20, 32] }
+  example {
+    P = 1
+    B = 1
+    S = [1, 3]
+    H = 4
+    HK = [2, 4]
+    D = 16
+    M = [20, 32]
+    q = uniform(-64, 64)
+    k = uniform(-64, 64)
+    kc = uniform(-64, 64)
+    v = uniform(-16, 16)
+    vc = uniform(-16, 16)
+  }
 }
