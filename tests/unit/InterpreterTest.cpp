@@ -154,6 +154,52 @@ TEST(Interpreter, PythonSymOps) {
   EXPECT_NE(firstError(big).find("does not fit in int64"), std::string::npos) << firstError(big);
 }
 
+// The rest of serialize.py's _SYM_OPS (pytorch torch/_export/serde/serialize.py):
+// Python's true division, ** (int for a non-negative int exponent), +, & and |
+// (logical on bools, bitwise on ints), math.trunc / sym_int toward zero,
+// sym_float, sym_sqrt, sym_not and sym_ite, with Python's errors.
+TEST(Interpreter, RemainingPythonSymOps) {
+  auto eval = [](const std::string &target, std::vector<Argument> args,
+                 ValueKind kind) -> Expected<std::vector<RuntimeValue>> {
+    TestGraph t;
+    Node *n = t.g.createNode(target, std::move(args), {}, {{"r", kind, TensorProto()}});
+    return t.run({n->output()});
+  };
+  auto get = [&](const std::string &target, std::vector<Argument> args,
+                 ValueKind kind) -> RuntimeValue {
+    auto r = eval(target, std::move(args), kind);
+    EXPECT_TRUE(r.ok()) << target << ": " << (r.ok() ? "" : render(r.diags()));
+    return r.ok() ? (*r)[0] : RuntimeValue(false);
+  };
+  using K = ValueKind;
+  EXPECT_EQ(std::get<double>(get("operator.truediv", {int64_t(7), int64_t(2)}, K::SymFloat)), 3.5);
+  EXPECT_EQ(std::get<int64_t>(get("operator.pow", {int64_t(-3), int64_t(3)}, K::SymInt)), -27);
+  EXPECT_EQ(std::get<double>(get("operator.pow", {int64_t(2), int64_t(-1)}, K::SymFloat)), 0.5);
+  EXPECT_EQ(std::get<int64_t>(get("operator.pos", {true}, K::SymInt)), 1);
+  EXPECT_EQ(std::get<bool>(get("operator.and_", {true, false}, K::SymBool)), false);
+  EXPECT_EQ(std::get<bool>(get("operator.or_", {true, false}, K::SymBool)), true);
+  EXPECT_EQ(std::get<int64_t>(get("operator.and_", {int64_t(6), int64_t(3)}, K::SymInt)), 2);
+  EXPECT_EQ(std::get<int64_t>(get("math.trunc", {-2.7}, K::SymInt)), -2);
+  EXPECT_EQ(std::get<int64_t>(get("torch.sym_int", {2.7}, K::SymInt)), 2);
+  EXPECT_EQ(std::get<double>(get("torch.sym_float", {int64_t(3)}, K::SymFloat)), 3.0);
+  EXPECT_EQ(std::get<double>(get("torch.sym_sqrt", {int64_t(16)}, K::SymFloat)), 4.0);
+  EXPECT_EQ(std::get<bool>(get("torch.sym_not", {false}, K::SymBool)), true);
+  EXPECT_EQ(std::get<int64_t>(get("torch.sym_ite", {false, int64_t(1), int64_t(2)}, K::SymInt)), 2);
+
+  EXPECT_EQ(firstError(eval("operator.truediv", {int64_t(1), int64_t(0)}, K::SymFloat)),
+            "node %r (operator.truediv.default): division by zero");
+  EXPECT_NE(firstError(eval("operator.pow", {int64_t(10), int64_t(19)}, K::SymInt))
+                .find("does not fit in int64"),
+            std::string::npos);
+  EXPECT_NE(firstError(eval("operator.pow", {-8.0, 0.5}, K::SymFloat)).find("complex"),
+            std::string::npos);
+  EXPECT_NE(firstError(eval("torch.sym_sqrt", {-1.0}, K::SymFloat)).find("math domain error"),
+            std::string::npos);
+  EXPECT_NE(firstError(eval("math.trunc", {std::numeric_limits<double>::quiet_NaN()}, K::SymInt))
+                .find("cannot be converted"),
+            std::string::npos);
+}
+
 // The narrow ExecuTorch's Llama does on its rotary tables, as exported:
 // item() -> sym_constrain_range_for_size -> add -> slice [u0 : u0 + 2].
 TEST(Interpreter, NarrowAtADynamicPosition) {

@@ -5,6 +5,7 @@
 // --quant mode, and every kind of bad input the issue lists.
 #include "graft/serialize/Pt2.h"
 #include "graft/ir/Verifier.h"
+#include "graft/ops/OpRegistry.h"
 #include "graft/ops/ShapeInference.h"
 #include "graft/serialize/Load.h"
 #include "graft/serialize/Synth.h"
@@ -25,7 +26,9 @@
 #include <optional>
 #include <ostream>
 #include <regex>
+#include <set>
 #include <sys/wait.h>
+#include <tuple>
 #include <unistd.h>
 
 using namespace graft;
@@ -999,7 +1002,7 @@ TEST(Pt2Synth, NamesAndShapesFollowTorchExport) {
         "%le_1 : symbool = operator.le(%add, 128)",
         "%slice_1 : f32[s0, 8] = aten.slice.Tensor(%b_freqs_cos, 0, %_local_scalar_dense, %add)",
         "%getitem : f32[1, s0], %getitem_1 : i8[1, s0] = "
-        "torchao.choose_qparams_affine.default(%mul_1, "
+        "torchao.choose_qparams_affine.default(%mul_2, "
         "\"ASYMMETRIC\", [1, 1, 64], i8, -128, 127, none, none, i8)",
         "%dequantize_affine_2 : f32[64, 64] = torchao.dequantize_affine.default("
         "%p_layers_0_attention_wq_parametrizations_weight_original0, [1, 32], "
@@ -1049,13 +1052,16 @@ TEST(Pt2Synth, LlamaFamilyFlagsFollowUpstreamModules) {
     at("param %p_layers_0_attention_wk_bias : f32[64]");
     at("param %p_layers_0_attention_wo_parametrizations_weight_original0 : i8[64, 128]");
     EXPECT_EQ(t.find("wo_bias"), std::string::npos);
+    // norm.py's _norm squares with x * x.
+    at("%mul : f32[1, 8, 64] = aten.mul.Tensor(%embedding, %embedding)");
+    EXPECT_EQ(t.find("aten.pow"), std::string::npos);
     // F.linear(x, weight.dequantize(), bias); every RMSNorm adds norm_eps.
-    at("aten.linear.default(%mul_1, %dequantize_affine_1, %p_layers_0_attention_wq_bias)");
+    at("aten.linear.default(%mul_2, %dequantize_affine_1, %p_layers_0_attention_wq_bias)");
     EXPECT_EQ(t.find("1e-05"), std::string::npos);
     // q_norm_fn on [1, S, H, hd] before the rotary embedding, on the
     // transposed [1, H, S, hd] q after it.
-    at(before ? "%pow_2 : f32[1, 8, 4, 32] = aten.pow.Tensor_Scalar(%view, 2)"
-              : "%pow_2 : f32[1, 4, 8, 32] = aten.pow.Tensor_Scalar(%transpose, 2)");
+    at(before ? ": f32[1, 8, 4, 32] = aten.mul.Tensor(%view, %view)"
+              : ": f32[1, 4, 8, 32] = aten.mul.Tensor(%transpose, %transpose)");
     at("aten.add.Tensor(%mean_1, 1e-06)");
     at("aten.view.default(%clone, [1, 8, 128])");
   }
@@ -1647,6 +1653,73 @@ TEST(Pt2Serde, SymbolicValuesFollowTheirUnions) {
     std::string e = errorAfterEdit("sym_bad.pt2", c.edit);
     EXPECT_NE(e.find(c.expect), std::string::npos) << e;
   }
+}
+
+// Every Python sym op in serialize.py's _SYM_OPS (pytorch
+// torch/_export/serde/serialize.py) reads as a declared op of the right kind,
+// not an opaque node: truediv and sym_float give SymFloats, math.trunc a SymInt,
+// sym_not and and_/or_ of SymBools SymBools; written back with the same targets.
+TEST(Pt2Read, EveryPythonSymOpIsDeclared) {
+  auto named = [](const char *n, nlohmann::ordered_json arg) {
+    return nlohmann::ordered_json{{"name", n}, {"arg", std::move(arg)}, {"kind", 1}};
+  };
+  auto symNode = [](const char *target, std::vector<nlohmann::ordered_json> in, const char *kind,
+                    const char *out) {
+    return nlohmann::ordered_json{{"target", target},
+                                  {"inputs", in},
+                                  {"outputs", {{{kind, {{"as_name", out}}}}}},
+                                  {"metadata", nlohmann::ordered_json::object()}};
+  };
+  editModelJson(kTiny9, tmp("symops.pt2"), [&](auto &j) {
+    auto &g = j["graph_module"]["graph"];
+    auto &nodes = g["nodes"];
+    std::size_t at = 0;
+    while (nodes[at]["target"] != "_operator.ge")
+      ++at;
+    const nlohmann::ordered_json added[] = {
+        symNode("_operator.truediv",
+                {named("a", {{"as_sym_int", {{"as_name", "mul_1"}}}}), named("b", {{"as_int", 4}})},
+                "as_sym_float", "truediv"),
+        symNode("math.trunc", {named("a", {{"as_sym_float", {{"as_name", "truediv"}}}})},
+                "as_sym_int", "trunc"),
+        symNode("torch.sym_not", {named("a", {{"as_sym_bool", {{"as_name", "ge"}}}})},
+                "as_sym_bool", "sym_not"),
+        symNode("_operator.or_",
+                {named("a", {{"as_sym_bool", {{"as_name", "ge"}}}}),
+                 named("b", {{"as_sym_bool", {{"as_name", "sym_not"}}}})},
+                "as_sym_bool", "or_"),
+    };
+    for (const auto &n : added)
+      nodes.insert(nodes.begin() + static_cast<std::ptrdiff_t>(++at), n);
+    g["sym_float_values"]["truediv"] = {{"as_expr", {{"expr_str", "s0/2"}}}};
+    g["sym_int_values"]["trunc"] = {{"as_expr", {{"expr_str", "TruncToInt(s0/2)"}}}};
+    g["sym_bool_values"]["sym_not"] = {{"as_expr", {{"expr_str", "2*s0 < 4"}}}};
+    g["sym_bool_values"]["or_"] = {{"as_bool", true}};
+  });
+  Pt2Program p = readOk(tmp("symops.pt2"));
+  const Graph &g = *p.graph;
+  for (auto [name, target, kind] : {std::tuple{"truediv", "operator.truediv", ValueKind::SymFloat},
+                                    {"trunc", "math.trunc", ValueKind::SymInt},
+                                    {"sym_not", "torch.sym_not", ValueKind::SymBool},
+                                    {"or_", "operator.or_", ValueKind::SymBool}}) {
+    const Value *v = g.findValue(name);
+    ASSERT_NE(v, nullptr) << name;
+    EXPECT_EQ(v->kind(), kind) << name;
+    ASSERT_NE(v->producer(), nullptr) << name;
+    EXPECT_EQ(v->producer()->target(), target);
+    EXPECT_NE(OpRegistry::builtin().lookup(std::string(target) + ".default"), nullptr) << target;
+  }
+  Pt2WriteOptions wo;
+  wo.provenance = &p.provenance;
+  ASSERT_TRUE(writePt2(g, tmp("symops_rt.pt2"), wo).ok());
+  auto z = ZipReader::open(tmp("symops_rt.pt2"));
+  auto json = nlohmann::json::parse(*(*z)->read(*(*z)->find("symops_rt/models/model.json")));
+  std::set<std::string> targets;
+  for (const auto &n : json["graph_module"]["graph"]["nodes"])
+    targets.insert(n["target"].get<std::string>());
+  for (const char *t : {"_operator.truediv", "math.trunc", "torch.sym_not", "_operator.or_"})
+    EXPECT_EQ(targets.count(t), 1u) << t;
+  EXPECT_EQ(text(*readOk(tmp("symops_rt.pt2")).graph), text(g));
 }
 
 // RangeConstraint bounds are null for an infinite bound (_sympy_int_to_int);

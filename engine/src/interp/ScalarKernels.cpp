@@ -6,7 +6,9 @@
 // and carrying the assertion's message, as PyTorch raises it at run time.
 // Also the Python symbolic-scalar ops torch.export records on SymInts
 // (operator.add/sub/mul/floordiv/mod/neg, torch.sym_max/min, the
-// comparisons), with Python's semantics. SymInts flow as int64_t; an int
+// comparisons, and the rest of serialize.py's _SYM_OPS: truediv, pow, pos,
+// and_, or_, sym_not, math.trunc, sym_int, sym_float, sym_sqrt, sym_ite),
+// with Python's semantics. SymInts flow as int64_t; an int
 // result that leaves int64 is an error (Python ints would not overflow).
 //
 //===----------------------------------------------------------------------===//
@@ -152,6 +154,59 @@ Results symCompare(const KernelArgs &a, BinaryOp op) {
   return std::vector<RuntimeValue>{r};
 }
 
+/// The rest of serialize.py's _SYM_OPS (engine/ops/sym.yaml), with Python's
+/// semantics: int results that leave int64 are errors, as in symArith.
+Results pyPow(const KernelArgs &a) {
+  auto x = optionalNumberArg(a, "a"), y = optionalNumberArg(a, "b");
+  if (!x || !y)
+    return a.error("operands must be numbers");
+  bool floating = x->kind == Number::Kind::Float || y->kind == Number::Kind::Float;
+  if (!floating && y->i >= 0) {
+    // Exponentiation by squaring with overflow checks (Python ints are exact).
+    int64_t base = x->i, e = y->i, r = 1;
+    while (e > 0) {
+      if ((e & 1) && __builtin_mul_overflow(r, base, &r))
+        return a.error("integer result of " + std::to_string(x->i) + " ** " + std::to_string(y->i) +
+                       " does not fit in int64");
+      e >>= 1;
+      if (e > 0 && __builtin_mul_overflow(base, base, &base))
+        return a.error("integer result of " + std::to_string(x->i) + " ** " + std::to_string(y->i) +
+                       " does not fit in int64");
+    }
+    return std::vector<RuntimeValue>{r};
+  }
+  double p = x->toDouble(), q = y->toDouble();
+  if (p == 0.0 && q < 0)
+    return a.error("0.0 cannot be raised to a negative power");
+  if (p < 0 && q != std::floor(q))
+    return a.error("a negative number to a fractional power is complex");
+  return std::vector<RuntimeValue>{std::pow(p, q)};
+}
+
+/// operator.and_ / or_: logical on two bools, bitwise on ints.
+Results pyLogic(const KernelArgs &a, bool isAnd) {
+  auto x = optionalNumberArg(a, "a"), y = optionalNumberArg(a, "b");
+  if (!x || !y || x->kind == Number::Kind::Float || y->kind == Number::Kind::Float)
+    return a.error("operands must be bools or ints");
+  int64_t r = isAnd ? (x->i & y->i) : (x->i | y->i);
+  if (x->kind == Number::Kind::Bool && y->kind == Number::Kind::Bool)
+    return std::vector<RuntimeValue>{r != 0};
+  return std::vector<RuntimeValue>{r};
+}
+
+/// math.trunc and torch.sym_int: toward zero; an int or bool stays an int.
+Results pyTrunc(const KernelArgs &a) {
+  auto x = optionalNumberArg(a, "a");
+  if (!x)
+    return a.error("operand must be a number");
+  if (x->kind != Number::Kind::Float)
+    return std::vector<RuntimeValue>{x->i};
+  auto t = truncToInt64(x->f);
+  if (!t)
+    return a.error(std::to_string(x->f) + " cannot be converted to an int64 integer");
+  return std::vector<RuntimeValue>{*t};
+}
+
 } // namespace
 
 void registerScalarKernels(KernelRegistry &r) {
@@ -220,6 +275,59 @@ void registerScalarKernels(KernelRegistry &r) {
                           {"operator.gt.default", BinaryOp::Gt},
                           {"operator.ge.default", BinaryOp::Ge}})
     r.add(name, [op = op](const KernelArgs &a) { return symCompare(a, op); });
+  r.add("operator.truediv.default", [](const KernelArgs &a) -> Results {
+    auto x = optionalNumberArg(a, "a"), y = optionalNumberArg(a, "b");
+    if (!x || !y)
+      return a.error("operands must be numbers");
+    if (y->toDouble() == 0.0)
+      return a.error("division by zero");
+    return std::vector<RuntimeValue>{x->toDouble() / y->toDouble()};
+  });
+  r.add("operator.pow.default", pyPow);
+  r.add("operator.pos.default", [](const KernelArgs &a) -> Results {
+    auto x = optionalNumberArg(a, "a");
+    if (!x)
+      return a.error("operand must be a number");
+    if (x->kind == Number::Kind::Float)
+      return std::vector<RuntimeValue>{x->f};
+    return std::vector<RuntimeValue>{x->i}; // +True is 1
+  });
+  r.add("operator.and_.default", [](const KernelArgs &a) { return pyLogic(a, true); });
+  r.add("operator.or_.default", [](const KernelArgs &a) { return pyLogic(a, false); });
+  r.add("torch.sym_not.default", [](const KernelArgs &a) -> Results {
+    auto x = optionalNumberArg(a, "a");
+    if (!x)
+      return a.error("operand must be a number");
+    return std::vector<RuntimeValue>{x->toDouble() == 0.0};
+  });
+  r.add("math.trunc.default", pyTrunc);
+  r.add("torch.sym_int.default", pyTrunc);
+  r.add("torch.sym_float.default", [](const KernelArgs &a) -> Results {
+    auto x = optionalNumberArg(a, "a");
+    if (!x)
+      return a.error("operand must be a number");
+    return std::vector<RuntimeValue>{x->toDouble()};
+  });
+  r.add("torch.sym_sqrt.default", [](const KernelArgs &a) -> Results {
+    auto x = optionalNumberArg(a, "a");
+    if (!x)
+      return a.error("operand must be a number");
+    if (x->toDouble() < 0)
+      return a.error("math domain error (sqrt of " + std::to_string(x->toDouble()) + ")");
+    return std::vector<RuntimeValue>{std::sqrt(x->toDouble())};
+  });
+  r.add("torch.sym_ite.default", [](const KernelArgs &a) -> Results {
+    auto b = optionalNumberArg(a, "b"), t = optionalNumberArg(a, "t"),
+         f = optionalNumberArg(a, "f");
+    if (!b || !t || !f)
+      return a.error("operands must be numbers");
+    const Number &r = b->toDouble() != 0.0 ? *t : *f;
+    if (r.kind == Number::Kind::Float)
+      return std::vector<RuntimeValue>{r.f};
+    if (r.kind == Number::Kind::Bool)
+      return std::vector<RuntimeValue>{r.i != 0};
+    return std::vector<RuntimeValue>{r.i};
+  });
   r.add("aten._assert_async.msg", [](const KernelArgs &a) -> Results {
     const Tensor &x = a.tensor("self");
     if (x.defined() && x.numel() == 1 && x.getDouble(0) == 0.0)

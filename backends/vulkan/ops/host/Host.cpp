@@ -148,9 +148,11 @@ void addHostLowerings(LoweringTable &m) {
   // Python sym arithmetic on host scalars (engine/ops/sym.yaml), run by the
   // reference kernels: the narrow end u0 + seqlen stays in the program.
   for (const char *t :
-       {"operator.add", "operator.sub", "operator.mul", "operator.floordiv", "operator.mod",
-        "operator.neg", "torch.sym_max", "torch.sym_min", "operator.eq", "operator.ne",
-        "operator.lt", "operator.le", "operator.gt", "operator.ge"})
+       {"operator.add", "operator.sub",  "operator.mul",    "operator.floordiv", "operator.mod",
+        "operator.neg", "torch.sym_max", "torch.sym_min",   "operator.eq",       "operator.ne",
+        "operator.lt",  "operator.le",   "operator.gt",     "operator.ge",       "operator.truediv",
+        "operator.pow", "operator.pos",  "operator.and_",   "operator.or_",      "torch.sym_not",
+        "math.trunc",   "torch.sym_int", "torch.sym_float", "torch.sym_sqrt",    "torch.sym_ite"})
     m[t] = hostLowering("host", false, false);
   m["aten._local_scalar_dense.default"] = scalarReadLowering(false);
   m["et_vk.select_as_symint.default"] = scalarReadLowering(true);

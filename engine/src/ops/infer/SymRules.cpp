@@ -1,7 +1,8 @@
 //===- SymRules.cpp - Inference for Python symbolic-scalar arithmetic -----===//
 //
-// operator.add/sub/mul/floordiv/mod/neg, torch.sym_max/sym_min and the
-// comparisons operator.eq/ne/lt/le/gt/ge (engine/ops/sym.yaml). They have no
+// operator.add/sub/mul/floordiv/mod/neg, torch.sym_max/sym_min, the
+// comparisons operator.eq/ne/lt/le/gt/ge and the rest of serialize.py's
+// _SYM_OPS (engine/ops/sym.yaml). They have no
 // tensor results: a rule only decides the result's kind, the way Python
 // does for a SymInt/SymFloat/SymBool expression. The Dim a SymInt result
 // stands for is derived from its producer by dimOfSymInt.
@@ -53,11 +54,61 @@ Results symCompareRule(const InferContext &ctx) {
   return one(std::move(r));
 }
 
+/// A rule whose result kind is fixed (truediv, sym_float, sym_sqrt: SymFloat;
+/// trunc, sym_int: SymInt; sym_not: SymBool); the operands must be scalars.
+InferFn fixedKindRule(ValueKind kind) {
+  return [kind](const InferContext &ctx) -> Results {
+    GRAFT_CHECK_OK(operandsKind(ctx));
+    InferredResult r;
+    r.kind = kind;
+    return one(std::move(r));
+  };
+}
+
+/// The kind of a SymBool-or-bool operand, which scalarKind counts as an int.
+bool isBoolOperand(const Argument &a) {
+  return a.isBool() || (a.isValue() && a.value()->kind() == ValueKind::SymBool);
+}
+
+/// operator.and_ / or_: a SymBool when both operands are bools, else a SymInt.
+Results symLogicRule(const InferContext &ctx) {
+  GRAFT_TRY(ValueKind k, operandsKind(ctx));
+  if (k == ValueKind::SymFloat)
+    return ctx.error("operands of & and | must be bools or ints");
+  InferredResult r;
+  r.kind = isBoolOperand(ctx.arg("a")) && isBoolOperand(ctx.arg("b")) ? ValueKind::SymBool
+                                                                      : ValueKind::SymInt;
+  return one(std::move(r));
+}
+
+/// torch.sym_ite(b, t, f): the kind of t, which f must share.
+Results symIteRule(const InferContext &ctx) {
+  auto kindOf = [&](const char *name) -> std::optional<ValueKind> {
+    const Argument &a = ctx.arg(name);
+    if (isBoolOperand(a))
+      return ValueKind::SymBool;
+    return scalarKind(a);
+  };
+  auto b = kindOf("b"), t = kindOf("t"), f = kindOf("f");
+  if (!b || !t || !f)
+    return ctx.error("operands of sym_ite must be scalars");
+  if (*t != *f)
+    return ctx.error("sym_ite's t and f must be of one kind");
+  InferredResult r;
+  r.kind = *t;
+  return one(std::move(r));
+}
+
 } // namespace
 
 void registerSymRules(InferenceRules &rules) {
   rules.add("sym_arith", symArithRule);
   rules.add("sym_compare", symCompareRule);
+  rules.add("sym_float_result", fixedKindRule(ValueKind::SymFloat));
+  rules.add("sym_int_result", fixedKindRule(ValueKind::SymInt));
+  rules.add("sym_bool_result", fixedKindRule(ValueKind::SymBool));
+  rules.add("sym_logic", symLogicRule);
+  rules.add("sym_ite", symIteRule);
 }
 
 } // namespace graft::infer
