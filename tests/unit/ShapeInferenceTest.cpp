@@ -504,6 +504,21 @@ TEST_F(Infer, SymArithmeticAndNarrowSlices) {
   EXPECT_EQ(dimOfSymInt(*sym("torch.sym_min", {int64_t(3), int64_t(5)})), Dim(3));
   sym("operator.add", {pos, 0.5}, ValueKind::SymFloat);
   sym("operator.le", {end, int64_t(64)}, ValueKind::SymBool);
+  // The rest of serialize.py's _SYM_OPS: each result's kind, as Python's.
+  Value *half = sym("operator.truediv", {pos, int64_t(2)}, ValueKind::SymFloat);
+  sym("math.trunc", {half});
+  sym("torch.sym_int", {half});
+  sym("torch.sym_float", {pos}, ValueKind::SymFloat);
+  sym("torch.sym_sqrt", {pos}, ValueKind::SymFloat);
+  sym("operator.pow", {pos, int64_t(2)});
+  sym("operator.pow", {pos, int64_t(-1)}, ValueKind::SymFloat);
+  sym("operator.pos", {pos});
+  Value *inRange = sym("operator.le", {pos, int64_t(56)}, ValueKind::SymBool);
+  Value *outOfRange = sym("torch.sym_not", {inRange}, ValueKind::SymBool);
+  sym("operator.and_", {inRange, outOfRange}, ValueKind::SymBool);
+  sym("operator.or_", {pos, int64_t(1)});
+  sym("torch.sym_ite", {inRange, pos, int64_t(0)});
+  sym("torch.sym_ite", {inRange, half, 0.5}, ValueKind::SymFloat);
 
   // freqs.narrow(0, u0, 8) with u0 in [0, 56]: slice [u0 : u0 + 8] of 64 rows.
   Value *freqs = in("freqs", DType::F32, {64, 16});

@@ -81,6 +81,16 @@ Results symLogicRule(const InferContext &ctx) {
   return one(std::move(r));
 }
 
+/// operator.pow: Python gives an int only for int operands and an exponent
+/// >= 0, so a negative literal exponent makes a SymFloat.
+Results symPowRule(const InferContext &ctx) {
+  GRAFT_TRY(ValueKind k, operandsKind(ctx));
+  const Argument &b = ctx.arg("b");
+  InferredResult r;
+  r.kind = b.isInt() && b.integer() < 0 ? ValueKind::SymFloat : k;
+  return one(std::move(r));
+}
+
 /// torch.sym_ite(b, t, f): the kind of t, which f must share.
 Results symIteRule(const InferContext &ctx) {
   auto kindOf = [&](const char *name) -> std::optional<ValueKind> {
@@ -109,6 +119,7 @@ void registerSymRules(InferenceRules &rules) {
   rules.add("sym_bool_result", fixedKindRule(ValueKind::SymBool));
   rules.add("sym_logic", symLogicRule);
   rules.add("sym_ite", symIteRule);
+  rules.add("sym_pow", symPowRule);
 }
 
 } // namespace graft::infer
