@@ -183,6 +183,24 @@ TEST(RuleLibraryVerify, CatchesClampBoundsMergedWrongly) {
   EXPECT_FALSE(intersection.ok()) << rewrite::format(intersection);
 }
 
+// A value that overflows on one side only is a difference whatever the
+// tolerance: rtol * |before| with an infinite `before` would admit any `after`.
+TEST(RuleLibraryVerify, CatchesAnInfinityOnOneSideOnly) {
+  rewrite::RuleVerification v = verifyText("rule saturating {\n"
+                                           "  match { %y = aten.exp($x : f32[$N]) }\n"
+                                           "  rewrite {\n"
+                                           "    %e = aten.exp($x)\n"
+                                           "    %y = aten.clamp(%e, 0, 3e38)\n"
+                                           "  }\n"
+                                           "  example { N = 8, x = uniform(89, 100) }\n"
+                                           "  tolerance(rtol = 0.001)\n"
+                                           "}\n");
+  EXPECT_FALSE(v.ok()) << rewrite::format(v);
+  ASSERT_TRUE(v.counterexample.has_value()) << rewrite::format(v);
+  EXPECT_NE(v.counterexample->message.find("before inf, after 3"), std::string::npos)
+      << v.counterexample->message;
+}
+
 // Inputs are drawn from [-1, 1) unless the example gives a capture a
 // `uniform(lo, hi)` range: a rewrite that is wrong only for |x| >= 1 passes
 // with the default and is caught with a wider range; an integer input's range

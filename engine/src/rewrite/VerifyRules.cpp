@@ -1087,7 +1087,10 @@ RuleVerification verifyRule(const CompiledRules &rules, std::size_t index,
           continue;
         double d = std::abs(x - y);
         worst = std::max(worst, std::isnan(d) ? INFINITY : d);
-        if (!(d <= rule.atol + rule.rtol * std::abs(x)) && mismatch.empty())
+        // Otherwise a non-finite value on either side is a difference: with an
+        // infinite `before`, rtol * |before| would admit any `after`.
+        bool finite = std::isfinite(x) && std::isfinite(y);
+        if (!(finite && d <= rule.atol + rule.rtol * std::abs(x)) && mismatch.empty())
           mismatch = "output " + std::to_string(o) + " differs at " +
                      detail::formatIndex(a->sizes(), k) + ": before " + detail::formatDouble(x) +
                      ", after " + detail::formatDouble(y) + " (|diff| " + detail::formatDouble(d) +
