@@ -29,6 +29,22 @@
 // to f16 before the f16 multiply rounds again, where the fused op rounds (sum * s) once:
 // within one f16 ulp of the result (rtol 2^-10), plus the f16 subnormal step (atol 2^-24).
 // Only f32 and f16 (ET-VK's dtypes); bf16 compute stays on the CPU.
+//
+// Also torchao's int8 weight-only form, IntxWeightOnlyConfig(weight_dtype=torch.int8,
+// granularity=PerAxis(0)) (pytorch/ao 36027d82 torchao/quantization/quant_api.py, unwrapped:
+// IntxUnpackedToInt8Tensor.dequantize()), which ET-VK leaves unfused too
+// (backends/vulkan/patterns/quantized_linear.py routes weight-only matches to linear_q4gsw
+// only, for weights in the 4-bit range):
+//   %w : f32[N, K] = torchao.dequantize_affine(%qw : i8[N, K], [1, K], %s : [N, 1], %zp,
+//                                              i8, -128, 127)
+//   %y : f32[M, N] = aten.linear(%x, %w[, %b])
+// becomes _weight_int8pack_mm(x, qw, s as f32 [N]) (+ add b). A weight whose values fit in
+// 4 bits is linear_4w.pat's (benefit 20 > 10), as upstream routes it. Numerics as
+// pt2e_qdq.pat's int8pack rules: the dequantize rounds q * s per element, the fused op
+// scales the finished sum, (sum_k x * q) * s; atol 1e-3, rtol 1e-5 on the verification
+// domain (see pt2e_qdq.pat's header for the bound). Symmetric only (zero point absent or
+// zero): _weight_int8pack_mm has no zero point. bf16/f16 scales widen to f32 exactly (the
+// dequantize multiplies in f32 too).
 
 /// WeightOnlyInt8Linear, f32, 2-D activation -> aten._weight_int8pack_mm. Bit-exact.
 rule et_int8_weight_only_linear benefit 10 tags(linear, int8, weight_only) backend vulkan {
@@ -127,4 +143,127 @@ rule et_int8_weight_only_linear_f16_3d benefit 10 tags(linear, int8, weight_only
     x = uniform(-4, 4)
   }
   tolerance(atol = 6e-8, rtol = 0.000977)
+}
+
+/// torchao int8 weight-only per channel, 2-D activation -> aten._weight_int8pack_mm.
+rule torchao_linear_int8pack benefit 10 tags(linear, int8, weight_only) backend vulkan {
+  match {
+    %w = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $K], param $ws : $sdt[$N, 1], $wzp,
+                                   i8, $wqmin, $wqmax, output_dtype = f32)
+    %y = aten.linear($x : f32[$M, $K], %w)
+  }
+  where {
+    $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
+    is_float($sdt) and bits($sdt) <= 32
+  }
+  rewrite {
+    $sc     = cast($ws, dtype = f32)
+    $scales = reshape($sc, [-1])
+    %y      = aten._weight_int8pack_mm($x, $qw, $scales)
+  }
+  example {
+    M = [1, 4]
+    N = [8, 12]
+    K = [8, 64]
+    sdt = [f32, bf16]
+    wqmin = [-128, -127]
+    wqmax = 127
+  }
+  tolerance(atol = 1e-3, rtol = 1e-5)
+}
+
+/// The same with a bias (the op has none: an add on its result).
+rule torchao_linear_int8pack_bias benefit 10 tags(linear, int8, weight_only) backend vulkan {
+  match {
+    %w = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $K], param $ws : $sdt[$N, 1], $wzp,
+                                   i8, $wqmin, $wqmax, output_dtype = f32)
+    %y = aten.linear($x : f32[$M, $K], %w, $b : f32[$N])
+  }
+  where {
+    $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
+    is_float($sdt) and bits($sdt) <= 32
+  }
+  rewrite {
+    $sc     = cast($ws, dtype = f32)
+    $scales = reshape($sc, [-1])
+    %mm     = aten._weight_int8pack_mm($x, $qw, $scales)
+    %y      = aten.add.Tensor(%mm, $b)
+  }
+  example {
+    M = [1, 4]
+    N = [8, 12]
+    K = [8, 64]
+    sdt = [f32, bf16]
+    wqmin = [-128, -127]
+    wqmax = 127
+  }
+  tolerance(atol = 1e-3, rtol = 1e-5)
+}
+
+/// torchao int8 weight-only per channel on a rank-3 activation -> reshape, aten._weight_int8pack_mm,
+/// view back.
+rule torchao_linear_int8pack_3d benefit 10 tags(linear, int8, weight_only) backend vulkan {
+  match {
+    %w = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $K], param $ws : $sdt[$N, 1], $wzp,
+                                   i8, $wqmin, $wqmax, output_dtype = f32)
+    %y = aten.linear($x : f32[$B, $S, $K], %w)
+  }
+  where {
+    $B >= 1 and $N >= 1 and $K >= 1
+    $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
+    is_float($sdt) and bits($sdt) <= 32
+  }
+  rewrite {
+    $sc     = cast($ws, dtype = f32)
+    $scales = reshape($sc, [-1])
+    %x2     = aten.reshape($x, [-1, $K])
+    %mm     = aten._weight_int8pack_mm(%x2, $qw, $scales)
+    %y      = aten.view(%mm, [$B, -1, $N])
+  }
+  example {
+    B = [1, 2]
+    S = [1, 3]
+    N = [8, 12]
+    K = [8, 64]
+    sdt = [f32, bf16]
+    wqmin = [-128, -127]
+    wqmax = 127
+  }
+  tolerance(atol = 1e-3, rtol = 1e-5)
+}
+
+/// The rank-3 form with a bias: the add is on the restored [B, S, N] result.
+rule torchao_linear_int8pack_bias_3d benefit 10 tags(linear, int8, weight_only) backend vulkan {
+  match {
+    %w = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $K], param $ws : $sdt[$N, 1], $wzp,
+                                   i8, $wqmin, $wqmax, output_dtype = f32)
+    %y = aten.linear($x : f32[$B, $S, $K], %w, $b : f32[$N])
+  }
+  where {
+    $B >= 1 and $N >= 1 and $K >= 1
+    $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
+    is_float($sdt) and bits($sdt) <= 32
+  }
+  rewrite {
+    $sc     = cast($ws, dtype = f32)
+    $scales = reshape($sc, [-1])
+    %x2     = aten.reshape($x, [-1, $K])
+    %mm     = aten._weight_int8pack_mm(%x2, $qw, $scales)
+    %v      = aten.view(%mm, [$B, -1, $N])
+    %y      = aten.add.Tensor(%v, $b)
+  }
+  example {
+    B = [1, 2]
+    S = [1, 3]
+    N = [8, 12]
+    K = [8, 64]
+    sdt = [f32, bf16]
+    wqmin = [-128, -127]
+    wqmax = 127
+  }
+  tolerance(atol = 1e-3, rtol = 1e-5)
 }
