@@ -148,3 +148,44 @@ rule qd_embedding_2bit_q4gsw_per_row benefit 20 tags(embedding, int2) backend vu
   }
   example { V = [8, 40], DQ = [8, 16, 32], sdt = [f32, bf16] }
 }
+
+/// torchao int8 weight-only embedding (IntxWeightOnlyConfig(weight_dtype=torch.int8) on an
+/// nn.Embedding, pytorch/ao 36027d82, unwrapped: dequantize_affine -> embedding) ->
+/// quantized_decomposed.embedding_byte.dtype, the op ExecuTorch's own `-E 8,G` writes
+/// (examples/models/llama/source_transformation/quantize.py QuantizedGroupEmbedding,
+/// executorch cff6f4dd), which the Vulkan backend runs as it is (embedding_byte.glsl). ET-VK's
+/// quantized_embedding.py matches 4-bit weights only, so upstream dequantizes the whole table
+/// on every call. Bit-exact: both compute (w - 0) * s in the scales' (widened) dtype, rounded
+/// once, and gather the rows. Per group ([1, G], scales [V, D/G]) and per row ([1, D], scales
+/// [V, 1]); symmetric only (zero point absent or zero, passed as none); f32 or f16 output
+/// (the Vulkan kernel's scale dtypes); narrower scales are widened exactly with a cast. A
+/// weight in the 4-bit range is torchao_embedding_q4gsw's (benefit 20 > 15).
+rule torchao_embedding_byte benefit 15 tags(embedding, int8) backend vulkan {
+  match {
+    shared %dq = torchao.dequantize_affine(param $w : i8[$V, $D], [1, $G], param $s : $sdt[$V, $NG],
+                                           $zp, i8, $wqmin, $wqmax, output_dtype = $odt)
+    %out       = aten.embedding(%dq, $idx)
+  }
+  where {
+    $odt in [f32, f16]
+    $D % $G == 0
+    $NG == $D / $G
+    $sdt == $odt or bits($sdt) < bits($odt)
+    $zp is none or all_zero($zp)
+    $wqmin >= -128 and $wqmax <= 127
+  }
+  rewrite {
+    $scales = cast($s, dtype = $odt)
+    %out    = quantized_decomposed.embedding_byte.dtype($w, $scales, none, $wqmin, $wqmax, $idx,
+                                                        dtype = $odt)
+  }
+  example {
+    V = [8, 40]
+    D = [32, 64]
+    G = [16, 32]
+    odt = [f32, f16]
+    sdt = [f32, bf16, f16]
+    wqmin = [-128, -127]
+    wqmax = 127
+  }
+}
