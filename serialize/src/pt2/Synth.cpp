@@ -1146,13 +1146,18 @@ private:
     return linearCall(x, w, wIn);
   }
 
-  /// RMSNorm as llama_transformer writes it (float math for low precision).
+  /// RMSNorm as ExecuTorch's examples/models/llama/norm.py writes it (and
+  /// llama_transformer.py did before norm.py, since 2024-03): forward is
+  /// `self._norm(x.float()).type_as(x) * self.weight.type_as(x)`, _norm is
+  /// `x * torch.rsqrt((x * x).mean(-1, keepdim=True) + self.eps)`. The square
+  /// is mul(x, x), not Meta's reference pow(2); .float() and type_as are
+  /// casts only in a low-precision model.
   Expected<Value *> rmsNorm(Value *x, Value *weight) {
     Value *xf = x;
     if (dt_ != DType::F32) {
       GRAFT_TRY(xf, b_.call1("aten._to_copy.default", {{"self", x}, {"dtype", DType::F32}}));
     }
-    GRAFT_TRY(Value * sq, b_.call1("aten.pow.Tensor_Scalar", {{"self", xf}, {"exponent", 2}}));
+    GRAFT_TRY(Value * sq, b_.call1("aten.mul.Tensor", {{"self", xf}, {"other", xf}}));
     GRAFT_TRY(Value * ms,
               b_.call1("aten.mean.dim",
                        {{"self", sq}, {"dim", Argument::ints({-1})}, {"keepdim", true}}));
