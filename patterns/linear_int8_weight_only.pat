@@ -51,7 +51,7 @@
 // symmetric per-channel int8 scales of Llama weights (a row's max |w| / 127.5): [0.0005,
 // 0.005), and over that domain the int8pack bound (pt2e_qdq.pat) is 0.04, measured 2.2e-4.
 // The f16 rules keep |x| < 4: the module's F.linear sums x * q with the unscaled int8
-// weight and rounds that sum to f16, which is inf past 65504 (K * |x| * 127 reaches it at
+// weight and rounds that sum to f16, which is inf past 65504 (K * |x| * 127 = 65024 at
 // K = 64, |x| = 8), while _weight_int8pack_mm scales in f32 before rounding and stays
 // finite. Where the original overflows (a long K, e.g. a w2 projection, with large
 // activations) the fused op gives a finite value instead of inf: the rules do not
