@@ -476,6 +476,32 @@ TEST(Pt2Read, TorchaoSubclassWeightsDecodeToPlainInnerTensors) {
   EXPECT_EQ(text(*q.graph), text(*p.graph));
 }
 
+// pytorch/ao 36027d82's IntxUnpackedToInt8Tensor holds `activation_quantization`; an
+// instance built with the str enum member (IntxUnpackedToInt8TensorActivationQuantization,
+// registered with add_safe_globals next to the tensor) pickles it as
+// __builtin__.getattr(enum class, "INT8_ASYM_PER_TOKEN") (real torch.save output,
+// generate_fixtures.py). It reads as the member's value, the string quant_api passes, and
+// the weight unwraps to the same graph as the fixture without it.
+TEST(Pt2Read, TorchaoActivationQuantizationEnumReadsAsItsValue) {
+  Pt2ReadOptions keep;
+  keep.unwrapSubclassWeights = false;
+  Pt2Program p = readOk((kGolden / "intx_subclass_act_enum_torch2_10.pt2").string(), keep);
+  ASSERT_EQ(p.provenance.subclassWeights.size(), 1u);
+  bool saw = false;
+  for (const auto &[k, v] : p.provenance.subclassWeights[0].attributes)
+    if (k == "activation_quantization") {
+      EXPECT_EQ(v, "'int8_asym_per_token'");
+      saw = true;
+    }
+  EXPECT_TRUE(saw);
+  auto graphText = [](const std::string &fixture) {
+    std::string t = text(*readOk((kGolden / (fixture + ".pt2")).string()).graph);
+    // The file references (offset, name) differ; the graphs must not.
+    return std::regex_replace(t, std::regex(R"(file\([^)]*\))"), "file(...)");
+  };
+  EXPECT_EQ(graphText("intx_subclass_act_enum_torch2_10"), graphText("intx_subclass_torch2_10"));
+}
+
 TEST(Pt2Read, SubclassInnerTensorsBecomePlainMappedConstants) {
   // By default the subclass is unwrapped the way torch's run_decompositions
   // does it: one parameter per inner tensor, named
@@ -1385,6 +1411,22 @@ TEST(Pt2BadInput, PicklesOutsideTheAllowedSubset) {
                  "eval.pt2");
   EXPECT_NE(e.find("weight 'scale'"), std::string::npos) << e;
   EXPECT_NE(e.find("'builtins.eval'"), std::string::npos) << e;
+  // getattr is interpreted for torchao's known enum members only.
+  const std::string enumCls = "ctorchao.quantization.quantize_.workflows.intx."
+                              "intx_unpacked_to_int8_tensor\n"
+                              "IntxUnpackedToInt8TensorActivationQuantization\n";
+  e = withPickle(head + str("scale") + "c__builtin__\ngetattr\ncposix\nsystem\n" + str("x") +
+                     "\x86" + "Ru.",
+                 "getattr_posix.pt2");
+  EXPECT_NE(e.find("'getattr(unsupported object posix.system, ...)'"), std::string::npos) << e;
+  e = withPickle(head + str("scale") + "c__builtin__\ngetattr\n" + enumCls + str("__class__") +
+                     "\x86" + "Ru.",
+                 "getattr_enum_attr.pt2");
+  EXPECT_NE(e.find("'getattr(global torchao."), std::string::npos) << e;
+  e = withPickle(head + str("scale") + enumCls + str("other") + "\x85" + "Ru.", "enum_value.pt2");
+  EXPECT_NE(e.find("IntxUnpackedToInt8TensorActivationQuantization(a value that is not a member)"),
+            std::string::npos)
+      << e;
   // {'scale': NEWOBJ(evil.Thing)}
   e = withPickle(head + str("scale") + "cevil\nThing\n)\x81u.", "newobj.pt2");
   EXPECT_NE(e.find("'evil.Thing'"), std::string::npos) << e;

@@ -131,6 +131,22 @@ bool knownSubclass(const std::string &qualified) {
   return kKnown.count(qualified) != 0;
 }
 
+/// torchao `str` enums a known subclass may hold as an attribute, and their
+/// members' values. IntxUnpackedToInt8TensorActivationQuantization is
+/// registered with torch.serialization.add_safe_globals next to the tensor
+/// (pytorch/ao 36027d82, intx_unpacked_to_int8_tensor.py); quant_api passes its
+/// value as a plain string, but an instance built with the member pickles the
+/// enum. A member is read as its value, the string it compares equal to.
+const std::map<std::string, std::string> *knownEnum(const std::string &qualified) {
+  static const std::map<std::string, std::map<std::string, std::string>> kEnums = {
+      {"torchao.quantization.quantize_.workflows.intx.intx_unpacked_to_int8_tensor."
+       "IntxUnpackedToInt8TensorActivationQuantization",
+       {{"INT8_ASYM_PER_TOKEN", "int8_asym_per_token"}}},
+  };
+  auto it = kEnums.find(qualified);
+  return it == kEnums.end() ? nullptr : &it->second;
+}
+
 class Unpickler {
 public:
   Unpickler(std::string_view bytes, const PersistentLoader &loader, const std::string &what)
@@ -249,8 +265,12 @@ private:
         // torch/_export/serde/serialize.py _reduce_fake_tensor (torch <= 2.8
         // state dicts of programs exported with fake weights).
         "torch._export.serde.serialize._reconstruct_fake_tensor",
+        // Python pickles an enum member as getattr(cls, name) (3.12+ by
+        // default): interpreted for knownEnum classes only.
+        "builtins.getattr",
+        "__builtin__.getattr",
     };
-    if (kCallables.count(q) || knownSubclass(q))
+    if (kCallables.count(q) || knownSubclass(q) || knownEnum(q))
       return g;
     if (module == "torch") {
       if (storageClassDType(name))
@@ -394,6 +414,22 @@ private:
       t->str = a[0]->str;
       t->isParameter = a[1]->boolean;
       return t;
+    }
+    if (f == "builtins.getattr" || f == "__builtin__.getattr") {
+      // getattr(enum class, member name): a knownEnum member; nothing else.
+      const auto *members =
+          a.size() == 2 && a[0] && a[0]->kind == Kind::Global ? knownEnum(a[0]->str) : nullptr;
+      if (!members || !a[1] || a[1]->kind != Kind::Str || !members->count(a[1]->str))
+        return unsupported("getattr(" + (a.empty() || !a[0] ? std::string("?") : a[0]->describe()) +
+                           ", ...)");
+      return str(members->at(a[1]->str));
+    }
+    if (const auto *members = knownEnum(f)) {
+      // cls(value): the member with that value.
+      for (const auto &[name, value] : *members)
+        if (a.size() == 1 && a[0] && a[0]->kind == Kind::Str && a[0]->str == value)
+          return str(value);
+      return unsupported(f + "(a value that is not a member)");
     }
     if (f == "torch._utils._rebuild_tensor_v2")
       return rebuildTensor(a, false);

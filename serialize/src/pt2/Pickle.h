@@ -13,6 +13,9 @@
 //   torch._tensor._rebuild_from_type_v2 +
 //   torch._utils._rebuild_wrapper_subclass   -> a tensor-subclass shell with
 //                                               its attribute dict (torchao)
+//   torchao's IntxUnpackedToInt8TensorActivationQuantization member, pickled
+//   by name (builtins.getattr(cls, "INT8_ASYM_PER_TOKEN")) or by value
+//   (cls("int8_asym_per_token"))           -> its string value
 //
 // Any other global, and any object construction (NEWOBJ, INST, OBJ), yields
 // an Unsupported value carrying the class name, so the caller can report

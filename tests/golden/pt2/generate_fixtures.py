@@ -538,6 +538,42 @@ def write_subclass(path, cls):
     w_.close()
 
 
+def write_subclass_activation_enum(path, cls):
+    """The subclass with pytorch/ao 36027d82's attributes: `activation_quantization` holding
+    the `str` enum member IntxUnpackedToInt8TensorActivationQuantization.INT8_ASYM_PER_TOKEN
+    (registered with add_safe_globals next to the tensor), as an instance built with the member
+    (not quant_api's plain string) pickles it: getattr(cls, name) or cls(value), by Python
+    version."""
+    import enum
+    modname = "torchao.quantization.quantize_.workflows.intx.intx_unpacked_to_int8_tensor"
+    mod = types.ModuleType(modname)
+    sys.modules[modname] = mod
+
+    class IntxUnpackedToInt8TensorActivationQuantization(str, enum.Enum):
+        INT8_ASYM_PER_TOKEN = "int8_asym_per_token"
+    IntxUnpackedToInt8TensorActivationQuantization.__module__ = modname
+    IntxUnpackedToInt8TensorActivationQuantization.__qualname__ = \
+        "IntxUnpackedToInt8TensorActivationQuantization"
+    mod.IntxUnpackedToInt8TensorActivationQuantization = IntxUnpackedToInt8TensorActivationQuantization
+
+    g = torch.Generator().manual_seed(1)
+    qdata = torch.randint(-8, 8, (4, 8), dtype=torch.int8, generator=g)
+    scale = torch.rand(4, 2, generator=g) / 10
+    zero_point = torch.zeros(4, 2, dtype=torch.int8)
+    w = cls(qdata, scale, zero_point, torch.int4, (1, 4), torch.float32, False)
+    del w.apply_int8_act_asym_per_token_quant  # earlier torchao's attribute, renamed since
+    w.activation_quantization = IntxUnpackedToInt8TensorActivationQuantization.INT8_ASYM_PER_TOKEN
+    w._is_param = True
+    w_ = PT2Writer(path)
+    w_.add("data/weights/weight_0", torch_save(w))
+    w_.add("data/weights/model_weights_config.json", json.dumps({"config": {
+        "linear.weight": payload_meta("weight_0", True, True, meta(FLOAT, [4, 8]))}}))
+    w_.add("data/constants/model_constants_config.json", json.dumps({"config": {}}))
+    w_.add("models/model.json", dumps(subclass_program(15, "2.10.0")))
+    w_.add("data/sample_inputs/model.pt", torch_save(((torch.zeros(2, 8),), {})))
+    w_.close()
+
+
 # ---------------------------------------------------------------------------
 # A pickle that would run code: graft must refuse it without executing it.
 # ---------------------------------------------------------------------------
@@ -570,6 +606,7 @@ def main():
     intx, fancy = install_fake_torchao()
     write_subclass(os.path.join(HERE, "intx_subclass_torch2_10.pt2"), intx)
     write_subclass(os.path.join(HERE, "bad_unknown_subclass.pt2"), fancy)
+    write_subclass_activation_enum(os.path.join(HERE, "intx_subclass_act_enum_torch2_10.pt2"), intx)
     write_evil(os.path.join(HERE, "bad_pickle_global.pt2"))
 
 
