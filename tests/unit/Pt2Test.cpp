@@ -1101,6 +1101,25 @@ TEST(Pt2Synth, LlamaFamilyFlagsFollowUpstreamModules) {
   EXPECT_EQ(t.find("norm_fn"), std::string::npos);
   EXPECT_NE(t.find("aten.add.Tensor(%mean, 1e-05)"), std::string::npos);
 
+  // A float or QAT-prepared nn.Linear registers weight, then bias; PT2E folds
+  // the weight into a root buffer and keeps the bias a parameter.
+  for (SynthQuant q : {SynthQuant::None, SynthQuant::QatW8A8W4, SynthQuant::Pt2eW8}) {
+    LlamaSynthOptions f = o;
+    f.quant = q;
+    auto fg = synthesizeLlama(f);
+    ASSERT_TRUE(fg.ok()) << render(fg.diags());
+    std::string ft = text(**fg);
+    std::size_t b = ft.find("param %p_layers_0_attention_wq_bias : f32[128]");
+    EXPECT_NE(b, std::string::npos) << name(q);
+    if (q == SynthQuant::Pt2eW8) {
+      EXPECT_NE(ft.find("aten.linear.default(%mul_2, %dequantize_per_channel, "
+                        "%p_layers_0_attention_wq_bias)"),
+                std::string::npos);
+    } else {
+      EXPECT_LT(ft.find("param %p_layers_0_attention_wq_weight : f32[128, 64]"), b) << name(q);
+    }
+  }
+
   LlamaSynthOptions bad = o;
   bad.useQkNorm = false; // qk_norm_before_rope alone places nothing
   bad.qkNormBeforeRope = true;
