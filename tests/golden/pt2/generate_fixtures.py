@@ -521,13 +521,19 @@ def subclass_program(minor, torch_version):
     }
 
 
-def write_subclass(path, cls):
+def subclass_weight(cls):
+    """A 4 x 8 int4 weight (group 4) as the subclass `cls`, marked as a Parameter."""
     g = torch.Generator().manual_seed(1)
     qdata = torch.randint(-8, 8, (4, 8), dtype=torch.int8, generator=g)
     scale = torch.rand(4, 2, generator=g) / 10
     zero_point = torch.zeros(4, 2, dtype=torch.int8)
     w = cls(qdata, scale, zero_point, torch.int4, (1, 4), torch.float32, False)
     w._is_param = True  # nn.Parameter(subclass) in torch 2.x marks the instance
+    return w
+
+
+def write_subclass_archive(path, w):
+    """A torch 2.10 archive of one linear whose weight is the subclass instance `w`."""
     w_ = PT2Writer(path)
     w_.add("data/weights/weight_0", torch_save(w))
     w_.add("data/weights/model_weights_config.json", json.dumps({"config": {
@@ -536,6 +542,10 @@ def write_subclass(path, cls):
     w_.add("models/model.json", dumps(subclass_program(15, "2.10.0")))
     w_.add("data/sample_inputs/model.pt", torch_save(((torch.zeros(2, 8),), {})))
     w_.close()
+
+
+def write_subclass(path, cls):
+    write_subclass_archive(path, subclass_weight(cls))
 
 
 def write_subclass_activation_enum(path, cls):
@@ -556,22 +566,10 @@ def write_subclass_activation_enum(path, cls):
         "IntxUnpackedToInt8TensorActivationQuantization"
     mod.IntxUnpackedToInt8TensorActivationQuantization = IntxUnpackedToInt8TensorActivationQuantization
 
-    g = torch.Generator().manual_seed(1)
-    qdata = torch.randint(-8, 8, (4, 8), dtype=torch.int8, generator=g)
-    scale = torch.rand(4, 2, generator=g) / 10
-    zero_point = torch.zeros(4, 2, dtype=torch.int8)
-    w = cls(qdata, scale, zero_point, torch.int4, (1, 4), torch.float32, False)
+    w = subclass_weight(cls)
     del w.apply_int8_act_asym_per_token_quant  # earlier torchao's attribute, renamed since
     w.activation_quantization = IntxUnpackedToInt8TensorActivationQuantization.INT8_ASYM_PER_TOKEN
-    w._is_param = True
-    w_ = PT2Writer(path)
-    w_.add("data/weights/weight_0", torch_save(w))
-    w_.add("data/weights/model_weights_config.json", json.dumps({"config": {
-        "linear.weight": payload_meta("weight_0", True, True, meta(FLOAT, [4, 8]))}}))
-    w_.add("data/constants/model_constants_config.json", json.dumps({"config": {}}))
-    w_.add("models/model.json", dumps(subclass_program(15, "2.10.0")))
-    w_.add("data/sample_inputs/model.pt", torch_save(((torch.zeros(2, 8),), {})))
-    w_.close()
+    write_subclass_archive(path, w)
 
 
 # ---------------------------------------------------------------------------
