@@ -52,8 +52,8 @@
 // Conditions: xq, xk [B, S, H, D] with the same B, S and D (the op's shape
 // rule and ExecuTorch's Vulkan kernel), R % 8 == 0 (ExecuTorch's Vulkan
 // kernel, backends/vulkan/runtime/graph/ops/impl/RotaryEmbedding.cpp),
-// R < D for partial rotation, everything f32 (upstream also takes f16 with
-// its `.float()`/`type_as` casts, which these rules do not match).
+// R < D for partial rotation, everything f32, or everything f16 (the
+// `_f16` rules below).
 //
 // Numerics: the fused op computes exactly these products and sums, each
 // rounded to f32 (no FMA); -x * sin is -(x * sin) exactly, the copies are
@@ -256,4 +256,233 @@ rule et_apply_rotary_emb_hf_partial benefit 40 tags(rope) backend vulkan {
     xq = uniform(-64, 64)
     xk = uniform(-64, 64)
   }
+}
+
+// f16. hf_apply_rotary_emb casts nothing, so in an f16 model (export_llama
+// -d fp16: the module and its rotary buffers converted with .to(f16),
+// --checkpoint-dtype bf16 included) torch.export records the same graph
+// with every value f16: each product and the sum round to f16. The fused
+// op is upstream's HfRotaryEmbeddingPattern.forward (custom_ops_lib.py
+// apply_rotary_emb_hf_impl): x.float() * cos + rotate_half(x.float()) * sin
+// in f32, type_as(x) at the end, one rounding to f16. (Upstream traces its
+// pattern in f32, where .float() and type_as are no-ops, and its matcher
+// compares targets, not dtypes, so it fuses this f16 graph the same way.)
+// bf16 compute stays unfused: the device has no bf16 form.
+//
+// Bound. A product of two f16 values is exact in f32 (11 + 11 significant
+// bits), so the fused op's sum is the exact x*c + r*s rounded to f32 (2^-24
+// relative), then to f16 (2^-11 relative to the result). The decomposed
+// graph rounds each product to f16 first: with |x|, |r| < 64 and |c|, |s| <
+// 1 each product is below 64, where half an f16 ulp is 2^-6, so the two
+// products move the sum by at most 2^-5, and its final rounding adds 2^-11
+// of the result. Together |before - after| <= 2^-5 + 2^-10 * |before| (plus
+// 2^-24 * 128 and 2^-11 * 2^-5 for the f32 sum and the rounding of the
+// difference): atol 0.0313, rtol 0.00098. The absolute term is what a
+// cancelling sum (x*c ~ -r*s) needs; it is 2^-5 for inputs below 64 and
+// scales with the largest |x| (2^-11 per product of the largest magnitude).
+// A wiring bug moves outputs by O(|x|): cos and sin swapped, or the wrong
+// half negated, fail (RuleLibraryVerify.CatchesF16HfRopeWiredWrongly).
+// Measured (verify-rules --instances 2000): see docs/rules.md.
+//
+// Verification ranges as for f32: q and k [-64, 64), the tables [-1, 1),
+// drawn in f32 and rounded to f16.
+
+/// HuggingFace RoPE in f16 with full rotation on xq and xk, the tables cut at the
+/// position (two roots sharing the unsqueezed tables) ->
+/// et_vk.apply_rotary_emb_hf(..., start). Within f16 rounding.
+rule et_apply_rotary_emb_hf_f16_at_pos benefit 45 tags(rope) backend vulkan {
+  match {
+    shared %fc  = (aten.slice.Tensor | aten.slice_copy.Tensor)($cos : f16[$M, $D], 0, $pos, $end)
+    shared %fs  = (aten.slice.Tensor | aten.slice_copy.Tensor)($sin : f16[$M, $D], 0, $pos, $end)
+    %c          = (aten.unsqueeze | aten.unsqueeze_copy)(%fc, 1)
+    %s          = (aten.unsqueeze | aten.unsqueeze_copy)(%fs, 1)
+    %qp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : f16[$B, $S, $HQ, $D], 3, $D,
+                                                               9223372036854775807)
+    %kp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : f16[$B, $S, $HK, $D], 3, $D,
+                                                               9223372036854775807)
+    %qc         = aten.mul.Tensor($xq, %c)
+    %q1         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, 0, $D2)
+    %q2         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, $D2, 9223372036854775807)
+    %qn         = aten.neg(%q2)
+    %qh         = aten.cat([%qn, %q1], -1)
+    %qs         = aten.mul.Tensor(%qh, %s)
+    %qe         = aten.add.Tensor(%qc, %qs)
+    root %q_out = aten.cat([%qe, %qp], -1)
+    %kc         = aten.mul.Tensor($xk, %c)
+    %k1         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk, 3, 0, $D2)
+    %k2         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk, 3, $D2, 9223372036854775807)
+    %kn         = aten.neg(%k2)
+    %kh         = aten.cat([%kn, %k1], -1)
+    %ks         = aten.mul.Tensor(%kh, %s)
+    %ke         = aten.add.Tensor(%kc, %ks)
+    root %k_out = aten.cat([%ke, %kp], -1)
+  }
+  where {
+    $end == $pos + $S
+    $D2 == $D / 2
+    $D % 8 == 0
+  }
+  rewrite {
+    %q_out, %k_out = et_vk.apply_rotary_emb_hf($xq, $xk, $cos, $sin, $pos)
+  }
+  example {
+    B = 1
+    S = [1, 3]
+    HQ = 4
+    HK = [2, 4]
+    D = [8, 16]
+    M = 6
+    pos = [0, 2]
+    xq = uniform(-64, 64)
+    xk = uniform(-64, 64)
+  }
+  tolerance(atol = 0.0313, rtol = 0.00098)
+}
+
+/// HuggingFace RoPE in f16 with partial rotation (the first R of head_dim D, the
+/// rest passed through), the tables cut at the position ->
+/// et_vk.apply_rotary_emb_hf(..., start). Within f16 rounding.
+rule et_apply_rotary_emb_hf_f16_partial_at_pos benefit 45 tags(rope) backend vulkan {
+  match {
+    shared %fc  = (aten.slice.Tensor | aten.slice_copy.Tensor)($cos : f16[$M, $R], 0, $pos, $end)
+    shared %fs  = (aten.slice.Tensor | aten.slice_copy.Tensor)($sin : f16[$M, $R], 0, $pos, $end)
+    %c          = (aten.unsqueeze | aten.unsqueeze_copy)(%fc, 1)
+    %s          = (aten.unsqueeze | aten.unsqueeze_copy)(%fs, 1)
+    %qr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : f16[$B, $S, $HQ, $D], 3, 0, $R)
+    %qp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, $R, 9223372036854775807)
+    %kr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : f16[$B, $S, $HK, $D], 3, 0, $R)
+    %kp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk, 3, $R, 9223372036854775807)
+    %qc         = aten.mul.Tensor(%qr, %c)
+    %q1         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%qr, 3, 0, $R2)
+    %q2         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%qr, 3, $R2, 9223372036854775807)
+    %qn         = aten.neg(%q2)
+    %qh         = aten.cat([%qn, %q1], -1)
+    %qs         = aten.mul.Tensor(%qh, %s)
+    %qe         = aten.add.Tensor(%qc, %qs)
+    root %q_out = aten.cat([%qe, %qp], -1)
+    %kc         = aten.mul.Tensor(%kr, %c)
+    %k1         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%kr, 3, 0, $R2)
+    %k2         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%kr, 3, $R2, 9223372036854775807)
+    %kn         = aten.neg(%k2)
+    %kh         = aten.cat([%kn, %k1], -1)
+    %ks         = aten.mul.Tensor(%kh, %s)
+    %ke         = aten.add.Tensor(%kc, %ks)
+    root %k_out = aten.cat([%ke, %kp], -1)
+  }
+  where {
+    $end == $pos + $S
+    $R2 == $R / 2
+    $R % 8 == 0
+    $R < $D
+  }
+  rewrite {
+    %q_out, %k_out = et_vk.apply_rotary_emb_hf($xq, $xk, $cos, $sin, $pos)
+  }
+  example {
+    B = 1
+    S = [1, 3]
+    HQ = 4
+    HK = [2, 4]
+    D = [12, 24]
+    R = 8
+    M = 6
+    pos = [0, 2]
+    xq = uniform(-64, 64)
+    xk = uniform(-64, 64)
+  }
+  tolerance(atol = 0.0313, rtol = 0.00098)
+}
+
+/// HuggingFace RoPE in f16 with full rotation, [S, D] tables as given ->
+/// et_vk.apply_rotary_emb_hf(..., 0). Within f16 rounding.
+rule et_apply_rotary_emb_hf_f16 benefit 40 tags(rope) backend vulkan {
+  match {
+    %c          = (aten.unsqueeze | aten.unsqueeze_copy)($cos : f16[$S, $D], 1)
+    %s          = (aten.unsqueeze | aten.unsqueeze_copy)($sin : f16[$S, $D], 1)
+    %qp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : f16[$B, $S, $HQ, $D], 3, $D,
+                                                               9223372036854775807)
+    %kp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : f16[$B, $S, $HK, $D], 3, $D,
+                                                               9223372036854775807)
+    %qc         = aten.mul.Tensor($xq, %c)
+    %q1         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, 0, $D2)
+    %q2         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, $D2, 9223372036854775807)
+    %qn         = aten.neg(%q2)
+    %qh         = aten.cat([%qn, %q1], -1)
+    %qs         = aten.mul.Tensor(%qh, %s)
+    %qe         = aten.add.Tensor(%qc, %qs)
+    root %q_out = aten.cat([%qe, %qp], -1)
+    %kc         = aten.mul.Tensor($xk, %c)
+    %k1         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk, 3, 0, $D2)
+    %k2         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk, 3, $D2, 9223372036854775807)
+    %kn         = aten.neg(%k2)
+    %kh         = aten.cat([%kn, %k1], -1)
+    %ks         = aten.mul.Tensor(%kh, %s)
+    %ke         = aten.add.Tensor(%kc, %ks)
+    root %k_out = aten.cat([%ke, %kp], -1)
+  }
+  where {
+    $D2 == $D / 2
+    $D % 8 == 0
+  }
+  rewrite {
+    %q_out, %k_out = et_vk.apply_rotary_emb_hf($xq, $xk, $cos, $sin, 0)
+  }
+  example {
+    B = [1, 2]
+    S = [1, 3]
+    HQ = 4
+    HK = [2, 4]
+    D = [8, 16]
+    xq = uniform(-64, 64)
+    xk = uniform(-64, 64)
+  }
+  tolerance(atol = 0.0313, rtol = 0.00098)
+}
+
+/// HuggingFace RoPE in f16 with partial rotation, [S, R] tables as given ->
+/// et_vk.apply_rotary_emb_hf(..., 0). Within f16 rounding.
+rule et_apply_rotary_emb_hf_f16_partial benefit 40 tags(rope) backend vulkan {
+  match {
+    %c          = (aten.unsqueeze | aten.unsqueeze_copy)($cos : f16[$S, $R], 1)
+    %s          = (aten.unsqueeze | aten.unsqueeze_copy)($sin : f16[$S, $R], 1)
+    %qr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : f16[$B, $S, $HQ, $D], 3, 0, $R)
+    %qp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, $R, 9223372036854775807)
+    %kr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : f16[$B, $S, $HK, $D], 3, 0, $R)
+    %kp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk, 3, $R, 9223372036854775807)
+    %qc         = aten.mul.Tensor(%qr, %c)
+    %q1         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%qr, 3, 0, $R2)
+    %q2         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%qr, 3, $R2, 9223372036854775807)
+    %qn         = aten.neg(%q2)
+    %qh         = aten.cat([%qn, %q1], -1)
+    %qs         = aten.mul.Tensor(%qh, %s)
+    %qe         = aten.add.Tensor(%qc, %qs)
+    root %q_out = aten.cat([%qe, %qp], -1)
+    %kc         = aten.mul.Tensor(%kr, %c)
+    %k1         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%kr, 3, 0, $R2)
+    %k2         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%kr, 3, $R2, 9223372036854775807)
+    %kn         = aten.neg(%k2)
+    %kh         = aten.cat([%kn, %k1], -1)
+    %ks         = aten.mul.Tensor(%kh, %s)
+    %ke         = aten.add.Tensor(%kc, %ks)
+    root %k_out = aten.cat([%ke, %kp], -1)
+  }
+  where {
+    $R2 == $R / 2
+    $R % 8 == 0
+    $R < $D
+  }
+  rewrite {
+    %q_out, %k_out = et_vk.apply_rotary_emb_hf($xq, $xk, $cos, $sin, 0)
+  }
+  example {
+    B = [1, 2]
+    S = [1, 3]
+    HQ = 4
+    HK = [2, 4]
+    D = [12, 24]
+    R = 8
+    xq = uniform(-64, 64)
+    xk = uniform(-64, 64)
+  }
+  tolerance(atol = 0.0313, rtol = 0.00098)
 }

@@ -183,6 +183,29 @@ TEST(RuleLibraryVerify, CatchesClampBoundsMergedWrongly) {
   EXPECT_FALSE(intersection.ok()) << rewrite::format(intersection);
 }
 
+// The f16 HF RoPE rules' tolerance (atol 2^-5 + rtol 2^-10 for the per-op f16
+// roundings the fused op skips, patterns/rope_hf.pat) still catches a wiring
+// bug, which moves outputs by O(|x|): the tables swapped in the rewrite, or a
+// match whose rotate_half puts the halves the other way round (x1, -x2).
+TEST(RuleLibraryVerify, CatchesF16HfRopeWiredWrongly) {
+  const std::string fused =
+      "    %q_out, %k_out = et_vk.apply_rotary_emb_hf($xq, $xk, $cos, $sin, $pos)\n";
+  const std::string half = "    %qh         = aten.cat([%qn, %q1], -1)\n";
+  auto planted = [&](const std::string &good, const std::string &line) {
+    return verifyText(plantBug("rope_hf.pat", "et_apply_rotary_emb_hf_f16_at_pos", good, line));
+  };
+  rewrite::RuleVerification shipped = planted(fused, fused);
+  EXPECT_TRUE(shipped.ok()) << rewrite::format(shipped);
+  rewrite::RuleVerification swapped = planted(
+      fused, "    %q_out, %k_out = et_vk.apply_rotary_emb_hf($xq, $xk, $sin, $cos, $pos)\n");
+  EXPECT_FALSE(swapped.ok()) << rewrite::format(swapped);
+  EXPECT_TRUE(swapped.counterexample.has_value()) << rewrite::format(swapped);
+  rewrite::RuleVerification otherHalf =
+      planted(half, "    %qh         = aten.cat([%q1, %qn], -1)\n");
+  EXPECT_FALSE(otherHalf.ok()) << rewrite::format(otherHalf);
+  EXPECT_TRUE(otherHalf.counterexample.has_value()) << rewrite::format(otherHalf);
+}
+
 // A value that overflows on one side only is a difference whatever the
 // tolerance: rtol * |before| with an infinite `before` would admit any `after`.
 TEST(RuleLibraryVerify, CatchesAnInfinityOnOneSideOnly) {
