@@ -66,12 +66,36 @@
 // than a tie does, so this tolerance cannot tell them apart (the torchao rules' can); a wrong
 // scale (O(|y|)) still fails it (RuleLibraryVerifyTest plants one). torchao's f64 chain is
 // legalized to f32 before this family runs (quant_f64_legalize.pat states that step's bound).
-// Only f32 activations are fused ($odt == f32). On an f16 model torchao computes the scale,
-// x * (1 / s) and its rounding in f16 (each op rounded to f16), and the dequantized
-// activation and weight are rounded to f16 before aten.linear; the verification domain and
-// the bound above are f32 only, and the f16 error (up to about 2^-10 * sum_k |x_k w_k| per
-// output) has no tolerance that would still catch a wiring bug, so the f16 chain stays
-// unfused (it runs as torchao ops on the device) rather than ship an unverified rewrite.
+// f16 activations (the *_f16 rules). On an f16 model torchao's chain runs in f16
+// (quant_primitives.py, pytorch/ao: choose_qparams_affine's scale_dtype None -> the input's
+// dtype, so the scale is f16; _quantize_affine_no_dtype_cast computes 1 / s, x * (1 / s) and
+// its round in f16; _dequantize_affine_no_dtype_check computes q.to(f16) - zp.to(f16), exact
+// for |q - zp| <= 255, times s, rounded to f16; the weight's qw.to(f16) * ws likewise, ws f16).
+// The kernel quantizes with that very f16 arithmetic (bit-exact, docs/numerics.md), so both
+// sides hold the same integers q, zp, qw and the same f16 scales s, ws; only the roundings
+// differ. With u = 2^-11 (f16) and e = 2^-24 (f32), per output, before the final f16 rounding:
+//   replaced graph: sum_k fl16(s (q_k - zp)) * fl16(ws qw_k), each factor within u of its exact
+//     value, the K products and K - 1 sums (and the bias) in f32 (aten.linear's f16 opmath);
+//   kernel: sum_g float(idot_g) * (s * ws_g) in f32, exact integers, three roundings a group.
+// So |a_graph - a_kernel| <= D = (2u + u^2 + (K + 1 + K/G + 3) e) * sum_k |x_k w_k| (+ the bias
+// terms' e |b|), x_k w_k the exact products. Both are then rounded to f16: |fl(a) - fl(b)|
+// <= D (1 + u) + 2u / (1 - u) * |before|, hence rtol 0.001 (>= 2^-10 (1 + 2^-11)). Over the
+// example domain (x in [-128, 128): |x_k| <= 128.5 after dequantization, s <= 256/255; ws <
+// 0.05 in f16, <= 0.05002: |w_k| <= 8 * 0.05002; K <= 96, K / G <= 6) sum_k |x_k w_k| <=
+// 96 * 128.625 * 0.40015 = 4941 and D (1 + u) <= 9.83e-4 * 4941 * (1 + u) = 4.86: atol 4.9,
+// a proven bound, never a spurious failure. 2000 instances per rule measure at most 0.25 (the
+// roundings' signs are random). It grows with sum_k |x_k w_k| (with K and the activation's
+// range), as the f32 rules' re-association bound does. It still catches the wiring bugs that
+// move outputs by O(|y|): a halved activation scale (the kernel clamps half the token's
+// values) and weight scales read in the wrong order (RuleLibraryVerifyTest plants both). Not
+// a zero point off by one (the kernel subtracts the zero point it quantized with: one output
+// moves by s_x * |w_k| <= 0.4, as at qd_*'s f64 tie) nor a doubled activation scale (the
+// kernel then quantizes on a twice coarser grid with the same scale: outputs move by about
+// s_x * sqrt(K) * |w|, ~1): the f32 rules' tolerance catches those, the f16 one cannot, as
+// the qd_* rules' 0.41 cannot catch the first. bf16 activations are not fused: the Vulkan
+// kernels take f32 or f16 inputs and scales only (backends/vulkan/ops/linear/Linear.cpp
+// q4Linear). The scales must be f16 too ($sdt == $odt: the exports' f16 scales;
+// dequantize_f32_cast folds an f32 dequantize cast to f16 into this form first).
 // A float zero point (SYMMETRIC choose_qparams without zero_point_dtype) is not fused: the
 // kernel takes integer zero points. Nor is a torchao chain with f64 scales: the legalize
 // phase makes it f32 first (quant_f64_legalize.pat), and in a single pass over all rules
@@ -387,4 +411,210 @@ rule qd_linear_dq8ca_q4gsw_bias benefit 30 tags(linear, int4, dynamic_act) backe
     ws = uniform(0.0005, 0.05)
   }
   tolerance(atol = 0.41, rtol = 1e-5)
+}
+
+/// torchao_linear_dq8ca_q4gsw on f16 activations (the f16 bound above).
+rule torchao_linear_dq8ca_q4gsw_f16 benefit 30 tags(linear, int4, dynamic_act) backend vulkan {
+  match {
+    shared %s, %zp = torchao.choose_qparams_affine($x : $odt[$M, $K], "ASYMMETRIC" | "SYMMETRIC",
+                                                   [1, $K], i8, -128, 127, ...)
+    shared %q      = torchao.quantize_affine($x, [1, $K], %s, %zp, i8, -128, 127)
+    shared %xdq    = torchao.dequantize_affine(%q, [1, $K], %s, %zp, i8, -128, 127,
+                                               output_dtype = $odt)
+    %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
+                                               param $ws : $sdt[$N, $NG], $wzp, i8, $wqmin, $wqmax,
+                                               output_dtype = $odt)
+    %y             = aten.linear(%xdq, %w, none)
+  }
+  where {
+    $odt == f16
+    $K % $G == 0
+    $K % 4 == 0
+    not is_float(dtype(%zp))
+    bits(dtype(%s)) <= 32
+    $NG == $K / $G
+    $sdt == $odt
+    $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
+    values_in($qw, -8, 7)
+  }
+  rewrite {
+    $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
+    $packed = pack_int4($wp, nibbles = low_first)
+    $wq     = unpack_int4($packed, nibbles = low_first, length = $K)
+    $sums   = group_sums($wq, group_size = $G, pad_to = 8)
+    $sc     = cast($ws, dtype = $odt)
+    $st     = transpose($sc, 0, 1)
+    $scales = pad_to_multiple($st, dim = 1, multiple = 4)
+    %y      = et_vk.linear_dq8ca_q4gsw($x, %s, %zp, $packed, $sums, $scales, $G)
+  }
+  example {
+    M = [1, 3]
+    N = [4, 8, 12]
+    K = [32, 64, 96]
+    G = [16, 32]
+    odt = f16
+    sdt = f16
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
+    x = uniform(-128, 128)
+    ws = uniform(0.0005, 0.05)
+  }
+  tolerance(atol = 4.9, rtol = 0.001)
+}
+
+/// torchao_linear_dq8ca_q4gsw_3d on f16 activations (the f16 bound above).
+rule torchao_linear_dq8ca_q4gsw_3d_f16 benefit 30 tags(linear, int4, dynamic_act) backend vulkan {
+  match {
+    shared %s, %zp = torchao.choose_qparams_affine($x : $odt[$B, $M, $K],
+                                                   "ASYMMETRIC" | "SYMMETRIC", [1, 1, $K], i8, -128,
+                                                   127, ...)
+    shared %q      = torchao.quantize_affine($x, [1, 1, $K], %s, %zp, i8, -128, 127)
+    shared %xdq    = torchao.dequantize_affine(%q, [1, 1, $K], %s, %zp, i8, -128, 127,
+                                               output_dtype = $odt)
+    %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
+                                               param $ws : $sdt[$N, $NG], $wzp, i8, $wqmin, $wqmax,
+                                               output_dtype = $odt)
+    %y             = aten.linear(%xdq, %w, none)
+  }
+  where {
+    $odt == f16
+    $K % $G == 0
+    $K % 4 == 0
+    not is_float(dtype(%zp))
+    bits(dtype(%s)) <= 32
+    $NG == $K / $G
+    $sdt == $odt
+    $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
+    values_in($qw, -8, 7)
+  }
+  rewrite {
+    $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
+    $packed = pack_int4($wp, nibbles = low_first)
+    $wq     = unpack_int4($packed, nibbles = low_first, length = $K)
+    $sums   = group_sums($wq, group_size = $G, pad_to = 8)
+    $sc     = cast($ws, dtype = $odt)
+    $st     = transpose($sc, 0, 1)
+    $scales = pad_to_multiple($st, dim = 1, multiple = 4)
+    %y      = et_vk.linear_dq8ca_q4gsw($x, %s, %zp, $packed, $sums, $scales, $G)
+  }
+  example {
+    B = 2
+    M = 3
+    N = [4, 8, 12]
+    K = [32, 64, 96]
+    G = [16, 32]
+    odt = f16
+    sdt = f16
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
+    x = uniform(-128, 128)
+    ws = uniform(0.0005, 0.05)
+  }
+  tolerance(atol = 4.9, rtol = 0.001)
+}
+
+/// torchao_linear_dq8ca_q4gsw_bias on f16 activations (the f16 bound above).
+rule torchao_linear_dq8ca_q4gsw_bias_f16 benefit 30 tags(linear, int4, dynamic_act) backend vulkan {
+  match {
+    shared %s, %zp = torchao.choose_qparams_affine($x : $odt[$M, $K], "ASYMMETRIC" | "SYMMETRIC",
+                                                   [1, $K], i8, -128, 127, ...)
+    shared %q      = torchao.quantize_affine($x, [1, $K], %s, %zp, i8, -128, 127)
+    shared %xdq    = torchao.dequantize_affine(%q, [1, $K], %s, %zp, i8, -128, 127,
+                                               output_dtype = $odt)
+    %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
+                                               param $ws : $sdt[$N, $NG], $wzp, i8, $wqmin, $wqmax,
+                                               output_dtype = $odt)
+    %y             = aten.linear(%xdq, %w, param $b : $odt[$N])
+  }
+  where {
+    $odt == f16
+    $K % $G == 0
+    $K % 4 == 0
+    not is_float(dtype(%zp))
+    bits(dtype(%s)) <= 32
+    $NG == $K / $G
+    $sdt == $odt
+    $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
+    values_in($qw, -8, 7)
+  }
+  rewrite {
+    $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
+    $packed = pack_int4($wp, nibbles = low_first)
+    $wq     = unpack_int4($packed, nibbles = low_first, length = $K)
+    $sums   = group_sums($wq, group_size = $G, pad_to = 8)
+    $sc     = cast($ws, dtype = $odt)
+    $st     = transpose($sc, 0, 1)
+    $scales = pad_to_multiple($st, dim = 1, multiple = 4)
+    $bias   = pad_to_multiple($b, dim = 0, multiple = 4)
+    %y      = et_vk.linear_dq8ca_q4gsw($x, %s, %zp, $packed, $sums, $scales, $G, $bias)
+  }
+  example {
+    M = [1, 3]
+    N = [4, 8, 12]
+    K = [32, 64, 96]
+    G = [16, 32]
+    odt = f16
+    sdt = f16
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
+    x = uniform(-128, 128)
+    ws = uniform(0.0005, 0.05)
+  }
+  tolerance(atol = 4.9, rtol = 0.001)
+}
+
+/// torchao_linear_dq8ca_q4gsw_bias_3d on f16 activations (the f16 bound above).
+rule torchao_linear_dq8ca_q4gsw_bias_3d_f16 benefit 30 tags(linear, int4, dynamic_act) backend vulkan {
+  match {
+    shared %s, %zp = torchao.choose_qparams_affine($x : $odt[$B, $M, $K],
+                                                   "ASYMMETRIC" | "SYMMETRIC", [1, 1, $K], i8, -128,
+                                                   127, ...)
+    shared %q      = torchao.quantize_affine($x, [1, 1, $K], %s, %zp, i8, -128, 127)
+    shared %xdq    = torchao.dequantize_affine(%q, [1, 1, $K], %s, %zp, i8, -128, 127,
+                                               output_dtype = $odt)
+    %w             = torchao.dequantize_affine(param $qw : i8[$N, $K], [1, $G],
+                                               param $ws : $sdt[$N, $NG], $wzp, i8, $wqmin, $wqmax,
+                                               output_dtype = $odt)
+    %y             = aten.linear(%xdq, %w, param $b : $odt[$N])
+  }
+  where {
+    $odt == f16
+    $K % $G == 0
+    $K % 4 == 0
+    not is_float(dtype(%zp))
+    bits(dtype(%s)) <= 32
+    $NG == $K / $G
+    $sdt == $odt
+    $wzp is none or all_zero($wzp)
+    $wqmin >= -128 and $wqmax <= 127
+    values_in($qw, -8, 7)
+  }
+  rewrite {
+    $wp     = pad_to_multiple($qw, dim = 1, multiple = 8)
+    $packed = pack_int4($wp, nibbles = low_first)
+    $wq     = unpack_int4($packed, nibbles = low_first, length = $K)
+    $sums   = group_sums($wq, group_size = $G, pad_to = 8)
+    $sc     = cast($ws, dtype = $odt)
+    $st     = transpose($sc, 0, 1)
+    $scales = pad_to_multiple($st, dim = 1, multiple = 4)
+    $bias   = pad_to_multiple($b, dim = 0, multiple = 4)
+    %y      = et_vk.linear_dq8ca_q4gsw($x, %s, %zp, $packed, $sums, $scales, $G, $bias)
+  }
+  example {
+    B = 2
+    M = 3
+    N = [4, 8, 12]
+    K = [32, 64, 96]
+    G = [16, 32]
+    odt = f16
+    sdt = f16
+    wqmin = [-8, -2]
+    wqmax = [7, 1]
+    x = uniform(-128, 128)
+    ws = uniform(0.0005, 0.05)
+  }
+  tolerance(atol = 4.9, rtol = 0.001)
 }

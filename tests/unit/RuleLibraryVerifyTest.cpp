@@ -161,6 +161,49 @@ TEST(RuleLibraryVerify, Catches8da8wWiredWithTheWrongActivationQParams) {
   EXPECT_FALSE(scale.ok()) << rewrite::format(scale);
 }
 
+// The f16 8da4w rules' atol (4.9, the proven bound of the f16 roundings over their example
+// domain, patterns/linear_8da4w.pat) still catches the wiring bugs that move outputs by
+// O(|y|): a halved activation scale (the kernel clamps half of each token's values) and
+// weight scales read in the wrong order (reinterpreted [N, K/G] -> [K/G, N] instead of
+// transposed).
+TEST(RuleLibraryVerify, Catches8da4wF16WiredWithTheWrongScales) {
+  const std::string fused =
+      "    %y      = et_vk.linear_dq8ca_q4gsw($x, %s, %zp, $packed, $sums, $scales, $G)\n";
+  const std::string transposed = "    $st     = transpose($sc, 0, 1)\n";
+  auto planted = [&](const std::string &good, const std::string &line) {
+    return verifyText(
+        plantBug("linear_8da4w.pat", "torchao_linear_dq8ca_q4gsw_3d_f16", good, line));
+  };
+  rewrite::RuleVerification shipped = planted(fused, fused);
+  EXPECT_TRUE(shipped.ok()) << rewrite::format(shipped);
+  rewrite::RuleVerification scale = planted(
+      fused, "    %s2     = aten.mul.Scalar(%s, 0.5)\n"
+             "    %y      = et_vk.linear_dq8ca_q4gsw($x, %s2, %zp, $packed, $sums, $scales, $G)\n");
+  EXPECT_FALSE(scale.ok()) << rewrite::format(scale);
+  EXPECT_TRUE(scale.counterexample.has_value()) << rewrite::format(scale);
+  rewrite::RuleVerification weightScales =
+      planted(transposed, "    $st     = reshape($sc, [$NG, $N])\n");
+  EXPECT_FALSE(weightScales.ok()) << rewrite::format(weightScales);
+  EXPECT_TRUE(weightScales.counterexample.has_value()) << rewrite::format(weightScales);
+}
+
+// The same for the f16 8da8w rules (atol 7.8, patterns/linear_8da8w.pat): a halved
+// activation scale fails them.
+TEST(RuleLibraryVerify, Catches8da8wF16WiredWithTheWrongActivationScale) {
+  const std::string fused =
+      "    %y      = et_vk.linear_dq8ca_q8csw($x, %s, %zp, $qw, $sums, $scales)\n";
+  auto planted = [&](const std::string &line) {
+    return verifyText(plantBug("linear_8da8w.pat", "torchao_linear_dq8ca_q8csw_f16", fused, line));
+  };
+  rewrite::RuleVerification shipped = planted(fused);
+  EXPECT_TRUE(shipped.ok()) << rewrite::format(shipped);
+  rewrite::RuleVerification scale =
+      planted("    %s2     = aten.mul.Scalar(%s, 0.5)\n"
+              "    %y      = et_vk.linear_dq8ca_q8csw($x, %s2, %zp, $qw, $sums, $scales)\n");
+  EXPECT_FALSE(scale.ok()) << rewrite::format(scale);
+  EXPECT_TRUE(scale.counterexample.has_value()) << rewrite::format(scale);
+}
+
 // Two clamps merge into clamp(x, A, B) with the exact composition
 // (patterns/fuse_clamp.pat). Upstream's FuseClampsPass takes the union of
 // the two ranges, and the plain intersection is wrong once a range is
