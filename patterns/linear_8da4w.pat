@@ -66,7 +66,9 @@
 // than a tie does, so this tolerance cannot tell them apart (the torchao rules' can); a wrong
 // scale (O(|y|)) still fails it (RuleLibraryVerifyTest plants one). torchao's f64 chain is
 // legalized to f32 before this family runs (quant_f64_legalize.pat states that step's bound).
-// f16 activations (the *_f16 rules). On an f16 model torchao's chain runs in f16
+// f16 activations (the *_f16 rules). Upstream fuses them too: ET-VK's QuantizedLinearMatch
+// (executorch 05a4f505 backends/vulkan/patterns/quantized_linear.py) matches the chain by
+// structure, with no dtype condition. On an f16 model torchao's chain runs in f16
 // (quant_primitives.py, pytorch/ao: choose_qparams_affine's scale_dtype None -> the input's
 // dtype, so the scale is f16; _quantize_affine_no_dtype_cast computes 1 / s, x * (1 / s) and
 // its round in f16; _dequantize_affine_no_dtype_check computes q.to(f16) - zp.to(f16), exact
