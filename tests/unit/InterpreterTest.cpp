@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 using namespace graft;
@@ -198,6 +199,26 @@ TEST(Interpreter, RemainingPythonSymOps) {
   EXPECT_NE(firstError(eval("math.trunc", {std::numeric_limits<double>::quiet_NaN()}, K::SymInt))
                 .find("cannot be converted"),
             std::string::npos);
+
+  // CPython's float pow: NaN and infinite exponents do not raise, an overflow does.
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(std::isnan(std::get<double>(
+      get("operator.pow", {-1.0, std::numeric_limits<double>::quiet_NaN()}, K::SymFloat))));
+  EXPECT_EQ(std::get<double>(get("operator.pow", {0.0, -inf}, K::SymFloat)), inf);
+  EXPECT_EQ(std::get<double>(get("operator.pow", {-inf, 0.5}, K::SymFloat)), inf);
+  EXPECT_EQ(std::get<double>(get("operator.pow", {int64_t(2), int64_t(-2000)}, K::SymFloat)), 0.0);
+  EXPECT_NE(firstError(eval("operator.pow", {10.0, 400.0}, K::SymFloat)).find("out of range"),
+            std::string::npos);
+  EXPECT_NE(firstError(eval("operator.pow", {int64_t(0), int64_t(-1)}, K::SymFloat))
+                .find("cannot be raised to a negative power"),
+            std::string::npos);
+  // torch.sym_ite asserts a bool condition and t, f of one type.
+  EXPECT_NE(firstError(eval("torch.sym_ite", {int64_t(1), int64_t(1), int64_t(2)}, K::SymInt))
+                .find("condition must be a bool"),
+            std::string::npos);
+  EXPECT_NE(
+      firstError(eval("torch.sym_ite", {true, int64_t(1), 2.0}, K::SymInt)).find("of one kind"),
+      std::string::npos);
 }
 
 // The narrow ExecuTorch's Llama does on its rotary tables, as exported:

@@ -519,6 +519,11 @@ TEST_F(Infer, SymArithmeticAndNarrowSlices) {
   sym("operator.or_", {pos, int64_t(1)});
   sym("torch.sym_ite", {inRange, pos, int64_t(0)});
   sym("torch.sym_ite", {inRange, half, 0.5}, ValueKind::SymFloat);
+  // torch.sym_ite asserts a bool condition: an int one is refused.
+  Node *intCond = g.createNode("torch.sym_ite", {pos, pos, int64_t(0)}, {},
+                               {{g.uniqueName("v"), ValueKind::SymInt, TensorProto()}});
+  intCond->setSchema(OpRegistry::builtin().lookup(canonicalTarget("torch.sym_ite")));
+  EXPECT_FALSE(inferResults(*intCond, g.symbols()).ok());
 
   // freqs.narrow(0, u0, 8) with u0 in [0, 56]: slice [u0 : u0 + 8] of 64 rows.
   Value *freqs = in("freqs", DType::F32, {64, 16});

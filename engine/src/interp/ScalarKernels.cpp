@@ -175,12 +175,19 @@ Results pyPow(const KernelArgs &a) {
     }
     return std::vector<RuntimeValue>{r};
   }
+  // CPython's float_pow (Objects/floatobject.c): a NaN or infinite exponent
+  // never raises ((-1.0) ** nan is nan, 0.0 ** -inf is inf), nor does an
+  // infinite base ((-inf) ** 0.5 is inf); a finite result that overflows does.
   double p = x->toDouble(), q = y->toDouble();
-  if (p == 0.0 && q < 0)
+  if (std::isfinite(q) && p == 0.0 && q < 0)
     return a.error("0.0 cannot be raised to a negative power");
-  if (p < 0 && q != std::floor(q))
+  if (std::isfinite(q) && std::isfinite(p) && p < 0 && q != std::floor(q))
     return a.error("a negative number to a fractional power is complex");
-  return std::vector<RuntimeValue>{std::pow(p, q)};
+  double r = std::pow(p, q);
+  if (std::isinf(r) && std::isfinite(p) && std::isfinite(q))
+    return a.error(std::to_string(p) + " ** " + std::to_string(q) +
+                   ": numerical result out of range");
+  return std::vector<RuntimeValue>{r};
 }
 
 /// operator.and_ / or_: logical on two bools, bitwise on ints.
@@ -321,7 +328,13 @@ void registerScalarKernels(KernelRegistry &r) {
          f = optionalNumberArg(a, "f");
     if (!b || !t || !f)
       return a.error("operands must be numbers");
-    const Number &r = b->toDouble() != 0.0 ? *t : *f;
+    // torch.sym_ite asserts isinstance(b, (SymBool, bool)) and
+    // type(t) == type(f) (torch/__init__.py).
+    if (b->kind != Number::Kind::Bool)
+      return a.error("the condition must be a bool");
+    if (t->kind != f->kind)
+      return a.error("t and f must be of one kind");
+    const Number &r = b->i != 0 ? *t : *f;
     if (r.kind == Number::Kind::Float)
       return std::vector<RuntimeValue>{r.f};
     if (r.kind == Number::Kind::Bool)

@@ -102,6 +102,9 @@ Results symIteRule(const InferContext &ctx) {
   auto b = kindOf("b"), t = kindOf("t"), f = kindOf("f");
   if (!b || !t || !f)
     return ctx.error("operands of sym_ite must be scalars");
+  // torch.sym_ite asserts isinstance(b, (SymBool, bool)) (torch/__init__.py).
+  if (*b != ValueKind::SymBool)
+    return ctx.error("sym_ite's condition must be a bool");
   if (*t != *f)
     return ctx.error("sym_ite's t and f must be of one kind");
   InferredResult r;
