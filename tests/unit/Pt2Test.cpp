@@ -895,13 +895,15 @@ struct SynthCase {
   bool tied;
   DType dtype;
   SynthKvCache kv = SynthKvCache::None;
+  int embeddingBits = 0; ///< -E BITS,16 (8: per row, -E 8,0)
 };
 
 // Without it, gtest prints a case as its raw bytes, padding included
 // (uninitialised memory to valgrind).
 void PrintTo(const SynthCase &c, std::ostream *os) {
   *os << name(c.quant) << (c.dynamic ? " dynamic" : "") << (c.tied ? " tied" : "") << " "
-      << name(c.dtype) << (c.kv != SynthKvCache::None ? " kv-" + std::string(name(c.kv)) : "");
+      << name(c.dtype) << (c.kv != SynthKvCache::None ? " kv-" + std::string(name(c.kv)) : "")
+      << (c.embeddingBits ? " E" + std::to_string(c.embeddingBits) : "");
 }
 
 class Pt2RoundTrip : public ::testing::TestWithParam<SynthCase> {};
@@ -924,11 +926,13 @@ TEST_P(Pt2RoundTrip, SynthReadWriteReadIsIdentical) {
   o.checkpointDType = c.dtype;
   o.dtype = c.dtype;
   o.kvCache = c.kv;
+  o.embeddingQuant = {c.embeddingBits, c.embeddingBits == 8 ? 0 : 16};
   auto synth = synthesizeLlama(o);
   ASSERT_TRUE(synth.ok()) << diagText(synth.diags());
   EXPECT_TRUE(verify(**synth).empty()) << diagText(verify(**synth));
   std::string stem = std::string(name(c.quant)) + (c.dynamic ? "_dyn" : "") +
-                     (c.tied ? "_tied" : "") + "_kv" + std::string(name(c.kv));
+                     (c.tied ? "_tied" : "") + "_kv" + std::string(name(c.kv)) + "_E" +
+                     std::to_string(c.embeddingBits) + std::string(name(c.dtype));
   std::string a = tmp(stem + "_a.pt2"), b = tmp(stem + "_b.pt2");
   ASSERT_TRUE(writePt2(**synth, a, synthWriteOptions(o)).ok());
 
@@ -998,14 +1002,22 @@ INSTANTIATE_TEST_SUITE_P(
                       SynthCase{SynthQuant::W4, true, true, DType::F32, SynthKvCache::Custom},
                       SynthCase{SynthQuant::W8A8W4, true, true, DType::BF16, SynthKvCache::Custom},
                       SynthCase{SynthQuant::W4, false, true, DType::F32, SynthKvCache::Plain},
-                      SynthCase{SynthQuant::W8A8W4, true, false, DType::F32, SynthKvCache::Plain}),
+                      SynthCase{SynthQuant::W8A8W4, true, false, DType::F32, SynthKvCache::Plain},
+                      // 8da8w, and ExecuTorch's -E: QuantizedGroupEmbedding's i8 / packed
+                      // u8 buffers.
+                      SynthCase{SynthQuant::W8A8W8, false, false, DType::F32},
+                      SynthCase{SynthQuant::W8A8W8, true, false, DType::F16, SynthKvCache::None, 8},
+                      SynthCase{SynthQuant::W8A8W4, true, false, DType::F32, SynthKvCache::Custom,
+                                4},
+                      SynthCase{SynthQuant::W4, false, false, DType::F16, SynthKvCache::None, 2}),
     [](const auto &info) {
       const SynthCase &c = info.param;
       std::string n(name(c.quant));
       std::replace(n.begin(), n.end(), '-', '_');
       return n + (c.dynamic ? "_dynamic" : "") + (c.tied ? "_tied" : "") +
-             (c.dtype == DType::BF16 ? "_bf16" : "") +
-             (c.kv != SynthKvCache::None ? "_kv_" + std::string(name(c.kv)) : std::string());
+             (c.dtype == DType::BF16 ? "_bf16" : "") + (c.dtype == DType::F16 ? "_f16" : "") +
+             (c.kv != SynthKvCache::None ? "_kv_" + std::string(name(c.kv)) : std::string()) +
+             (c.embeddingBits ? "_E" + std::to_string(c.embeddingBits) : std::string());
     });
 
 TEST(Pt2Synth, NamesAndShapesFollowTorchExport) {
@@ -1130,6 +1142,109 @@ TEST(Pt2Synth, LlamaFamilyFlagsFollowUpstreamModules) {
   bad = o;
   bad.normEps = -1.0;
   EXPECT_FALSE(synthesizeLlama(bad).ok());
+}
+
+TEST(Pt2Synth, EmbeddingQuantAnd8da8wFollowExportLlama) {
+  // get_quant_embedding_transform's "BITS,GROUP" (executorch cff6f4dd
+  // examples/models/llama/source_transformation/quantize.py).
+  auto e = parseSynthEmbeddingQuant("8,0");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->bits, 8);
+  EXPECT_EQ(e->group, 0);
+  e = parseSynthEmbeddingQuant("4,none");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->bits, 4);
+  EXPECT_EQ(e->group, 0);
+  e = parseSynthEmbeddingQuant("2,32");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->group, 32);
+  for (const char *badText : {"3,32", "8", "8,32,1", "8,-1", "x,0", "", "8,"})
+    EXPECT_FALSE(parseSynthEmbeddingQuant(badText).ok()) << badText;
+  auto torchao = parseSynthEmbeddingQuant("torchao:4,32");
+  ASSERT_FALSE(torchao.ok());
+  EXPECT_NE(render(torchao.diags()).find("torchao._embedding_Nbit"), std::string::npos);
+  EXPECT_EQ(parseSynthQuant("8da8w"), SynthQuant::W8A8W8);
+
+  LlamaSynthOptions o;
+  o.layers = 1;
+  o.quant = SynthQuant::W8A8W8;
+  o.embeddingQuant = {8, 0};
+  auto g = synthesizeLlama(o);
+  ASSERT_TRUE(g.ok()) << render(g.diags());
+  EXPECT_TRUE(verify(**g).empty());
+  std::string t = text(**g);
+  auto at = [&](const std::string &s) {
+    std::size_t i = t.find(s);
+    EXPECT_NE(i, std::string::npos) << s;
+    return i;
+  };
+  // QuantizedGroupEmbedding's persistent buffers after the root's rotary tables; per-row
+  // scales squeezed to [V]; forward's embedding_byte.dtype(weight, scales, None, -128, 127,
+  // indices, dtype=self.dtype).
+  std::size_t sin = at("buffer %b_freqs_sin");
+  std::size_t w = at("buffer %b_tok_embeddings_weight : i8[128, 64] fqn=\"tok_embeddings.weight\"");
+  std::size_t sc = at("buffer %b_tok_embeddings_scales : f32[128] fqn=\"tok_embeddings.scales\"");
+  EXPECT_LT(sin, w);
+  EXPECT_LT(w, sc);
+  at("%embedding_byte : f32[1, 8, 64] = quantized_decomposed.embedding_byte.dtype("
+     "%b_tok_embeddings_weight, %b_tok_embeddings_scales, none, -128, 127, %tokens, dtype=f32)");
+  EXPECT_EQ(t.find("aten.embedding"), std::string::npos);
+  // 8da8w: IntxUnpackedToInt8Tensor with PerAxis(0): block [1, K], [N, 1] qparams, int8's
+  // range.
+  at("param %p_layers_0_attention_wq_parametrizations_weight_original1 : f32[64, 1]");
+  at("param %p_layers_0_attention_wq_parametrizations_weight_original2 : i8[64, 1]");
+  at("param %p_layers_0_feed_forward_w2_parametrizations_weight_original0 : i8[64, 256]");
+  at("torchao.dequantize_affine.default(%p_layers_0_attention_wq_parametrizations_weight_"
+     "original0, [1, 64], %p_layers_0_attention_wq_parametrizations_weight_original1, "
+     "%p_layers_0_attention_wq_parametrizations_weight_original2, i8, -128, 127)");
+  at("torchao.dequantize_affine.default(%p_layers_0_feed_forward_w2_parametrizations_weight_"
+     "original0, [1, 256],");
+
+  // 4 and 2 bits pack into u8 [V, D/2], [V, D/4] with [V, D/G] scales.
+  o.quant = SynthQuant::W4;
+  for (auto [bits, spelling] :
+       {std::pair{4, "%embedding_4bit : f32[1, 8, 64] = quantized_decomposed.embedding_4bit.dtype("
+                     "%b_tok_embeddings_weight, %b_tok_embeddings_scales, none, -8, 7, %tokens, "
+                     "dtype=f32)"},
+        std::pair{2, "%embedding_2bit : f32[1, 8, 64] = quantized_decomposed.embedding_2bit.dtype("
+                     "%b_tok_embeddings_weight, %b_tok_embeddings_scales, none, -2, 1, %tokens, "
+                     "dtype=f32)"}}) {
+    o.embeddingQuant = {bits, 32};
+    auto pg = synthesizeLlama(o);
+    ASSERT_TRUE(pg.ok()) << render(pg.diags());
+    std::string pt = text(**pg);
+    EXPECT_NE(pt.find(spelling), std::string::npos) << bits;
+    EXPECT_NE(
+        pt.find("buffer %b_tok_embeddings_weight : u8[128, " + std::to_string(64 * bits / 8) + "]"),
+        std::string::npos)
+        << bits;
+    EXPECT_NE(pt.find("buffer %b_tok_embeddings_scales : f32[128, 2]"), std::string::npos);
+  }
+
+  // Refused with the reason: nothing stays tied once -E or 8da8w quantizes one side; the
+  // group must divide dim; QuantizedGroupEmbedding keeps its build dtype.
+  auto refused = [&](LlamaSynthOptions b, const std::string &why) {
+    Status s = validate(b);
+    ASSERT_FALSE(s.ok()) << why;
+    EXPECT_NE(render(s.diags()).find(why), std::string::npos) << render(s.diags());
+    EXPECT_FALSE(synthesizeLlama(b).ok());
+  };
+  LlamaSynthOptions b = o;
+  b.embeddingQuant = {8, 0};
+  b.tiedEmbeddings = true;
+  refused(b, "nothing stays tied");
+  b = o;
+  b.quant = SynthQuant::W8A8W8;
+  b.embeddingQuant = {};
+  b.tiedEmbeddings = true;
+  refused(b, "nothing stays tied");
+  b = o;
+  b.embeddingQuant = {4, 24};
+  refused(b, "does not divide dim 64");
+  b = o;
+  b.embeddingQuant = {8, 0};
+  b.checkpointDType = DType::BF16;
+  refused(b, "checkpoint dtype");
 }
 
 TEST(Pt2Synth, DataFreeGraphsForBenchmarks) {

@@ -72,8 +72,15 @@ int runSynth(const Args &args) {
     auto parsed = parseSynthQuant(*q);
     if (!parsed)
       return reportFailure({Diagnostic::error(
-          "--quant: '" + *q + "' is not one of none, 4w, 8da4w, pt2e-8w, qat-4w, qat-8da4w")});
+          "--quant: '" + *q +
+          "' is not one of none, 4w, 8da4w, 8da8w, pt2e-8w, qat-4w, qat-8da4w")});
     o.quant = *parsed;
+  }
+  if (auto e = args.get("embedding-quant")) {
+    auto parsed = parseSynthEmbeddingQuant(*e);
+    if (!parsed)
+      return reportFailure(parsed.diags());
+    o.embeddingQuant = *parsed;
   }
   if (auto d = args.get("checkpoint-dtype")) {
     auto dt = parseDType(*d);
@@ -167,7 +174,8 @@ Command makeSynthCommand() {
   Command c;
   c.name = "synth";
   c.usage = "graft synth llama --layers N --dim D --heads H --vocab V "
-            "--quant {4w,8da4w,pt2e-8w,qat-4w,qat-8da4w,none} [--act-qparams int8|f64] "
+            "--quant {4w,8da4w,8da8w,pt2e-8w,qat-4w,qat-8da4w,none} [--embedding-quant BITS,GROUP] "
+            "[--act-qparams int8|f64] "
             "[--qat-spelling upstream|graft] [--checkpoint-dtype bf16] "
             "[--dtype bf16] "
             "[--tied-embeddings] [--dynamic-seq | --dynamic-pos] [--rope-prefix-slice] "
@@ -177,8 +185,17 @@ Command makeSynthCommand() {
   c.summary = "Write a Llama-shaped exported program with random weights.";
   c.details =
       "The program is what torch.export produces for ExecuTorch's llama_transformer,\n"
-      "quantized the way torchao (4w, 8da4w, qat-4w, qat-8da4w) or PT2E (pt2e-8w)\n"
-      "leaves it:\n"
+      "quantized the way torchao (4w, 8da4w, 8da8w, qat-4w, qat-8da4w) or PT2E (pt2e-8w)\n"
+      "leaves it. 8da8w is Int8DynamicActivationIntxWeightConfig(weight_dtype=int8,\n"
+      "weight_granularity=PerAxis(0)) unwrapped (pytorch/ao intx_unpacked_to_int8_tensor.py;\n"
+      "export_llama -qmode 8da8w, executorch source_transformation/quantize.py), the\n"
+      "embedding left float. --embedding-quant BITS,GROUP is export_llama's -E\n"
+      "(get_quant_embedding_transform, QuantizedGroupEmbedding in\n"
+      "source_transformation/quantize.py; Qwen 3's qwen3_xnnpack_q8da4w.yaml: 8,0):\n"
+      "buffers tok_embeddings.weight/.scales read by\n"
+      "quantized_decomposed.embedding_{byte,4bit,2bit}.dtype, GROUP 0 or none per row.\n"
+      "The torchao:BITS,GROUP form is refused (opaque packed torchao ops).\n"
+      "Nodes:\n"
       "placeholders p_/b_/c_ + FQN, nodes named after their ops, torchao and\n"
       "quantized_decomposed argument lists. --dynamic-seq makes the sequence\n"
       "length symbolic and reads the start position from input_pos; --dynamic-pos\n"
@@ -211,7 +228,11 @@ Command makeSynthCommand() {
       {"group-size", true, "int4 quantization group (default 32)", "G"},
       {"max-seq-len", true, "rotary table length / dynamic bound (default 128)", "N"},
       {"seq-len", true, "static sequence length (example value if dynamic; default 8)", "N"},
-      {"quant", true, "none, 4w, 8da4w, pt2e-8w, qat-4w or qat-8da4w (default 4w)", "MODE"},
+      {"quant", true, "none, 4w, 8da4w, 8da8w, pt2e-8w, qat-4w or qat-8da4w (default 4w)", "MODE"},
+      {"embedding-quant", true,
+       "ExecuTorch's -E BITS,GROUP (2, 4 or 8 bits; GROUP 0 or none: per row): "
+       "QuantizedGroupEmbedding, quantized_decomposed.embedding_{byte,4bit,2bit}.dtype",
+       "BITS,GROUP"},
       {"checkpoint-dtype", true, "dtype the weights were quantized in: f32 (default), bf16 or f16",
        "DTYPE"},
       {"dtype", true, "compute dtype of activations and float weights: f32 (default), bf16, f16",

@@ -29,6 +29,8 @@ std::string_view name(SynthQuant quant) {
     return "4w";
   case SynthQuant::W8A8W4:
     return "8da4w";
+  case SynthQuant::W8A8W8:
+    return "8da8w";
   case SynthQuant::Pt2eW8:
     return "pt2e-8w";
   case SynthQuant::QatW4:
@@ -40,11 +42,53 @@ std::string_view name(SynthQuant quant) {
 }
 
 std::optional<SynthQuant> parseSynthQuant(std::string_view text) {
-  for (SynthQuant q : {SynthQuant::None, SynthQuant::W4, SynthQuant::W8A8W4, SynthQuant::Pt2eW8,
-                       SynthQuant::QatW4, SynthQuant::QatW8A8W4})
+  for (SynthQuant q : {SynthQuant::None, SynthQuant::W4, SynthQuant::W8A8W4, SynthQuant::W8A8W8,
+                       SynthQuant::Pt2eW8, SynthQuant::QatW4, SynthQuant::QatW8A8W4})
     if (name(q) == text)
       return q;
   return std::nullopt;
+}
+
+Expected<SynthEmbeddingQuant> parseSynthEmbeddingQuant(std::string_view text) {
+  auto bad = [&](const std::string &why) {
+    return Diagnostic::error("--embedding-quant: '" + std::string(text) + "' " + why);
+  };
+  // get_quant_embedding_transform (executorch cff6f4dd source_transformation/quantize.py):
+  // "torchao:..." goes to torchao.prototype.quantization.embedding's EmbeddingQuantizer,
+  // whose exported torchao._embedding_Nbit ops read weights packed for torchao's CPU
+  // kernels; graft keeps those nodes opaque (docs/pt2.md), so a synthesized one could
+  // never lower.
+  if (text.rfind("torchao:", 0) == 0)
+    return bad("is the torchao: form (EmbeddingQuantizer, packed torchao._embedding_Nbit ops "
+               "graft leaves opaque); write BITS,GROUP, ExecuTorch's QuantizedGroupEmbedding");
+  std::size_t comma = text.find(',');
+  if (comma == std::string_view::npos || text.find(',', comma + 1) != std::string_view::npos)
+    return bad("is not BITS,GROUP (upstream's \"<bitwidth>,<groupsize>\")");
+  auto number = [](std::string_view t) -> std::optional<int> {
+    if (t.empty() || t.size() > 9 ||
+        !std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::nullopt;
+    return std::stoi(std::string(t));
+  };
+  std::string_view bits = text.substr(0, comma), group = text.substr(comma + 1);
+  SynthEmbeddingQuant q;
+  auto b = number(bits);
+  // EmbeddingQuantHandler asserts bitwidth in [2, 4, 8].
+  if (!b || (*b != 2 && *b != 4 && *b != 8))
+    return bad("has bits '" + std::string(bits) +
+               "': ExecuTorch quantizes embeddings to 2, 4 "
+               "or 8 bits");
+  q.bits = *b;
+  if (group == "none" || group == "None") {
+    q.group = 0;
+  } else {
+    auto g = number(group);
+    if (!g)
+      return bad("has group '" + std::string(group) +
+                 "': a non-negative integer, or none / 0 for one group per row");
+    q.group = *g;
+  }
+  return q;
 }
 
 std::string_view name(SynthKvCache kv) {
@@ -146,6 +190,37 @@ Status validate(const LlamaSynthOptions &o) {
         return bad("group size " + std::to_string(o.groupSize) + " does not divide " +
                    std::to_string(k));
   }
+  if (const SynthEmbeddingQuant &e = o.embeddingQuant; e.bits != 0) {
+    if (e.bits != 2 && e.bits != 4 && e.bits != 8)
+      return bad("embedding quantization takes 2, 4 or 8 bits");
+    if (e.group < 0 || (e.group > 0 && o.dim % e.group != 0))
+      return bad("embedding group size " + std::to_string(e.group) + " does not divide dim " +
+                 std::to_string(o.dim) + " (torchao PerGroup)");
+    // EmbeddingQuantHandler packs 8 / bits values per byte ("automatic padding not
+    // implemented yet").
+    if (o.dim % (8 / e.bits) != 0)
+      return bad("dim " + std::to_string(o.dim) + " does not pack " + std::to_string(8 / e.bits) +
+                 " values per byte (" + std::to_string(e.bits) + "-bit embedding)");
+    // -E swaps tok_embeddings for QuantizedGroupEmbedding (buffers weight + scales) and
+    // -qmode quantizes output.weight on its own: nothing is shared any more (upstream's
+    // shared form is the torchao: one, TiedEmbeddingQuantizer).
+    if (o.tiedEmbeddings)
+      return bad("--tied-embeddings with embedding quantization: ExecuTorch's -E BITS,GROUP "
+                 "replaces tok_embeddings by QuantizedGroupEmbedding buffers and quantizes the "
+                 "LM head separately, so nothing stays tied");
+    // QuantizedGroupEmbedding records dtype=child.weight.dtype when it is built (the
+    // checkpoint dtype): a different compute dtype would leave that dtype in the graph.
+    if (o.checkpointDType != o.dtype)
+      return bad("embedding quantization needs the checkpoint dtype to be the compute dtype "
+                 "(QuantizedGroupEmbedding keeps the dtype it was built in)");
+  }
+  // Int8DynamicActivationIntxWeightConfig quantizes linears only: a tied LM head would
+  // become int8 while the embedding stays float.
+  if (o.quant == SynthQuant::W8A8W8 && o.tiedEmbeddings)
+    return bad("--tied-embeddings with 8da8w: torchao quantizes output.weight (a linear) and "
+               "leaves tok_embeddings float, so nothing stays tied");
+  if (o.quant == SynthQuant::W8A8W8 && o.checkpointDType != o.dtype)
+    return bad("8da8w is written with the checkpoint dtype equal to the compute dtype");
   return okStatus();
 }
 
@@ -362,7 +437,10 @@ public:
     using Mods = std::vector<std::pair<std::string, std::string>>;
     const bool grouped = o_.quant == SynthQuant::W4 || o_.quant == SynthQuant::W8A8W4;
     // Placeholders in torch.export's order: parameters, buffers, constants, user inputs.
-    const QWeight *emb = weight("tok_embeddings", o_.vocab, o_.dim, /*isEmbedding=*/true);
+    // -E's QuantizedGroupEmbedding holds buffers, lifted after the parameters (below).
+    const bool groupEmbedding = o_.embeddingQuant.bits != 0;
+    const QWeight *emb =
+        groupEmbedding ? nullptr : weight("tok_embeddings", o_.vocab, o_.dim, /*isEmbedding=*/true);
     struct Layer {
       Value *attnNorm, *ffnNorm, *qNorm = nullptr, *kNorm = nullptr;
       const QWeight *wq, *wk, *wv, *wo, *w1, *w2, *w3;
@@ -411,6 +489,10 @@ public:
                               b_.random(-1.0, 1.0), /*persistent=*/false);
     Value *sinT = b_.constant(InputKind::Buffer, "freqs_sin", dt_, {o_.maxSeqLen, tableDim},
                               b_.random(-1.0, 1.0), /*persistent=*/false);
+    // named_buffers() lists the root's own buffers, then its children's in module order:
+    // tok_embeddings (the first child) before the layers' KV caches.
+    if (groupEmbedding)
+      emb = quantizedGroupEmbedding();
     // The KV cache's buffers, in named_buffers() order: each AttentionMHA's
     // own `mask` (registered in __init__, persistent=False), then its
     // kv_cache submodule's k_cache and v_cache (torch.zeros, persistent).
@@ -474,7 +556,11 @@ public:
     }
     seq_ = seq;
     inputPos_ = inputPos;
-    b_.scope({{"", kTransformer}, {"tok_embeddings", "torch.nn.modules.sparse.Embedding"}},
+    b_.scope({{"", kTransformer},
+              {"tok_embeddings",
+               groupEmbedding ? "executorch.examples.models.llama.source_transformation.quantize."
+                                "QuantizedGroupEmbedding"
+                              : "torch.nn.modules.sparse.Embedding"}},
              "h = self.tok_embeddings(tokens)");
     GRAFT_TRY(Value * h, embedding(*emb, tokens));
     Value *cos = nullptr, *sin = nullptr;
@@ -855,6 +941,29 @@ private:
         pending_.push_back({&w.zp, "_zero_point_" + i, DType::I64, {n}, FullInit{0}});
       }
       break;
+    case SynthQuant::W8A8W8:
+      if (isEmbedding) {
+        // Int8DynamicActivationIntxWeightConfig's default filter takes linears only.
+        w.w = b_.constant(InputKind::Parameter, module + ".weight", dt_, {n, k},
+                          b_.random(-0.05, 0.05));
+        break;
+      }
+      {
+        // IntxUnpackedToInt8Tensor with PerAxis(0): one group per row, block [1, k], scale
+        // and zero point [n, 1]; int8's full range (-128..127, _DTYPE_TO_QVALUE_BOUNDS). The
+        // scales keep |w| <= 127 * 0.0008 ~ 0.1, the int4 modes' magnitude (8 * 0.01), so
+        // the activations stay Llama-sized through the layers.
+        addBias();
+        std::string base = module + ".parametrizations.weight.";
+        w.w = b_.constant(InputKind::Parameter, base + "original0", DType::I8, {n, k},
+                          b_.random(-128, 127));
+        w.scale = b_.constant(InputKind::Parameter, base + "original1", dt_, {n, 1},
+                              b_.random(0.0001, 0.0008));
+        if (o_.weightZeroPoints)
+          w.zp =
+              b_.constant(InputKind::Parameter, base + "original2", DType::I8, {n, 1}, FullInit{0});
+      }
+      break;
     case SynthQuant::W4:
     case SynthQuant::W8A8W4: {
       // quantize_ + unwrap_tensor_subclass: the IntxUnpackedToInt8Tensor's
@@ -873,6 +982,32 @@ private:
       break;
     }
     }
+    return &w;
+  }
+
+  /// ExecuTorch's -E BITS,GROUP (executorch cff6f4dd
+  /// examples/models/llama/source_transformation/quantize.py): EmbeddingQuantHandler
+  /// quantizes the table with torchao IntxWeightOnlyConfig(int<BITS>, PerGroup(GROUP) or
+  /// PerAxis(0)), scales in the table's dtype, packs 2 / 4 bits (+offset, 4-bit: even
+  /// column in the high nibble; 2-bit: first value in the lowest bits; every byte is a
+  /// valid packing), squeezes per-row scales to [V], and QuantizedGroupEmbedding registers
+  /// them as the persistent buffers `weight` and `scales`.
+  const QWeight *quantizedGroupEmbedding() {
+    weights_.push_back(std::make_unique<QWeight>());
+    QWeight &w = *weights_.back();
+    const SynthEmbeddingQuant &e = o_.embeddingQuant;
+    const int64_t perByte = 8 / e.bits;
+    if (e.bits == 8)
+      w.w = b_.constant(InputKind::Buffer, "tok_embeddings.weight", DType::I8, {o_.vocab, o_.dim},
+                        b_.random(-128, 127));
+    else
+      w.w = b_.constant(InputKind::Buffer, "tok_embeddings.weight", DType::U8,
+                        {o_.vocab, o_.dim / perByte}, b_.random(0, 255));
+    std::vector<int64_t> scales = {o_.vocab};
+    if (e.group != 0 && e.group != o_.dim)
+      scales.push_back(o_.dim / e.group);
+    w.scale = b_.constant(InputKind::Buffer, "tok_embeddings.scales", dt_, scales,
+                          b_.random(0.001, 0.01));
     return &w;
   }
 
@@ -905,14 +1040,17 @@ private:
   static Argument zeroPoint(const QWeight &w) { return w.zp ? Argument(w.zp) : Argument(); }
 
   Expected<Value *> dequantWeight(const QWeight &w) {
-    const int64_t g = o_.groupSize;
+    // 8da8w: per output channel, one block of the whole row, int8's range; otherwise int4
+    // per group.
+    const bool perAxis = o_.quant == SynthQuant::W8A8W8;
+    const int64_t g = perAxis ? *w.w->proto().shape.back().value() : o_.groupSize;
     std::vector<std::pair<std::string, Argument>> a = {{"input", w.w},
                                                        {"block_size", Argument::ints({1, g})},
                                                        {"scale", w.scale},
                                                        {"zero_point", zeroPoint(w)},
                                                        {"input_dtype", DType::I8},
-                                                       {"quant_min", -8},
-                                                       {"quant_max", 7},
+                                                       {"quant_min", perAxis ? -128 : -8},
+                                                       {"quant_max", perAxis ? 127 : 7},
                                                        {"output_dtype", ckpt_}};
     GRAFT_TRY(Value * dq, b_.call1("torchao.dequantize_affine.default", a));
     if (ckpt_ == dt_)
@@ -923,6 +1061,21 @@ private:
   }
 
   Expected<Value *> embedding(const QWeight &w, Value *tokens) {
+    if (const int bits = o_.embeddingQuant.bits; bits != 0) {
+      // QuantizedGroupEmbedding.forward: the .dtype overload, zero points None, the
+      // quant range of the bit width, dtype= the module's dtype.
+      const int64_t qmax = (int64_t(1) << (bits - 1)) - 1;
+      const std::string op =
+          bits == 8 ? "quantized_decomposed.embedding_byte.dtype"
+                    : "quantized_decomposed.embedding_" + std::to_string(bits) + "bit.dtype";
+      return b_.call1(op, {{"weight", w.w},
+                           {"weight_scales", w.scale},
+                           {"weight_zero_points", Argument()},
+                           {"weight_quant_min", -qmax - 1},
+                           {"weight_quant_max", qmax},
+                           {"indices", tokens},
+                           {"dtype", dt_}});
+    }
     Value *table = w.w;
     if (o_.quant == SynthQuant::W4 || o_.quant == SynthQuant::W8A8W4) {
       GRAFT_TRY(table, dequantWeight(w));
@@ -947,7 +1100,8 @@ private:
       GRAFT_TRY(Value * w, dequantWeight(wIn));
       return linearCall(x, w, wIn);
     }
-    case SynthQuant::W8A8W4: {
+    case SynthQuant::W8A8W4:
+    case SynthQuant::W8A8W8: {
       // IntxUnpackedToInt8Tensor.from_hp(x, per-token, int8, ASYMMETRIC).dequantize()
       std::vector<int64_t> block(static_cast<std::size_t>(x->proto().rank()), 1);
       block.back() = *x->proto().shape.back().value();

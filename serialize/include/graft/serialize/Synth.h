@@ -15,6 +15,11 @@
 //                    IntxUnpackedToInt8Tensor: qdata i8, scale, zero_point)
 //           8da4w    + per-token int8 dynamic activation quantization
 //                    (choose_qparams_affine, quantize_affine, dequantize_affine)
+//           8da8w    the same activations with int8 per-output-channel
+//                    weights (torchao Int8DynamicActivationIntxWeightConfig(
+//                    weight_dtype=int8, weight_granularity=PerAxis(0)):
+//                    block [1, K], scale and zero point [N, 1], -128..127);
+//                    the embedding stays float (the config quantizes linears)
 //           pt2e-8w  PT2E weight-only int8 per-channel (quantized_decomposed
 //                    dequantize_per_channel on _frozen_param constants)
 //           qat-4w   QAT-prepared (torchao QATConfig(step="prepare")): float
@@ -39,7 +44,7 @@
 
 namespace graft {
 
-enum class SynthQuant { None, W4, W8A8W4, Pt2eW8, QatW4, QatW8A8W4 };
+enum class SynthQuant { None, W4, W8A8W4, W8A8W8, Pt2eW8, QatW4, QatW8A8W4 };
 
 /// The KV cache of ExecuTorch's Llama (pytorch/executorch
 /// examples/models/llama), both export forms. Each layer gets the buffers
@@ -62,9 +67,22 @@ enum class SynthKvCache {
 /// "none", "custom", "plain"
 std::string_view name(SynthKvCache kv);
 std::optional<SynthKvCache> parseSynthKvCache(std::string_view text);
-/// "none", "4w", "8da4w", "pt2e-8w", "qat-4w", "qat-8da4w"
+/// "none", "4w", "8da4w", "8da8w", "pt2e-8w", "qat-4w", "qat-8da4w"
 std::string_view name(SynthQuant quant);
 std::optional<SynthQuant> parseSynthQuant(std::string_view text);
+
+/// ExecuTorch's `-E BITS,GROUP` / `embedding_quantize: BITS,GROUP`
+/// (pytorch/executorch examples/models/llama/source_transformation/quantize.py
+/// get_quant_embedding_transform, EmbeddingQuantHandler, QuantizedGroupEmbedding;
+/// examples/models/qwen3/config/qwen3_xnnpack_q8da4w.yaml writes `8,0`).
+struct SynthEmbeddingQuant {
+  int bits = 0;  ///< 0: not quantized this way; else 2, 4 or 8
+  int group = 0; ///< 0 (upstream's "0" / "none"): one group per row, [V] scales
+};
+/// Parses "BITS,GROUP" as get_quant_embedding_transform does (GROUP "none",
+/// "None" or "0" is per row). The "torchao:BITS,GROUP" form is refused with a
+/// diagnostic saying why (its packed torchao._embedding_Nbit ops are opaque).
+Expected<SynthEmbeddingQuant> parseSynthEmbeddingQuant(std::string_view text);
 
 /// How a QAT-prepared model's fake quantization is written.
 enum class SynthQatSpelling {
@@ -107,6 +125,12 @@ struct LlamaSynthOptions {
   int maxSeqLen = 128; ///< rotary table length and the upper bound of a dynamic sequence
   int seqLen = 8;      ///< the static sequence length (the example value when dynamic)
   SynthQuant quant = SynthQuant::W4;
+  /// The embedding as ExecuTorch's -E leaves it: QuantizedGroupEmbedding's
+  /// buffers `tok_embeddings.weight` (i8 [V, D]; u8 [V, D/2] or [V, D/4]
+  /// packed for 4 and 2 bits) and `tok_embeddings.scales` ([V, D/G], or [V]
+  /// per row) read by quantized_decomposed.embedding_{byte,4bit,2bit}.dtype.
+  /// The linears keep `quant`.
+  SynthEmbeddingQuant embeddingQuant;
   /// The dtype torchao quantized the weights in (ExecuTorch's Llama export
   /// quantizes in the checkpoint dtype, then casts the model to `dtype`). For
   /// 4w/8da4w a checkpoint dtype other than `dtype` leaves what upstream PR
