@@ -156,9 +156,9 @@ rule qd_embedding_2bit_q4gsw_per_row benefit 20 tags(embedding, int2) backend vu
 /// executorch cff6f4dd), which the Vulkan backend runs as it is (embedding_byte.glsl). ET-VK's
 /// quantized_embedding.py matches 4-bit weights only, so upstream dequantizes the whole table
 /// on every call. Bit-exact: both compute (w - 0) * s in the scales' (widened) dtype, rounded
-/// once, and gather the rows. Per group ([1, G], scales [V, D/G]) and per row ([1, D], scales
-/// [V, 1]); symmetric only (zero point absent or zero, passed as none); f32 or f16 output
-/// (the Vulkan kernel's scale dtypes); narrower scales are widened exactly with a cast. A
+/// once, and gather the rows. Per group ([1, G]; G > 1, which dequantize_per_channel_group
+/// asserts in _decomposed.py) and per row ([1, D]); symmetric only (zero point absent or zero);
+/// f32 or f16 output (the Vulkan kernel's scale dtypes); narrower scales widen exactly. A
 /// weight in the 4-bit range is torchao_embedding_q4gsw's (benefit 20 > 15).
 rule torchao_embedding_byte benefit 15 tags(embedding, int8) backend vulkan {
   match {
@@ -168,7 +168,7 @@ rule torchao_embedding_byte benefit 15 tags(embedding, int8) backend vulkan {
   }
   where {
     $odt in [f32, f16]
-    $D % $G == 0
+    $D % $G == 0 and $G > 1
     $NG == $D / $G
     $sdt == $odt or bits($sdt) < bits($odt)
     $zp is none or all_zero($zp)
