@@ -52,211 +52,15 @@
 // Conditions: xq, xk [B, S, H, D] with the same B, S and D (the op's shape
 // rule and ExecuTorch's Vulkan kernel), R % 8 == 0 (ExecuTorch's Vulkan
 // kernel, backends/vulkan/runtime/graph/ops/impl/RotaryEmbedding.cpp),
-// R < D for partial rotation, everything f32, or everything f16 (the
-// `_f16` rules below).
+// R < D for partial rotation, everything f32, or everything f16 (one
+// rule for both: $dt, with the f16 tolerance below).
 //
 // Numerics: the fused op computes exactly these products and sums, each
 // rounded to f32 (no FMA); -x * sin is -(x * sin) exactly, the copies are
-// copies: bit-exact (tolerance 0). docs/numerics.md, `apply_rotary_emb_hf`.
+// copies: bit-exact in f32 (no unguarded tolerance: 0). docs/numerics.md, `apply_rotary_emb_hf`.
 //
 // Verification ranges: q and k before RoPE, O(1..10) with outlier channels
 // in the tens, drawn from [-64, 64); the tables are cos / sin, [-1, 1).
-
-/// HuggingFace RoPE with full rotation on xq and xk, the tables cut at the
-/// position (two roots sharing the unsqueezed tables) ->
-/// et_vk.apply_rotary_emb_hf(..., start). Bit-exact.
-rule et_apply_rotary_emb_hf_at_pos benefit 45 tags(rope) backend vulkan {
-  match {
-    shared %fc  = (aten.slice.Tensor | aten.slice_copy.Tensor)($cos : f32[$M, $D], 0, $pos, $end)
-    shared %fs  = (aten.slice.Tensor | aten.slice_copy.Tensor)($sin : f32[$M, $D], 0, $pos, $end)
-    %c          = (aten.unsqueeze | aten.unsqueeze_copy)(%fc, 1)
-    %s          = (aten.unsqueeze | aten.unsqueeze_copy)(%fs, 1)
-    %qp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : f32[$B, $S, $HQ, $D], 3, $D,
-                                                               9223372036854775807)
-    %kp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : f32[$B, $S, $HK, $D], 3, $D,
-                                                               9223372036854775807)
-    %qc         = aten.mul.Tensor($xq, %c)
-    %q1         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, 0, $D2)
-    %q2         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, $D2, 9223372036854775807)
-    %qn         = aten.neg(%q2)
-    %qh         = aten.cat([%qn, %q1], -1)
-    %qs         = aten.mul.Tensor(%qh, %s)
-    %qe         = aten.add.Tensor(%qc, %qs)
-    root %q_out = aten.cat([%qe, %qp], -1)
-    %kc         = aten.mul.Tensor($xk, %c)
-    %k1         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk, 3, 0, $D2)
-    %k2         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk, 3, $D2, 9223372036854775807)
-    %kn         = aten.neg(%k2)
-    %kh         = aten.cat([%kn, %k1], -1)
-    %ks         = aten.mul.Tensor(%kh, %s)
-    %ke         = aten.add.Tensor(%kc, %ks)
-    root %k_out = aten.cat([%ke, %kp], -1)
-  }
-  where {
-    $end == $pos + $S
-    $D2 == $D / 2
-    $D % 8 == 0
-  }
-  rewrite {
-    %q_out, %k_out = et_vk.apply_rotary_emb_hf($xq, $xk, $cos, $sin, $pos)
-  }
-  example {
-    B = 1
-    S = [1, 3]
-    HQ = 4
-    HK = [2, 4]
-    D = [8, 16]
-    M = 6
-    pos = [0, 2]
-    xq = uniform(-64, 64)
-    xk = uniform(-64, 64)
-  }
-}
-
-/// HuggingFace RoPE with partial rotation (the first R of head_dim D, the
-/// rest passed through), the tables cut at the position ->
-/// et_vk.apply_rotary_emb_hf(..., start). Bit-exact.
-rule et_apply_rotary_emb_hf_partial_at_pos benefit 45 tags(rope) backend vulkan {
-  match {
-    shared %fc  = (aten.slice.Tensor | aten.slice_copy.Tensor)($cos : f32[$M, $R], 0, $pos, $end)
-    shared %fs  = (aten.slice.Tensor | aten.slice_copy.Tensor)($sin : f32[$M, $R], 0, $pos, $end)
-    %c          = (aten.unsqueeze | aten.unsqueeze_copy)(%fc, 1)
-    %s          = (aten.unsqueeze | aten.unsqueeze_copy)(%fs, 1)
-    %qr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : f32[$B, $S, $HQ, $D], 3, 0, $R)
-    %qp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, $R, 9223372036854775807)
-    %kr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : f32[$B, $S, $HK, $D], 3, 0, $R)
-    %kp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk, 3, $R, 9223372036854775807)
-    %qc         = aten.mul.Tensor(%qr, %c)
-    %q1         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%qr, 3, 0, $R2)
-    %q2         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%qr, 3, $R2, 9223372036854775807)
-    %qn         = aten.neg(%q2)
-    %qh         = aten.cat([%qn, %q1], -1)
-    %qs         = aten.mul.Tensor(%qh, %s)
-    %qe         = aten.add.Tensor(%qc, %qs)
-    root %q_out = aten.cat([%qe, %qp], -1)
-    %kc         = aten.mul.Tensor(%kr, %c)
-    %k1         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%kr, 3, 0, $R2)
-    %k2         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%kr, 3, $R2, 9223372036854775807)
-    %kn         = aten.neg(%k2)
-    %kh         = aten.cat([%kn, %k1], -1)
-    %ks         = aten.mul.Tensor(%kh, %s)
-    %ke         = aten.add.Tensor(%kc, %ks)
-    root %k_out = aten.cat([%ke, %kp], -1)
-  }
-  where {
-    $end == $pos + $S
-    $R2 == $R / 2
-    $R % 8 == 0
-    $R < $D
-  }
-  rewrite {
-    %q_out, %k_out = et_vk.apply_rotary_emb_hf($xq, $xk, $cos, $sin, $pos)
-  }
-  example {
-    B = 1
-    S = [1, 3]
-    HQ = 4
-    HK = [2, 4]
-    D = [12, 24]
-    R = 8
-    M = 6
-    pos = [0, 2]
-    xq = uniform(-64, 64)
-    xk = uniform(-64, 64)
-  }
-}
-
-/// HuggingFace RoPE with full rotation, [S, D] tables as given ->
-/// et_vk.apply_rotary_emb_hf(..., 0). Bit-exact.
-rule et_apply_rotary_emb_hf benefit 40 tags(rope) backend vulkan {
-  match {
-    %c          = (aten.unsqueeze | aten.unsqueeze_copy)($cos : f32[$S, $D], 1)
-    %s          = (aten.unsqueeze | aten.unsqueeze_copy)($sin : f32[$S, $D], 1)
-    %qp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : f32[$B, $S, $HQ, $D], 3, $D,
-                                                               9223372036854775807)
-    %kp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : f32[$B, $S, $HK, $D], 3, $D,
-                                                               9223372036854775807)
-    %qc         = aten.mul.Tensor($xq, %c)
-    %q1         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, 0, $D2)
-    %q2         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, $D2, 9223372036854775807)
-    %qn         = aten.neg(%q2)
-    %qh         = aten.cat([%qn, %q1], -1)
-    %qs         = aten.mul.Tensor(%qh, %s)
-    %qe         = aten.add.Tensor(%qc, %qs)
-    root %q_out = aten.cat([%qe, %qp], -1)
-    %kc         = aten.mul.Tensor($xk, %c)
-    %k1         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk, 3, 0, $D2)
-    %k2         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk, 3, $D2, 9223372036854775807)
-    %kn         = aten.neg(%k2)
-    %kh         = aten.cat([%kn, %k1], -1)
-    %ks         = aten.mul.Tensor(%kh, %s)
-    %ke         = aten.add.Tensor(%kc, %ks)
-    root %k_out = aten.cat([%ke, %kp], -1)
-  }
-  where {
-    $D2 == $D / 2
-    $D % 8 == 0
-  }
-  rewrite {
-    %q_out, %k_out = et_vk.apply_rotary_emb_hf($xq, $xk, $cos, $sin, 0)
-  }
-  example {
-    B = [1, 2]
-    S = [1, 3]
-    HQ = 4
-    HK = [2, 4]
-    D = [8, 16]
-    xq = uniform(-64, 64)
-    xk = uniform(-64, 64)
-  }
-}
-
-/// HuggingFace RoPE with partial rotation, [S, R] tables as given ->
-/// et_vk.apply_rotary_emb_hf(..., 0). Bit-exact.
-rule et_apply_rotary_emb_hf_partial benefit 40 tags(rope) backend vulkan {
-  match {
-    %c          = (aten.unsqueeze | aten.unsqueeze_copy)($cos : f32[$S, $R], 1)
-    %s          = (aten.unsqueeze | aten.unsqueeze_copy)($sin : f32[$S, $R], 1)
-    %qr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : f32[$B, $S, $HQ, $D], 3, 0, $R)
-    %qp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, $R, 9223372036854775807)
-    %kr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : f32[$B, $S, $HK, $D], 3, 0, $R)
-    %kp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk, 3, $R, 9223372036854775807)
-    %qc         = aten.mul.Tensor(%qr, %c)
-    %q1         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%qr, 3, 0, $R2)
-    %q2         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%qr, 3, $R2, 9223372036854775807)
-    %qn         = aten.neg(%q2)
-    %qh         = aten.cat([%qn, %q1], -1)
-    %qs         = aten.mul.Tensor(%qh, %s)
-    %qe         = aten.add.Tensor(%qc, %qs)
-    root %q_out = aten.cat([%qe, %qp], -1)
-    %kc         = aten.mul.Tensor(%kr, %c)
-    %k1         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%kr, 3, 0, $R2)
-    %k2         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%kr, 3, $R2, 9223372036854775807)
-    %kn         = aten.neg(%k2)
-    %kh         = aten.cat([%kn, %k1], -1)
-    %ks         = aten.mul.Tensor(%kh, %s)
-    %ke         = aten.add.Tensor(%kc, %ks)
-    root %k_out = aten.cat([%ke, %kp], -1)
-  }
-  where {
-    $R2 == $R / 2
-    $R % 8 == 0
-    $R < $D
-  }
-  rewrite {
-    %q_out, %k_out = et_vk.apply_rotary_emb_hf($xq, $xk, $cos, $sin, 0)
-  }
-  example {
-    B = [1, 2]
-    S = [1, 3]
-    HQ = 4
-    HK = [2, 4]
-    D = [12, 24]
-    R = 8
-    xq = uniform(-64, 64)
-    xk = uniform(-64, 64)
-  }
-}
 
 // f16. hf_apply_rotary_emb casts nothing, so in an f16 model (export_llama
 // -d fp16: the module and its rotary buffers converted with .to(f16),
@@ -287,18 +91,18 @@ rule et_apply_rotary_emb_hf_partial benefit 40 tags(rope) backend vulkan {
 // Verification ranges as for f32: q and k [-64, 64), the tables [-1, 1),
 // drawn in f32 and rounded to f16.
 
-/// HuggingFace RoPE in f16 with full rotation on xq and xk, the tables cut at the
+/// HuggingFace RoPE with full rotation on xq and xk, the tables cut at the
 /// position (two roots sharing the unsqueezed tables) ->
-/// et_vk.apply_rotary_emb_hf(..., start). Within f16 rounding.
-rule et_apply_rotary_emb_hf_f16_at_pos benefit 45 tags(rope) backend vulkan {
+/// et_vk.apply_rotary_emb_hf(..., start). Bit-exact in f32, within the f16 bound in f16.
+rule et_apply_rotary_emb_hf_at_pos benefit 45 tags(rope) backend vulkan {
   match {
-    shared %fc  = (aten.slice.Tensor | aten.slice_copy.Tensor)($cos : f16[$M, $D], 0, $pos, $end)
-    shared %fs  = (aten.slice.Tensor | aten.slice_copy.Tensor)($sin : f16[$M, $D], 0, $pos, $end)
+    shared %fc  = (aten.slice.Tensor | aten.slice_copy.Tensor)($cos : $dt[$M, $D], 0, $pos, $end)
+    shared %fs  = (aten.slice.Tensor | aten.slice_copy.Tensor)($sin : $dt[$M, $D], 0, $pos, $end)
     %c          = (aten.unsqueeze | aten.unsqueeze_copy)(%fc, 1)
     %s          = (aten.unsqueeze | aten.unsqueeze_copy)(%fs, 1)
-    %qp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : f16[$B, $S, $HQ, $D], 3, $D,
+    %qp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : $dt[$B, $S, $HQ, $D], 3, $D,
                                                                9223372036854775807)
-    %kp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : f16[$B, $S, $HK, $D], 3, $D,
+    %kp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : $dt[$B, $S, $HK, $D], 3, $D,
                                                                9223372036854775807)
     %qc         = aten.mul.Tensor($xq, %c)
     %q1         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, 0, $D2)
@@ -318,6 +122,7 @@ rule et_apply_rotary_emb_hf_f16_at_pos benefit 45 tags(rope) backend vulkan {
     root %k_out = aten.cat([%ke, %kp], -1)
   }
   where {
+    $dt in [f32, f16]
     $end == $pos + $S
     $D2 == $D / 2
     $D % 8 == 0
@@ -333,24 +138,25 @@ rule et_apply_rotary_emb_hf_f16_at_pos benefit 45 tags(rope) backend vulkan {
     D = [8, 16]
     M = 6
     pos = [0, 2]
+    dt = [f32, f16]
     xq = uniform(-64, 64)
     xk = uniform(-64, 64)
   }
-  tolerance(atol = 0.0313, rtol = 0.00098)
+  tolerance(atol = 0.0313, rtol = 0.00098) when $dt == f16
 }
 
-/// HuggingFace RoPE in f16 with partial rotation (the first R of head_dim D, the
+/// HuggingFace RoPE with partial rotation (the first R of head_dim D, the
 /// rest passed through), the tables cut at the position ->
-/// et_vk.apply_rotary_emb_hf(..., start). Within f16 rounding.
-rule et_apply_rotary_emb_hf_f16_partial_at_pos benefit 45 tags(rope) backend vulkan {
+/// et_vk.apply_rotary_emb_hf(..., start). Bit-exact in f32, within the f16 bound in f16.
+rule et_apply_rotary_emb_hf_partial_at_pos benefit 45 tags(rope) backend vulkan {
   match {
-    shared %fc  = (aten.slice.Tensor | aten.slice_copy.Tensor)($cos : f16[$M, $R], 0, $pos, $end)
-    shared %fs  = (aten.slice.Tensor | aten.slice_copy.Tensor)($sin : f16[$M, $R], 0, $pos, $end)
+    shared %fc  = (aten.slice.Tensor | aten.slice_copy.Tensor)($cos : $dt[$M, $R], 0, $pos, $end)
+    shared %fs  = (aten.slice.Tensor | aten.slice_copy.Tensor)($sin : $dt[$M, $R], 0, $pos, $end)
     %c          = (aten.unsqueeze | aten.unsqueeze_copy)(%fc, 1)
     %s          = (aten.unsqueeze | aten.unsqueeze_copy)(%fs, 1)
-    %qr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : f16[$B, $S, $HQ, $D], 3, 0, $R)
+    %qr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : $dt[$B, $S, $HQ, $D], 3, 0, $R)
     %qp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, $R, 9223372036854775807)
-    %kr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : f16[$B, $S, $HK, $D], 3, 0, $R)
+    %kr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : $dt[$B, $S, $HK, $D], 3, 0, $R)
     %kp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk, 3, $R, 9223372036854775807)
     %qc         = aten.mul.Tensor(%qr, %c)
     %q1         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%qr, 3, 0, $R2)
@@ -370,6 +176,7 @@ rule et_apply_rotary_emb_hf_f16_partial_at_pos benefit 45 tags(rope) backend vul
     root %k_out = aten.cat([%ke, %kp], -1)
   }
   where {
+    $dt in [f32, f16]
     $end == $pos + $S
     $R2 == $R / 2
     $R % 8 == 0
@@ -387,21 +194,22 @@ rule et_apply_rotary_emb_hf_f16_partial_at_pos benefit 45 tags(rope) backend vul
     R = 8
     M = 6
     pos = [0, 2]
+    dt = [f32, f16]
     xq = uniform(-64, 64)
     xk = uniform(-64, 64)
   }
-  tolerance(atol = 0.0313, rtol = 0.00098)
+  tolerance(atol = 0.0313, rtol = 0.00098) when $dt == f16
 }
 
-/// HuggingFace RoPE in f16 with full rotation, [S, D] tables as given ->
-/// et_vk.apply_rotary_emb_hf(..., 0). Within f16 rounding.
-rule et_apply_rotary_emb_hf_f16 benefit 40 tags(rope) backend vulkan {
+/// HuggingFace RoPE with full rotation, [S, D] tables as given ->
+/// et_vk.apply_rotary_emb_hf(..., 0). Bit-exact in f32, within the f16 bound in f16.
+rule et_apply_rotary_emb_hf benefit 40 tags(rope) backend vulkan {
   match {
-    %c          = (aten.unsqueeze | aten.unsqueeze_copy)($cos : f16[$S, $D], 1)
-    %s          = (aten.unsqueeze | aten.unsqueeze_copy)($sin : f16[$S, $D], 1)
-    %qp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : f16[$B, $S, $HQ, $D], 3, $D,
+    %c          = (aten.unsqueeze | aten.unsqueeze_copy)($cos : $dt[$S, $D], 1)
+    %s          = (aten.unsqueeze | aten.unsqueeze_copy)($sin : $dt[$S, $D], 1)
+    %qp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : $dt[$B, $S, $HQ, $D], 3, $D,
                                                                9223372036854775807)
-    %kp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : f16[$B, $S, $HK, $D], 3, $D,
+    %kp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : $dt[$B, $S, $HK, $D], 3, $D,
                                                                9223372036854775807)
     %qc         = aten.mul.Tensor($xq, %c)
     %q1         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, 0, $D2)
@@ -421,6 +229,7 @@ rule et_apply_rotary_emb_hf_f16 benefit 40 tags(rope) backend vulkan {
     root %k_out = aten.cat([%ke, %kp], -1)
   }
   where {
+    $dt in [f32, f16]
     $D2 == $D / 2
     $D % 8 == 0
   }
@@ -433,21 +242,22 @@ rule et_apply_rotary_emb_hf_f16 benefit 40 tags(rope) backend vulkan {
     HQ = 4
     HK = [2, 4]
     D = [8, 16]
+    dt = [f32, f16]
     xq = uniform(-64, 64)
     xk = uniform(-64, 64)
   }
-  tolerance(atol = 0.0313, rtol = 0.00098)
+  tolerance(atol = 0.0313, rtol = 0.00098) when $dt == f16
 }
 
-/// HuggingFace RoPE in f16 with partial rotation, [S, R] tables as given ->
-/// et_vk.apply_rotary_emb_hf(..., 0). Within f16 rounding.
-rule et_apply_rotary_emb_hf_f16_partial benefit 40 tags(rope) backend vulkan {
+/// HuggingFace RoPE with partial rotation, [S, R] tables as given ->
+/// et_vk.apply_rotary_emb_hf(..., 0). Bit-exact in f32, within the f16 bound in f16.
+rule et_apply_rotary_emb_hf_partial benefit 40 tags(rope) backend vulkan {
   match {
-    %c          = (aten.unsqueeze | aten.unsqueeze_copy)($cos : f16[$S, $R], 1)
-    %s          = (aten.unsqueeze | aten.unsqueeze_copy)($sin : f16[$S, $R], 1)
-    %qr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : f16[$B, $S, $HQ, $D], 3, 0, $R)
+    %c          = (aten.unsqueeze | aten.unsqueeze_copy)($cos : $dt[$S, $R], 1)
+    %s          = (aten.unsqueeze | aten.unsqueeze_copy)($sin : $dt[$S, $R], 1)
+    %qr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq : $dt[$B, $S, $HQ, $D], 3, 0, $R)
     %qp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xq, 3, $R, 9223372036854775807)
-    %kr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : f16[$B, $S, $HK, $D], 3, 0, $R)
+    %kr         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk : $dt[$B, $S, $HK, $D], 3, 0, $R)
     %kp         = (aten.slice.Tensor | aten.slice_copy.Tensor)($xk, 3, $R, 9223372036854775807)
     %qc         = aten.mul.Tensor(%qr, %c)
     %q1         = (aten.slice.Tensor | aten.slice_copy.Tensor)(%qr, 3, 0, $R2)
@@ -467,6 +277,7 @@ rule et_apply_rotary_emb_hf_f16_partial benefit 40 tags(rope) backend vulkan {
     root %k_out = aten.cat([%ke, %kp], -1)
   }
   where {
+    $dt in [f32, f16]
     $R2 == $R / 2
     $R % 8 == 0
     $R < $D
@@ -481,8 +292,9 @@ rule et_apply_rotary_emb_hf_f16_partial benefit 40 tags(rope) backend vulkan {
     HK = [2, 4]
     D = [12, 24]
     R = 8
+    dt = [f32, f16]
     xq = uniform(-64, 64)
     xk = uniform(-64, 64)
   }
-  tolerance(atol = 0.0313, rtol = 0.00098)
+  tolerance(atol = 0.0313, rtol = 0.00098) when $dt == f16
 }

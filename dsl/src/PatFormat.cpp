@@ -226,8 +226,19 @@ std::string printInline(const Syn &n) {
       return "example {}";
     return "example { " + printKids(n, ", ") + " }";
   }
-  case SK::Tolerance:
-    return "tolerance(" + printKids(n, ", ") + ")";
+  case SK::Tolerance: {
+    std::vector<std::string> entries;
+    std::string guard;
+    for (const Syn &k : n.kids) {
+      if (k.kind == SK::TolGuard)
+        guard = " " + printInline(k);
+      else
+        entries.push_back(printInline(k));
+    }
+    return "tolerance(" + join(entries, ", ") + ")" + guard;
+  }
+  case SK::TolGuard:
+    return "when " + printInline(n.kids.front());
   case SK::Op:
     return opText(n.text);
   default:

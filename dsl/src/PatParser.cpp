@@ -334,10 +334,14 @@ GRAFT_EXPECT(ExpectTolNumber, "expected a non-negative number", TolNumber);
 struct TolEntry : peg::seq<ArgKey, Nl, peg::must<ExpectAssign>, Nl, peg::must<ExpectTolNumber>>,
                   Tag<SK::KwArg> {};
 GRAFT_EXPECT(ExpectTolEntry, "expected 'atol = number' or 'rtol = number'", TolEntry);
-struct Tolerance
-    : peg::seq<GRAFT_KW("tolerance"), Hs, peg::must<ExpectLParen>, Nl, peg::must<ExpectTolEntry>,
-               peg::star<Comma, peg::must<ExpectTolEntry>>, Nl, peg::must<ArgsEnd>>,
-      Tag<SK::Tolerance> {};
+// `tolerance(...) when $odt == f16`: the guard is a where-clause expression
+// on the same line; verify-rules takes the first clause whose guard holds.
+GRAFT_EXPECT(ExpectTolGuard, "expected a condition after 'when' such as '$dt == f16'", Expr);
+struct TolGuard : peg::seq<GRAFT_KW("when"), Hs, peg::must<ExpectTolGuard>>, Tag<SK::TolGuard> {};
+struct Tolerance : peg::seq<GRAFT_KW("tolerance"), Hs, peg::must<ExpectLParen>, Nl,
+                            peg::must<ExpectTolEntry>, peg::star<Comma, peg::must<ExpectTolEntry>>,
+                            Nl, peg::must<ArgsEnd>, peg::opt<Hs, TolGuard>>,
+                   Tag<SK::Tolerance> {};
 
 struct Section : peg::sor<Match, Where, Rewrite, Example, Tolerance> {};
 GRAFT_EXPECT(ExpectSection,

@@ -22,7 +22,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
+#include <tuple>
 
 namespace graft::dsl {
 
@@ -300,7 +302,8 @@ private:
 
   void exampleSection(const Syn &sec);
   void exampleRange(const std::string &nm, const CaptureInfo &ci, const Syn &v);
-  void toleranceSection(const Syn &sec);
+  void toleranceClauses(const Syn &r);
+  std::optional<std::pair<double, double>> toleranceBounds(const Syn &clause);
   void header(const Syn &r);
   std::string docFor(const Syn &r) const;
   void unusedWarnings();
@@ -394,7 +397,7 @@ void RuleSema::run(const Syn &r, std::vector<Rule> &out) {
   std::map<SK, const Syn *> sections;
   for (const Syn &k : r.kids) {
     if (k.kind != SK::Match && k.kind != SK::Where && k.kind != SK::Rewrite &&
-        k.kind != SK::Example && k.kind != SK::Tolerance)
+        k.kind != SK::Example)
       continue;
     if (auto it = sections.find(k.kind); it != sections.end()) {
       std::string what = k.text.substr(0, k.text.find_first_of(" \t\n{("));
@@ -427,8 +430,7 @@ void RuleSema::run(const Syn &r, std::vector<Rule> &out) {
     rewriteSection(*rw);
   if (sections.count(SK::Example))
     exampleSection(*sections[SK::Example]);
-  if (sections.count(SK::Tolerance))
-    toleranceSection(*sections[SK::Tolerance]);
+  toleranceClauses(r);
   unusedWarnings();
   if (failed_)
     return;
@@ -2397,26 +2399,64 @@ void RuleSema::exampleRange(const std::string &nm, const CaptureInfo &ci, const 
   rule_.example.ranges[nm] = {*bounds[0], *bounds[1]};
 }
 
-void RuleSema::toleranceSection(const Syn &sec) {
+void RuleSema::toleranceClauses(const Syn &r) {
+  const Syn *unguarded = nullptr;
+  for (const Syn &clause : r.kids) {
+    if (clause.kind != SK::Tolerance)
+      continue;
+    const Syn *guard = clause.find(SK::TolGuard);
+    if (!guard && unguarded) {
+      error(clause, "rule " + quoted(rule_.name) +
+                        " has two tolerance(...) clauses without 'when'; guard all but one "
+                        "(tolerance(...) when $dt == f16)")
+          .note(loc(*unguarded), "previous unguarded tolerance(...) here");
+      continue;
+    }
+    auto bounds = toleranceBounds(clause);
+    if (!guard) {
+      unguarded = &clause;
+      if (bounds)
+        std::tie(rule_.atol, rule_.rtol) = *bounds;
+      continue;
+    }
+    const Syn &cond = guard->kids.front();
+    Typed t = lowerExpr(cond, ExprCtx::Where);
+    requireBool(cond, t, "a tolerance guard");
+    if (t.ok && bounds)
+      rule_.guardedTolerances.push_back({t.e, bounds->first, bounds->second, loc(clause)});
+  }
+}
+
+std::optional<std::pair<double, double>> RuleSema::toleranceBounds(const Syn &clause) {
   std::map<std::string, SourceRange> seen;
-  for (const Syn &kw : sec.kids) {
+  std::pair<double, double> bounds{0.0, 0.0};
+  bool ok = true;
+  for (const Syn &kw : clause.kids) {
+    if (kw.kind != SK::KwArg)
+      continue;
     const std::string &key = kw.kids[0].text;
     if (key != "atol" && key != "rtol") {
       error(kw.kids[0], "unknown tolerance " + quoted(key) + " (expected atol or rtol)");
+      ok = false;
       continue;
     }
     if (auto it = seen.find(key); it != seen.end()) {
       error(kw.kids[0], "duplicate " + quoted(key)).note(it->second, "previous value here");
+      ok = false;
       continue;
     }
     seen.emplace(key, loc(kw.kids[0]));
     auto v = parseDouble(kw.kids[1].text);
     if (!v || !std::isfinite(*v) || *v < 0) {
       error(kw.kids[1], key + " must be a finite number >= 0");
+      ok = false;
       continue;
     }
-    (key == "atol" ? rule_.atol : rule_.rtol) = *v;
+    (key == "atol" ? bounds.first : bounds.second) = *v;
   }
+  if (!ok)
+    return std::nullopt;
+  return bounds;
 }
 
 void RuleSema::unusedWarnings() {

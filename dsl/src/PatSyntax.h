@@ -106,7 +106,8 @@ enum class SK : uint8_t {
   ExList,    ///< [ items ]
   ExRange,   ///< lo .. hi [step s]
   ExUniform, ///< uniform(lo, hi): LFloat | LInt, twice
-  Tolerance, ///< `tolerance(atol = x, rtol = y)`: KwArg*
+  Tolerance, ///< `tolerance(atol = x, rtol = y) [when guard]`: KwArg*, [TolGuard]
+  TolGuard,  ///< `when expr`: the expression
 };
 
 /// One node of the concrete syntax tree.

@@ -42,8 +42,9 @@ TEST_P(RewriteGolden, FusesToTheExpectedGraph) {
   ASSERT_TRUE(rules.ok()) << render(rules.diags(), &sources);
   double atol = 0, rtol = 0;
   for (const rewrite::Rule &r : rules->rules) {
-    atol = std::max(atol, r.atol);
-    rtol = std::max(rtol, r.rtol);
+    auto [a, rel] = rewrite::widestTolerance(r);
+    atol = std::max(atol, a);
+    rtol = std::max(rtol, rel);
   }
   auto compiled = rewrite::CompiledRules::compile(std::move(rules->rules));
   ASSERT_TRUE(compiled.ok()) << render(compiled.diags(), &sources);

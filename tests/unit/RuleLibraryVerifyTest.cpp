@@ -68,6 +68,17 @@ std::string plantBug(const char *file, const std::string &name, const std::strin
   return rule.replace(at, good.size(), replacement);
 }
 
+/// `rule` with its example's dtype entry `entry = [f32, f16]` narrowed to f16:
+/// the rule's f16 instances only, checked against its guarded f16 tolerance.
+std::string onlyF16(std::string rule, const std::string &entry) {
+  const std::string both = "    " + entry + " = [f32, f16]\n";
+  std::size_t at = rule.find(both);
+  EXPECT_NE(at, std::string::npos) << rule;
+  if (at == std::string::npos)
+    return rule;
+  return rule.replace(at, both.size(), "    " + entry + " = f16\n");
+}
+
 /// The shipped torchao_linear_dq8ca_q4gsw with its fused op's line replaced.
 std::string plant8da4wBug(const std::string &fusedLine) {
   return plantBug("linear_8da4w.pat", "torchao_linear_dq8ca_q4gsw",
@@ -161,7 +172,7 @@ TEST(RuleLibraryVerify, Catches8da8wWiredWithTheWrongActivationQParams) {
   EXPECT_FALSE(scale.ok()) << rewrite::format(scale);
 }
 
-// The f16 8da4w rules' atol (4.9, the proven bound of the f16 roundings over their example
+// The 8da4w rules' f16 atol (4.9, the proven bound of the f16 roundings over their example
 // domain, patterns/linear_8da4w.pat) still catches the wiring bugs that move outputs by
 // O(|y|): a halved activation scale (the kernel clamps half of each token's values) and
 // weight scales read in the wrong order (reinterpreted [N, K/G] -> [K/G, N] instead of
@@ -172,7 +183,7 @@ TEST(RuleLibraryVerify, Catches8da4wF16WiredWithTheWrongScales) {
   const std::string transposed = "    $st     = transpose($sc, 0, 1)\n";
   auto planted = [&](const std::string &good, const std::string &line) {
     return verifyText(
-        plantBug("linear_8da4w.pat", "torchao_linear_dq8ca_q4gsw_3d_f16", good, line));
+        onlyF16(plantBug("linear_8da4w.pat", "torchao_linear_dq8ca_q4gsw_3d", good, line), "odt"));
   };
   rewrite::RuleVerification shipped = planted(fused, fused);
   EXPECT_TRUE(shipped.ok()) << rewrite::format(shipped);
@@ -187,13 +198,14 @@ TEST(RuleLibraryVerify, Catches8da4wF16WiredWithTheWrongScales) {
   EXPECT_TRUE(weightScales.counterexample.has_value()) << rewrite::format(weightScales);
 }
 
-// The same for the f16 8da8w rules (atol 7.8, patterns/linear_8da8w.pat): a halved
+// The same for the 8da8w rules' f16 tolerance (atol 7.8, patterns/linear_8da8w.pat): a halved
 // activation scale fails them.
 TEST(RuleLibraryVerify, Catches8da8wF16WiredWithTheWrongActivationScale) {
   const std::string fused =
       "    %y      = et_vk.linear_dq8ca_q8csw($x, %s, %zp, $qw, $sums, $scales)\n";
   auto planted = [&](const std::string &line) {
-    return verifyText(plantBug("linear_8da8w.pat", "torchao_linear_dq8ca_q8csw_f16", fused, line));
+    return verifyText(
+        onlyF16(plantBug("linear_8da8w.pat", "torchao_linear_dq8ca_q8csw", fused, line), "odt"));
   };
   rewrite::RuleVerification shipped = planted(fused);
   EXPECT_TRUE(shipped.ok()) << rewrite::format(shipped);
@@ -226,7 +238,7 @@ TEST(RuleLibraryVerify, CatchesClampBoundsMergedWrongly) {
   EXPECT_FALSE(intersection.ok()) << rewrite::format(intersection);
 }
 
-// The f16 HF RoPE rules' tolerance (atol 2^-5 + rtol 2^-10 for the per-op f16
+// The HF RoPE rules' f16 tolerance (atol 2^-5 + rtol 2^-10 for the per-op f16
 // roundings the fused op skips, patterns/rope_hf.pat) still catches a wiring
 // bug, which moves outputs by O(|x|): the tables swapped in the rewrite, or a
 // match whose rotate_half puts the halves the other way round (x1, -x2).
@@ -235,7 +247,8 @@ TEST(RuleLibraryVerify, CatchesF16HfRopeWiredWrongly) {
       "    %q_out, %k_out = et_vk.apply_rotary_emb_hf($xq, $xk, $cos, $sin, $pos)\n";
   const std::string half = "    %qh         = aten.cat([%qn, %q1], -1)\n";
   auto planted = [&](const std::string &good, const std::string &line) {
-    return verifyText(plantBug("rope_hf.pat", "et_apply_rotary_emb_hf_f16_at_pos", good, line));
+    return verifyText(
+        onlyF16(plantBug("rope_hf.pat", "et_apply_rotary_emb_hf_at_pos", good, line), "dt"));
   };
   rewrite::RuleVerification shipped = planted(fused, fused);
   EXPECT_TRUE(shipped.ok()) << rewrite::format(shipped);
@@ -247,6 +260,43 @@ TEST(RuleLibraryVerify, CatchesF16HfRopeWiredWrongly) {
       planted(half, "    %qh         = aten.cat([%q1, %qn], -1)\n");
   EXPECT_FALSE(otherHalf.ok()) << rewrite::format(otherHalf);
   EXPECT_TRUE(otherHalf.counterexample.has_value()) << rewrite::format(otherHalf);
+}
+
+// `tolerance(...) when <guard>` gives some instances their own bound: (a - b) - c
+// rewritten as a - (b + c) rounds differently, by at most 10 units in the last
+// place of values below 1 (two roundings a side, each of a sum below 3), which f32
+// instances keep under atol 1e-6 (10 * 2^-24) and f16 ones only under their
+// guarded 5e-3 (10 * 2^-11). Without the guarded clause the f16 instances fail;
+// the first guard that holds wins, so a tight f16 clause before a wide one fails.
+TEST(RuleLibraryVerify, UsesTheFirstToleranceWhoseGuardHolds) {
+  auto rule = [](const std::string &tolerances) {
+    return verifyText("rule reassociate {\n"
+                      "  match {\n"
+                      "    %d = aten.sub.Tensor($a : $dt[$N], $b : $dt[$N])\n"
+                      "    %y = aten.sub.Tensor(%d, $c : $dt[$N])\n"
+                      "  }\n"
+                      "  rewrite {\n"
+                      "    %s = aten.add.Tensor($b, $c)\n"
+                      "    %y = aten.sub.Tensor($a, %s)\n"
+                      "  }\n"
+                      "  example { N = 64, dt = [f32, f16] }\n" +
+                      tolerances + "}\n");
+  };
+  rewrite::RuleVerification guarded = rule("  tolerance(atol = 1e-6)\n"
+                                           "  tolerance(atol = 5e-3) when $dt == f16\n");
+  EXPECT_TRUE(guarded.ok()) << rewrite::format(guarded);
+  EXPECT_GT(guarded.worstDiff, 1e-6) << rewrite::format(guarded);
+  rewrite::RuleVerification unguarded = rule("  tolerance(atol = 1e-6)\n");
+  EXPECT_FALSE(unguarded.ok()) << rewrite::format(unguarded);
+  ASSERT_TRUE(unguarded.counterexample.has_value()) << rewrite::format(unguarded);
+  EXPECT_NE(unguarded.counterexample->instance.find("dt=f16"), std::string::npos)
+      << unguarded.counterexample->instance;
+  rewrite::RuleVerification firstWins = rule("  tolerance(atol = 1e-6) when $dt == f16\n"
+                                             "  tolerance(atol = 5e-3) when $dt in [f16, f32]\n");
+  EXPECT_FALSE(firstWins.ok()) << rewrite::format(firstWins);
+  ASSERT_TRUE(firstWins.counterexample.has_value()) << rewrite::format(firstWins);
+  EXPECT_NE(firstWins.counterexample->message.find("> atol 1e-06"), std::string::npos)
+      << firstWins.counterexample->message;
 }
 
 // A value that overflows on one side only is a difference whatever the

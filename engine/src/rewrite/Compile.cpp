@@ -610,6 +610,12 @@ Status RuleCompiler::run() {
     cr_.where.push_back(std::move(c));
     cr_.whereSites.push_back(cr_.addSite(w->loc, "where " + exprText(*w)));
   }
+  for (const GuardedTolerance &t : rule_.guardedTolerances) {
+    if (!t.when)
+      return errorAt(t.loc, "empty tolerance guard");
+    GRAFT_TRY(CExpr c, compileExpr(*t.when, false, nullptr));
+    cr_.toleranceGuards.push_back(std::move(c));
+  }
   GRAFT_CHECK_OK(compileRewrite());
   if (!rule_.extraRoots.empty()) {
     // Only tensor values have users to walk: an anchor capture must be bound

@@ -211,6 +211,8 @@ public:
   std::vector<std::string> slotNames; ///< capture slot -> name (without '$')
   std::vector<CExpr> where;
   std::vector<int> whereSites;
+  /// The guards of rule().guardedTolerances, in order (verify-rules).
+  std::vector<CExpr> toleranceGuards;
   std::vector<CStmt> rewrite;
   int numRewriteValues = 0;
   std::vector<std::string> rewriteValueNames;

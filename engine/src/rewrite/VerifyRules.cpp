@@ -1019,6 +1019,15 @@ RuleVerification verifyRule(const CompiledRules &rules, std::size_t index,
                     "): " + m.failure().message);
       continue;
     }
+    // The instance's tolerance: the first guarded clause that holds on its
+    // bindings, else the unguarded one.
+    double atol = rule.atol, rtol = rule.rtol;
+    for (std::size_t g = 0; g < cr.toleranceGuards.size(); ++g)
+      if (detail::truthy(m.eval(cr.toleranceGuards[g]))) {
+        atol = rule.guardedTolerances[g].atol;
+        rtol = rule.guardedTolerances[g].rtol;
+        break;
+      }
     auto inputs = makeRandomInputs(*before.graph, inst.seed, {}, before.inputRanges);
     if (!inputs.ok()) {
       errors.insert(inputs.diags()[0].message);
@@ -1090,12 +1099,12 @@ RuleVerification verifyRule(const CompiledRules &rules, std::size_t index,
         // Otherwise a non-finite value on either side is a difference: with an
         // infinite `before`, rtol * |before| would admit any `after`.
         bool finite = std::isfinite(x) && std::isfinite(y);
-        if (!(finite && d <= rule.atol + rule.rtol * std::abs(x)) && mismatch.empty())
+        if (!(finite && d <= atol + rtol * std::abs(x)) && mismatch.empty())
           mismatch = "output " + std::to_string(o) + " differs at " +
                      detail::formatIndex(a->sizes(), k) + ": before " + detail::formatDouble(x) +
                      ", after " + detail::formatDouble(y) + " (|diff| " + detail::formatDouble(d) +
-                     " > atol " + detail::formatDouble(rule.atol) + " + rtol " +
-                     detail::formatDouble(rule.rtol) + " * |before|)";
+                     " > atol " + detail::formatDouble(atol) + " + rtol " +
+                     detail::formatDouble(rtol) + " * |before|)";
       }
     }
     if (!mismatch.empty()) {

@@ -51,12 +51,14 @@
 #include "graft/support/Diagnostic.h"
 #include "graft/support/Expected.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace graft::rewrite {
@@ -192,6 +194,17 @@ struct ExampleDomain {
   std::map<std::string, std::pair<double, double>> ranges;
 };
 
+/// A `tolerance(atol = A, rtol = R) when <guard>` clause (docs/dsl.md,
+/// "example and tolerance"): a bound that holds only for some instances of a
+/// rule, e.g. its f16 ones. The guard is a where-clause expression over the
+/// match's bindings.
+struct GuardedTolerance {
+  ExprPtr when;
+  double atol = 0.0;
+  double rtol = 0.0;
+  SourceRange loc;
+};
+
 /// When a rule runs. Phases run in this order, each to its fixpoint, so a
 /// fusion rule sees the graph after every legalization (docs/dsl.md, "Phases").
 /// A .pat file declares its phase with `phase NAME`; the default is Fuse.
@@ -224,9 +237,13 @@ struct Rule {
   std::vector<ExprPtr> where;
   std::vector<RewriteStmt> rewrite;
   ExampleDomain example;
-  /// Max abs / rel difference verify-rules accepts between before and after.
+  /// Max abs / rel difference verify-rules accepts between before and after
+  /// (the unguarded `tolerance(...)`; 0 without one).
   double atol = 0.0;
   double rtol = 0.0;
+  /// `tolerance(...) when <guard>` clauses in source order: on an instance
+  /// verify-rules uses the first whose guard holds, else atol / rtol above.
+  std::vector<GuardedTolerance> guardedTolerances;
   SourceRange loc;
   /// Statement-level alternatives in the match (`%t = aten.t(param $w) |
   /// aten.permute_copy(param $w, [1, 0])`) whose argument patterns differ are
@@ -235,6 +252,18 @@ struct Rule {
   /// order (0: the rule has a single form).
   unsigned variant = 0;
 };
+
+/// The largest atol and the largest rtol over all of a rule's tolerance
+/// clauses: a bound for every instance, for checks that do not evaluate the
+/// guards (the golden tests compare whole graphs where several rules fired).
+inline std::pair<double, double> widestTolerance(const Rule &rule) {
+  std::pair<double, double> out{rule.atol, rule.rtol};
+  for (const GuardedTolerance &t : rule.guardedTolerances) {
+    out.first = std::max(out.first, t.atol);
+    out.second = std::max(out.second, t.rtol);
+  }
+  return out;
+}
 
 /// How the matcher reaches one extra root of a multi-root rule: from an
 /// anchor (a tensor capture or a pattern result bound while matching the

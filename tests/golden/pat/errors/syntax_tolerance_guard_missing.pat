@@ -1,0 +1,6 @@
+// expect: 6:1: error: expected a condition after 'when' such as '$dt == f16'
+rule r {
+  match { %y = aten.relu($x : $dt[...]) }
+  rewrite { %y = aten.relu($x) }
+  tolerance(atol = 1e-2) when
+}
