@@ -188,7 +188,7 @@ Command makeSynthCommand() {
       "quantized the way torchao (4w, 8da4w, 8da8w, qat-4w, qat-8da4w) or PT2E (pt2e-8w)\n"
       "leaves it. 8da8w is Int8DynamicActivationIntxWeightConfig(weight_dtype=int8,\n"
       "weight_granularity=PerAxis(0)) unwrapped (pytorch/ao intx_unpacked_to_int8_tensor.py;\n"
-      "export_llama -qmode 8da8w, executorch source_transformation/quantize.py), the\n"
+      "export_llama -qmode 8da8w -G 0, executorch source_transformation/quantize.py), the\n"
       "embedding left float. --embedding-quant BITS,GROUP is export_llama's -E\n"
       "(get_quant_embedding_transform, QuantizedGroupEmbedding in\n"
       "source_transformation/quantize.py; Qwen 3's qwen3_xnnpack_q8da4w.yaml: 8,0):\n"

@@ -949,7 +949,9 @@ private:
         break;
       }
       {
-        // IntxUnpackedToInt8Tensor with PerAxis(0): one group per row, block [1, k], scale
+        // export_llama -qmode 8da8w -G 0 (executorch cff6f4dd source_transformation/
+        // quantize.py: weight_granularity=PerAxis(0) when group_size == 0, PerGroup(G)
+        // otherwise). IntxUnpackedToInt8Tensor with PerAxis(0): block [1, k], scale
         // and zero point [n, 1]; int8's full range (-128..127, _DTYPE_TO_QVALUE_BOUNDS). The
         // scales keep |w| <= 127 * 0.0008 ~ 0.1, the int4 modes' magnitude (8 * 0.01), so
         // the activations stay Llama-sized through the layers.

@@ -18,8 +18,10 @@
 //           8da8w    the same activations with int8 per-output-channel
 //                    weights (torchao Int8DynamicActivationIntxWeightConfig(
 //                    weight_dtype=int8, weight_granularity=PerAxis(0)):
-//                    block [1, K], scale and zero point [N, 1], -128..127);
-//                    the embedding stays float (the config quantizes linears)
+//                    block [1, K], scale and zero point [N, 1], -128..127):
+//                    export_llama -qmode 8da8w -G 0 (without -G 0 upstream
+//                    quantizes per group of 128); the embedding stays float
+//                    (the config's filter_fn takes nn.Linear only)
 //           pt2e-8w  PT2E weight-only int8 per-channel (quantized_decomposed
 //                    dequantize_per_channel on _frozen_param constants)
 //           qat-4w   QAT-prepared (torchao QATConfig(step="prepare")): float
