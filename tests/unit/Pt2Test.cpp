@@ -1052,6 +1052,18 @@ TEST(Pt2Synth, NamesAndShapesFollowTorchExport) {
   EXPECT_FALSE(synthesizeLlama(bad).ok());
 }
 
+namespace {
+
+/// Where `needle` first occurs in the printed graph `text` (a failure when it
+/// does not), so tests can check the order torch.export lifts placeholders in.
+std::size_t positionOf(const std::string &text, const std::string &needle) {
+  std::size_t i = text.find(needle);
+  EXPECT_NE(i, std::string::npos) << needle;
+  return i;
+}
+
+} // namespace
+
 TEST(Pt2Synth, LlamaFamilyFlagsFollowUpstreamModules) {
   // The ModelArgs flags of ExecuTorch's Qwen 2.5 / Qwen 3 configs
   // (examples/models/qwen2_5/config/0_5b_config.json, qwen3/config/0_6b_config.json)
@@ -1072,11 +1084,7 @@ TEST(Pt2Synth, LlamaFamilyFlagsFollowUpstreamModules) {
     ASSERT_TRUE(g.ok()) << render(g.diags());
     EXPECT_TRUE(verify(**g).empty());
     std::string t = text(**g);
-    auto at = [&](const std::string &s) {
-      std::size_t i = t.find(s);
-      EXPECT_NE(i, std::string::npos) << s;
-      return i;
-    };
+    auto at = [&](const std::string &s) { return positionOf(t, s); };
     // _init_norms runs before _init_projections; register_parametrization
     // leaves the module's own bias ahead of parametrizations.weight.*.
     std::size_t qn = at("param %p_layers_0_attention_q_norm_fn_weight : f32[32]");
@@ -1173,11 +1181,7 @@ TEST(Pt2Synth, EmbeddingQuantAnd8da8wFollowExportLlama) {
   ASSERT_TRUE(g.ok()) << render(g.diags());
   EXPECT_TRUE(verify(**g).empty());
   std::string t = text(**g);
-  auto at = [&](const std::string &s) {
-    std::size_t i = t.find(s);
-    EXPECT_NE(i, std::string::npos) << s;
-    return i;
-  };
+  auto at = [&](const std::string &s) { return positionOf(t, s); };
   // QuantizedGroupEmbedding's persistent buffers after the root's rotary tables; per-row
   // scales squeezed to [V]; forward's embedding_byte.dtype(weight, scales, None, -128, 127,
   // indices, dtype=self.dtype).
