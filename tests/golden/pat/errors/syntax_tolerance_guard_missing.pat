@@ -1,4 +1,4 @@
-// expect: 6:1: error: expected a condition after 'when' such as '$dt == f16'
+// expect: 5:30: error: expected a condition after 'when' such as '$dt == f16'
 rule r {
   match { %y = aten.relu($x : $dt[...]) }
   rewrite { %y = aten.relu($x) }
