@@ -914,21 +914,39 @@ private:
         w.bias =
             b_.constant(InputKind::Parameter, module + ".bias", dt_, {n}, b_.random(-0.5, 0.5));
     };
+    // The float weight of an unquantized module (nn.Linear registers weight, then bias).
+    auto floatWeight = [&] {
+      w.w = b_.constant(InputKind::Parameter, module + ".weight", dt_, {n, k},
+                        b_.random(-0.05, 0.05));
+    };
+    // quantize_ + unwrap_tensor_subclass: the IntxUnpackedToInt8Tensor's inner tensors
+    // (qdata in [qmin, qmax], scale and zero point [n, scaleCols]) become parametrization
+    // parameters original0/1/2. register_parametrization moves the weight into the
+    // `parametrizations` child, so the module's own bias comes first in named_parameters().
+    auto unwrappedIntx = [&](double qmin, double qmax, int64_t scaleCols, double scaleLo,
+                             double scaleHi) {
+      addBias();
+      std::string base = module + ".parametrizations.weight.";
+      w.w = b_.constant(InputKind::Parameter, base + "original0", DType::I8, {n, k},
+                        b_.random(qmin, qmax));
+      w.scale = b_.constant(InputKind::Parameter, base + "original1", dt_, {n, scaleCols},
+                            b_.random(scaleLo, scaleHi));
+      if (o_.weightZeroPoints)
+        w.zp = b_.constant(InputKind::Parameter, base + "original2", DType::I8, {n, scaleCols},
+                           FullInit{0});
+    };
     switch (o_.quant) {
     case SynthQuant::None:
     case SynthQuant::QatW4:
     case SynthQuant::QatW8A8W4:
-      // nn.Linear registers weight, then bias.
-      w.w = b_.constant(InputKind::Parameter, module + ".weight", dt_, {n, k},
-                        b_.random(-0.05, 0.05));
+      floatWeight();
       addBias();
       break;
     case SynthQuant::Pt2eW8:
       // The bias stays a parameter; the weight becomes a root buffer below.
       addBias();
       if (isEmbedding) {
-        w.w = b_.constant(InputKind::Parameter, module + ".weight", dt_, {n, k},
-                          b_.random(-0.05, 0.05));
+        floatWeight();
         break;
       }
       {
@@ -942,47 +960,24 @@ private:
       }
       break;
     case SynthQuant::W8A8W8:
+      // Int8DynamicActivationIntxWeightConfig's default filter takes linears only.
       if (isEmbedding) {
-        // Int8DynamicActivationIntxWeightConfig's default filter takes linears only.
-        w.w = b_.constant(InputKind::Parameter, module + ".weight", dt_, {n, k},
-                          b_.random(-0.05, 0.05));
+        floatWeight();
         break;
       }
-      {
-        // export_llama -qmode 8da8w -G 0 (executorch cff6f4dd source_transformation/
-        // quantize.py: weight_granularity=PerAxis(0) when group_size == 0, PerGroup(G)
-        // otherwise). IntxUnpackedToInt8Tensor with PerAxis(0): block [1, k], scale
-        // and zero point [n, 1]; int8's full range (-128..127, _DTYPE_TO_QVALUE_BOUNDS). The
-        // scales keep |w| <= 127 * 0.0008 ~ 0.1, the int4 modes' magnitude (8 * 0.01), so
-        // the activations stay Llama-sized through the layers.
-        addBias();
-        std::string base = module + ".parametrizations.weight.";
-        w.w = b_.constant(InputKind::Parameter, base + "original0", DType::I8, {n, k},
-                          b_.random(-128, 127));
-        w.scale = b_.constant(InputKind::Parameter, base + "original1", dt_, {n, 1},
-                              b_.random(0.0001, 0.0008));
-        if (o_.weightZeroPoints)
-          w.zp =
-              b_.constant(InputKind::Parameter, base + "original2", DType::I8, {n, 1}, FullInit{0});
-      }
+      // export_llama -qmode 8da8w -G 0 (executorch cff6f4dd source_transformation/
+      // quantize.py: weight_granularity=PerAxis(0) when group_size == 0, PerGroup(G)
+      // otherwise): block [1, k], scale and zero point [n, 1]; int8's full range
+      // (-128..127, _DTYPE_TO_QVALUE_BOUNDS). The scales keep |w| <= 127 * 0.0008 ~ 0.1, the
+      // int4 modes' magnitude (8 * 0.01), so the activations stay Llama-sized through the
+      // layers.
+      unwrappedIntx(-128, 127, 1, 0.0001, 0.0008);
       break;
     case SynthQuant::W4:
-    case SynthQuant::W8A8W4: {
-      // quantize_ + unwrap_tensor_subclass: the IntxUnpackedToInt8Tensor's
-      // inner tensors become parametrization parameters original0/1/2.
-      // register_parametrization moves the weight into the `parametrizations`
-      // child, so the module's own bias comes first in named_parameters().
-      addBias();
-      std::string base = module + ".parametrizations.weight.";
-      w.w = b_.constant(InputKind::Parameter, base + "original0", DType::I8, {n, k},
-                        b_.random(-8, 7));
-      w.scale = b_.constant(InputKind::Parameter, base + "original1", dt_, {n, k / g},
-                            b_.random(0.001, 0.01));
-      if (o_.weightZeroPoints)
-        w.zp = b_.constant(InputKind::Parameter, base + "original2", DType::I8, {n, k / g},
-                           FullInit{0});
+    case SynthQuant::W8A8W4:
+      // int4 per group: block [1, g], scale and zero point [n, k / g].
+      unwrappedIntx(-8, 7, k / g, 0.001, 0.01);
       break;
-    }
     }
     return &w;
   }
