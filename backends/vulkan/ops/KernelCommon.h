@@ -169,7 +169,6 @@ inline int64_t stepsPerDispatch(const DeviceInfo &info, int64_t steps, int64_t l
   return std::min(steps, int64_t(info.maxLoopIterations) - loops);
 }
 
-/// loopLimitReason as kernel `kernel`'s error.
 /// The dq8ca linears' activation (linear_dq8ca_q4gsw, linear_dq8ca_q8csw):
 /// `xq` the per-token int8 values exactly as quantize_affine computes them
 /// with the given scale (an f16 input with an f16 scale in f16, as torchao's
@@ -185,6 +184,7 @@ Expected<PerTokenInt8> quantizePerTokenInt8(Context &ctx, const char *kernel, co
                                             int64_t K, const DeviceTensor &inputScales,
                                             const DeviceTensor &inputZeroPoints);
 
+/// loopLimitReason as kernel `kernel`'s error.
 inline Status checkLoopIterations(const Context &ctx, const char *kernel, int64_t iterations) {
   std::string why = loopLimitReason(ctx.info(), iterations);
   if (!why.empty())
