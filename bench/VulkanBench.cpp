@@ -15,7 +15,10 @@
 // each way on GPUs, past their caches), and also run as
 // benchmarks of their own. Kernel time is the device's timestamp delta when
 // the queue has timestamps (submit/wait overhead not counted), else wall time
-// around submit + wait. Kernels with a fast and a bit-exact form take an
+// around submit + wait; on GPUs each sample records 16 launches into one
+// submission and reports their mean (counter "batch"; GRAFT_BENCH_BATCH=1 for
+// one launch per submission), so the GPU runs back to back at its working
+// clocks, as in a model's step. Kernels with a fast and a bit-exact form take an
 // `exact` argument (0: fast, 1: ContextOptions::exactKernels), so the two are
 // compared in one run. On GPUs the linear benchmarks rotate through copies
 // of their weights (counter "copies") so no run finds them in L2.
@@ -36,6 +39,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -90,16 +94,38 @@ vk::DeviceTensor upload(const Tensor &t) {
   return orDie(vk::uploadTensor(*context(), t));
 }
 
-/// Seconds one run of `launch` (recorded dispatches) takes: device timestamps
-/// when the queue has them, else wall time around submit + wait.
-Expected<double> timeOnce(const std::function<Status()> &launch) {
+bool cpuDevice();
+
+/// Launches recorded into one submission per timed sample: 1 on CPU devices;
+/// 16 on GPUs (GRAFT_BENCH_BATCH=N overrides, 1 gives the isolated-dispatch
+/// numbers). One dispatch per submission leaves a GPU idle while the host
+/// waits for it: the sample then pays the submission's start-up, and an idle
+/// GPU drops its clocks (an H200 idles at 345 MHz against 1980), whereas a
+/// model's step records its hundreds of dispatches back to back, each after
+/// a barrier (Context::dispatch), as the batch does here.
+int launchesPerSample() {
+  static int batch = [] {
+    if (const char *env = std::getenv("GRAFT_BENCH_BATCH"))
+      return std::max(1, std::atoi(env));
+    return cpuDevice() ? 1 : 16;
+  }();
+  return batch;
+}
+
+/// Seconds one run of `launch` (recorded dispatches) takes, averaged over
+/// `repeats` runs recorded into one submission: device timestamps when the
+/// queue has them (submit/wait overhead not counted), else wall time around
+/// submit + wait.
+Expected<double> timeOnce(const std::function<Status()> &launch, int repeats = 1) {
   vk::Context &ctx = *context();
   auto t0 = std::chrono::steady_clock::now();
-  GRAFT_CHECK_OK(launch());
+  for (int r = 0; r < repeats; ++r)
+    GRAFT_CHECK_OK(launch());
   GRAFT_CHECK_OK(ctx.flush());
   auto t1 = std::chrono::steady_clock::now();
-  return ctx.info().timestampPeriodNs > 0 ? ctx.lastSubmitDeviceNs() * 1e-9
-                                          : std::chrono::duration<double>(t1 - t0).count();
+  double secs = ctx.info().timestampPeriodNs > 0 ? ctx.lastSubmitDeviceNs() * 1e-9
+                                                 : std::chrono::duration<double>(t1 - t0).count();
+  return secs / repeats;
 }
 
 /// The calibration copy: 16 MiB of vec4s read, 16 MiB written, on CPU
@@ -126,6 +152,21 @@ std::size_t rotationCopies(double weightBytes) {
   if (cpuDevice() || weightBytes <= 0)
     return 1;
   return static_cast<std::size_t>(std::clamp(256.0 * 1024 * 1024 / weightBytes, 1.0, 512.0) + 0.5);
+}
+
+/// The weights a benchmark built for shape `key`, built by `make` on the
+/// first call only. Google Benchmark calls a benchmark function several times
+/// (once per trial while it sizes the iteration count); on a GPU, repacking
+/// and uploading up to 512 rotation copies each time took most of a sweep's
+/// wall time. One cache per Setup type: each benchmark function has its own.
+/// Function-local statics built after context()'s, so freed before it.
+template <class Setup, class Make>
+const Setup &cachedSetup(std::vector<int64_t> key, Make make) {
+  static std::map<std::vector<int64_t>, std::unique_ptr<Setup>> cache;
+  std::unique_ptr<Setup> &slot = cache[std::move(key)];
+  if (!slot)
+    slot = std::make_unique<Setup>(make());
+  return *slot;
 }
 
 /// Host memcpy GB/s (read + write) of 16 MiB, per CPU second, best of 20.
@@ -156,12 +197,22 @@ double streamGBs() {
     auto out = vk::allocateTensor(*context(), DType::F32, {n});
     if (!in || !out)
       return 0.0;
+    auto copy = [&] { return vk::streamCopy(*context(), *in, *out); };
+    // The first run compiles the shader; on a GPU, about half a second of
+    // copies then brings the clocks up before anything is timed.
+    if (!timeOnce(copy))
+      return 0.0;
+    if (!cpuDevice())
+      for (auto w0 = std::chrono::steady_clock::now();
+           std::chrono::steady_clock::now() - w0 < std::chrono::milliseconds(500);)
+        if (!timeOnce(copy, launchesPerSample()))
+          return 0.0;
     double best = 0;
-    for (int i = 0; i < 21; ++i) {
-      auto secs = timeOnce([&] { return vk::streamCopy(*context(), *in, *out); });
+    for (int i = 0; i < 20; ++i) {
+      auto secs = timeOnce(copy, launchesPerSample());
       if (!secs)
         return 0.0;
-      if (i > 0 && *secs > 0) // the first run compiles the shader
+      if (*secs > 0)
         best = std::max(best, 8.0 * double(n) * 1e-9 / *secs);
     }
     return best;
@@ -194,7 +245,7 @@ void runKernel(benchmark::State &state, const std::function<Status()> &launch, d
   int64_t iterations = 0;
   for (auto _ : state) {
     double cpu0 = processCpuSeconds();
-    auto secs = timeOnce(launch);
+    auto secs = timeOnce(launch, launchesPerSample());
     cpuTotal += processCpuSeconds() - cpu0;
     if (!secs) {
       state.SkipWithError("kernel failed");
@@ -211,8 +262,9 @@ void runKernel(benchmark::State &state, const std::function<Status()> &launch, d
   if (flops > 0)
     state.counters["GFLOP/s"] = total > 0 ? flops * double(iterations) * 1e-9 / total : 0;
   state.counters["MiB"] = bytes / (1024.0 * 1024.0);
+  state.counters["batch"] = launchesPerSample();
   if (cpuDevice() && iterations > 0)
-    state.counters["cpu ms"] = 1e3 * cpuTotal / double(iterations);
+    state.counters["cpu ms"] = 1e3 * cpuTotal / double(iterations * launchesPerSample());
 }
 
 /// Selects the bit-exact or the fast kernels for one benchmark (restored on exit).
@@ -268,14 +320,22 @@ void BM_VkLinearQ4gsw(benchmark::State &state) {
   int64_t M = state.range(0), K = state.range(1), N = state.range(2), gs = 32;
   ExactKernels exact(state.range(3) != 0);
   const double weightBytes = double(N * K / 2) + 4.0 * double(K / gs * N);
-  const Tensor wt = randomTensor(DType::U8, {N, K / 2}, 0, 256, 1);
-  const Tensor st = randomTensor(DType::F32, {K / gs, N}, 0.002, 0.02, 2);
-  std::vector<vk::PackedQ4Weight> w;
-  std::vector<vk::DeviceTensor> s;
-  for (std::size_t c = 0, n = rotationCopies(weightBytes); c < n; ++c) {
-    w.push_back(orDie(vk::prepackQ4(*context(), wt, true)));
-    s.push_back(upload(st));
-  }
+  struct Setup {
+    std::vector<vk::PackedQ4Weight> w;
+    std::vector<vk::DeviceTensor> s;
+  };
+  const Setup &setup = cachedSetup<Setup>({M, K, N}, [&] {
+    const Tensor wt = randomTensor(DType::U8, {N, K / 2}, 0, 256, 1);
+    const Tensor st = randomTensor(DType::F32, {K / gs, N}, 0.002, 0.02, 2);
+    Setup r;
+    for (std::size_t c = 0, n = rotationCopies(weightBytes); c < n; ++c) {
+      r.w.push_back(orDie(vk::prepackQ4(*context(), wt, true)));
+      r.s.push_back(upload(st));
+    }
+    return r;
+  });
+  const auto &w = setup.w;
+  const auto &s = setup.s;
   auto x = upload(randomTensor(DType::F32, {M, K}, -1, 1, 3));
   std::size_t run = 0;
   runKernel(
@@ -310,13 +370,22 @@ template <class W, class Prepack, class Launch>
 void runDq8caLinear(benchmark::State &state, double weightBytes, const Tensor &st,
                     const Tensor &sumst, Prepack prepack, Launch launch) {
   int64_t M = state.range(0), K = state.range(1), N = state.range(2);
-  std::vector<W> w;
-  std::vector<vk::DeviceTensor> s, sums;
-  for (std::size_t c = 0, n = rotationCopies(weightBytes); c < n; ++c) {
-    w.push_back(orDie(prepack()));
-    s.push_back(upload(st));
-    sums.push_back(upload(sumst));
-  }
+  struct Setup {
+    std::vector<W> w;
+    std::vector<vk::DeviceTensor> s, sums;
+  };
+  const Setup &setup = cachedSetup<Setup>({M, K, N}, [&] {
+    Setup r;
+    for (std::size_t c = 0, n = rotationCopies(weightBytes); c < n; ++c) {
+      r.w.push_back(orDie(prepack()));
+      r.s.push_back(upload(st));
+      r.sums.push_back(upload(sumst));
+    }
+    return r;
+  });
+  const auto &w = setup.w;
+  const auto &s = setup.s;
+  const auto &sums = setup.sums;
   auto x = upload(randomTensor(DType::F32, {M, K}, -1, 1, 3));
   auto xs = upload(randomTensor(DType::F32, {M}, 0.004, 0.008, 4));
   auto xz = upload(randomTensor(DType::I8, {M}, -10, 10, 5));

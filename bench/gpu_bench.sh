@@ -21,14 +21,27 @@
 #
 # Each step has its own time limit (STEP_SECONDS, default 150) so one slow
 # step cannot eat the whole lease; a step that fails is reported and the
-# rest still run.
+# rest still run. For a short lease: TESTS (gtest filter of the kernel tests,
+# default all; empty skips them and the KV-cache tests), SWEEP_FILTER (the
+# sweep's benchmarks), MIN_TIME (--benchmark_min_time, default 0.1),
+# BENCH_FILTER (the full run's), GENERATE (tokens; 0 skips the KV-cache
+# export). The kernel benchmarks record 16 launches per submission on a GPU
+# (VulkanBench.cpp, counter "batch"); UNBATCHED="TILING ..." adds a sweep of
+# those tilings at one launch per submission (GRAFT_BENCH_BATCH=1), the way
+# runs before 2026-11-28 measured.
 set -uo pipefail
 BUNDLE=${BUNDLE:-$(cd "$(dirname "$0")" && pwd)}
 RESULTS=${RESULTS:-$PWD/gpu-results}
 STEP_SECONDS=${STEP_SECONDS:-150}
 MODELS=${MODELS-4w 8da4w}
+TESTS=${TESTS-*}
+MIN_TIME=${MIN_TIME:-0.1}
+SWEEP_FILTER=${SWEEP_FILTER:-BM_VkStream|BM_VkLinear.*/M:1/.*/exact:0}
+BENCH_FILTER=${BENCH_FILTER:-BM_Vk|BM_HostMemcpy}
+GENERATE=${GENERATE:-32}
+UNBATCHED=${UNBATCHED-}
 TILINGS=${TILINGS:-default gpu_gemv gpu_gemv_sg gpu_gemv_sg_n4 gpu_gemv_lanes gpu_gemv_lanes_sg
-  gpu_gemv_splitk gpu_gemv_splitk_sg gpu_gemv_splitk_wg_sg}
+  gpu_gemv_splitk gpu_gemv_splitk_sg gpu_gemv_splitk_wg_sg gpu_gemv_splitk_n4_sg}
 mkdir -p "$RESULTS"
 export LD_LIBRARY_PATH=$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 step() { # name, command...
@@ -42,19 +55,29 @@ step() { # name, command...
 command -v nvidia-smi >/dev/null &&
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv >&2
 step devices "$BUNDLE/graft" devices --json >"$RESULTS/devices.json"
-step tests "$BUNDLE/graft_VulkanKernelsTest" --gtest_brief=1 >"$RESULTS/tests.txt" 2>&1
-step kv-tests "$BUNDLE/graft_VulkanKvCacheTest" --gtest_brief=1 >>"$RESULTS/tests.txt" 2>&1
-grep -E "PASSED|FAILED" "$RESULTS/tests.txt" >&2
+if [[ -n $TESTS ]]; then
+  step tests "$BUNDLE/graft_VulkanKernelsTest" --gtest_brief=1 --gtest_filter="$TESTS" \
+    >"$RESULTS/tests.txt" 2>&1
+  [[ -x $BUNDLE/graft_VulkanKvCacheTest ]] &&
+    step kv-tests "$BUNDLE/graft_VulkanKvCacheTest" --gtest_brief=1 >>"$RESULTS/tests.txt" 2>&1
+  grep -E "PASSED|FAILED" "$RESULTS/tests.txt" >&2
+fi
 : >"$RESULTS/sweep.txt"
 for t in $TILINGS; do
   echo "## GRAFT_VK_LINEAR_TILING=$t" >>"$RESULTS/sweep.txt"
   # `default` leaves the variable empty: Linear.cpp's choice by shape.
   GRAFT_VK_LINEAR_TILING=${t#default} step "sweep $t" "$BUNDLE/graft_bench" \
-    --benchmark_filter='BM_VkStream|BM_VkLinear.*/M:1/.*/exact:0' --benchmark_min_time=0.1 \
+    --benchmark_filter="$SWEEP_FILTER" --benchmark_min_time="$MIN_TIME" \
     >>"$RESULTS/sweep.txt" 2>&1
 done
-step bench "$BUNDLE/graft_bench" --benchmark_filter='BM_Vk|BM_HostMemcpy' \
-  --benchmark_min_time=0.1 --benchmark_format=json --benchmark_out="$RESULTS/bench.json" \
+for t in $UNBATCHED; do
+  echo "## GRAFT_VK_LINEAR_TILING=$t GRAFT_BENCH_BATCH=1" >>"$RESULTS/sweep.txt"
+  GRAFT_BENCH_BATCH=1 GRAFT_VK_LINEAR_TILING=${t#default} step "unbatched $t" \
+    "$BUNDLE/graft_bench" --benchmark_filter="$SWEEP_FILTER" --benchmark_min_time="$MIN_TIME" \
+    >>"$RESULTS/sweep.txt" 2>&1
+done
+step bench "$BUNDLE/graft_bench" --benchmark_filter="$BENCH_FILTER" \
+  --benchmark_min_time="$MIN_TIME" --benchmark_out="$RESULTS/bench.json" \
   --benchmark_out_format=json --benchmark_format=console >&2
 # One JSON object per line: {"name": ..., "result": <graft's --json>}.
 record() { python3 -c 'import json,sys; print(json.dumps({"name": sys.argv[1], "result": json.load(open(sys.argv[2]))}))' "$1" "$2" >>"$RESULTS/models.jsonl" || true; }
@@ -67,10 +90,11 @@ for q in $MODELS; do
   step "compile $q" "$BUNDLE/graft" compile "$m.pt2" -o "$m.vkprog" --json >"$m.compile.json"
   step "run $q" "$BUNDLE/graft" run "$m.vkprog" --bench 5 --warmup 2 --json >"$m.run.json" &&
     record "bench $q" "$m.run.json"
+  ((GENERATE > 0)) || continue
   step "synth kv $q" "$BUNDLE/graft" synth llama "${shape[@]}" --quant "$q" --kv-cache custom \
     -o "$m.kv.pt2" >/dev/null
   step "compile kv $q" "$BUNDLE/graft" compile "$m.kv.pt2" -o "$m.kv.vkprog" --json >"$m.kvc.json"
-  step "generate kv $q" "$BUNDLE/graft" run "$m.kv.vkprog" --generate 32 --warmup 1 \
+  step "generate kv $q" "$BUNDLE/graft" run "$m.kv.vkprog" --generate "$GENERATE" --warmup 1 \
     --inputs 'tokens=[1,2,3,4,5,6,7,8]' --json >"$m.gen.json" && record "generate $q" "$m.gen.json"
   rm -f "$m.pt2" "$m.vkprog" "$m.kv.pt2" "$m.kv.vkprog"
 done

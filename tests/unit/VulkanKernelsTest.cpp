@@ -478,7 +478,14 @@ TEST(VulkanKernels, RowKernelsPastTheLoopLimit) {
        << "  input %x : f32" << row << "\n  %o : f32" << row
        << " = et_vk.rms_norm.default(%x, %w, 1e-06)\n  output %o\n}\n";
     SCOPED_TRACE(rn.str());
-    checkGraph(rn.str(), kUlps, 31);
+    {
+      // The reference's order of squares: on a GPU the default (fast)
+      // profile sums them cooperatively (rms_norm_coop, bounded by
+      // RmsNormCoopWithinBound), which an NVIDIA H200 showed is ~50 ulp
+      // away at 70001 values, inside its (gamma_D + 12u) bound.
+      ExactKernelsScope exact;
+      checkGraph(rn.str(), kUlps, 31);
+    }
   }
   // Attention over 30000 keys (90000 softmax steps, split; one output
   // dispatch) and over 70001 (both split), also causal (top-left: the rows
@@ -1065,7 +1072,7 @@ std::vector<double> q4AbsDot(const Tensor &x, const Tensor &packed, const Tensor
 /// supports; "gpu_gemv": K split 16 ways with the shared-memory reduction;
 /// "gpu_gemv_sg*": K split 32 ways with a subgroup reduction where the device
 /// has 32-lane subgroups, else gpu_gemv; "gpu_gemv_splitk*": K split in
-/// 32-value blocks over teams of 64 or 256 lanes, `_sg` with subgroupAdd,
+/// 32-value blocks over teams of 64, 256 or (n4) 32 lanes, `_sg` with subgroupAdd,
 /// which lavapipe's 8-lane subgroups run), whatever the device is.
 const char *const kLinearTilings[] = {"cpu",
                                       "gpu",
@@ -1076,7 +1083,8 @@ const char *const kLinearTilings[] = {"cpu",
                                       "gpu_gemv_lanes_sg",
                                       "gpu_gemv_splitk",
                                       "gpu_gemv_splitk_sg",
-                                      "gpu_gemv_splitk_wg_sg"};
+                                      "gpu_gemv_splitk_wg_sg",
+                                      "gpu_gemv_splitk_n4_sg"};
 
 /// GEMVs whose K is not a multiple of a split-K iteration (2 x 64 or
 /// 2 x 256 blocks of 32): 4160 leaves lanes with one block or none in the
@@ -1795,7 +1803,7 @@ TEST(VulkanKernels, ChooseQParamsWholeTensorMatchesPt2eChooseQParams) {
 TEST(VulkanKernels, RmsNormCoopWithinBound) {
   GRAFT_REQUIRE_VULKAN();
   withEnv("GRAFT_VK_KERNELS", "gpu", [] {
-    for (int64_t d : {8, 65, 300, 2048}) {
+    for (int64_t d : {8, 65, 300, 2048, 70001}) {
       std::ostringstream g;
       g << "graph @t {\n  param %w : f32[" << d
         << "] fqn=\"w\" = random(seed=4, min=0.5, max=1.5)\n"
@@ -2327,7 +2335,8 @@ TEST(VulkanKernels, SplitKGemvTilingsRunWhereSupported) {
   for (auto [tiling, supported] :
        std::vector<std::pair<std::string, bool>>{{"gpu_gemv_splitk", true},
                                                  {"gpu_gemv_splitk_sg", subgroupTeams(64)},
-                                                 {"gpu_gemv_splitk_wg_sg", subgroupTeams(256)}})
+                                                 {"gpu_gemv_splitk_wg_sg", subgroupTeams(256)},
+                                                 {"gpu_gemv_splitk_n4_sg", subgroupTeams(32)}})
     withLinearTiling(tiling.c_str(), [&] {
       ASSERT_TRUE(ctx.setProfiling(true).ok());
       auto out = vk::linearQ4gsw(ctx, *x, *w, *s, 32, nullptr);

@@ -196,7 +196,9 @@ struct FastLinearTiling {
 /// chunks over adjacent lanes, so x and weight loads coalesce. The `splitk`
 /// ones (linear_q4gsw_splitk.glsl) split K in 32-value blocks over teams of
 /// 64 lanes (two warps; `_wg`: all 256 of the workgroup), two blocks in flight
-/// per lane; `_sg` reduces each subgroup with subgroupAdd, then shared memory.
+/// per lane; `_sg` reduces each subgroup with subgroupAdd, then shared memory;
+/// `splitk_n4_sg`: teams of 32 lanes on four columns (one x load per four
+/// weight words).
 constexpr FastLinearTiling kGpuGemvTilings[] = {
     {"gpu_gemv", 4 * 2, 1, 0},
     {"gpu_gemv_sg", 2 * 2, 1, 32},
@@ -206,6 +208,7 @@ constexpr FastLinearTiling kGpuGemvTilings[] = {
     {"gpu_gemv_splitk", 4 * 2, 1, 0},
     {"gpu_gemv_splitk_sg", 4 * 2, 1, 64, false, true},
     {"gpu_gemv_splitk_wg_sg", 1 * 2, 1, 256, false, true},
+    {"gpu_gemv_splitk_n4_sg", 8 * 4, 1, 32, false, true},
 };
 
 bool supports(const Context &ctx, const FastLinearTiling &t, bool dq8ca) {

@@ -116,9 +116,14 @@ layout(set = 0, binding = 7) readonly buffer Sums256 { u64vec4 t_sums256[]; };
 
 // The 4-bit values (nibble - 8) at nibbles `first` .. `first` + 3 of `word`
 // (converted from signed integers: one instruction on CPUs without an
-// unsigned conversion).
+// unsigned conversion; the GPU tilings' weight-only floats come from the bits,
+// nibbles4f, the same values without conversions).
 XV_T unpack4(uint word, uint first) {
+#if K_SPLIT > 1 && !defined(MODE_dq8ca)
+  return nibbles4f(word, first);
+#else
   return XV_T(nibbles4(word, first));
+#endif
 }
 
 // 32 int4 weights of row n's block kb.

@@ -52,7 +52,7 @@ void main() {
       // A column past N re-reads column n0 (its result is not stored).
       int n = n0 + (c < cols ? c : 0);
       uint w = t_w[n * rowWords + ch];
-      float d = dot(xa, vec4(nibbles4(w, 0u))) + dot(xb, vec4(nibbles4(w, 4u)));
+      float d = dot(xa, nibbles4f(w, 0u)) + dot(xb, nibbles4f(w, 4u));
       acc[c] = fma(d, float(t_scales[g * pc.scaleStride + n]), acc[c]);
     }
   }

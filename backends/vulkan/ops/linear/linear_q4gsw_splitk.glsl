@@ -91,14 +91,14 @@ void addBlock(inout float acc[TILE_N], uvec4 w[TILE_N], int kb, int xBase, int n
       idot -= zp * t_sums[g * pc.sumsStride + n];
     acc[c] = fma(float(idot), inScale * s, acc[c]);
 #else
-    vec4 p = xv[0] * vec4(nibbles4(w[c].x, 0u));
-    p = fma(xv[1], vec4(nibbles4(w[c].x, 4u)), p);
-    p = fma(xv[2], vec4(nibbles4(w[c].y, 0u)), p);
-    p = fma(xv[3], vec4(nibbles4(w[c].y, 4u)), p);
-    p = fma(xv[4], vec4(nibbles4(w[c].z, 0u)), p);
-    p = fma(xv[5], vec4(nibbles4(w[c].z, 4u)), p);
-    p = fma(xv[6], vec4(nibbles4(w[c].w, 0u)), p);
-    p = fma(xv[7], vec4(nibbles4(w[c].w, 4u)), p);
+    vec4 p = xv[0] * nibbles4f(w[c].x, 0u);
+    p = fma(xv[1], nibbles4f(w[c].x, 4u), p);
+    p = fma(xv[2], nibbles4f(w[c].y, 0u), p);
+    p = fma(xv[3], nibbles4f(w[c].y, 4u), p);
+    p = fma(xv[4], nibbles4f(w[c].z, 0u), p);
+    p = fma(xv[5], nibbles4f(w[c].z, 4u), p);
+    p = fma(xv[6], nibbles4f(w[c].w, 0u), p);
+    p = fma(xv[7], nibbles4f(w[c].w, 4u), p);
     acc[c] = fma((p.x + p.y) + (p.z + p.w), s, acc[c]);
 #endif
   }
