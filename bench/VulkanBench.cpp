@@ -160,8 +160,7 @@ std::size_t rotationCopies(double weightBytes) {
 /// and uploading up to 512 rotation copies each time took most of a sweep's
 /// wall time. One cache per Setup type: each benchmark function has its own.
 /// Function-local statics built after context()'s, so freed before it.
-template <class Setup, class Make>
-const Setup &cachedSetup(std::vector<int64_t> key, Make make) {
+template <class Setup, class Make> const Setup &cachedSetup(std::vector<int64_t> key, Make make) {
   static std::map<std::vector<int64_t>, std::unique_ptr<Setup>> cache;
   std::unique_ptr<Setup> &slot = cache[std::move(key)];
   if (!slot)

@@ -257,22 +257,24 @@ FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M, int64_t N, bool
                               : texelReads(ctx, texelBytes) ? "cpu_gemv_texel"
                                                             : "cpu_gemv_wide",
                               8 * 32, 1, 0};
-    // By output width, from the H100 runs of 2026-11-27 (docs/benchmarks.md,
-    // "Vulkan kernels on a GPU"): at N >= 8192 lanes_sg was the fastest
-    // weight-only GEMV (1x2048x8192: 62 us, sg 85; 1x4096x14336: 142, sg
-    // 259); at 1x4096x4096 sg_n4 was (76 us, lanes_sg 89; dq8ca 93 against
-    // 102-108). On the 1B model, whose other projections are 2048 and 512
-    // wide, lanes_sg everywhere took the linears from 4.6 ms (run 1, sg) to
-    // 8.0 ms: below 4096 columns sg stays, whose 4 columns per workgroup
-    // launch 4x as many workgroups as sg_n4's 16. The sweeps did not vary K
-    // on its own, so K does not enter the choice. The split-K tilings are not
-    // measured yet (bench/gpu_bench.sh sweeps them).
-    if (N >= 8192)
+    // By output width, from the NVIDIA H200 sweep of 2026-11-28 with 16
+    // launches per submission (docs/benchmarks.md, "Vulkan kernels on a
+    // GPU"; us per GEMV): at 1x4096x14336 lanes_sg was the fastest
+    // weight-only tiling (30.4; sg_n4 31.7, split-K 44.9) and sg_n4 the
+    // fastest dq8ca one (41.0); at 1x2048x8192 sg_n4 (13.2; lanes_sg 16.4);
+    // below 8192 columns split-K over teams of 64 lanes (1x4096x4096 15.1,
+    // sg_n4 15.8; 1x2048x2048 6.5, sg 7.6; 1x2048x512 4.9, sg 6.4;
+    // 1x8192x2048 15.3, sg 19.6; dq8ca 1x4096x4096 82.6, sg_n4 93.2). Wide
+    // outputs give every tiling enough workgroups, and the ones that read
+    // x once for several columns win; narrow ones need K split further to
+    // fill the GPU. Devices without subgroup arithmetic take the shared-
+    // memory forms.
+    if (N >= 12288)
       return firstSupported(ctx, dq8ca,
                             {"gpu_gemv_lanes_sg", "gpu_gemv_sg_n4", "gpu_gemv_lanes", "gpu_gemv"});
-    if (N >= 4096)
+    if (N >= 8192)
       return firstSupported(ctx, dq8ca, {"gpu_gemv_sg_n4", "gpu_gemv_lanes", "gpu_gemv"});
-    return firstSupported(ctx, dq8ca, {"gpu_gemv_sg", "gpu_gemv"});
+    return firstSupported(ctx, dq8ca, {"gpu_gemv_splitk_sg", "gpu_gemv_splitk"});
   }
   // GEMM: a 4 x 16 tile per invocation. An invocation loads 4 rows of x and
   // 16 columns of weights per block; per output that is 16/16 + 3/4 loaded
