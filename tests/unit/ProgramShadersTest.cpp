@@ -346,6 +346,15 @@ TEST_F(ProgramShadersTest, RunBenchReportsPrefillDecodeAndFamilies) {
   for (const auto &phase : j["phases"]) {
     EXPECT_GT(phase["wall_ms"]["mean"].get<double>(), 0);
     EXPECT_GT(phase["tokens_per_s"].get<double>(), 0);
+    // One submission per run (the executor flushes once, at the end), every
+    // buffer from the pool after the warm-up, and the wall time split into
+    // the host's recording and its time in that flush.
+    EXPECT_EQ(phase["flushes_per_run"], 1) << phase.dump();
+    EXPECT_EQ(phase["buffers_created_per_run"], 0) << phase.dump();
+    EXPECT_GT(phase["host_flush_ms"].get<double>(), 0) << phase.dump();
+    EXPECT_NEAR(phase["host_record_ms"].get<double>() + phase["host_flush_ms"].get<double>(),
+                phase["wall_ms"]["mean"].get<double>(), 1e-6)
+        << phase.dump();
     if (!j["timestamps"].get<bool>())
       continue;
     EXPECT_GT(phase["device_ms"]["mean"].get<double>(), 0);
@@ -367,6 +376,8 @@ TEST_F(ProgramShadersTest, RunBenchReportsPrefillDecodeAndFamilies) {
   EXPECT_NE(text.find("prefill: 16 tokens"), std::string::npos) << text;
   EXPECT_NE(text.find("decode: 1 token,"), std::string::npos) << text;
   EXPECT_NE(text.find("tokens/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("ms in 1 flush (submit + wait); 0 buffers created"), std::string::npos)
+      << text;
 }
 
 } // namespace

@@ -74,7 +74,11 @@ struct PhaseResult {
   std::string name;
   int64_t tokens = 0;
   std::vector<double> wallMs, deviceMs;
-  uint64_t dispatchesPerRun = 0;
+  /// Per run: host time inside Context::flush (submit, wait, read-back) and
+  /// the rest of the wall time, the host recording (executor, lowerings,
+  /// descriptor writes, uploads).
+  std::vector<double> flushMs, recordMs;
+  uint64_t dispatchesPerRun = 0, flushesPerRun = 0, buffersCreatedPerRun = 0;
   std::map<std::string, Family> families, variants; ///< totals over all runs
 };
 
@@ -94,7 +98,11 @@ nlohmann::ordered_json phaseJson(const PhaseResult &r, int runs, bool timestamps
   j["tokens"] = r.tokens;
   j["runs"] = runs;
   j["dispatches_per_run"] = r.dispatchesPerRun;
+  j["flushes_per_run"] = r.flushesPerRun;
+  j["buffers_created_per_run"] = r.buffersCreatedPerRun;
   j["wall_ms"] = {{"mean", mean(r.wallMs)}, {"min", minOf(r.wallMs)}};
+  j["host_record_ms"] = mean(r.recordMs);
+  j["host_flush_ms"] = mean(r.flushMs);
   j["tokens_per_s"] = mean(r.wallMs) > 0 ? double(r.tokens) * 1e3 / mean(r.wallMs) : 0.0;
   if (!timestamps)
     return j;
@@ -218,7 +226,12 @@ int benchProgram(const Args &args, const std::string &path, const Program &progr
       if (!out)
         return reportFailure(out.diags());
       r.wallMs.push_back(wall);
-      r.dispatchesPerRun = exec.stats().dispatches;
+      const vk::ExecutorStats &stats = exec.stats();
+      r.dispatchesPerRun = stats.dispatches;
+      r.flushesPerRun = stats.flushes;
+      r.buffersCreatedPerRun = stats.buffersCreated;
+      r.flushMs.push_back(stats.flushMs);
+      r.recordMs.push_back(std::max(0.0, wall - stats.flushMs));
       double device = 0;
       for (vk::DispatchTiming &t : ctx.takeDispatchTimings()) {
         device += t.ns;
@@ -274,6 +287,15 @@ int benchProgram(const Args &args, const std::string &path, const Program &progr
       std::cout << line;
     }
     std::cout << "\n";
+    std::snprintf(line, sizeof(line),
+                  "  host: %.3f ms recording, %.3f ms in %llu flush%s (submit + wait); %llu "
+                  "buffer%s created\n",
+                  mean(r.recordMs), mean(r.flushMs),
+                  static_cast<unsigned long long>(r.flushesPerRun),
+                  r.flushesPerRun == 1 ? "" : "es",
+                  static_cast<unsigned long long>(r.buffersCreatedPerRun),
+                  r.buffersCreatedPerRun == 1 ? "" : "s");
+    std::cout << line;
     if (!timestamps)
       continue;
     auto rows = phaseJson(r, runs, true)["families"];

@@ -799,6 +799,9 @@ GraphExecutor::run(const std::vector<RuntimeValue> &userInputs) {
   stats_.flushes = after.flushes - before.flushes;
   stats_.bytesUploaded = after.bytesUploaded - before.bytesUploaded;
   stats_.bytesDownloaded = after.bytesDownloaded - before.bytesDownloaded;
+  stats_.buffersCreated = (after.buffersAllocated - after.buffersReused) -
+                          (before.buffersAllocated - before.buffersReused);
+  stats_.flushMs = (after.flushNs - before.flushNs) / 1e6;
   return outs;
 }
 

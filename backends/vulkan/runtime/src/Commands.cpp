@@ -8,6 +8,7 @@
 #include "VulkanCore.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace graft::vk {
@@ -229,6 +230,14 @@ Status Context::flush() {
     m.inFlight.clear();
     return okStatus();
   }
+  const auto started = std::chrono::steady_clock::now();
+  struct FlushTimer { // counts every way out, errors included
+    double &ns;
+    std::chrono::steady_clock::time_point t0;
+    ~FlushTimer() {
+      ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    }
+  } timer{m.stats.flushNs, started};
   if (m.queryPool)
     vkCmdWriteTimestamp(m.commandBuffer, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, m.queryPool, 1);
   GRAFT_VK_CHECK(vkEndCommandBuffer(m.commandBuffer));

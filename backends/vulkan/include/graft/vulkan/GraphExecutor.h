@@ -103,6 +103,8 @@ struct ExecutorStats {
   uint64_t cpuFallbackNodes = 0; ///< CPU-fallback nodes executed in the last run
   uint64_t bytesUploaded = 0;
   uint64_t bytesDownloaded = 0;
+  uint64_t buffersCreated = 0; ///< device buffers the pool could not supply
+  double flushMs = 0;          ///< host time in Context::flush (ContextStats::flushNs)
 };
 
 class GraphExecutor {

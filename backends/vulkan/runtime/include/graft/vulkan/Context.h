@@ -131,6 +131,10 @@ struct ContextStats {
   uint64_t bytesAllocated = 0;
   uint64_t bytesUploaded = 0;
   uint64_t bytesDownloaded = 0;
+  /// Host time inside flush(): submitting, waiting for the device (its work
+  /// included) and reading back timestamps and status flags. A run's wall
+  /// time minus this is what the host spent recording.
+  double flushNs = 0;
 };
 
 class Context {
