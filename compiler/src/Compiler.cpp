@@ -358,6 +358,37 @@ Expected<FuseResult> fuse(Graph &graph, const RuleSet &rules, rewrite::FqnRegist
   return out;
 }
 
+std::vector<Diagnostic> fuseWarnings(const FuseResult &result, const RuleSet &rules) {
+  std::vector<Diagnostic> out;
+  for (rewrite::RulePhase phase : rewrite::kRulePhases) {
+    const rewrite::RewriteResult &r = result.pass(phase);
+    if (r.converged)
+      continue;
+    const rewrite::RuleStats *top = nullptr;
+    for (const rewrite::RuleStats &s : r.stats)
+      if (s.applied && (!top || s.applied > top->applied))
+        top = &s;
+    std::string message = std::string("the ") + rewrite::name(phase) + " pass stopped at its " +
+                          r.stopReason + " after " + std::to_string(r.rewrites) +
+                          " rewrites without reaching a fixpoint";
+    if (!top) {
+      out.push_back(Diagnostic::warning(message));
+      continue;
+    }
+    message += "; rule '" + top->rule + (top->variant ? "#" + std::to_string(top->variant) : "") +
+               "' fired " + std::to_string(top->applied) +
+               " times, the most: if its replacement matches its own pattern, it fires again on "
+               "its own output until the limit";
+    const rewrite::Rule *rule = nullptr;
+    for (const rewrite::Rule &candidate : rules.rules(phase))
+      if (candidate.name == top->rule && candidate.variant == top->variant)
+        rule = &candidate;
+    out.push_back(rule && rule->loc.begin.line ? Diagnostic::warning(rule->loc, message)
+                                               : Diagnostic::warning(message));
+  }
+  return out;
+}
+
 Expected<std::vector<rewrite::ExplainEntry>> explainPhases(Graph &graph, const RuleSet &rules,
                                                            const rewrite::ExplainOptions &options) {
   std::vector<rewrite::ExplainEntry> out;
@@ -760,6 +791,9 @@ Status fusePass(CompileState &st) {
       out.push_back(Diagnostic::internal("the fused graph does not verify: " + d.message));
     return Failure(std::move(out));
   }
+  st.result.warnings = st.rules.warnings;
+  for (Diagnostic &w : fuseWarnings(f, st.rules))
+    st.result.warnings.push_back(std::move(w));
   st.sum().rulesFired = f.rulesFired;
   st.sum().nodesOut = graph.numNodes();
   st.stat("rewrites", double(f.fuse.rewrites));

@@ -232,3 +232,46 @@ TEST(RewriteCli, RuleDirectoriesExpandToTheirPatFiles) {
   EXPECT_NE(print.err.find("is a directory"), std::string::npos) << print.err;
   std::filesystem::remove_all(empty);
 }
+
+// A rule whose replacement its own pattern matches (neg(x) -> neg(neg(neg(x))),
+// meaning-preserving) fires on its own output until the rewrite limit: fuse
+// and compile still succeed (every rewrite kept the meaning) and warn at the
+// rule, naming it.
+TEST(RewriteCli, SelfMatchingRuleWarnsAtTheRewriteLimit) {
+  std::string rules = writeTemp("self.pat", R"(rule neg_triple {
+  match {
+    %out = aten.neg.default($x)
+  }
+  rewrite {
+    %a = aten.neg($x)
+    %b = aten.neg(%a)
+    %out = aten.neg(%b)
+  }
+}
+)");
+  std::string graph = writeTemp("self.gir", R"(graph @g {
+  input %x : f32[4]
+  %n : f32[4] = aten.neg.default(%x)
+  output %n
+}
+)");
+  const std::string warning = "self.pat:1:6: warning: the fuse pass stopped at its rewrite limit "
+                              "after 1032 rewrites without reaching a fixpoint; rule 'neg_triple' "
+                              "fired 1032 times, the most: if its replacement matches its own "
+                              "pattern, it fires again on its own output until the limit";
+  CliRun f = runGraft("fuse " + graph + " --rules " + rules + " -o " + temp("self_out.gir"));
+  EXPECT_EQ(f.code, 0) << f.err;
+  EXPECT_NE(f.err.find(warning), std::string::npos) << f.err;
+  EXPECT_NE(f.out.find("NOT converged (rewrite limit)"), std::string::npos) << f.out;
+  CliRun c = runGraft("compile " + graph + " --rules " + rules +
+                      " --no-default-rules --quiet -o " + temp("self.vkprog"));
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.err.find(warning), std::string::npos) << c.err;
+  // A rule set that reaches its fixpoint warns about nothing.
+  CliRun quiet = runGraft("fuse " + kGolden + "commutative_add/input.gir --rules " + kGolden +
+                          "commutative_add/rules.pat -o " + temp("comm.gir"));
+  EXPECT_EQ(quiet.code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("warning"), std::string::npos) << quiet.err;
+  for (const char *name : {"self.pat", "self.gir", "self_out.gir", "self.vkprog", "comm.gir"})
+    std::remove(temp(name).c_str());
+}

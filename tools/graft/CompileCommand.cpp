@@ -189,6 +189,8 @@ Command makeCompileCommand() {
     progress.clear();
     if (!result)
       return reportFailure(result.diags(), &sources);
+    for (const Diagnostic &w : result->warnings)
+      std::cerr << render(w, &sources);
 
     // Side outputs: on failure the program is removed too, so a failed run
     // leaves nothing behind.

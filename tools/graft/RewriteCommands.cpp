@@ -142,6 +142,8 @@ Command makeFuseCommand() {
     auto result = fuse(graph, *rules, fqns, options);
     if (!result)
       return reportFailure(result.diags(), &sources);
+    for (const Diagnostic &w : fuseWarnings(*result, *rules))
+      std::cerr << render(w, &sources);
 
     // The rewritten graph.
     auto out = args.get("o");

@@ -126,6 +126,14 @@ struct FuseResult {
   bool converged() const { return legalize.converged && fuse.converged; }
 };
 
+/// Warnings about a fusion run, one per phase that stopped before its
+/// fixpoint (the rewrite or iteration limit): it names the rule that fired
+/// most in that phase, at its source location. The usual cause is a rule
+/// whose replacement its own pattern matches again, so it fires on its own
+/// output until the limit; the graph is still correct (every rewrite
+/// preserves meaning) but not fully fused, and the rewrites were wasted.
+std::vector<Diagnostic> fuseWarnings(const FuseResult &result, const RuleSet &rules);
+
 /// rewrite::explain for every phase's rules, each on the graph as that phase
 /// sees it: a phase's rules are explained, then the phase runs on `graph`
 /// (which is rewritten), so fusion rules are explained after legalization,
@@ -223,6 +231,9 @@ struct CompileResult {
   rewrite::FqnRegistry fqns;
   CompileSummary summary;
   std::optional<rewrite::CoverageReport> coverage; ///< with CompileOptions::coverage
+  /// Warnings of the rule files and of the fusion run (fuseWarnings): the
+  /// program is written, but the caller should show them.
+  std::vector<Diagnostic> warnings;
 };
 
 /// One named pass of the compile pipeline, as `graft compile --print-pipeline`
