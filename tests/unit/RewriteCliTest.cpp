@@ -263,8 +263,8 @@ TEST(RewriteCli, SelfMatchingRuleWarnsAtTheRewriteLimit) {
   EXPECT_EQ(f.code, 0) << f.err;
   EXPECT_NE(f.err.find(warning), std::string::npos) << f.err;
   EXPECT_NE(f.out.find("NOT converged (rewrite limit)"), std::string::npos) << f.out;
-  CliRun c = runGraft("compile " + graph + " --rules " + rules +
-                      " --no-default-rules --quiet -o " + temp("self.vkprog"));
+  CliRun c = runGraft("compile " + graph + " --rules " + rules + " --no-default-rules --quiet -o " +
+                      temp("self.vkprog"));
   EXPECT_EQ(c.code, 0) << c.err;
   EXPECT_NE(c.err.find(warning), std::string::npos) << c.err;
   // A rule set that reaches its fixpoint warns about nothing.

@@ -287,14 +287,13 @@ int benchProgram(const Args &args, const std::string &path, const Program &progr
       std::cout << line;
     }
     std::cout << "\n";
-    std::snprintf(line, sizeof(line),
-                  "  host: %.3f ms recording, %.3f ms in %llu flush%s (submit + wait); %llu "
-                  "buffer%s created\n",
-                  mean(r.recordMs), mean(r.flushMs),
-                  static_cast<unsigned long long>(r.flushesPerRun),
-                  r.flushesPerRun == 1 ? "" : "es",
-                  static_cast<unsigned long long>(r.buffersCreatedPerRun),
-                  r.buffersCreatedPerRun == 1 ? "" : "s");
+    std::snprintf(
+        line, sizeof(line),
+        "  host: %.3f ms recording, %.3f ms in %llu flush%s (submit + wait); %llu "
+        "buffer%s created\n",
+        mean(r.recordMs), mean(r.flushMs), static_cast<unsigned long long>(r.flushesPerRun),
+        r.flushesPerRun == 1 ? "" : "es", static_cast<unsigned long long>(r.buffersCreatedPerRun),
+        r.buffersCreatedPerRun == 1 ? "" : "s");
     std::cout << line;
     if (!timestamps)
       continue;
