@@ -489,7 +489,9 @@ TEST(VulkanKernels, RowKernelsPastTheLoopLimit) {
   }
   // Attention over 30000 keys (90000 softmax steps, split; one output
   // dispatch) and over 70001 (both split), also causal (top-left: the rows
-  // attend to their first keys, later dispatches add zeros).
+  // attend to their first keys, later dispatches add zeros). The exact
+  // profile: GPUs' fast policy would run sdpa_fused in one dispatch.
+  ExactKernelsScope exact;
   checkGraph(R"(graph @t {
   input %q : f32[1, 2, 3, 8]
   input %k : f32[1, 2, 30000, 8]
@@ -2014,8 +2016,11 @@ TEST(VulkanKernels, QuantizePerTensorExact) {
       {xh}, kExact);
 }
 
+// The bit-exact path (three dispatches in the reference's order): the exact
+// profile, since GPUs' fast policy runs sdpa_fused (SdpaFusedWithinBound).
 TEST(VulkanKernels, ScaledDotProductAttention) {
   GRAFT_REQUIRE_VULKAN();
+  ExactKernelsScope exact;
   checkGraph(R"(graph @t {
   input %q : f32[1, 4, 7, 16]
   input %k : f32[1, 2, 7, 16]
@@ -2033,6 +2038,144 @@ TEST(VulkanKernels, ScaledDotProductAttention) {
   output %o
 })",
              kTranscendental, 63);
+}
+
+// The fused attention (sdpa_fused.glsl: GPUs, fast policy; forced here with
+// GRAFT_VK_KERNELS=gpu) against docs/numerics.md's bound: per output
+// element (eps_w + 2 gamma_keys + 2u) * sum_j w_j |v[j, d]|, with
+// eps_w = exp(2 Delta) - 1 + 2 gamma_keys + 4u and Delta the largest score
+// perturbation over the keys with weight: 2 gamma_{D+1} (sum_d |qs ks| +
+// |mask|) for the reordered FMA dot product, 2u |x_j| for the shift by the
+// max and 2 (3 + 2 |x_j|) 2^-23 for the two exps (the device's GLSL bound
+// and the host's). A 3 % error in the scale (planted) fails it.
+struct AttentionCase {
+  std::string gir;
+  bool headsFirst;           // q [B, H, S, D] (aten) or [B, S, H, D] (custom_sdpa)
+  double scale;              // the softmax scale (1 / sqrt(D) by default)
+  int64_t causalOffset = -1; // >= 0: causal, key j < offset + i + 1
+  bool mask = false;         // an additive [S, keys] mask input %m
+};
+
+std::vector<double> fusedAttentionBound(const AttentionCase &c, const BoundRun &r) {
+  const Tensor &q = std::get<Tensor>(r.inputs[0]);
+  const Tensor &k = std::get<Tensor>(r.inputs[1]);
+  const Tensor &v = std::get<Tensor>(r.inputs[2]);
+  const Tensor *m = c.mask ? &std::get<Tensor>(r.inputs[3]) : nullptr;
+  const int64_t B = q.size(0), D = q.size(3);
+  const int64_t H = c.headsFirst ? q.size(1) : q.size(2), S = c.headsFirst ? q.size(2) : q.size(1);
+  const int64_t Hkv = c.headsFirst ? k.size(1) : k.size(2);
+  const int64_t M = c.headsFirst ? k.size(2) : k.size(1);
+  const int64_t keys = c.causalOffset >= 0 ? std::min(M, c.causalOffset + S) : M;
+  const double u = std::ldexp(1.0, -24), sf = std::sqrt(std::abs(c.scale));
+  auto f32 = [](double x) { return double(float(x)); };
+  auto qAt = [&](int64_t b, int64_t h, int64_t i, int64_t d) {
+    return q.getDouble(c.headsFirst ? ((b * H + h) * S + i) * D + d
+                                    : ((b * S + i) * H + h) * D + d);
+  };
+  auto kvAt = [&](const Tensor &t, int64_t b, int64_t hk, int64_t j, int64_t d) {
+    return t.getDouble(c.headsFirst ? ((b * Hkv + hk) * M + j) * D + d
+                                    : ((b * M + j) * Hkv + hk) * D + d);
+  };
+  std::vector<double> bound(static_cast<std::size_t>(q.numel()));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < S; ++i) {
+        const int64_t hk = h / (H / Hkv);
+        std::vector<double> sc(keys), mag(keys), mk(keys, 0.0);
+        for (int64_t j = 0; j < keys; ++j) {
+          double acc = 0, a = 0;
+          for (int64_t d = 0; d < D; ++d) {
+            double p = f32(qAt(b, h, i, d) * sf) * f32(kvAt(k, b, hk, j, d) * sf);
+            acc += p;
+            a += std::abs(p);
+          }
+          if (m)
+            mk[j] = m->getDouble(i * keys + j);
+          if (c.causalOffset >= 0 && j > c.causalOffset + i)
+            mk[j] = -INFINITY;
+          sc[j] = acc + mk[j];
+          mag[j] = a;
+        }
+        double mx = *std::max_element(sc.begin(), sc.end()), z = 0;
+        for (double x : sc)
+          z += std::exp(x - mx);
+        double delta = 0;
+        std::vector<double> w(keys);
+        for (int64_t j = 0; j < keys; ++j) {
+          w[j] = std::exp(sc[j] - mx) / z;
+          if (w[j] == 0)
+            continue;
+          double x = std::abs(sc[j] - mx);
+          delta = std::max(delta, 2 * gammaF32(D + 1) * (mag[j] + std::abs(mk[j])) + 2 * u * x +
+                                      2 * (3 + 2 * x) * std::ldexp(1.0, -23));
+        }
+        const double epsW = std::expm1(2 * delta) + 2 * gammaF32(keys) + 4 * u;
+        for (int64_t d = 0; d < D; ++d) {
+          double wv = 0;
+          for (int64_t j = 0; j < keys; ++j)
+            wv += w[j] * std::abs(kvAt(v, b, hk, j, d));
+          int64_t at = c.headsFirst ? ((b * H + h) * S + i) * D + d : ((b * S + i) * H + h) * D + d;
+          bound[static_cast<std::size_t>(at)] = (epsW + 2 * gammaF32(keys) + 2 * u) * wv;
+        }
+      }
+  return bound;
+}
+
+TEST(VulkanKernels, SdpaFusedWithinBound) {
+  GRAFT_REQUIRE_VULKAN();
+  const std::vector<AttentionCase> cases = {
+      // Prefill-shaped aten SDPA with GQA, causal (top-left).
+      {R"(graph @t {
+  input %q : f32[1, 8, 5, 64]
+  input %k : f32[1, 2, 37, 64]
+  input %v : f32[1, 2, 37, 64]
+  %o : f32[1, 8, 5, 64] = aten.scaled_dot_product_attention.default(%q, %k, %v, is_causal=true, enable_gqa=true)
+  output %o
+})",
+       true, 0.125, 0},
+      // An additive mask and an explicit scale, more keys than invocations.
+      {R"(graph @t {
+  input %q : f32[2, 3, 5, 8]
+  input %k : f32[2, 3, 150, 8]
+  input %v : f32[2, 3, 150, 8]
+  input %m : f32[5, 150]
+  %o : f32[2, 3, 5, 8] = aten.scaled_dot_product_attention.default(%q, %k, %v, %m, scale=0.3)
+  output %o
+})",
+       true, 0.3, -1, true},
+      // ExecuTorch's decode step: custom_sdpa over a 128-position cache at
+      // start_pos 90, 32 query heads on 8 key heads, D 64.
+      {R"(graph @t {
+  input %q : f32[1, 1, 32, 64]
+  input %k : f32[1, 128, 8, 64]
+  input %v : f32[1, 128, 8, 64]
+  %o : f32[1, 1, 32, 64] = llama.custom_sdpa.default(%q, %k, %v, 90, none, 0.0, true)
+  output %o
+})",
+       false, 0.125, 90},
+  };
+  withEnv("GRAFT_VK_KERNELS", "gpu", [&] {
+    for (const AttentionCase &c : cases) {
+      SCOPED_TRACE(c.gir);
+      ASSERT_TRUE(context()->setProfiling(true).ok());
+      BoundRun r = runForBound(c.gir, 71);
+      std::vector<vk::DispatchTiming> timings = context()->takeDispatchTimings();
+      ASSERT_TRUE(context()->setProfiling(false).ok());
+      ASSERT_EQ(r.device.size(), 1u);
+      EXPECT_TRUE(std::any_of(timings.begin(), timings.end(), [](const auto &t) {
+        return t.variant == "sdpa_fused_float";
+      })) << "the fused kernel did not run";
+      std::vector<double> bound = fusedAttentionBound(c, r);
+      EXPECT_EQ(withinBound(r.out(0), r.ref(0), bound), "");
+    }
+    // Planted: the kernel's output at scale 0.309 against the bound at 0.3.
+    AttentionCase c = cases[1];
+    std::string wrong = c.gir;
+    wrong.replace(wrong.find("scale=0.3"), 9, "scale=0.309");
+    BoundRun good = runForBound(c.gir, 71), bad = runForBound(wrong, 71);
+    ASSERT_EQ(bad.device.size(), 1u);
+    EXPECT_NE(withinBound(bad.out(0), good.ref(0), fusedAttentionBound(c, good)), "");
+  });
 }
 
 //===-- Direct kernel API ---------------------------------------------------===//

@@ -21,14 +21,15 @@ namespace {
 
 /// Templates a kernel uses that its name does not give away: composite
 /// kernels (sdpa is scale, matmul, mask add, softmax, matmul; sdpa_kv runs
-/// the softmax between its two passes, and sdpa_with_kv_cache writes the
-/// caches with index_copy first) and kernels
+/// the softmax between its two passes, or sdpa_fused on GPUs, and
+/// sdpa_with_kv_cache writes the caches with index_copy first) and kernels
 /// that run on another kernel's shader. "copy" is added for every kernel:
 /// dtype promotion, gathers of strided views and cat all run on it.
 const std::map<std::string, std::vector<std::string>, std::less<>> &extraTemplates() {
   static const std::map<std::string, std::vector<std::string>, std::less<>> table = {
-      {"sdpa", {"binary", "matmul", "softmax", "where", "sdpa_kv"}}, // 4-D: sdpa_kv
-      {"sdpa_kv", {"softmax", "index_copy"}},                        // scores, softmax, output
+      // 4-D: sdpa_kv's passes, or sdpa_fused (GPUs, fast policy)
+      {"sdpa", {"binary", "matmul", "softmax", "where", "sdpa_kv", "sdpa_fused"}},
+      {"sdpa_kv", {"softmax", "index_copy", "sdpa_fused"}}, // scores, softmax, output
       {"linear_qcs4w",
        {"linear_q4gsw", "linear_q4gsw_fast", "linear_q4gsw_lanes", "linear_q4gsw_splitk"}},
       {"view", {}},

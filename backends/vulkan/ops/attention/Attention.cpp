@@ -5,6 +5,7 @@
 //
 //   custom:  %u = llama.update_cache(%k_val, %k_cache, %pos)    index_copy (offset), in place
 //            %o = llama.custom_sdpa(%q, %kc, %vc, %pos, ...)    sdpa_kv + softmax + sdpa_kv
+//                                                               (GPUs, fast policy: sdpa_fused)
 //            llama.sdpa_with_kv_cache (their fusion)            the three above
 //   plain:   %i = aten.arange(%s0) ; add(%i, %pos)              host factory, binary
 //            %kc = aten.index_copy_(%k_cache, 2, %i, %k)        index_copy (index), in place
@@ -16,7 +17,7 @@
 // device storage, so the caches stay on the device between calls. The
 // position (a SymInt read from input_pos by a host step) is resolved per
 // call and passed in push constants: no pipeline depends on it. Shaders:
-// sdpa_kv.glsl and index_copy.glsl next to this file.
+// sdpa_kv.glsl, sdpa_fused.glsl and index_copy.glsl next to this file.
 //
 //===----------------------------------------------------------------------===//
 #include "KernelCommon.h"
@@ -34,6 +35,9 @@ namespace graft::vk {
 //===----------------------------------------------------------------------===//
 
 namespace {
+
+/// sdpa_fused.glsl stages a query row in shared memory (MAX_D).
+constexpr int64_t kFusedMaxHeadDim = 256;
 
 struct IndexCopyPush {
   int32_t numel, n, inner, dstLen, start, wrapNegative;
@@ -182,6 +186,19 @@ Expected<DeviceTensor> attention(Context &ctx, const DeviceTensor &q, const Devi
   std::string dt = shaderDType(q.dtype);
   // Without a mask the binding is q's buffer, never read.
   Buffer *mask = o.mask ? o.mask->buffer.get() : q.buffer.get();
+  // GPUs, fast policy: one dispatch, a workgroup per query row
+  // (sdpa_fused.glsl; its invocations loop over all keys or all of D). The
+  // scores buffer is its scratch row.
+  const int64_t rows = B * H * S;
+  if (!ctx.exactKernels() && cooperativeRows(ctx, rows) && D <= kFusedMaxHeadDim &&
+      loopLimitReason(ctx.info(), std::max(o.keys, D) + 1).empty()) {
+    pc.total = static_cast<int32_t>(rows);
+    GRAFT_CHECK_OK(ctx.dispatch("sdpa_fused_" + dt,
+                                {out.buffer.get(), scores.buffer.get(), q.buffer.get(),
+                                 k.buffer.get(), v.buffer.get(), mask},
+                                &pc, sizeof(pc), {static_cast<uint32_t>(rows), 1, 1}));
+    return out;
+  }
   GRAFT_CHECK_OK(ctx.dispatch1D("sdpa_kv_scores_" + dt,
                                 {scores.buffer.get(), q.buffer.get(), k.buffer.get(), mask}, &pc,
                                 sizeof(pc), static_cast<uint64_t>(numScores)));
