@@ -356,6 +356,7 @@ BENCHMARK(BM_VkLinearQ4gsw)
     ->Args({1, 2048, 512, 0})
     ->Args({1, 8192, 2048, 0})
     ->Args({32, 2048, 2048, 0})
+    ->Args({32, 2048, 8192, 0}) // the 1B model's prefill gate / up projections
     ->Args({1, 4096, 4096, 1})
     ->Args({32, 2048, 2048, 1})
     ->UseManualTime()

@@ -28,7 +28,8 @@
 # export). The kernel benchmarks record 16 launches per submission on a GPU
 # (VulkanBench.cpp, counter "batch"); UNBATCHED="TILING ..." adds a sweep of
 # those tilings at one launch per submission (GRAFT_BENCH_BATCH=1), the way
-# runs before 2026-11-28 measured.
+# runs before 2026-11-28 measured; GEMM_TILINGS (default "gpu_gemm
+# gpu_gemm_tiled") sweeps the M = 32 GEMMs.
 set -uo pipefail
 BUNDLE=${BUNDLE:-$(cd "$(dirname "$0")" && pwd)}
 RESULTS=${RESULTS:-$PWD/gpu-results}
@@ -40,6 +41,7 @@ SWEEP_FILTER=${SWEEP_FILTER:-BM_VkStream|BM_VkLinear.*/M:1/.*/exact:0}
 BENCH_FILTER=${BENCH_FILTER:-BM_Vk|BM_HostMemcpy}
 GENERATE=${GENERATE:-32}
 UNBATCHED=${UNBATCHED-}
+GEMM_TILINGS=${GEMM_TILINGS-gpu_gemm gpu_gemm_tiled}
 TILINGS=${TILINGS:-default gpu_gemv gpu_gemv_sg gpu_gemv_sg_n4 gpu_gemv_lanes gpu_gemv_lanes_sg
   gpu_gemv_splitk gpu_gemv_splitk_sg gpu_gemv_splitk_wg_sg gpu_gemv_splitk_n4_sg}
 mkdir -p "$RESULTS"
@@ -68,6 +70,12 @@ for t in $TILINGS; do
   # `default` leaves the variable empty: Linear.cpp's choice by shape.
   GRAFT_VK_LINEAR_TILING=${t#default} step "sweep $t" "$BUNDLE/graft_bench" \
     --benchmark_filter="$SWEEP_FILTER" --benchmark_min_time="$MIN_TIME" \
+    >>"$RESULTS/sweep.txt" 2>&1
+done
+for t in $GEMM_TILINGS; do # the prefill GEMMs (M = 32) under each GPU GEMM tiling
+  echo "## GRAFT_VK_LINEAR_TILING=$t (GEMM)" >>"$RESULTS/sweep.txt"
+  GRAFT_VK_LINEAR_TILING=$t step "gemm $t" "$BUNDLE/graft_bench" \
+    --benchmark_filter='BM_VkLinearQ4gsw/M:32/.*/exact:0' --benchmark_min_time="$MIN_TIME" \
     >>"$RESULTS/sweep.txt" 2>&1
 done
 for t in $UNBATCHED; do

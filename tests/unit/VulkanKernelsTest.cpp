@@ -787,8 +787,9 @@ TEST(VulkanKernels, AliasSqueezeReshapeCopyToDtypeSymNumel) {
 struct LinearCase {
   int64_t M, K, N, groupSize;
 };
-const std::vector<LinearCase> kLinearShapes = {
-    {1, 64, 96, 32}, {5, 128, 67, 64}, {3, 32, 129, 32}, {8, 96, 64, 96}, {1, 256, 200, 128}};
+const std::vector<LinearCase> kLinearShapes = {{1, 64, 96, 32},    {5, 128, 67, 64},
+                                               {3, 32, 129, 32},   {8, 96, 64, 96},
+                                               {1, 256, 200, 128}, {40, 64, 70, 32}};
 
 std::string q4Params(const LinearCase &c, uint64_t seed) {
   int64_t G = c.K / c.groupSize, Npad = (c.N + 3) / 4 * 4;
@@ -1075,7 +1076,8 @@ std::vector<double> q4AbsDot(const Tensor &x, const Tensor &packed, const Tensor
 /// "gpu_gemv_sg*": K split 32 ways with a subgroup reduction where the device
 /// has 32-lane subgroups, else gpu_gemv; "gpu_gemv_splitk*": K split in
 /// 32-value blocks over teams of 64, 256 or (n4) 32 lanes, `_sg` with subgroupAdd,
-/// which lavapipe's 8-lane subgroups run), whatever the device is.
+/// which lavapipe's 8-lane subgroups run; "gpu_gemm_tiled": the GEMMs
+/// through shared-memory tiles, weight-only), whatever the device is.
 const char *const kLinearTilings[] = {"cpu",
                                       "gpu",
                                       "gpu_gemv",
@@ -1086,7 +1088,8 @@ const char *const kLinearTilings[] = {"cpu",
                                       "gpu_gemv_splitk",
                                       "gpu_gemv_splitk_sg",
                                       "gpu_gemv_splitk_wg_sg",
-                                      "gpu_gemv_splitk_n4_sg"};
+                                      "gpu_gemv_splitk_n4_sg",
+                                      "gpu_gemm_tiled"};
 
 /// GEMVs whose K is not a multiple of a split-K iteration (2 x 64 or
 /// 2 x 256 blocks of 32): 4160 leaves lanes with one block or none in the
@@ -2492,6 +2495,35 @@ TEST(VulkanKernels, SplitKGemvTilingsRunWhereSupported) {
       });
       EXPECT_EQ(dispatched, supported);
     });
+}
+
+// The *FastWithinBound tests cover the shared-memory GEMM only if forcing
+// it really dispatches it (weight-only, M > 1; dq8ca keeps gpu_gemm).
+TEST(VulkanKernels, TiledGemmRunsWhenForced) {
+  GRAFT_REQUIRE_VULKAN();
+  vk::Context &ctx = *context();
+  if (ctx.info().timestampPeriodNs == 0)
+    GTEST_SKIP() << "no timestamps on the compute queue: dispatches are not listed";
+  std::vector<int64_t> bytes(70 * 32);
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = int64_t(i * 37 % 256);
+  auto w = vk::prepackQ4(ctx, Tensor::fromInts(DType::U8, {70, 32}, bytes), true);
+  auto s = vk::uploadTensor(
+      ctx, Tensor::fromDoubles(DType::F32, {2, 70}, std::vector<double>(140, 0.5)));
+  auto x = vk::uploadTensor(
+      ctx, Tensor::fromDoubles(DType::F32, {33, 64}, std::vector<double>(33 * 64, 0.25)));
+  ASSERT_TRUE(w.ok() && s.ok() && x.ok());
+  withLinearTiling("gpu_gemm_tiled", [&] {
+    ASSERT_TRUE(ctx.setProfiling(true).ok());
+    auto out = vk::linearQ4gsw(ctx, *x, *w, *s, 32, nullptr);
+    ASSERT_TRUE(out.ok()) << render(out.diags());
+    ASSERT_TRUE(ctx.flush().ok());
+    std::vector<vk::DispatchTiming> timings = ctx.takeDispatchTimings();
+    ASSERT_TRUE(ctx.setProfiling(false).ok());
+    EXPECT_TRUE(std::any_of(timings.begin(), timings.end(), [](const auto &t) {
+      return t.variant == "linear_q4gsw_fast_gpu_gemm_tiled_float_float";
+    }));
+  });
 }
 
 TEST(VulkanKernels, KernelErrorsAreDiagnostics) {

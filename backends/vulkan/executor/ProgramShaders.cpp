@@ -31,7 +31,8 @@ const std::map<std::string, std::vector<std::string>, std::less<>> &extraTemplat
       {"sdpa", {"binary", "matmul", "softmax", "where", "sdpa_kv", "sdpa_fused"}},
       {"sdpa_kv", {"softmax", "index_copy", "sdpa_fused"}}, // scores, softmax, output
       {"linear_qcs4w",
-       {"linear_q4gsw", "linear_q4gsw_fast", "linear_q4gsw_lanes", "linear_q4gsw_splitk"}},
+       {"linear_q4gsw", "linear_q4gsw_fast", "linear_q4gsw_lanes", "linear_q4gsw_splitk",
+        "linear_q4gsw_gemm"}},
       {"view", {}},
   };
   return table;

@@ -211,6 +211,16 @@ constexpr FastLinearTiling kGpuGemvTilings[] = {
     {"gpu_gemv_splitk_n4_sg", 8 * 4, 1, 32, false, true},
 };
 
+/// The GEMM (M > 1) tilings for GPUs: `gpu_gemm`, a 4 x 4 tile per
+/// invocation (linear_q4gsw_fast.glsl, weight-only and dq8ca), the default;
+/// `gpu_gemm_tiled`, 32 x 64 per workgroup through shared memory
+/// (linear_q4gsw_gemm.glsl, weight-only), not measured on a GPU yet and
+/// chosen only when forced (GRAFT_VK_LINEAR_TILING=gpu_gemm_tiled).
+constexpr FastLinearTiling kGpuGemmTilings[] = {
+    {"gpu_gemm", 4 * 4, 4, 0},
+    {"gpu_gemm_tiled", 64, 32, 0, true},
+};
+
 bool supports(const Context &ctx, const FastLinearTiling &t, bool dq8ca) {
   const DeviceInfo &d = ctx.info();
   if (t.weightOnly && dq8ca)
@@ -244,6 +254,10 @@ FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M, int64_t N, bool
                                                             : force);
   if (M == 1)
     for (const FastLinearTiling &t : kGpuGemvTilings)
+      if (force == t.name && supports(ctx, t, dq8ca))
+        return t;
+  if (M > 1)
+    for (const FastLinearTiling &t : kGpuGemmTilings)
       if (force == t.name && supports(ctx, t, dq8ca))
         return t;
   // CPU drivers charge per loaded component: with shaderInt64, 64-bit loads
@@ -285,7 +299,7 @@ FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M, int64_t N, bool
   // on lavapipe for the weight-only kernel).
   if (cpu)
     return FastLinearTiling{wide ? "cpu_gemm_wide" : "cpu_gemm", 8 * 16, wide ? 8 : 4, 0};
-  return FastLinearTiling{"gpu_gemm", 4 * 4, 4, 0};
+  return kGpuGemmTilings[0];
 }
 
 constexpr int64_t kTileM = 4;
