@@ -16,9 +16,10 @@
 //
 // Differences from the reference (the FMAs, the tree sums, the division
 // moved after the weighted sum) are bounded in docs/numerics.md ("sdpa,
-// fused"); VulkanKernels.SdpaFusedWithinBound checks that bound. Same push
-// constants as sdpa_kv.glsl (`total` is the number of rows, jBegin / jEnd
-// are unused). Requires D <= MAX_D (the host falls back otherwise).
+// fused"); VulkanKernels.SdpaFusedWithinBound checks that bound. The push
+// constants are sdpa_kv.glsl's (sdpa_common.glslh; `total` is the number of
+// rows, jBegin / jEnd are unused). Requires D <= MAX_D (the host falls back
+// otherwise).
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 
@@ -29,32 +30,11 @@ layout(set = 0, binding = 3) readonly buffer K { DTYPE t_k[]; };
 layout(set = 0, binding = 4) readonly buffer V { DTYPE t_v[]; };
 layout(set = 0, binding = 5) readonly buffer Mask { float t_mask[]; };
 
-layout(push_constant) uniform PushConstants {
-  int total; // rows: B * H * S
-  int S;
-  int H;
-  int D;
-  int M;
-  int Hkv;
-  int keys;
-  int causalOffset;
-  int maskMode; // 0: none, 1: causal, 2: additive mask [S, keys]
-  float sfQ;
-  float sfK;
-  int headsFirst;
-  int kvHeadsFirst;
-  int jBegin;
-  int jEnd;
-} pc;
+#include "sdpa_common.glslh"
 
 #define MAX_D 256
 shared float s_q[MAX_D];
 shared float s_red[LOCAL_SIZE_X];
-
-int kvBase(int b, int hk, int j) {
-  return pc.kvHeadsFirst != 0 ? ((b * pc.Hkv + hk) * pc.M + j) * pc.D
-                              : ((b * pc.M + j) * pc.Hkv + hk) * pc.D;
-}
 
 // Tree reductions over the workgroup; every invocation gets the result.
 float workgroupMax(float v, uint lid) {

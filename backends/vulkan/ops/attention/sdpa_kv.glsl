@@ -32,32 +32,7 @@ layout(set = 0, binding = 2) readonly buffer V { DTYPE t_v[]; };
 layout(set = 0, binding = 3) buffer State { uint t_state[]; };
 #endif
 
-layout(push_constant) uniform PushConstants {
-  int total; // invocations: B * H * S * keys (scores) or B * S * H * D (output)
-  int S;
-  int H;
-  int D;
-  int M;    // key positions in k / v
-  int Hkv;
-  int keys; // keys attended: [0, keys)
-  int causalOffset;
-  int maskMode; // 0: none, 1: causal, 2: additive mask [S, keys]
-  float sfQ;    // -sf for a negative scale, as the reference scales q
-  float sfK;
-  int headsFirst;
-  int kvHeadsFirst;
-  // MODE output: the keys [jBegin, jEnd) this dispatch adds. Where the device
-  // limits an invocation's loop iterations (llvmpipe), more keys than that
-  // take several dispatches carrying the f32 sum in t_state, in key order,
-  // so the result is the one-dispatch one bit for bit.
-  int jBegin;
-  int jEnd;
-} pc;
-
-int kvBase(int b, int hk, int j) {
-  return pc.kvHeadsFirst != 0 ? ((b * pc.Hkv + hk) * pc.M + j) * pc.D
-                              : ((b * pc.M + j) * pc.Hkv + hk) * pc.D;
-}
+#include "sdpa_common.glslh"
 
 void main() {
   uint id = linearId();
