@@ -43,7 +43,8 @@ GENERATE=${GENERATE:-32}
 UNBATCHED=${UNBATCHED-}
 GEMM_TILINGS=${GEMM_TILINGS-gpu_gemm gpu_gemm_tiled}
 TILINGS=${TILINGS:-default gpu_gemv gpu_gemv_sg gpu_gemv_sg_n4 gpu_gemv_lanes gpu_gemv_lanes_sg
-  gpu_gemv_splitk gpu_gemv_splitk_sg gpu_gemv_splitk_wg_sg gpu_gemv_splitk_n4_sg}
+  gpu_gemv_splitk gpu_gemv_splitk_sg gpu_gemv_splitk_wg_sg gpu_gemv_splitk_n4_sg
+  gpu_gemv_splitk_n8_sg}
 mkdir -p "$RESULTS"
 export LD_LIBRARY_PATH=$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 step() { # name, command...

@@ -1075,7 +1075,7 @@ std::vector<double> q4AbsDot(const Tensor &x, const Tensor &packed, const Tensor
 /// supports; "gpu_gemv": K split 16 ways with the shared-memory reduction;
 /// "gpu_gemv_sg*": K split 32 ways with a subgroup reduction where the device
 /// has 32-lane subgroups, else gpu_gemv; "gpu_gemv_splitk*": K split in
-/// 32-value blocks over teams of 64, 256 or (n4) 32 lanes, `_sg` with subgroupAdd,
+/// 32-value blocks over teams of 64, 256 or (n4, n8) 32 lanes, `_sg` with subgroupAdd,
 /// which lavapipe's 8-lane subgroups run; "gpu_gemm_tiled": the GEMMs
 /// through shared-memory tiles, weight-only), whatever the device is.
 const char *const kLinearTilings[] = {"cpu",
@@ -1089,6 +1089,7 @@ const char *const kLinearTilings[] = {"cpu",
                                       "gpu_gemv_splitk_sg",
                                       "gpu_gemv_splitk_wg_sg",
                                       "gpu_gemv_splitk_n4_sg",
+                                      "gpu_gemv_splitk_n8_sg",
                                       "gpu_gemm_tiled"};
 
 /// GEMVs whose K is not a multiple of a split-K iteration (2 x 64 or
@@ -2482,7 +2483,8 @@ TEST(VulkanKernels, SplitKGemvTilingsRunWhereSupported) {
        std::vector<std::pair<std::string, bool>>{{"gpu_gemv_splitk", true},
                                                  {"gpu_gemv_splitk_sg", subgroupTeams(64)},
                                                  {"gpu_gemv_splitk_wg_sg", subgroupTeams(256)},
-                                                 {"gpu_gemv_splitk_n4_sg", subgroupTeams(32)}})
+                                                 {"gpu_gemv_splitk_n4_sg", subgroupTeams(32)},
+                                                 {"gpu_gemv_splitk_n8_sg", subgroupTeams(32)}})
     withLinearTiling(tiling.c_str(), [&] {
       ASSERT_TRUE(ctx.setProfiling(true).ok());
       auto out = vk::linearQ4gsw(ctx, *x, *w, *s, 32, nullptr);

@@ -197,8 +197,8 @@ struct FastLinearTiling {
 /// ones (linear_q4gsw_splitk.glsl) split K in 32-value blocks over teams of
 /// 64 lanes (two warps; `_wg`: all 256 of the workgroup), two blocks in flight
 /// per lane; `_sg` reduces each subgroup with subgroupAdd, then shared memory;
-/// `splitk_n4_sg`: teams of 32 lanes on four columns (one x load per four
-/// weight words).
+/// `splitk_n4_sg` / `splitk_n8_sg`: teams of 32 lanes on four / eight
+/// columns (one x load per four / eight weight words).
 constexpr FastLinearTiling kGpuGemvTilings[] = {
     {"gpu_gemv", 4 * 2, 1, 0},
     {"gpu_gemv_sg", 2 * 2, 1, 32},
@@ -209,6 +209,7 @@ constexpr FastLinearTiling kGpuGemvTilings[] = {
     {"gpu_gemv_splitk_sg", 4 * 2, 1, 64, false, true},
     {"gpu_gemv_splitk_wg_sg", 1 * 2, 1, 256, false, true},
     {"gpu_gemv_splitk_n4_sg", 8 * 4, 1, 32, false, true},
+    {"gpu_gemv_splitk_n8_sg", 8 * 8, 1, 32, false, true},
 };
 
 /// The GEMM (M > 1) tilings for GPUs: `gpu_gemm`, a 4 x 4 tile per
