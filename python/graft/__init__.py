@@ -280,6 +280,9 @@ class FuseReport:
     def __init__(self, d: dict):
         self.converged: bool = d["converged"]
         self.stop_reason: str = d["stop_reason"]
+        #: diagnostics about the run (a phase stopped at its rewrite or
+        #: iteration limit, at the rule that fired most), as RuleSet.warnings
+        self.warnings: List[dict] = d["warnings"]
         self.iterations: int = d["iterations"]
         self.num_rewrites: int = d["rewrites"]
         self.nodes_before: int = d["nodes_before"]
@@ -395,7 +398,9 @@ def compile(src: PathLike, out: PathLike, target: str = "lavapipe",
     """Compiles a model (.pt2 or .gir) into a Vulkan program file ``out`` and
     returns the summary ``graft compile --json`` prints (the same keys).
     ``report`` also writes a rule-coverage report (format by extension);
-    ``allow_lossy`` also runs the rules tagged lossy (``--allow-lossy``)."""
+    ``allow_lossy`` also runs the rules tagged lossy (``--allow-lossy``).
+    Warnings ``graft compile`` prints (a rule file's, a fusion pass stopped at
+    its rewrite limit) are issued as :class:`UserWarning`."""
     text = _graft.compile(os.fspath(src), os.fspath(out), target,
                           None if report is None else os.fspath(report),
                           [os.fspath(r) for r in rules], default_rules, embed_reference,

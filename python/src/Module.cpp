@@ -865,6 +865,7 @@ py::dict fuseGraph(PyGraph &pg, const PyRuleSet &rs, unsigned maxIterations, boo
   py::dict d;
   d["converged"] = result.converged();
   d["stop_reason"] = result.fuse.converged ? result.legalize.stopReason : result.fuse.stopReason;
+  d["warnings"] = diagList(fuseWarnings(result, *rs.rules), rs.sources.get());
   d["iterations"] = result.legalize.iterations + result.fuse.iterations;
   d["rewrites"] = result.legalize.rewrites + result.fuse.rewrites;
   d["nodes_before"] = result.nodesBefore;
@@ -1020,6 +1021,10 @@ std::string compileModel(const std::string &src, const std::string &out, const s
   Expected<CompileResult> &result = *compiled;
   if (!result)
     fail(result.diags(), &sources);
+  // As the CLI prints them: the program is written, the caller is told.
+  for (const Diagnostic &w : result->warnings)
+    if (PyErr_WarnEx(PyExc_UserWarning, render(w, &sources).c_str(), 1) != 0)
+      throw py::error_already_set(); // a warnings filter made it an error
   if (reportFormat) {
     Status s = writeCoverageReport(*result->coverage, *reportFormat, *report);
     if (!s) {

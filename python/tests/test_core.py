@@ -235,3 +235,37 @@ def test_errors_carry_diagnostics_and_never_crash(tmp_path):
         graft.RuleSet([tmp_path])  # a directory without .pat files
     with pytest.raises(graft.UserError):
         graft.Program(TINY)  # not a program file
+
+
+SELF_MATCHING_RULE = """rule neg_triple {
+  match {
+    %out = aten.neg.default($x)
+  }
+  rewrite {
+    %a = aten.neg($x)
+    %b = aten.neg(%a)
+    %out = aten.neg(%b)
+  }
+}
+"""
+NEG_GRAPH = """graph @g {
+  input %x : f32[4]
+  %n : f32[4] = aten.neg.default(%x)
+  output %n
+}
+"""
+
+
+def test_fuse_warns_when_a_rule_refires_on_its_output(tmp_path):
+    # neg(x) -> neg(neg(neg(x))) keeps the meaning and matches its own output,
+    # so the pass stops at the rewrite limit: the report says so at the rule.
+    pat = tmp_path / "self.pat"
+    pat.write_text(SELF_MATCHING_RULE)
+    report = graft.parse(NEG_GRAPH).fuse(graft.RuleSet([pat]))
+    assert not report.converged and report.stop_reason == "rewrite limit"
+    assert len(report.warnings) == 1
+    w = report.warnings[0]
+    assert w["severity"] == "warning" and (w["line"], w["column"]) == (1, 6)
+    assert "rule 'neg_triple' fired 1032 times" in w["message"]
+    quiet = graft.parse(NEG_GRAPH).fuse(graft.RuleSet(EMBEDDING_RULES))
+    assert quiet.converged and quiet.warnings == []

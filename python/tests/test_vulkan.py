@@ -108,3 +108,24 @@ def test_program_generates_tokens_like_the_reference(tmp_path):
 def test_generate_needs_a_kv_cache_program(program):
     with pytest.raises(graft.UserError, match="input_pos"):
         graft.Program(program[0]).generate([1], 1)
+
+
+def test_compile_issues_the_fusion_warnings(tmp_path):
+    pat = tmp_path / "self.pat"
+    pat.write_text("""rule neg_triple {
+  match {
+    %out = aten.neg.default($x)
+  }
+  rewrite {
+    %a = aten.neg($x)
+    %b = aten.neg(%a)
+    %out = aten.neg(%b)
+  }
+}
+""")
+    gir = tmp_path / "neg.gir"
+    gir.write_text("graph @g {\n  input %x : f32[4]\n  %n : f32[4] = aten.neg.default(%x)\n"
+                   "  output %n\n}\n")
+    with pytest.warns(UserWarning, match="stopped at its rewrite limit"):
+        graft.compile(gir, tmp_path / "neg.vkprog", rules=[pat], default_rules=False)
+    assert (tmp_path / "neg.vkprog").exists()
