@@ -236,7 +236,7 @@ TEST(RewriteCli, RuleDirectoriesExpandToTheirPatFiles) {
 // A rule whose replacement its own pattern matches (neg(x) -> neg(neg(neg(x))),
 // meaning-preserving) fires on its own output until the rewrite limit: fuse
 // and compile still succeed (every rewrite kept the meaning) and warn at the
-// rule, naming it.
+// rule, naming it; verify-rules fails it.
 TEST(RewriteCli, SelfMatchingRuleWarnsAtTheRewriteLimit) {
   std::string rules = writeTemp("self.pat", R"(rule neg_triple {
   match {
@@ -267,6 +267,14 @@ TEST(RewriteCli, SelfMatchingRuleWarnsAtTheRewriteLimit) {
                       temp("self.vkprog"));
   EXPECT_EQ(c.code, 0) << c.err;
   EXPECT_NE(c.err.find(warning), std::string::npos) << c.err;
+  // verify-rules catches it statically, on the rule's own instance.
+  CliRun v = runGraft("verify-rules " + rules);
+  EXPECT_EQ(v.code, 1) << v.out << v.err;
+  EXPECT_NE(v.out.find("FAILED on seed 1\n  the rule fires again on its own output: 64 rewrites "
+                       "of one instance without reaching a fixpoint (its replacement matches its "
+                       "own pattern)"),
+            std::string::npos)
+      << v.out;
   // A rule set that reaches its fixpoint warns about nothing.
   CliRun quiet = runGraft("fuse " + kGolden + "commutative_add/input.gir --rules " + kGolden +
                           "commutative_add/rules.pat -o " + temp("comm.gir"));

@@ -36,6 +36,10 @@ using detail::CompiledRule;
 
 namespace {
 
+/// Rewrites allowed on one verification instance before the rule counts as
+/// re-firing on its own output.
+constexpr uint64_t kInstanceRewriteLimit = 64;
+
 //===----------------------------------------------------------------------===//
 // Domain, variants, where analysis
 //===----------------------------------------------------------------------===//
@@ -941,7 +945,7 @@ std::string describe(const Env &env, const Sites &sites, const std::vector<int> 
   for (std::size_t i = 0; i < sites.alternatives.size(); ++i)
     out += "; alternative " + std::to_string(choices[sites.optionalNodes.size() + i] + 1) + " at " +
            detail::formatLoc(sites.alternatives[i]->src->loc);
-  return out + "; seed " + std::to_string(seed);
+  return out + (out.empty() ? "" : "; ") + "seed " + std::to_string(seed);
 }
 
 } // namespace
@@ -1053,6 +1057,9 @@ RuleVerification verifyRule(const CompiledRules &rules, std::size_t index,
     ro.onlyRules = {rule.name};
     ro.recordLog = false;
     ro.maxIterations = 2;
+    // One instance takes a handful of rewrites; a rule whose replacement its
+    // own pattern matches again runs on to this limit.
+    ro.maxRewrites = kInstanceRewriteLimit;
     auto applied = applyRules(*after.graph, rules, fqns, ro);
     if (!applied.ok()) {
       fail("the rewrite failed: " + applied.diags()[0].message, 0);
@@ -1063,6 +1070,13 @@ RuleVerification verifyRule(const CompiledRules &rules, std::size_t index,
       std::string why =
           st.rejections.empty() ? "it did not match" : "it was refused: " + st.rejections[0].first;
       fail("the rule did not rewrite its own instance: " + why, 0);
+      break;
+    }
+    if (applied->stopReason == "rewrite limit") {
+      fail("the rule fires again on its own output: " + std::to_string(applied->rewrites) +
+               " rewrites of one instance without reaching a fixpoint (its replacement matches "
+               "its own pattern)",
+           0);
       break;
     }
     auto got = Interpreter().run(*after.graph, *inputs);
