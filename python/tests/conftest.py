@@ -14,6 +14,26 @@ CLI = os.environ.get("GRAFT_CLI", str(BUILD_DIR / "tools" / "graft"))
 PATTERNS = SOURCE_DIR / "patterns"
 TINY = SOURCE_DIR / "examples" / "tiny_embedding.gir"
 
+# A rule whose replacement its own pattern matches (neg(x) -> neg(neg(neg(x))),
+# meaning-preserving): a fusion pass runs it to its rewrite limit.
+SELF_MATCHING_RULE = """rule neg_triple {
+  match {
+    %out = aten.neg.default($x)
+  }
+  rewrite {
+    %a = aten.neg($x)
+    %b = aten.neg(%a)
+    %out = aten.neg(%b)
+  }
+}
+"""
+NEG_GRAPH = """graph @g {
+  input %x : f32[4]
+  %n : f32[4] = aten.neg.default(%x)
+  output %n
+}
+"""
+
 
 def run_cli(*args, check=True):
     return subprocess.run([CLI, *map(str, args)], check=check, capture_output=True, text=True)

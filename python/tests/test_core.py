@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import graft
-from conftest import PATTERNS, TINY, run_cli
+from conftest import NEG_GRAPH, PATTERNS, SELF_MATCHING_RULE, TINY, run_cli
 
 EMBEDDING_RULES = [PATTERNS / "embedding.pat"]
 
@@ -235,25 +235,6 @@ def test_errors_carry_diagnostics_and_never_crash(tmp_path):
         graft.RuleSet([tmp_path])  # a directory without .pat files
     with pytest.raises(graft.UserError):
         graft.Program(TINY)  # not a program file
-
-
-SELF_MATCHING_RULE = """rule neg_triple {
-  match {
-    %out = aten.neg.default($x)
-  }
-  rewrite {
-    %a = aten.neg($x)
-    %b = aten.neg(%a)
-    %out = aten.neg(%b)
-  }
-}
-"""
-NEG_GRAPH = """graph @g {
-  input %x : f32[4]
-  %n : f32[4] = aten.neg.default(%x)
-  output %n
-}
-"""
 
 
 def test_fuse_warns_when_a_rule_refires_on_its_output(tmp_path):

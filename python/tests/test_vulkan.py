@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import graft
-from conftest import PATTERNS, TINY, run_cli
+from conftest import NEG_GRAPH, PATTERNS, SELF_MATCHING_RULE, TINY, run_cli
 
 RULES = [str(PATTERNS / "embedding.pat")]
 TOKENS = np.array([[3, 1, 4, 1, 5, 9, 2, 6]], dtype=np.int64)
@@ -112,20 +112,9 @@ def test_generate_needs_a_kv_cache_program(program):
 
 def test_compile_issues_the_fusion_warnings(tmp_path):
     pat = tmp_path / "self.pat"
-    pat.write_text("""rule neg_triple {
-  match {
-    %out = aten.neg.default($x)
-  }
-  rewrite {
-    %a = aten.neg($x)
-    %b = aten.neg(%a)
-    %out = aten.neg(%b)
-  }
-}
-""")
+    pat.write_text(SELF_MATCHING_RULE)
     gir = tmp_path / "neg.gir"
-    gir.write_text("graph @g {\n  input %x : f32[4]\n  %n : f32[4] = aten.neg.default(%x)\n"
-                   "  output %n\n}\n")
+    gir.write_text(NEG_GRAPH)
     with pytest.warns(UserWarning, match="stopped at its rewrite limit"):
         graft.compile(gir, tmp_path / "neg.vkprog", rules=[pat], default_rules=False)
     assert (tmp_path / "neg.vkprog").exists()
