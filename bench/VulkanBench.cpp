@@ -94,7 +94,9 @@ vk::DeviceTensor upload(const Tensor &t) {
   return orDie(vk::uploadTensor(*context(), t));
 }
 
-bool cpuDevice();
+bool cpuDevice() {
+  return context() && context()->info().type == "cpu";
+}
 
 /// Launches recorded into one submission per timed sample: 1 on CPU devices;
 /// 16 on GPUs (GRAFT_BENCH_BATCH=N overrides, 1 gives the isolated-dispatch
@@ -134,10 +136,6 @@ Expected<double> timeOnce(const std::function<Status()> &launch, int repeats = 1
 /// L2), so the ceiling is device memory's, not the cache's.
 constexpr int64_t kStreamFloats = int64_t(1) << 22;
 constexpr int64_t kGpuStreamFloats = int64_t(1) << 26;
-
-bool cpuDevice() {
-  return context() && context()->info().type == "cpu";
-}
 
 int64_t streamFloats() {
   return cpuDevice() ? kStreamFloats : kGpuStreamFloats;

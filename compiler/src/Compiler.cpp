@@ -28,6 +28,7 @@
 #include <future>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -364,10 +365,11 @@ std::vector<Diagnostic> fuseWarnings(const FuseResult &result, const RuleSet &ru
     const rewrite::RewriteResult &r = result.pass(phase);
     if (r.converged)
       continue;
-    const rewrite::RuleStats *top = nullptr;
-    for (const rewrite::RuleStats &s : r.stats)
-      if (s.applied && (!top || s.applied > top->applied))
-        top = &s;
+    // r.stats[i] is the phase's compiled rule i (rewrite::applyRules).
+    std::optional<std::size_t> top;
+    for (std::size_t i = 0; i < r.stats.size(); ++i)
+      if (r.stats[i].applied && (!top || r.stats[i].applied > r.stats[*top].applied))
+        top = i;
     std::string message = std::string("the ") + rewrite::name(phase) + " pass stopped at its " +
                           r.stopReason + " after " + std::to_string(r.rewrites) +
                           " rewrites without reaching a fixpoint";
@@ -375,14 +377,13 @@ std::vector<Diagnostic> fuseWarnings(const FuseResult &result, const RuleSet &ru
       out.push_back(Diagnostic::warning(message));
       continue;
     }
-    message += "; rule '" + top->rule + (top->variant ? "#" + std::to_string(top->variant) : "") +
-               "' fired " + std::to_string(top->applied) +
+    const rewrite::RuleStats &s = r.stats[*top];
+    message += "; rule '" + s.rule + (s.variant ? "#" + std::to_string(s.variant) : "") +
+               "' fired " + std::to_string(s.applied) +
                " times, the most: if its replacement matches its own pattern, it fires again on "
                "its own output until the limit";
-    const rewrite::Rule *rule = nullptr;
-    for (const rewrite::Rule &candidate : rules.rules(phase))
-      if (candidate.name == top->rule && candidate.variant == top->variant)
-        rule = &candidate;
+    auto compiled = rules.compiled(phase); // compiled already: the phase ran
+    const rewrite::Rule *rule = compiled ? &(*compiled)->rule(*top) : nullptr;
     out.push_back(rule && rule->loc.begin.line ? Diagnostic::warning(rule->loc, message)
                                                : Diagnostic::warning(message));
   }

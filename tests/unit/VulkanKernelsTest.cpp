@@ -2166,13 +2166,12 @@ TEST(VulkanKernels, SdpaFusedWithinBound) {
   withEnv("GRAFT_VK_KERNELS", "gpu", [&] {
     for (const AttentionCase &c : cases) {
       SCOPED_TRACE(c.gir);
-      ASSERT_TRUE(context()->setProfiling(true).ok());
-      BoundRun r = runForBound(c.gir, 71);
-      std::vector<vk::DispatchTiming> timings = context()->takeDispatchTimings();
-      ASSERT_TRUE(context()->setProfiling(false).ok());
+      BoundRun r;
+      std::vector<std::string> ran =
+          dispatchedVariants(*context(), [&] { r = runForBound(c.gir, 71); });
       ASSERT_EQ(r.device.size(), 1u);
-      EXPECT_TRUE(std::any_of(timings.begin(), timings.end(), [](const auto &t) {
-        return t.variant.starts_with("sdpa_fused_");
+      EXPECT_TRUE(std::any_of(ran.begin(), ran.end(), [](const std::string &v) {
+        return v.starts_with("sdpa_fused_");
       })) << "the fused kernel did not run";
       std::vector<double> bound = fusedAttentionBound(c, r);
       // f16: both sides round to f16 once, at most one f16 ulp apart more.
@@ -2495,15 +2494,12 @@ TEST(VulkanKernels, SplitKGemvTilingsRunWhereSupported) {
                                                  {"gpu_gemv_splitk_n4_sg", subgroupTeams(32)},
                                                  {"gpu_gemv_splitk_n8_sg", subgroupTeams(32)}})
     withLinearTiling(tiling.c_str(), [&] {
-      ASSERT_TRUE(ctx.setProfiling(true).ok());
-      auto out = vk::linearQ4gsw(ctx, *x, *w, *s, 32, nullptr);
-      ASSERT_TRUE(out.ok()) << render(out.diags());
-      ASSERT_TRUE(ctx.flush().ok());
-      std::vector<vk::DispatchTiming> timings = ctx.takeDispatchTimings();
-      ASSERT_TRUE(ctx.setProfiling(false).ok());
-      bool dispatched = std::any_of(timings.begin(), timings.end(), [&](const auto &t) {
-        return t.variant == "linear_q4gsw_fast_" + tiling + "_float_float";
+      std::vector<std::string> ran = dispatchedVariants(ctx, [&] {
+        auto out = vk::linearQ4gsw(ctx, *x, *w, *s, 32, nullptr);
+        ASSERT_TRUE(out.ok()) << render(out.diags());
       });
+      bool dispatched =
+          std::count(ran.begin(), ran.end(), "linear_q4gsw_fast_" + tiling + "_float_float") > 0;
       EXPECT_EQ(dispatched, supported);
     });
 }
@@ -2525,15 +2521,11 @@ TEST(VulkanKernels, TiledGemmRunsWhenForced) {
       ctx, Tensor::fromDoubles(DType::F32, {33, 64}, std::vector<double>(33 * 64, 0.25)));
   ASSERT_TRUE(w.ok() && s.ok() && x.ok());
   withLinearTiling("gpu_gemm_tiled", [&] {
-    ASSERT_TRUE(ctx.setProfiling(true).ok());
-    auto out = vk::linearQ4gsw(ctx, *x, *w, *s, 32, nullptr);
-    ASSERT_TRUE(out.ok()) << render(out.diags());
-    ASSERT_TRUE(ctx.flush().ok());
-    std::vector<vk::DispatchTiming> timings = ctx.takeDispatchTimings();
-    ASSERT_TRUE(ctx.setProfiling(false).ok());
-    EXPECT_TRUE(std::any_of(timings.begin(), timings.end(), [](const auto &t) {
-      return t.variant == "linear_q4gsw_fast_gpu_gemm_tiled_float_float";
-    }));
+    std::vector<std::string> ran = dispatchedVariants(ctx, [&] {
+      auto out = vk::linearQ4gsw(ctx, *x, *w, *s, 32, nullptr);
+      ASSERT_TRUE(out.ok()) << render(out.diags());
+    });
+    EXPECT_EQ(ran, std::vector<std::string>{"linear_q4gsw_fast_gpu_gemm_tiled_float_float"});
   });
 }
 

@@ -74,10 +74,10 @@ struct PhaseResult {
   std::string name;
   int64_t tokens = 0;
   std::vector<double> wallMs, deviceMs;
-  /// Per run: host time inside Context::flush (submit, wait, read-back) and
-  /// the rest of the wall time, the host recording (executor, lowerings,
+  /// Per run: host time inside Context::flush (submit, wait, read-back); the
+  /// rest of the wall time is the host recording (executor, lowerings,
   /// descriptor writes, uploads).
-  std::vector<double> flushMs, recordMs;
+  std::vector<double> flushMs;
   uint64_t dispatchesPerRun = 0, flushesPerRun = 0, buffersCreatedPerRun = 0;
   std::map<std::string, Family> families, variants; ///< totals over all runs
 };
@@ -92,6 +92,11 @@ double minOf(const std::vector<double> &v) {
   return v.empty() ? 0 : *std::min_element(v.begin(), v.end());
 }
 
+/// Mean host recording time: the wall time outside flush (which it contains).
+double recordMs(const PhaseResult &r) {
+  return mean(r.wallMs) - mean(r.flushMs);
+}
+
 nlohmann::ordered_json phaseJson(const PhaseResult &r, int runs, bool timestamps) {
   nlohmann::ordered_json j;
   j["name"] = r.name;
@@ -101,7 +106,7 @@ nlohmann::ordered_json phaseJson(const PhaseResult &r, int runs, bool timestamps
   j["flushes_per_run"] = r.flushesPerRun;
   j["buffers_created_per_run"] = r.buffersCreatedPerRun;
   j["wall_ms"] = {{"mean", mean(r.wallMs)}, {"min", minOf(r.wallMs)}};
-  j["host_record_ms"] = mean(r.recordMs);
+  j["host_record_ms"] = recordMs(r);
   j["host_flush_ms"] = mean(r.flushMs);
   j["tokens_per_s"] = mean(r.wallMs) > 0 ? double(r.tokens) * 1e3 / mean(r.wallMs) : 0.0;
   if (!timestamps)
@@ -231,7 +236,6 @@ int benchProgram(const Args &args, const std::string &path, const Program &progr
       r.flushesPerRun = stats.flushes;
       r.buffersCreatedPerRun = stats.buffersCreated;
       r.flushMs.push_back(stats.flushMs);
-      r.recordMs.push_back(std::max(0.0, wall - stats.flushMs));
       double device = 0;
       for (vk::DispatchTiming &t : ctx.takeDispatchTimings()) {
         device += t.ns;
@@ -287,13 +291,13 @@ int benchProgram(const Args &args, const std::string &path, const Program &progr
       std::cout << line;
     }
     std::cout << "\n";
-    std::snprintf(
-        line, sizeof(line),
-        "  host: %.3f ms recording, %.3f ms in %llu flush%s (submit + wait); %llu "
-        "buffer%s created\n",
-        mean(r.recordMs), mean(r.flushMs), static_cast<unsigned long long>(r.flushesPerRun),
-        r.flushesPerRun == 1 ? "" : "es", static_cast<unsigned long long>(r.buffersCreatedPerRun),
-        r.buffersCreatedPerRun == 1 ? "" : "s");
+    std::snprintf(line, sizeof(line),
+                  "  host: %.3f ms recording, %.3f ms in %llu flush%s (submit + wait); %llu "
+                  "buffer%s created\n",
+                  recordMs(r), mean(r.flushMs), static_cast<unsigned long long>(r.flushesPerRun),
+                  r.flushesPerRun == 1 ? "" : "es",
+                  static_cast<unsigned long long>(r.buffersCreatedPerRun),
+                  r.buffersCreatedPerRun == 1 ? "" : "s");
     std::cout << line;
     if (!timestamps)
       continue;

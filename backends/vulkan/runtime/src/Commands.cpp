@@ -230,14 +230,13 @@ Status Context::flush() {
     m.inFlight.clear();
     return okStatus();
   }
-  const auto started = std::chrono::steady_clock::now();
   struct FlushTimer { // counts every way out, errors included
     double &ns;
     std::chrono::steady_clock::time_point t0;
     ~FlushTimer() {
       ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     }
-  } timer{m.stats.flushNs, started};
+  } timer{m.stats.flushNs, std::chrono::steady_clock::now()};
   if (m.queryPool)
     vkCmdWriteTimestamp(m.commandBuffer, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, m.queryPool, 1);
   GRAFT_VK_CHECK(vkEndCommandBuffer(m.commandBuffer));
