@@ -497,6 +497,9 @@ struct LlamaCase {
   /// 0: Llama's RoPE; else HuggingFace RoPE (--use-hf-rope) with this
   /// partial_rotary_factor, fused into et_vk.apply_rotary_emb_hf.
   double hfRope = 0;
+  /// Run with ContextOptions::stagedTransfers: buffers unmapped, every
+  /// upload and download a staging copy, as on a discrete GPU.
+  bool staged = false;
 };
 
 std::string llamaCaseName(const ::testing::TestParamInfo<LlamaCase> &info) {
@@ -505,7 +508,7 @@ std::string llamaCaseName(const ::testing::TestParamInfo<LlamaCase> &info) {
   std::string hf = info.param.hfRope == 0     ? ""
                    : info.param.hfRope == 1.0 ? "_hf_rope"
                                               : "_hf_rope_partial";
-  return std::string(name(info.param.form)) + "_q" + q + hf;
+  return std::string(name(info.param.form)) + "_q" + q + hf + (info.param.staged ? "_staged" : "");
 }
 
 class VulkanKvCacheLlama : public graft::testing::ScratchDirTest,
@@ -540,8 +543,13 @@ TEST_P(VulkanKvCacheLlama, OnePartitionDecodesLikeTheInterpreter) {
   eo.mutableBuffers = vk::ExecutorOptions::MutableBuffers::OnDevice;
   // As `graft run` does: only the SPIR-V the program carries (a variant its
   // kernels use but codegen left out is an error), on a context of its own.
-  auto ctx = vk::Context::create();
+  vk::ContextOptions co;
+  co.stagedTransfers = c.staged;
+  auto ctx = vk::Context::create(co);
   ASSERT_TRUE(ctx.ok()) << render(ctx.diags());
+  if (c.staged) {
+    EXPECT_FALSE((*ctx)->hostMappedBuffers());
+  }
   ASSERT_TRUE(vk::usePrecompiledShaders(**ctx, *program, "kv.vkprog").ok());
   auto exec = vk::GraphExecutor::create(**ctx, *program->graph, eo);
   ASSERT_TRUE(exec.ok()) << render(exec.diags());
@@ -594,7 +602,10 @@ INSTANTIATE_TEST_SUITE_P(Forms, VulkanKvCacheLlama,
                                            LlamaCase{SynthKvCache::Plain, SynthQuant::W4},
                                            LlamaCase{SynthKvCache::Plain, SynthQuant::W8A8W4},
                                            LlamaCase{SynthKvCache::Custom, SynthQuant::W4, 1.0},
-                                           LlamaCase{SynthKvCache::Custom, SynthQuant::W4, 0.5}),
+                                           LlamaCase{SynthKvCache::Custom, SynthQuant::W4, 0.5},
+                                           LlamaCase{SynthKvCache::Custom, SynthQuant::W8A8W4, 0,
+                                                     true},
+                                           LlamaCase{SynthKvCache::Plain, SynthQuant::W4, 0, true}),
                          llamaCaseName);
 
 } // namespace

@@ -313,6 +313,55 @@ TEST(VulkanRuntime, UploadDownloadRoundTrips) {
   EXPECT_EQ(back->numel(), 0);
 }
 
+// The discrete-GPU data path, on any device: with stagedTransfers no buffer
+// is mapped, so every upload and download is a staging copy recorded in
+// order with the dispatches. An upload into a buffer a pending dispatch reads
+// must land after that dispatch (the mapped path flushes first; the staged
+// one relies on the copy's place in the command buffer).
+TEST(VulkanRuntime, StagedTransfersKeepTheirPlaceAmongDispatches) {
+  GRAFT_REQUIRE_VULKAN();
+  vk::ContextOptions o;
+  o.stagedTransfers = true;
+  auto created = vk::Context::create(o);
+  ASSERT_TRUE(created.ok()) << render(created.diags());
+  vk::Context &ctx = **created;
+  EXPECT_FALSE(ctx.hostMappedBuffers());
+  for (DType d : {DType::F32, DType::I64, DType::I8, DType::Bool}) {
+    Tensor t = Tensor::empty(d, {5, 13});
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.setInt(i, d == DType::Bool ? i % 3 == 0 : (i * 5) % 90 - 45);
+    auto up = vk::uploadTensor(ctx, t);
+    ASSERT_TRUE(up.ok()) << name(d);
+    auto down = vk::downloadTensor(ctx, *up);
+    ASSERT_TRUE(down.ok());
+    EXPECT_TRUE(down->equal(t)) << name(d);
+  }
+  auto a = vk::uploadTensor(ctx, Tensor::fromDoubles(DType::F32, {4}, {1, 2, 3, 4}));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(ctx.flush().ok());
+  const uint64_t flushes = ctx.stats().flushes;
+  auto neg = vk::unary(ctx, vk::UnaryKind::Neg, *a);
+  ASSERT_TRUE(neg.ok());
+  const float later[4] = {10, 20, 30, 40};
+  ASSERT_TRUE(ctx.upload(*a->buffer, later, sizeof(later)).ok());
+  EXPECT_EQ(ctx.stats().flushes, flushes) << "a staged upload is recorded, not flushed";
+  auto negDown = vk::downloadTensor(ctx, *neg);
+  ASSERT_TRUE(negDown.ok());
+  EXPECT_EQ(negDown->getDouble(0), -1.0);
+  EXPECT_EQ(negDown->getDouble(3), -4.0);
+  auto aDown = vk::downloadTensor(ctx, *a);
+  ASSERT_TRUE(aDown.ok());
+  EXPECT_EQ(aDown->getDouble(3), 40.0);
+  // A fill and a partial download at an offset take the same path.
+  auto f = vk::allocateTensor(ctx, DType::F32, {8});
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(ctx.fill(*f->buffer, 0x40400000u).ok()); // 3.0f
+  float tail[2] = {0, 0};
+  ASSERT_TRUE(ctx.download(*f->buffer, tail, sizeof(tail), 6 * sizeof(float)).ok());
+  EXPECT_EQ(tail[0], 3.0f);
+  EXPECT_EQ(tail[1], 3.0f);
+}
+
 TEST(VulkanRuntime, LimitsAreUserErrors) {
   GRAFT_REQUIRE_VULKAN();
   vk::Context &ctx = *context();

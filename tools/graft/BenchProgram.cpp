@@ -16,7 +16,9 @@
 // it) is 0 for the prefill and the prefill's length for the decode step, the
 // token that follows the prompt. Wall time covers the whole run (uploads, CPU
 // nodes, the read-back of the outputs); device time is the sum of the
-// dispatch times.
+// dispatch times, and the span of each submission (first command to last)
+// tells the device's idle gaps between dispatches from the host's latency
+// around the submissions.
 //
 //===----------------------------------------------------------------------===//
 #include "BenchProgram.h"
@@ -78,6 +80,9 @@ struct PhaseResult {
   /// rest of the wall time is the host recording (executor, lowerings,
   /// descriptor writes, uploads).
   std::vector<double> flushMs;
+  /// Per run: device time of its submissions, first command to last (the
+  /// dispatches and the device's idle gaps between them).
+  std::vector<double> spanMs;
   uint64_t dispatchesPerRun = 0, flushesPerRun = 0, buffersCreatedPerRun = 0;
   std::map<std::string, Family> families, variants; ///< totals over all runs
 };
@@ -113,6 +118,12 @@ nlohmann::ordered_json phaseJson(const PhaseResult &r, int runs, bool timestamps
     return j;
   double dev = mean(r.deviceMs);
   j["device_ms"] = {{"mean", dev}, {"min", minOf(r.deviceMs)}};
+  // Where a run's time goes besides its dispatches: idle gaps on the device
+  // (barriers, launch latency, a clock ramping up), and host latency around
+  // the submissions (submit, the wait's wake-up, reading the queries).
+  j["device_span_ms"] = mean(r.spanMs);
+  j["device_gap_ms"] = std::max(0.0, mean(r.spanMs) - dev);
+  j["host_wait_ms"] = std::max(0.0, mean(r.flushMs) - mean(r.spanMs));
   j["device_tokens_per_s"] = dev > 0 ? double(r.tokens) * 1e3 / dev : 0.0;
   auto table = [&](const std::map<std::string, Family> &m, const char *key) {
     std::vector<std::pair<std::string, Family>> rows(m.begin(), m.end());
@@ -236,6 +247,7 @@ int benchProgram(const Args &args, const std::string &path, const Program &progr
       r.flushesPerRun = stats.flushes;
       r.buffersCreatedPerRun = stats.buffersCreated;
       r.flushMs.push_back(stats.flushMs);
+      r.spanMs.push_back(stats.submittedDeviceMs);
       double device = 0;
       for (vk::DispatchTiming &t : ctx.takeDispatchTimings()) {
         device += t.ns;
@@ -301,7 +313,14 @@ int benchProgram(const Args &args, const std::string &path, const Program &progr
     std::cout << line;
     if (!timestamps)
       continue;
-    auto rows = phaseJson(r, runs, true)["families"];
+    auto phase = phaseJson(r, runs, true);
+    std::snprintf(line, sizeof(line),
+                  "  device: %.3f ms from first command to last: %.3f ms in dispatches, %.3f ms "
+                  "idle between them; %.3f ms of the flushes outside it\n",
+                  phase["device_span_ms"].get<double>(), dev, phase["device_gap_ms"].get<double>(),
+                  phase["host_wait_ms"].get<double>());
+    std::cout << line;
+    auto rows = phase["families"];
     std::cout << "  family                      dispatches  device ms   share  mean us/dispatch\n";
     for (const auto &row : rows) {
       std::snprintf(line, sizeof(line), "  %-26s %11.1f %10.3f %6.1f%% %17.1f\n",

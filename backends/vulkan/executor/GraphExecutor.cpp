@@ -802,6 +802,7 @@ GraphExecutor::run(const std::vector<RuntimeValue> &userInputs) {
   stats_.buffersCreated = (after.buffersAllocated - after.buffersReused) -
                           (before.buffersAllocated - before.buffersReused);
   stats_.flushMs = (after.flushNs - before.flushNs) / 1e6;
+  stats_.submittedDeviceMs = (after.submittedDeviceNs - before.submittedDeviceNs) / 1e6;
   return outs;
 }
 

@@ -99,8 +99,7 @@ Status Context::Impl::collectProfile() {
         core->device, profilePools[first / kProfileQueriesPerPool], 0, n, n * sizeof(uint64_t),
         ts.data() + first, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
   }
-  // Only timestampValidBits low bits count; the difference wraps within them.
-  uint64_t mask = timestampValidBits >= 64 ? ~uint64_t(0) : (uint64_t(1) << timestampValidBits) - 1;
+  const uint64_t mask = timestampMask();
   for (Profiled &p : profiled) {
     uint64_t ticks = (ts[p.before + 1] - ts[p.before]) & mask;
     timings.push_back(
@@ -252,8 +251,10 @@ Status Context::flush() {
   if (m.queryPool) {
     uint64_t ts[2] = {0, 0};
     if (vkGetQueryPoolResults(m.core->device, m.queryPool, 0, 2, sizeof(ts), ts, sizeof(uint64_t),
-                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS)
-      m.lastDeviceNs = double(ts[1] - ts[0]) * m.info.timestampPeriodNs;
+                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
+      m.lastDeviceNs = double((ts[1] - ts[0]) & m.timestampMask()) * m.info.timestampPeriodNs;
+      m.stats.submittedDeviceNs += m.lastDeviceNs;
+    }
   }
   GRAFT_CHECK_OK(m.collectProfile());
   for (VkDescriptorPool pool : m.pools)

@@ -111,6 +111,11 @@ bool validationRequestedByDefault() {
 #endif
 }
 
+bool stagedTransfersRequestedByDefault() {
+  const char *env = std::getenv("GRAFT_VK_STAGED_TRANSFERS");
+  return env && std::string(env) == "1";
+}
+
 DeviceCore::~DeviceCore() {
   for (const auto &[key, b] : pool)
     destroy(b);
@@ -407,8 +412,11 @@ Expected<std::unique_ptr<Context>> Context::create(const ContextOptions &options
   vkGetDeviceQueue(m.core->device, m.queueFamily, 0, &m.queue);
 
   // Memory types: device-local for buffers (host-visible too when the device
-  // has such memory, as lavapipe and integrated GPUs do), and a
-  // host-visible coherent type for staging otherwise.
+  // has such memory, as lavapipe and integrated GPUs do), and otherwise a
+  // host-visible coherent type for upload staging (the first: on discrete
+  // GPUs write-combined, fast to write) and one for read-back (cached where
+  // the device has it: reading write-combined memory from the CPU is
+  // uncached, a bus transaction per load).
   VkPhysicalDeviceMemoryProperties mem{};
   vkGetPhysicalDeviceMemoryProperties(m.core->physical, &mem);
   const VkMemoryPropertyFlags hostFlags =
@@ -423,7 +431,12 @@ Expected<std::unique_ptr<Context>> Context::create(const ContextOptions &options
     }
     if ((f & hostFlags) == hostFlags && m.stagingType == UINT32_MAX)
       m.stagingType = i;
+    if ((f & hostFlags) == hostFlags && (f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) &&
+        m.readbackType == UINT32_MAX)
+      m.readbackType = i;
   }
+  if (m.readbackType == UINT32_MAX)
+    m.readbackType = m.stagingType;
   if (m.deviceLocalType == UINT32_MAX)
     for (uint32_t i = 0; i < mem.memoryTypeCount; ++i)
       if ((mem.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) &&
@@ -435,6 +448,8 @@ Expected<std::unique_ptr<Context>> Context::create(const ContextOptions &options
     return Diagnostic::error("Vulkan device '" + m.info.name + "' has no host-visible memory");
   if (m.deviceLocalType == m.stagingType)
     m.deviceLocalIsHostVisible = true;
+  if (options.stagedTransfers || stagedTransfersRequestedByDefault())
+    m.deviceLocalIsHostVisible = false;
 
   VkCommandPoolCreateInfo cpci{};
   cpci.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
@@ -474,6 +489,9 @@ bool Context::exactKernels() const {
 }
 void Context::setExactKernels(bool exact) {
   impl_->exactKernels = exact;
+}
+bool Context::hostMappedBuffers() const {
+  return impl_->deviceLocalIsHostVisible;
 }
 ContextStats Context::stats() const {
   return impl_->stats;

@@ -163,7 +163,7 @@ Status Context::download(const Buffer &buffer, void *data, std::size_t bytes, st
     std::memcpy(data, static_cast<const uint8_t *>(h.mapped) + offset, bytes);
     return okStatus();
   }
-  GRAFT_TRY(auto staging, m.makeBuffer(std::max<std::size_t>(bytes, 16), m.stagingType, true));
+  GRAFT_TRY(auto staging, m.makeBuffer(std::max<std::size_t>(bytes, 16), m.readbackType, true));
   GRAFT_CHECK_OK(m.beginRecording());
   VkBufferCopy region{offset, 0, bytes};
   vkCmdCopyBuffer(m.commandBuffer, h.buffer, staging->buffer, 1, &region);

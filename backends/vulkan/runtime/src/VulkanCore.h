@@ -162,9 +162,14 @@ struct Context::Impl {
   std::vector<std::shared_ptr<BufferHandles>> inFlight;
   uint32_t deviceLocalType = UINT32_MAX; ///< memory type for buffers
   bool deviceLocalIsHostVisible = false;
-  uint32_t stagingType = UINT32_MAX; ///< host-visible coherent type
+  uint32_t stagingType = UINT32_MAX;  ///< host-visible coherent type, for uploads
+  uint32_t readbackType = UINT32_MAX; ///< host-visible coherent, cached if any: downloads
   double lastDeviceNs = 0;
   uint32_t timestampValidBits = 0;
+  /// The timestamp bits that count: differences wrap within them.
+  uint64_t timestampMask() const {
+    return timestampValidBits >= 64 ? ~uint64_t(0) : (uint64_t(1) << timestampValidBits) - 1;
+  }
   // Profiling (setProfiling): pools of kProfileQueriesPerPool queries, used
   // in order within a recording; the variant and label of each timed
   // dispatch of the recording; what completed submissions measured.

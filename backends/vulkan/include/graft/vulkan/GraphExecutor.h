@@ -105,6 +105,9 @@ struct ExecutorStats {
   uint64_t bytesDownloaded = 0;
   uint64_t buffersCreated = 0; ///< device buffers the pool could not supply
   double flushMs = 0;          ///< host time in Context::flush (ContextStats::flushNs)
+  /// Device time of the run's submissions, first command to last
+  /// (ContextStats::submittedDeviceNs): dispatches plus idle gaps between them.
+  double submittedDeviceMs = 0;
 };
 
 class GraphExecutor {

@@ -70,7 +70,16 @@ struct DeviceInfo {
   bool storageTexelBuffers = false;
   /// The most texels one such view may hold (Vulkan guarantees 65536).
   uint32_t maxTexelBufferElements = 0;
+  /// Treats the device's memory as a discrete GPU's even where it is
+  /// host-visible (lavapipe, integrated GPUs): buffers are not mapped, and
+  /// uploads and downloads go through staging copies recorded with the
+  /// dispatches. Tests run the discrete-GPU data path this way; defaults to
+  /// on when GRAFT_VK_STAGED_TRANSFERS=1.
+  bool stagedTransfers = false;
 };
+
+/// Whether GRAFT_VK_STAGED_TRANSFERS=1 asks for ContextOptions::stagedTransfers.
+bool stagedTransfersRequestedByDefault();
 
 /// Lists the Vulkan devices. No loader or no driver gives an empty list;
 /// an instance that fails for another reason is an error.
@@ -92,7 +101,16 @@ struct ContextOptions {
   /// tests run the storage-buffer fallbacks that kernels take on devices
   /// whose limit a tensor exceeds.
   uint32_t maxTexelBufferElements = 0;
+  /// Treats the device's memory as a discrete GPU's even where it is
+  /// host-visible (lavapipe, integrated GPUs): buffers are not mapped, and
+  /// uploads and downloads go through staging copies recorded with the
+  /// dispatches. Tests run the discrete-GPU data path this way; defaults to
+  /// on when GRAFT_VK_STAGED_TRANSFERS=1.
+  bool stagedTransfers = false;
 };
+
+/// Whether GRAFT_VK_STAGED_TRANSFERS=1 asks for ContextOptions::stagedTransfers.
+bool stagedTransfersRequestedByDefault();
 
 class Context;
 struct DeviceCore;
@@ -135,6 +153,11 @@ struct ContextStats {
   /// included) and reading back timestamps and status flags. A run's wall
   /// time minus this is what the host spent recording.
   double flushNs = 0;
+  /// Device time of the submissions, each from its first command to its last
+  /// (timestamp queries; 0 where the device has none): the dispatches and
+  /// the device's idle gaps between them. flushNs minus this is the host's
+  /// submit and wake-up latency.
+  double submittedDeviceNs = 0;
 };
 
 class Context {
@@ -151,6 +174,10 @@ public:
   /// Whether the launchers pick the bit-exact kernels (ContextOptions).
   bool exactKernels() const;
   void setExactKernels(bool exact);
+  /// Whether buffers live in memory the host maps (lavapipe, integrated
+  /// GPUs) rather than behind staging copies (discrete GPUs,
+  /// ContextOptions::stagedTransfers).
+  bool hostMappedBuffers() const;
 
   /// A buffer of at least `bytes` (a zero-size request gets a small one).
   /// Exceeding the device's maxStorageBufferRange is a user error.
