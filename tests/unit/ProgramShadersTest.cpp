@@ -362,8 +362,8 @@ TEST_F(ProgramShadersTest, RunBenchReportsPrefillDecodeAndFamilies) {
     // and the flush holds the span (the host's latency is what is left).
     const double span = phase["device_span_ms"].get<double>();
     EXPECT_GE(span, phase["device_ms"]["mean"].get<double>()) << phase.dump();
-    EXPECT_NEAR(phase["device_gap_ms"].get<double>(), span - phase["device_ms"]["mean"].get<double>(),
-                1e-6)
+    EXPECT_NEAR(phase["device_gap_ms"].get<double>(),
+                span - phase["device_ms"]["mean"].get<double>(), 1e-6)
         << phase.dump();
     EXPECT_GE(phase["host_flush_ms"].get<double>(), span) << phase.dump();
     EXPECT_NEAR(phase["host_wait_ms"].get<double>(), phase["host_flush_ms"].get<double>() - span,
