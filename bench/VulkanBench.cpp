@@ -7,7 +7,8 @@
 //     bytes read + written: what this device and driver can move at all (on
 //     lavapipe, 8 vec4s per invocation as 32-byte words, read as storage
 //     texels where the device has them: llvmpipe's per-lane loads and stores
-//     and its per-invocation cost on the host cores);
+//     and its per-invocation cost on the host cores; on GPUs the faster of
+//     the one-vec4 and the strided four-vec4 copies, BM_VkStreamVariant);
 //   * BM_HostMemcpy: one host thread's memcpy, read + written.
 // Each kernel benchmark reports counters "% stream" and "% memcpy"; the
 // ceilings are measured once, the first time a kernel benchmark needs them
@@ -186,35 +187,48 @@ double hostMemcpyGBs() {
   return gbs;
 }
 
-/// BM_VkStream's GB/s at streamFloats(), best of 20 runs (0 without a device).
-double streamGBs() {
-  static double gbs = [] {
+/// The stream ceiling: the fastest of the device's stream copies
+/// (vk::streamCopyVariants: one on CPU devices, the one-vec4 and the strided
+/// four-vec4 copy on GPUs) at streamFloats(), best of 20 runs each.
+struct StreamCeiling {
+  double gbs = 0;      ///< 0 without a device
+  std::string variant; ///< the copy that reached it
+};
+
+const StreamCeiling &streamCeiling() {
+  static StreamCeiling ceiling = [] {
+    StreamCeiling best;
     const int64_t n = streamFloats();
     auto in = vk::uploadTensor(*context(), Tensor::empty(DType::F32, {n}));
     auto out = vk::allocateTensor(*context(), DType::F32, {n});
     if (!in || !out)
-      return 0.0;
-    auto copy = [&] { return vk::streamCopy(*context(), *in, *out); };
-    // The first run compiles the shader; on a GPU, about half a second of
-    // copies then brings the clocks up before anything is timed.
-    if (!timeOnce(copy))
-      return 0.0;
-    if (!cpuDevice())
-      for (auto w0 = std::chrono::steady_clock::now();
-           std::chrono::steady_clock::now() - w0 < std::chrono::milliseconds(500);)
-        if (!timeOnce(copy, launchesPerSample()))
-          return 0.0;
-    double best = 0;
-    for (int i = 0; i < 20; ++i) {
-      auto secs = timeOnce(copy, launchesPerSample());
-      if (!secs)
-        return 0.0;
-      if (*secs > 0)
-        best = std::max(best, 8.0 * double(n) * 1e-9 / *secs);
+      return best;
+    for (const std::string &variant : vk::streamCopyVariants(*context(), *in)) {
+      auto copy = [&] { return vk::streamCopy(*context(), *in, *out, variant); };
+      // The first run compiles the shader; on a GPU, about half a second of
+      // copies then brings the clocks up before anything is timed.
+      if (!timeOnce(copy))
+        return StreamCeiling();
+      if (!cpuDevice())
+        for (auto w0 = std::chrono::steady_clock::now();
+             std::chrono::steady_clock::now() - w0 < std::chrono::milliseconds(500);)
+          if (!timeOnce(copy, launchesPerSample()))
+            return StreamCeiling();
+      for (int i = 0; i < 20; ++i) {
+        auto secs = timeOnce(copy, launchesPerSample());
+        if (!secs)
+          return StreamCeiling();
+        if (*secs > 0 && 8.0 * double(n) * 1e-9 / *secs > best.gbs)
+          best = {8.0 * double(n) * 1e-9 / *secs, variant};
+      }
     }
     return best;
   }();
-  return gbs;
+  return ceiling;
+}
+
+double streamGBs() {
+  return streamCeiling().gbs;
 }
 
 /// CPU seconds used by every thread of this process so far. On a CPU device
@@ -298,17 +312,46 @@ void BM_HostMemcpy(benchmark::State &state) {
 BENCHMARK(BM_HostMemcpy)->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond);
 
 /// The device ceiling: the fastest copy of n floats (bytes read + written); n = 0
-/// is the calibration size for this device (streamFloats()).
+/// is the calibration size for this device (streamFloats()). It runs the
+/// copy that set the ceiling (streamCeiling); counter "variant" is its index
+/// in vk::streamCopyVariants.
 void BM_VkStream(benchmark::State &state) {
   GRAFT_VK_BENCH_GUARD();
   int64_t n = state.range(0) ? state.range(0) : streamFloats();
   auto in = upload(randomTensor(DType::F32, {n}, -1, 1, 20));
   auto out = orDie(vk::allocateTensor(*context(), DType::F32, {n}));
+  const std::vector<std::string> variants = vk::streamCopyVariants(*context(), in);
+  const std::string variant = streamCeiling().variant;
   runKernel(
-      state, [&] { return vk::streamCopy(*context(), in, out); }, 8.0 * double(n), 0);
+      state, [&] { return vk::streamCopy(*context(), in, out, variant); }, 8.0 * double(n), 0);
   state.counters["floats"] = double(n); // the size Arg(0) stands for, for the table
+  state.counters["variant"] =
+      double(std::find(variants.begin(), variants.end(), variant) - variants.begin());
+  state.SetLabel(variant);
 }
 BENCHMARK(BM_VkStream)->Arg(0)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+/// Each candidate stream copy of this device (vk::streamCopyVariants, by
+/// index; an index past the list is skipped) at the calibration size, so a
+/// GPU run shows what the ceiling's choice was made from.
+void BM_VkStreamVariant(benchmark::State &state) {
+  GRAFT_VK_BENCH_GUARD();
+  const int64_t n = streamFloats();
+  auto in = upload(randomTensor(DType::F32, {n}, -1, 1, 20));
+  auto out = orDie(vk::allocateTensor(*context(), DType::F32, {n}));
+  const std::vector<std::string> variants = vk::streamCopyVariants(*context(), in);
+  const auto index = static_cast<std::size_t>(state.range(0));
+  if (index >= variants.size()) {
+    state.SkipWithError("this device has fewer stream copies");
+    return;
+  }
+  runKernel(
+      state, [&] { return vk::streamCopy(*context(), in, out, variants[index]); },
+      8.0 * double(n), 0);
+  state.counters["floats"] = double(n);
+  state.SetLabel(variants[index]);
+}
+BENCHMARK(BM_VkStreamVariant)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 /// linear_q4gsw: M tokens x K -> N, group 32 (M = 1 is decode's GEMV).
 /// The 4th argument selects the bit-exact kernel (1) or the fast one (0).

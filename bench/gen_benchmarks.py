@@ -210,6 +210,10 @@ def vulkan_block(B, m):
         if size == "0" and "floats" in b:  # BM_VkStream's device-chosen size
             size = "%d" % b["floats"]
         label = "`%s`%s" % (kernel, " (exact)" if exact else "")
+        if kernel == "StreamVariant":  # one candidate copy, by index; none past the device's list
+            if err(b):
+                continue
+            label, size = "`Stream` candidate `%s`" % b.get("label", ""), "%d" % b.get("floats", 0)
         if err(b):
             rows.append((label, size, "failed: " + b.get("error_message", ""), "", "", "", "", "", ""))
             continue

@@ -634,9 +634,11 @@ TEST(VulkanKernels, StreamCopy) {
     auto in = vk::uploadTensor(ctx, t);
     ASSERT_TRUE(in) << render(in.diags());
     // streamCopy's choice, then each variant directly: one vec4 per
-    // invocation, and on devices with shaderInt64 8 (u64vec4 words; read as
-    // texels where the device has them).
-    std::vector<std::pair<std::string, uint64_t>> variants = {{"", 0}, {"stream_copy_vec4", 1}};
+    // invocation, four strided by the grid (the GPU candidate; n = 52 and
+    // the last size leave its last slice partial), and on devices with
+    // shaderInt64 8 (u64vec4 words; read as texels where the device has them).
+    std::vector<std::pair<std::string, uint64_t>> variants = {
+        {"", 0}, {"stream_copy_vec4", 1}, {"stream_copy_vec4x4", 4}};
     if (ctx.info().shaderInt64) {
       variants.push_back({"stream_copy_vec4w", 8});
       if (ctx.info().storageTexelBuffers)
@@ -660,6 +662,16 @@ TEST(VulkanKernels, StreamCopy) {
   auto b = vk::allocateTensor(ctx, DType::F32, {8});
   auto c = vk::allocateTensor(ctx, DType::I32, {8});
   ASSERT_TRUE(a && b && c);
+  // A named copy must be one of the device's candidates.
+  auto b2 = vk::allocateTensor(ctx, DType::F32, {8});
+  ASSERT_TRUE(b2);
+  const std::vector<std::string> candidates = vk::streamCopyVariants(ctx, *b);
+  ASSERT_FALSE(candidates.empty());
+  EXPECT_TRUE(vk::streamCopy(ctx, *b, *b2, candidates.back()));
+  Status unknown = vk::streamCopy(ctx, *b, *b2, "stream_copy_nonesuch");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(render(unknown.diags()).find("is not a stream copy this device runs"),
+            std::string::npos);
   for (auto [x, y] : {std::pair{&*a, &*a}, std::pair{&*b, &*a}, std::pair{&*c, &*c}}) {
     Status s = vk::streamCopy(ctx, *x, *y);
     ASSERT_FALSE(s);

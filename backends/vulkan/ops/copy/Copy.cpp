@@ -147,18 +147,35 @@ Expected<DeviceTensor> reshape(const DeviceTensor &src, std::vector<int64_t> siz
   return out;
 }
 
-Status streamCopy(Context &ctx, const DeviceTensor &in, const DeviceTensor &out) {
+std::vector<std::string> streamCopyVariants(Context &ctx, const DeviceTensor &in) {
+  if (!wideVec4(ctx, DType::F32))
+    return {"stream_copy_vec4", "stream_copy_vec4x4"};
+  return {texelReads(ctx, in.buffer->size()) ? "stream_copy_vec4t" : "stream_copy_vec4w"};
+}
+
+Status streamCopy(Context &ctx, const DeviceTensor &in, const DeviceTensor &out,
+                  std::string_view variant) {
   if (in.dtype != DType::F32 || out.dtype != DType::F32 || in.numel() != out.numel() ||
       in.numel() % 4 != 0)
     return kernelError("stream", "needs two f32 tensors of one size, a multiple of 4 (got " +
                                      sizesStr(in.sizes) + " and " + sizesStr(out.sizes) + ")");
   GRAFT_CHECK_OK(checkInt32("stream", in.numel()));
-  const bool wide = wideVec4(ctx, DType::F32);
+  const std::vector<std::string> candidates = streamCopyVariants(ctx, in);
+  if (variant.empty())
+    variant = candidates.front();
+  else if (std::find(candidates.begin(), candidates.end(), variant) == candidates.end()) {
+    std::string names;
+    for (const std::string &c : candidates)
+      names += (names.empty() ? "" : ", ") + c;
+    return kernelError("stream", "'" + std::string(variant) +
+                                     "' is not a stream copy this device runs (candidates: " +
+                                     names + ")");
+  }
   const int32_t numVec4 = i32(in.numel() / 4);
-  const uint64_t per = wide ? 8 : 1; // vec4s per invocation (stream.glsl's PER)
-  const char *variant = !wide                                ? "stream_copy_vec4"
-                        : texelReads(ctx, in.buffer->size()) ? "stream_copy_vec4t"
-                                                             : "stream_copy_vec4w";
+  // vec4s per invocation (stream.glsl's PER).
+  const uint64_t per = variant == "stream_copy_vec4"     ? 1
+                       : variant == "stream_copy_vec4x4" ? 4
+                                                         : 8;
   return ctx.dispatch1D(variant, {out.buffer.get(), in.buffer.get()}, &numVec4, sizeof(numVec4),
                         (static_cast<uint64_t>(numVec4) + per - 1) / per);
 }

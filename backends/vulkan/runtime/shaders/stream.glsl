@@ -15,6 +15,13 @@
 // loads a texel per lane through its image path, cheaper than its per-lane
 // storage-buffer loads, and kernels read weights that way, so the ceiling
 // must too (1.2x the vec4w copy's bandwidth per CPU second, 2026-11-28).
+// STRIDED (the `vec4x4` GPU candidate) copies STRIDED vec4s per invocation,
+// one per slice of the grid (invocation id takes id, id + T, id + 2T, ...
+// for T invocations, so every load instruction of a subgroup still reads
+// consecutive addresses), all loads issued before any store: more bytes in
+// flight per invocation than the one-vec4 copy, which reached 62 % of a
+// PyTorch copy on an H200 (docs/benchmarks.md). The benchmark takes the
+// faster of the GPU candidates as the ceiling.
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 
@@ -24,12 +31,17 @@ layout(set = 0, binding = 1, rgba32ui) readonly uniform uimageBuffer t_inTexels;
 #else
 layout(set = 0, binding = 1) readonly buffer In { vec4 t_in[]; };
 #endif
+#if STRIDED && (VEC4_WIDE || TEXEL_IN)
+#error "the strided copy is the GPU candidate: vec4 loads and stores"
+#endif
 #if VEC4_WIDE
 layout(set = 0, binding = 0) writeonly buffer Out256 { u64vec4 t_out256[]; };
 #if !TEXEL_IN
 layout(set = 0, binding = 1) readonly buffer In256 { u64vec4 t_in256[]; };
 #endif
 #define PER 8u
+#elif STRIDED
+#define PER uint(STRIDED)
 #else
 #define PER 1u
 #endif
@@ -64,6 +76,17 @@ void main() {
   // The last invocation's partial block, one vec4 at a time.
   for (uint i = first; i < uint(pc.numVec4); ++i)
     t_out[i] = t_in[i];
+#elif STRIDED
+  // T invocations cover ceil(numVec4 / STRIDED) each (the host dispatches
+  // that many); slice j is [j T, (j + 1) T).
+  const uint T = (uint(pc.numVec4) + PER - 1u) / PER;
+  vec4 v[PER];
+  [[unroll]] for (uint j = 0u; j < PER; ++j)
+    if (id + j * T < uint(pc.numVec4))
+      v[j] = t_in[id + j * T];
+  [[unroll]] for (uint j = 0u; j < PER; ++j)
+    if (id + j * T < uint(pc.numVec4))
+      t_out[id + j * T] = v[j];
 #else
   t_out[id] = t_in[id];
 #endif

@@ -333,7 +333,13 @@ Expected<DeviceTensor> reshape(const DeviceTensor &src, std::vector<int64_t> siz
 /// kernels can make: on CPU drivers with shaderInt64, 8 vec4s per invocation
 /// as 32-byte words (wideVec4's choice), the input read as storage texels
 /// where texelReads allows (as the GEMV reads its weights); one vec4 per
-/// invocation elsewhere.
-Status streamCopy(Context &ctx, const DeviceTensor &in, const DeviceTensor &out);
+/// invocation elsewhere, or four per invocation strided by the grid
+/// (`stream_copy_vec4x4`), whichever a GPU runs faster: streamCopyVariants
+/// lists the candidates, the default first; `variant` picks one of them.
+Status streamCopy(Context &ctx, const DeviceTensor &in, const DeviceTensor &out,
+                  std::string_view variant = {});
+/// The stream copy's candidate shader variants for `in` on this device,
+/// streamCopy's default first.
+std::vector<std::string> streamCopyVariants(Context &ctx, const DeviceTensor &in);
 
 } // namespace graft::vk
