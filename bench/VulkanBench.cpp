@@ -346,8 +346,8 @@ void BM_VkStreamVariant(benchmark::State &state) {
     return;
   }
   runKernel(
-      state, [&] { return vk::streamCopy(*context(), in, out, variants[index]); },
-      8.0 * double(n), 0);
+      state, [&] { return vk::streamCopy(*context(), in, out, variants[index]); }, 8.0 * double(n),
+      0);
   state.counters["floats"] = double(n);
   state.SetLabel(variants[index]);
 }

@@ -167,15 +167,13 @@ Status streamCopy(Context &ctx, const DeviceTensor &in, const DeviceTensor &out,
     std::string names;
     for (const std::string &c : candidates)
       names += (names.empty() ? "" : ", ") + c;
-    return kernelError("stream", "'" + std::string(variant) +
-                                     "' is not a stream copy this device runs (candidates: " +
-                                     names + ")");
+    return kernelError("stream",
+                       "'" + std::string(variant) +
+                           "' is not a stream copy this device runs (candidates: " + names + ")");
   }
   const int32_t numVec4 = i32(in.numel() / 4);
   // vec4s per invocation (stream.glsl's PER).
-  const uint64_t per = variant == "stream_copy_vec4"     ? 1
-                       : variant == "stream_copy_vec4x4" ? 4
-                                                         : 8;
+  const uint64_t per = variant == "stream_copy_vec4" ? 1 : variant == "stream_copy_vec4x4" ? 4 : 8;
   return ctx.dispatch1D(variant, {out.buffer.get(), in.buffer.get()}, &numVec4, sizeof(numVec4),
                         (static_cast<uint64_t>(numVec4) + per - 1) / per);
 }
