@@ -60,6 +60,10 @@ vk::Context *context() {
       std::fprintf(stderr, "%s", render(c.diags()).c_str());
       return std::unique_ptr<vk::Context>();
     }
+    // A batch's launches of one kernel are independent of each other and
+    // would overlap; serial, they run one after another as a model's
+    // dependent steps do, each paying its launch.
+    (*c)->setSerialCommands(true);
     return std::move(*c);
   }();
   return ctx.get();

@@ -8,6 +8,7 @@ packages=(
   tao-pegtl-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libvulkan-dev mesa-vulkan-drivers glslang-dev zlib1g-dev
+  vulkan-validationlayers  # synchronization validation of the barriers (the *_sync_validated tests)
   graphviz  # dot: pictures in HTML coverage reports (tested when present)
   python3   # scripts/check-layering.py: the Layering.* tests
   # The Python package (python/, docs/python.md) and its tests (Python.*).

@@ -500,6 +500,10 @@ struct LlamaCase {
   /// Run with ContextOptions::stagedTransfers: buffers unmapped, every
   /// upload and download a staging copy, as on a discrete GPU.
   bool staged = false;
+  /// Run under the validation layer's synchronization validation: a
+  /// missing barrier between dependent commands (Commands.cpp records them
+  /// only where a command depends on another) fails the run.
+  bool validate = false;
 };
 
 std::string llamaCaseName(const ::testing::TestParamInfo<LlamaCase> &info) {
@@ -508,7 +512,8 @@ std::string llamaCaseName(const ::testing::TestParamInfo<LlamaCase> &info) {
   std::string hf = info.param.hfRope == 0     ? ""
                    : info.param.hfRope == 1.0 ? "_hf_rope"
                                               : "_hf_rope_partial";
-  return std::string(name(info.param.form)) + "_q" + q + hf + (info.param.staged ? "_staged" : "");
+  return std::string(name(info.param.form)) + "_q" + q + hf + (info.param.staged ? "_staged" : "") +
+         (info.param.validate ? "_sync_validated" : "");
 }
 
 class VulkanKvCacheLlama : public graft::testing::ScratchDirTest,
@@ -545,8 +550,14 @@ TEST_P(VulkanKvCacheLlama, OnePartitionDecodesLikeTheInterpreter) {
   // kernels use but codegen left out is an error), on a context of its own.
   vk::ContextOptions co;
   co.stagedTransfers = c.staged;
+  co.synchronizationValidation = c.validate;
   auto ctx = vk::Context::create(co);
   ASSERT_TRUE(ctx.ok()) << render(ctx.diags());
+  if (c.validate) {
+    ASSERT_TRUE((*ctx)->synchronizationValidationEnabled())
+        << "the Vulkan validation layer is not installed (Debian: vulkan-validationlayers, which "
+           "scripts/install-deps.sh installs)";
+  }
   if (c.staged) {
     EXPECT_FALSE((*ctx)->hostMappedBuffers());
   }
@@ -596,16 +607,18 @@ TEST_P(VulkanKvCacheLlama, OnePartitionDecodesLikeTheInterpreter) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Forms, VulkanKvCacheLlama,
-                         ::testing::Values(LlamaCase{SynthKvCache::Custom, SynthQuant::W4},
-                                           LlamaCase{SynthKvCache::Custom, SynthQuant::W8A8W4},
-                                           LlamaCase{SynthKvCache::Plain, SynthQuant::W4},
-                                           LlamaCase{SynthKvCache::Plain, SynthQuant::W8A8W4},
-                                           LlamaCase{SynthKvCache::Custom, SynthQuant::W4, 1.0},
-                                           LlamaCase{SynthKvCache::Custom, SynthQuant::W4, 0.5},
-                                           LlamaCase{SynthKvCache::Custom, SynthQuant::W8A8W4, 0,
-                                                     true},
-                                           LlamaCase{SynthKvCache::Plain, SynthQuant::W4, 0, true}),
-                         llamaCaseName);
+INSTANTIATE_TEST_SUITE_P(
+    Forms, VulkanKvCacheLlama,
+    ::testing::Values(LlamaCase{SynthKvCache::Custom, SynthQuant::W4},
+                      LlamaCase{SynthKvCache::Custom, SynthQuant::W8A8W4},
+                      LlamaCase{SynthKvCache::Plain, SynthQuant::W4},
+                      LlamaCase{SynthKvCache::Plain, SynthQuant::W8A8W4},
+                      LlamaCase{SynthKvCache::Custom, SynthQuant::W4, 1.0},
+                      LlamaCase{SynthKvCache::Custom, SynthQuant::W4, 0.5},
+                      LlamaCase{SynthKvCache::Custom, SynthQuant::W8A8W4, 0, true},
+                      LlamaCase{SynthKvCache::Plain, SynthQuant::W4, 0, true},
+                      LlamaCase{SynthKvCache::Custom, SynthQuant::W8A8W4, 0, true, true},
+                      LlamaCase{SynthKvCache::Plain, SynthQuant::W4, 0, false, true}),
+    llamaCaseName);
 
 } // namespace

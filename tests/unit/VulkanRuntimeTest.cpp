@@ -331,35 +331,79 @@ TEST(VulkanRuntime, StagedTransfersKeepTheirPlaceAmongDispatches) {
     for (int64_t i = 0; i < t.numel(); ++i)
       t.setInt(i, d == DType::Bool ? i % 3 == 0 : (i * 5) % 90 - 45);
     auto up = vk::uploadTensor(ctx, t);
-    ASSERT_TRUE(up.ok()) << name(d);
+    ASSERT_TRUE(up.ok()) << render(up.diags());
     auto down = vk::downloadTensor(ctx, *up);
-    ASSERT_TRUE(down.ok());
+    ASSERT_TRUE(down.ok()) << render(down.diags());
     EXPECT_TRUE(down->equal(t)) << name(d);
   }
   auto a = vk::uploadTensor(ctx, Tensor::fromDoubles(DType::F32, {4}, {1, 2, 3, 4}));
-  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(a.ok()) << render(a.diags());
   ASSERT_TRUE(ctx.flush().ok());
   const uint64_t flushes = ctx.stats().flushes;
   auto neg = vk::unary(ctx, vk::UnaryKind::Neg, *a);
-  ASSERT_TRUE(neg.ok());
+  ASSERT_TRUE(neg.ok()) << render(neg.diags());
   const float later[4] = {10, 20, 30, 40};
   ASSERT_TRUE(ctx.upload(*a->buffer, later, sizeof(later)).ok());
   EXPECT_EQ(ctx.stats().flushes, flushes) << "a staged upload is recorded, not flushed";
   auto negDown = vk::downloadTensor(ctx, *neg);
-  ASSERT_TRUE(negDown.ok());
+  ASSERT_TRUE(negDown.ok()) << render(negDown.diags());
   EXPECT_EQ(negDown->getDouble(0), -1.0);
   EXPECT_EQ(negDown->getDouble(3), -4.0);
   auto aDown = vk::downloadTensor(ctx, *a);
-  ASSERT_TRUE(aDown.ok());
+  ASSERT_TRUE(aDown.ok()) << render(aDown.diags());
   EXPECT_EQ(aDown->getDouble(3), 40.0);
   // A fill and a partial download at an offset take the same path.
   auto f = vk::allocateTensor(ctx, DType::F32, {8});
-  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(f.ok()) << render(f.diags());
   ASSERT_TRUE(ctx.fill(*f->buffer, 0x40400000u).ok()); // 3.0f
   float tail[2] = {0, 0};
   ASSERT_TRUE(ctx.download(*f->buffer, tail, sizeof(tail), 6 * sizeof(float)).ok());
   EXPECT_EQ(tail[0], 3.0f);
   EXPECT_EQ(tail[1], 3.0f);
+}
+
+// Commands get a barrier only where they depend on a command recorded since
+// the last one: a read or write of a buffer written since, or a write of one
+// read since (bindings declared `readonly` are reads, from the SPIR-V). So a
+// layer's independent projections may overlap on the device. Under
+// setSerialCommands every command follows a barrier, as graft_bench's
+// batches of one kernel want.
+TEST(VulkanRuntime, BarriersOnlyWhereACommandDependsOnAnother) {
+  GRAFT_REQUIRE_VULKAN();
+  auto created = vk::Context::create();
+  ASSERT_TRUE(created.ok()) << render(created.diags());
+  vk::Context &ctx = **created;
+  ctx.setSerialCommands(false);
+  auto a = vk::uploadTensor(ctx, Tensor::fromDoubles(DType::F32, {4}, {1, 2, 3, 4}));
+  ASSERT_TRUE(a.ok()) << render(a.diags());
+  ASSERT_TRUE(ctx.flush().ok());
+  const uint64_t b0 = ctx.stats().barriers;
+  auto n1 = vk::unary(ctx, vk::UnaryKind::Neg, *a);
+  auto n2 = vk::unary(ctx, vk::UnaryKind::Neg, *a);
+  ASSERT_TRUE(n1.ok() && n2.ok());
+  EXPECT_EQ(ctx.stats().barriers, b0) << "two readers of one buffer are independent";
+  auto sum = vk::binary(ctx, vk::BinaryKind::Add, *n1, *n2);
+  ASSERT_TRUE(sum.ok()) << render(sum.diags());
+  EXPECT_EQ(ctx.stats().barriers, b0 + 1) << "a read after a write waits for it";
+  auto n3 = vk::unary(ctx, vk::UnaryKind::Neg, *a);
+  ASSERT_TRUE(n3.ok());
+  EXPECT_EQ(ctx.stats().barriers, b0 + 1) << "a is only read";
+  ASSERT_TRUE(ctx.fill(*n1->buffer, 0x40400000u).ok()); // 3.0f over what `sum` read
+  EXPECT_EQ(ctx.stats().barriers, b0 + 2) << "a write after a read waits for the read";
+  auto sumDown = vk::downloadTensor(ctx, *sum);
+  ASSERT_TRUE(sumDown.ok()) << render(sumDown.diags());
+  EXPECT_EQ(sumDown->getDouble(3), -8.0);
+  auto n1Down = vk::downloadTensor(ctx, *n1);
+  ASSERT_TRUE(n1Down.ok()) << render(n1Down.diags());
+  EXPECT_EQ(n1Down->getDouble(0), 3.0);
+
+  ctx.setSerialCommands(true);
+  const uint64_t b1 = ctx.stats().barriers;
+  auto s1 = vk::unary(ctx, vk::UnaryKind::Neg, *a);
+  auto s2 = vk::unary(ctx, vk::UnaryKind::Neg, *a);
+  ASSERT_TRUE(s1.ok() && s2.ok());
+  EXPECT_EQ(ctx.stats().barriers, b1 + 1) << "serial: a barrier between any two commands";
+  ASSERT_TRUE(ctx.flush().ok());
 }
 
 TEST(VulkanRuntime, LimitsAreUserErrors) {

@@ -66,6 +66,10 @@ std::string unsupportedDTypeReason(const DeviceInfo &device, DType dtype) {
     return "dtype " + std::string(name(dtype)) + " has no Vulkan representation";
   if (dtype == DType::F16 && !device.storageBuffer16BitAccess)
     return "the device lacks storageBuffer16BitAccess for f16 tensors";
+  // The f16 kernels hold float16_t values outside storage (vectors of four),
+  // which SPIR-V allows only with the Float16 capability.
+  if (dtype == DType::F16 && !device.shaderFloat16)
+    return "the device lacks shaderFloat16, which the f16 kernels need";
   return {};
 }
 

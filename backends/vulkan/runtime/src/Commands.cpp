@@ -1,8 +1,12 @@
 //===- Commands.cpp - Recording, dispatch, flush, profiling -----------------===//
 //
-// Dispatches are recorded into one command buffer, each followed by a
-// memory barrier; flush() submits it, waits, reads the timestamps and the
-// status buffers kernels set on bad input.
+// Dispatches are recorded into one command buffer; a memory barrier goes
+// before a command only where it depends on one recorded since the last
+// barrier (beforeCommand: read or write after a write, write after a read,
+// tracked per VkBuffer with each binding's readonly-ness from the SPIR-V),
+// so independent dispatches may overlap on the device. flush() submits the
+// buffer, waits, reads the timestamps and the status buffers kernels set on
+// bad input.
 //
 //===----------------------------------------------------------------------===//
 #include "VulkanCore.h"
@@ -25,10 +29,27 @@ Status Context::Impl::beginRecording() {
     vkCmdWriteTimestamp(commandBuffer, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queryPool, 0);
   }
   recording = true;
+  writtenSinceBarrier.clear();
+  readSinceBarrier.clear();
   return okStatus();
 }
 
+void Context::Impl::beforeCommand(const std::vector<Access> &accesses) {
+  bool conflict = serialCommands || profiling;
+  for (const Access &a : accesses)
+    conflict = conflict || writtenSinceBarrier.count(a.buffer) ||
+               (a.write && readSinceBarrier.count(a.buffer));
+  // Nothing recorded since the last barrier (or the recording's start): none needed.
+  if (conflict && !(writtenSinceBarrier.empty() && readSinceBarrier.empty()))
+    barrier();
+  for (const Access &a : accesses)
+    (a.write ? writtenSinceBarrier : readSinceBarrier).insert(a.buffer);
+}
+
 void Context::Impl::barrier() {
+  writtenSinceBarrier.clear();
+  readSinceBarrier.clear();
+  ++stats.barriers;
   VkMemoryBarrier mb{};
   mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -131,6 +152,9 @@ Status Context::setProfiling(bool on) {
 bool Context::profiling() const {
   return impl_->profiling;
 }
+void Context::setSerialCommands(bool on) {
+  impl_->serialCommands = on;
+}
 void Context::setDispatchLabel(std::string label) {
   impl_->dispatchLabel = std::move(label);
 }
@@ -164,6 +188,7 @@ Status Context::dispatch(std::string_view variant, const std::vector<Buffer *> &
   std::vector<VkDescriptorBufferInfo> infos(bindings.size());
   std::vector<VkBufferView> views(bindings.size(), VK_NULL_HANDLE);
   std::vector<VkWriteDescriptorSet> writes(bindings.size());
+  std::vector<Impl::Access> accesses(bindings.size());
   for (std::size_t i = 0; i < bindings.size(); ++i) {
     if (!bindings[i])
       return Diagnostic::internal("null buffer bound to shader '" + std::string(variant) + "'");
@@ -180,7 +205,9 @@ Status Context::dispatch(std::string_view variant, const std::vector<Buffer *> &
       writes[i].pBufferInfo = &infos[i];
     }
     m.use(*bindings[i]);
+    accesses[i] = {bindings[i]->impl_->handles->buffer, p->bindingWritable[i]};
   }
+  m.beforeCommand(accesses);
   vkUpdateDescriptorSets(m.core->device, static_cast<uint32_t>(writes.size()), writes.data(), 0,
                          nullptr);
   uint32_t beforeQuery = m.profileQueries;
@@ -201,7 +228,6 @@ Status Context::dispatch(std::string_view variant, const std::vector<Buffer *> &
     GRAFT_CHECK_OK(m.profileTimestamp());
     m.profiled.push_back({std::string(variant), m.dispatchLabel, beforeQuery});
   }
-  m.barrier();
   m.pending = true;
   ++m.stats.dispatches;
   return okStatus();
@@ -238,6 +264,15 @@ Status Context::flush() {
   } timer{m.stats.flushNs, std::chrono::steady_clock::now()};
   if (m.queryPool)
     vkCmdWriteTimestamp(m.commandBuffer, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, m.queryPool, 1);
+  // The device's writes, made available to the host's reads of mapped
+  // memory (downloads, status flags) once the fence signals.
+  VkMemoryBarrier toHost{};
+  toHost.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  toHost.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  toHost.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(m.commandBuffer,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &toHost, 0, nullptr, 0, nullptr);
   GRAFT_VK_CHECK(vkEndCommandBuffer(m.commandBuffer));
   m.recording = false;
   VkSubmitInfo si{};

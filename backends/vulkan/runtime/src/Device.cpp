@@ -88,12 +88,13 @@ bool layerAvailable(const char *name) {
   });
 }
 
-bool instanceExtensionAvailable(const char *name) {
+/// Whether the loader (or, with `layer`, that layer) offers an instance extension.
+bool instanceExtensionAvailable(const char *name, const char *layer = nullptr) {
   uint32_t n = 0;
-  if (vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr) != VK_SUCCESS)
+  if (vkEnumerateInstanceExtensionProperties(layer, &n, nullptr) != VK_SUCCESS)
     return false;
   std::vector<VkExtensionProperties> exts(n);
-  if (vkEnumerateInstanceExtensionProperties(nullptr, &n, exts.data()) != VK_SUCCESS)
+  if (vkEnumerateInstanceExtensionProperties(layer, &n, exts.data()) != VK_SUCCESS)
     return false;
   return std::any_of(exts.begin(), exts.end(), [&](const VkExtensionProperties &e) {
     return std::strcmp(e.extensionName, name) == 0;
@@ -107,8 +108,13 @@ bool validationRequestedByDefault() {
   return true;
 #else
   const char *env = std::getenv("GRAFT_VK_VALIDATION");
-  return env && std::string(env) == "1";
+  return env && (std::string(env) == "1" || std::string(env) == "sync");
 #endif
+}
+
+bool synchronizationValidationRequestedByDefault() {
+  const char *env = std::getenv("GRAFT_VK_VALIDATION");
+  return env && std::string(env) == "sync";
 }
 
 bool stagedTransfersRequestedByDefault() {
@@ -145,8 +151,9 @@ VKAPI_ATTR VkBool32 VKAPI_CALL debugCallback(VkDebugUtilsMessageSeverityFlagBits
   return VK_FALSE;
 }
 
-/// Creates an instance; `validation` is updated to whether it got enabled.
-Expected<VkInstance> createInstance(bool &validation, bool &debugUtils) {
+/// Creates an instance; `validation` and `sync` (the layer's synchronization
+/// validation) are updated to whether they got enabled.
+Expected<VkInstance> createInstance(bool &validation, bool &sync, bool &debugUtils) {
   uint32_t loaderVersion = VK_API_VERSION_1_0;
   if (vkEnumerateInstanceVersion(&loaderVersion) != VK_SUCCESS)
     loaderVersion = VK_API_VERSION_1_0;
@@ -166,8 +173,20 @@ Expected<VkInstance> createInstance(bool &validation, bool &debugUtils) {
   debugUtils = validation && instanceExtensionAvailable(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
   if (debugUtils)
     exts.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  sync = sync && validation &&
+         instanceExtensionAvailable(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME, kValidationLayer);
+  const VkValidationFeatureEnableEXT syncFeature =
+      VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+  VkValidationFeaturesEXT features{};
+  features.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT;
+  features.enabledValidationFeatureCount = 1;
+  features.pEnabledValidationFeatures = &syncFeature;
+  if (sync)
+    exts.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
   VkInstanceCreateInfo ci{};
   ci.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
+  if (sync)
+    ci.pNext = &features;
   ci.pApplicationInfo = &app;
   ci.enabledLayerCount = static_cast<uint32_t>(layers.size());
   ci.ppEnabledLayerNames = layers.data();
@@ -278,8 +297,8 @@ Expected<std::vector<VkPhysicalDevice>> physicalDevices(VkInstance instance) {
 } // namespace
 
 Expected<std::vector<DeviceInfo>> listDevices() {
-  bool validation = false, debugUtils = false;
-  auto instance = createInstance(validation, debugUtils);
+  bool validation = false, sync = false, debugUtils = false;
+  auto instance = createInstance(validation, sync, debugUtils);
   if (!instance.ok()) {
     // No driver at all is "no devices", not a failure.
     if (instance.diags()[0].kind == DiagKind::User)
@@ -326,10 +345,13 @@ Expected<std::unique_ptr<Context>> Context::create(const ContextOptions &options
   ctx->impl_ = std::make_unique<Impl>();
   Impl &m = *ctx->impl_;
   m.core = std::make_shared<DeviceCore>();
-  bool validation = options.validation || validationRequestedByDefault();
+  bool validation =
+      options.validation || options.synchronizationValidation || validationRequestedByDefault();
+  bool sync = options.synchronizationValidation || synchronizationValidationRequestedByDefault();
   bool debugUtils = false;
-  GRAFT_TRY(m.core->instance, createInstance(validation, debugUtils));
+  GRAFT_TRY(m.core->instance, createInstance(validation, sync, debugUtils));
   m.validation = validation;
+  m.synchronizationValidation = sync;
   m.exactKernels = options.exactKernels;
   if (debugUtils) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
@@ -399,6 +421,15 @@ Expected<std::unique_ptr<Context>> Context::create(const ContextOptions &options
   VkPhysicalDevice16BitStorageFeatures s16{};
   s16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
   s16.storageBuffer16BitAccess = m.info.storageBuffer16BitAccess;
+  // The f16 variants keep float16_t values outside storage (store4's
+  // f16vec4, the vectorized loads): their SPIR-V declares Float16, which
+  // needs shaderFloat16 enabled (unsupportedDTypeReason keeps f16 off devices
+  // without it).
+  VkPhysicalDeviceShaderFloat16Int8Features f16{};
+  f16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+  f16.shaderFloat16 = m.info.shaderFloat16;
+  if (m.info.shaderFloat16)
+    s16.pNext = &f16;
   VkPhysicalDeviceFeatures2 f2{};
   f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
   f2.pNext = &s16;
@@ -483,6 +514,9 @@ const DeviceInfo &Context::info() const {
 }
 bool Context::validationEnabled() const {
   return impl_->validation;
+}
+bool Context::synchronizationValidationEnabled() const {
+  return impl_->synchronizationValidation;
 }
 bool Context::exactKernels() const {
   return impl_->exactKernels;

@@ -135,9 +135,9 @@ Status Context::upload(Buffer &buffer, const void *data, std::size_t bytes, std:
   GRAFT_TRY(auto staging, m.makeBuffer(std::max<std::size_t>(bytes, 16), m.stagingType, true));
   std::memcpy(staging->mapped, data, bytes);
   GRAFT_CHECK_OK(m.beginRecording());
+  m.beforeCommand({{staging->buffer, false}, {h.buffer, true}});
   VkBufferCopy region{0, offset, bytes};
   vkCmdCopyBuffer(m.commandBuffer, staging->buffer, h.buffer, 1, &region);
-  m.barrier();
   m.inFlight.push_back(staging);
   m.use(buffer);
   m.pending = true;
@@ -165,9 +165,9 @@ Status Context::download(const Buffer &buffer, void *data, std::size_t bytes, st
   }
   GRAFT_TRY(auto staging, m.makeBuffer(std::max<std::size_t>(bytes, 16), m.readbackType, true));
   GRAFT_CHECK_OK(m.beginRecording());
+  m.beforeCommand({{h.buffer, false}, {staging->buffer, true}});
   VkBufferCopy region{offset, 0, bytes};
   vkCmdCopyBuffer(m.commandBuffer, h.buffer, staging->buffer, 1, &region);
-  m.barrier();
   m.inFlight.push_back(staging);
   m.pending = true;
   GRAFT_CHECK_OK(flush());
@@ -190,8 +190,8 @@ Expected<std::shared_ptr<Buffer>> Context::statusBuffer(std::string message) {
 Status Context::fill(Buffer &buffer, uint32_t pattern) {
   Impl &m = *impl_;
   GRAFT_CHECK_OK(m.beginRecording());
+  m.beforeCommand({{buffer.impl_->handles->buffer, true}});
   vkCmdFillBuffer(m.commandBuffer, buffer.impl_->handles->buffer, 0, VK_WHOLE_SIZE, pattern);
-  m.barrier();
   m.use(buffer);
   m.pending = true;
   return okStatus();

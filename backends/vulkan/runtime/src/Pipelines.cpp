@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace graft::vk {
 
@@ -46,20 +47,34 @@ Expected<VkDescriptorSet> Context::Impl::allocateSet(VkDescriptorSetLayout layou
 
 namespace {
 
-/// The descriptor type of each of a module's `n` set-0 bindings, from its
-/// SPIR-V (the declarations glslang emitted, so every shader, compiled here
-/// or stored in a program, is read alike): an image of dimension Buffer,
-/// read without a sampler, format Rgba32ui (GLSL `layout(rgba32ui) uniform
-/// uimageBuffer`), is a storage texel buffer; every other binding a storage
-/// buffer. Any other image or sampler is refused.
-Expected<std::vector<VkDescriptorType>> bindingTypes(const std::vector<uint32_t> &spirv, uint32_t n,
-                                                     std::string_view variant) {
+/// What a module's `n` set-0 bindings are, from its SPIR-V (the declarations
+/// glslang emitted, so every shader, compiled here or stored in a program, is
+/// read alike).
+struct BindingInfo {
+  /// An image of dimension Buffer, read without a sampler, format Rgba32ui
+  /// (GLSL `layout(rgba32ui) uniform uimageBuffer`), is a storage texel
+  /// buffer; every other binding a storage buffer. Any other image or
+  /// sampler is refused.
+  std::vector<VkDescriptorType> types;
+  /// Whether the shader may write the binding: some variable bound to it is
+  /// not NonWritable (GLSL `readonly`: on a buffer block every member carries
+  /// the decoration; on an image the variable does). Several declarations may
+  /// share a binding (views of one buffer as vec4s, 64-bit words, texels).
+  std::vector<bool> writable;
+};
+
+Expected<BindingInfo> bindingInfo(const std::vector<uint32_t> &spirv, uint32_t n,
+                                  std::string_view variant) {
   // Opcodes, decorations and enumerants of the SPIR-V specification.
   constexpr uint32_t kOpTypeImage = 25, kOpTypeSampler = 26, kOpTypeSampledImage = 27,
-                     kOpTypePointer = 32, kOpVariable = 59, kOpDecorate = 71;
-  constexpr uint32_t kDecorationBinding = 33, kDimBuffer = 5, kFormatRgba32ui = 30;
-  std::map<uint32_t, uint32_t> binding, pointee, variableType;
+                     kOpTypeStruct = 30, kOpTypePointer = 32, kOpVariable = 59, kOpDecorate = 71,
+                     kOpMemberDecorate = 72;
+  constexpr uint32_t kDecorationNonWritable = 24, kDecorationBinding = 33, kDimBuffer = 5,
+                     kFormatRgba32ui = 30;
+  std::map<uint32_t, uint32_t> binding, pointee, variableType, structMembers;
   std::map<uint32_t, std::vector<uint32_t>> types; // id -> the declaring instruction's operands
+  std::set<uint32_t> nonWritableIds;               // variables decorated NonWritable
+  std::map<uint32_t, std::set<uint32_t>> nonWritableMembers; // struct id -> members
   for (std::size_t i = 5; i < spirv.size();) {
     const uint32_t words = spirv[i] >> 16, op = spirv[i] & 0xFFFFu;
     if (words == 0 || i + words > spirv.size())
@@ -67,6 +82,12 @@ Expected<std::vector<VkDescriptorType>> bindingTypes(const std::vector<uint32_t>
     const uint32_t *a = &spirv[i + 1];
     if (op == kOpDecorate && words >= 4 && a[1] == kDecorationBinding)
       binding[a[0]] = a[2];
+    else if (op == kOpDecorate && words >= 3 && a[1] == kDecorationNonWritable)
+      nonWritableIds.insert(a[0]);
+    else if (op == kOpMemberDecorate && words >= 4 && a[2] == kDecorationNonWritable)
+      nonWritableMembers[a[0]].insert(a[1]);
+    else if (op == kOpTypeStruct && words >= 2)
+      structMembers[a[0]] = words - 2;
     else if (op == kOpTypePointer && words >= 4)
       pointee[a[0]] = a[2];
     else if (op == kOpVariable && words >= 4)
@@ -79,15 +100,26 @@ Expected<std::vector<VkDescriptorType>> bindingTypes(const std::vector<uint32_t>
     }
     i += words;
   }
-  std::vector<VkDescriptorType> out(n, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+  BindingInfo out;
+  out.types.assign(n, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+  out.writable.assign(n, false);
   for (const auto &[id, b] : binding) {
     auto var = variableType.find(id);
     if (var == variableType.end() || b >= n)
       continue;
     auto p = pointee.find(var->second);
-    auto t = p == pointee.end() ? types.end() : types.find(p->second);
-    if (t == types.end())
-      continue; // a buffer block
+    const uint32_t pointeeId = p == pointee.end() ? 0 : p->second;
+    auto t = types.find(pointeeId);
+    if (t == types.end()) { // a buffer block
+      auto members = structMembers.find(pointeeId);
+      auto readonly = nonWritableMembers.find(pointeeId);
+      const bool allReadonly = members != structMembers.end() &&
+                               readonly != nonWritableMembers.end() &&
+                               readonly->second.size() == members->second;
+      if (!allReadonly && !nonWritableIds.count(id))
+        out.writable[b] = true;
+      continue;
+    }
     // OpTypeImage operands after its id: sampled type, Dim, Depth, Arrayed,
     // MS, Sampled (2: read and written without a sampler), Image Format.
     const std::vector<uint32_t> &img = t->second;
@@ -97,7 +129,9 @@ Expected<std::vector<VkDescriptorType>> bindingTypes(const std::vector<uint32_t>
                                   std::to_string(b) +
                                   ": only storage buffers and rgba32ui uimageBuffer texel "
                                   "buffers are supported");
-    out[b] = VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER;
+    out.types[b] = VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER;
+    if (!nonWritableIds.count(id))
+      out.writable[b] = true;
   }
   return out;
 }
@@ -111,7 +145,9 @@ Expected<const Pipeline *> Context::Impl::pipeline(std::string_view variant) {
   Pipeline p;
   p.numBindings = shader->numBindings;
   p.localSize = shader->localSize;
-  GRAFT_TRY(p.bindingTypes, bindingTypes(shader->spirv, p.numBindings, variant));
+  GRAFT_TRY(BindingInfo bi, bindingInfo(shader->spirv, p.numBindings, variant));
+  p.bindingTypes = std::move(bi.types);
+  p.bindingWritable = std::move(bi.writable);
   for (VkDescriptorType t : p.bindingTypes)
     if (t == VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER && !info.storageTexelBuffers)
       return Diagnostic::error("shader '" + std::string(variant) +

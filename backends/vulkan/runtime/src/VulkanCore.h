@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -132,6 +133,9 @@ struct Pipeline {
   /// VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER where the module declares a
   /// `rgba32ui` uimageBuffer (read from the SPIR-V: bindingTypes()).
   std::vector<VkDescriptorType> bindingTypes;
+  /// Per binding: whether the shader may write it (not GLSL `readonly`);
+  /// what the barrier tracking of Commands.cpp counts as a write.
+  std::vector<bool> bindingWritable;
   std::array<uint32_t, 3> localSize{1, 1, 1};
 };
 
@@ -145,6 +149,7 @@ struct Context::Impl {
   std::shared_ptr<DeviceCore> core;
   DeviceInfo info;
   bool validation = false;
+  bool synchronizationValidation = false;
   bool exactKernels = false;
   std::unique_ptr<ShaderLibrary> shaders;
   uint32_t queueFamily = 0;
@@ -188,9 +193,27 @@ struct Context::Impl {
 
   ~Impl();
 
+  // Barrier tracking (Commands.cpp): the buffers the commands recorded since
+  // the last barrier wrote and read. A command whose accesses conflict with
+  // them (it reads or writes a buffer written since, or writes one read
+  // since) gets a barrier first; independent commands (a layer's q, k and v
+  // projections) run without one between them. serialCommands (profiling,
+  // Context::setSerialCommands) puts one between every two commands.
+  std::unordered_set<VkBuffer> writtenSinceBarrier, readSinceBarrier;
+  bool serialCommands = false;
+
   // Commands.cpp
   Status beginRecording();
+  /// A full memory and execution barrier between compute and transfer work.
   void barrier();
+  struct Access {
+    VkBuffer buffer;
+    bool write;
+  };
+  /// Called before recording a command making `accesses`: records a barrier
+  /// first where one conflicts with the commands since the last barrier (or
+  /// always, when commands are serial), then notes them.
+  void beforeCommand(const std::vector<Access> &accesses);
   /// Marks `b` used by the recording (kept alive until the flush).
   void use(Buffer &b);
   /// Writes the next profiling timestamp (a pool is reset in the command

@@ -92,6 +92,10 @@ struct ContextOptions {
   /// Enable VK_LAYER_KHRONOS_validation when it is installed. Defaults to on
   /// in Debug builds and when GRAFT_VK_VALIDATION=1.
   bool validation = false;
+  /// Validation plus the layer's synchronization validation: a missing or
+  /// insufficient barrier between dispatches, copies and fills is a
+  /// validation error. Defaults to on when GRAFT_VK_VALIDATION=sync.
+  bool synchronizationValidation = false;
   /// Run the bit-exact kernels (the reference interpreter's accumulation
   /// order, no FMA) instead of the bandwidth-oriented ones, whose reordered
   /// accumulation stays within the bounds docs/numerics.md states. A target
@@ -143,6 +147,10 @@ struct DispatchTiming {
 struct ContextStats {
   uint64_t dispatches = 0;
   uint64_t flushes = 0;
+  /// Barriers recorded between commands: one where a command depends on one
+  /// recorded since the last barrier (every command with setSerialCommands
+  /// or profiling on).
+  uint64_t barriers = 0;
   uint64_t buffersAllocated = 0;
   /// Of buffersAllocated, how many reused a released buffer of the same size.
   uint64_t buffersReused = 0;
@@ -170,6 +178,8 @@ public:
 
   const DeviceInfo &info() const;
   bool validationEnabled() const;
+  /// Whether the validation layer also checks synchronization (barriers).
+  bool synchronizationValidationEnabled() const;
   ShaderLibrary &shaders();
   /// Whether the launchers pick the bit-exact kernels (ContextOptions).
   bool exactKernels() const;
@@ -215,12 +225,19 @@ public:
   double lastSubmitDeviceNs() const;
 
   /// Times every dispatch recorded from now on with a pair of timestamp
-  /// queries: the end of everything recorded before it to its own end (the
-  /// barrier after each dispatch serializes them, so the times add up to the
-  /// submission's). A device without timestamps on its compute queue
-  /// (timestampValidBits 0 or timestampPeriod 0) is a user error.
+  /// queries: the end of everything recorded before it to its own end.
+  /// While profiling, every command follows a barrier (as under
+  /// setSerialCommands), so the dispatches run one at a time and their times
+  /// add up to the submission's. A device without timestamps on its compute
+  /// queue (timestampValidBits 0 or timestampPeriod 0) is a user error.
   Status setProfiling(bool on);
   bool profiling() const;
+  /// Puts a barrier between every two commands instead of only where one
+  /// depends on another (ContextStats::barriers): benchmarks that record
+  /// many launches of one kernel into a submission use it so the launches
+  /// run one after another, as a model's dependent steps do, rather than
+  /// overlapping.
+  void setSerialCommands(bool on);
   /// A label stored with every dispatch recorded after it (for grouping).
   void setDispatchLabel(std::string label);
   /// The timings of the dispatches submitted since the last call, in
@@ -237,5 +254,7 @@ private:
 
 /// Whether GRAFT_VK_VALIDATION=1 (or a Debug build) asks for validation.
 bool validationRequestedByDefault();
+/// Whether GRAFT_VK_VALIDATION=sync asks for synchronization validation too.
+bool synchronizationValidationRequestedByDefault();
 
 } // namespace graft::vk
