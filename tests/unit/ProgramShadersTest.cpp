@@ -358,13 +358,12 @@ TEST_F(ProgramShadersTest, RunBenchReportsPrefillDecodeAndFamilies) {
     if (!j["timestamps"].get<bool>())
       continue;
     EXPECT_GT(phase["device_ms"]["mean"].get<double>(), 0);
-    // The submission's span holds its dispatches (the gap is what is left),
-    // and the flush holds the span (the host's latency is what is left).
+    // The submission's span (unprofiled runs) lies inside the flush (the
+    // host's latency is what is left); the profiled runs' gaps are what their
+    // span holds besides the dispatches.
     const double span = phase["device_span_ms"].get<double>();
-    EXPECT_GE(span, phase["device_ms"]["mean"].get<double>()) << phase.dump();
-    EXPECT_NEAR(phase["device_gap_ms"].get<double>(),
-                span - phase["device_ms"]["mean"].get<double>(), 1e-6)
-        << phase.dump();
+    EXPECT_GT(span, 0) << phase.dump();
+    EXPECT_GE(phase["device_gap_ms"].get<double>(), 0) << phase.dump();
     EXPECT_GE(phase["host_flush_ms"].get<double>(), span) << phase.dump();
     EXPECT_NEAR(phase["host_wait_ms"].get<double>(), phase["host_flush_ms"].get<double>() - span,
                 1e-6)
@@ -390,7 +389,7 @@ TEST_F(ProgramShadersTest, RunBenchReportsPrefillDecodeAndFamilies) {
   EXPECT_NE(text.find("ms in 1 flush (submit + wait); 0 buffers created"), std::string::npos)
       << text;
   if (j["timestamps"].get<bool>()) {
-    EXPECT_NE(text.find("ms from first command to last:"), std::string::npos) << text;
+    EXPECT_NE(text.find("ms from first command to last,"), std::string::npos) << text;
   }
 }
 
