@@ -34,34 +34,7 @@ layout(set = 0, binding = 5) readonly buffer Mask { float t_mask[]; };
 
 #define MAX_D 256
 shared float s_q[MAX_D];
-shared float s_red[LOCAL_SIZE_X];
-
-// Tree reductions over the workgroup; every invocation gets the result.
-float workgroupMax(float v, uint lid) {
-  s_red[lid] = v;
-  barrier();
-  [[unroll]] for (uint stride = LOCAL_SIZE_X / 2; stride > 0u; stride /= 2u) {
-    if (lid < stride)
-      s_red[lid] = max(s_red[lid], s_red[lid + stride]);
-    barrier();
-  }
-  float r = s_red[0];
-  barrier();
-  return r;
-}
-
-float workgroupSum(float v, uint lid) {
-  s_red[lid] = v;
-  barrier();
-  [[unroll]] for (uint stride = LOCAL_SIZE_X / 2; stride > 0u; stride /= 2u) {
-    if (lid < stride)
-      s_red[lid] += s_red[lid + stride];
-    barrier();
-  }
-  float r = s_red[0];
-  barrier();
-  return r;
-}
+#include "workgroup_reduce.glslh"
 
 void main() {
   uint lid = gl_LocalInvocationID.x;
@@ -90,7 +63,7 @@ void main() {
     t_scores[sBase + j] = acc;
     mx = max(mx, acc);
   }
-  mx = workgroupMax(mx, lid);
+  mx = workgroupMax(mx);
 
   float sum = 0.0;
   for (int j = int(lid); j < pc.keys; j += LOCAL_SIZE_X) {
@@ -100,7 +73,7 @@ void main() {
   }
   // The exponentials written above are read by other invocations below.
   memoryBarrierBuffer();
-  sum = workgroupSum(sum, lid);
+  sum = workgroupSum(sum);
   float inv = 1.0 / sum;
 
   int vStride = pc.kvHeadsFirst != 0 ? pc.D : pc.Hkv * pc.D;

@@ -20,6 +20,7 @@
 // dequantize take 4 consecutive values per invocation, loaded and stored as
 // one vector where all 4 exist (llvmpipe pays per load instruction: 3-6x
 // less time than one value per invocation), each with the same arithmetic.
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 
 #if defined(MODE_choose)
@@ -75,14 +76,13 @@ layout(push_constant) uniform PushConstants {
 #endif
 
 #if (defined(MODE_choose) && COOP) || defined(MODE_minmax)
-shared float s_mn[LOCAL_SIZE_X];
-shared float s_mx[LOCAL_SIZE_X];
+#include "workgroup_reduce.glslh"
 
 // The min and max of t_in[begin, end) (begin < end), taken by the whole
-// workgroup: a strided pass, then a tree. min and max do not depend on the
-// order they are taken in, so this gives the sequential loop's values (up to
-// the sign of a zero extreme, which no output depends on: it only meets
-// min(mn, 0) and max(mx, 0)).
+// workgroup: a strided pass, then a tree each. min and max do not depend on
+// the order they are taken in, so this gives the sequential loop's values
+// (up to the sign of a zero extreme, which no output depends on: it only
+// meets min(mn, 0) and max(mx, 0)).
 void workgroupMinMax(int begin, int end, out float mn, out float mx) {
   uint lid = gl_LocalInvocationIndex;
   mn = float(t_in[begin]);
@@ -92,18 +92,8 @@ void workgroupMinMax(int begin, int end, out float mn, out float mx) {
     mn = min(mn, v);
     mx = max(mx, v);
   }
-  s_mn[lid] = mn;
-  s_mx[lid] = mx;
-  for (uint stride = uint(LOCAL_SIZE_X) / 2u; stride > 0u; stride /= 2u) {
-    barrier();
-    if (lid < stride) {
-      s_mn[lid] = min(s_mn[lid], s_mn[lid + stride]);
-      s_mx[lid] = max(s_mx[lid], s_mx[lid + stride]);
-    }
-  }
-  barrier();
-  mn = s_mn[0];
-  mx = s_mx[0];
+  mn = workgroupMin(mn);
+  mx = workgroupMax(mx);
 }
 #endif
 

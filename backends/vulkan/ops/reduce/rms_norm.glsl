@@ -2,6 +2,7 @@
 // the reference's order: v = sequential f32 sum of x*x / n, r = 1/sqrt(v + eps),
 // out = (x * r) * weight, all f32, rounded once to x's dtype. COOP (the
 // `rms_norm_coop` variants, GPUs, fast policy): a workgroup per row.
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 
 layout(set = 0, binding = 0) buffer Out { DTYPE t_out[]; };
@@ -18,7 +19,7 @@ layout(push_constant) uniform PushConstants {
 } pc;
 
 #if COOP
-shared float s_acc[LOCAL_SIZE_X];
+#include "workgroup_reduce.glslh"
 #else
 layout(set = 0, binding = 3) buffer State { uint t_state[]; };
 #endif
@@ -39,14 +40,7 @@ void main() {
     float x = float(t_in[base + i]);
     part = fma(x, x, part);
   }
-  s_acc[lid] = part;
-  for (uint stride = uint(LOCAL_SIZE_X) / 2u; stride > 0u; stride /= 2u) {
-    barrier();
-    if (lid < stride)
-      s_acc[lid] += s_acc[lid + stride];
-  }
-  barrier();
-  float acc = s_acc[0];
+  float acc = workgroupSum(part);
   float var = divRN(acc, float(pc.rowLen));
   float r = divRN(1.0, sqrtRN(var + pc.eps));
   for (int i = int(lid); i < pc.rowLen; i += LOCAL_SIZE_X) {
