@@ -518,6 +518,24 @@ TEST(VulkanPartitioner, CliRunVkCheck) {
   std::string devices = runCli("devices", status);
   EXPECT_EQ(status, 0);
   EXPECT_NE(devices.find("0: "), std::string::npos) << devices;
+  EXPECT_NE(devices.find("memory types: 0 "), std::string::npos) << devices;
+  // Every device has a device-local and a host-visible coherent memory type
+  // (the Vulkan specification requires both), which the runtime keeps
+  // buffers in and stages transfers through.
+  std::string listed = runCli("devices --json", status);
+  EXPECT_EQ(status, 0) << listed;
+  auto dj = nlohmann::json::parse(listed, nullptr, false);
+  ASSERT_FALSE(dj.is_discarded()) << listed;
+  ASSERT_FALSE(dj.empty()) << listed;
+  bool deviceLocal = false, hostCoherent = false;
+  for (const auto &t : dj[0]["memory_types"]) {
+    const std::string flags = t["flags"].get<std::string>();
+    deviceLocal = deviceLocal || flags.find("device-local") != std::string::npos;
+    hostCoherent = hostCoherent || (flags.find("host-visible") != std::string::npos &&
+                                    flags.find("host-coherent") != std::string::npos);
+    EXPECT_GT(t["heap_bytes"].get<uint64_t>(), 0u) << listed;
+  }
+  EXPECT_TRUE(deviceLocal && hostCoherent) << listed;
   std::string badDevice = runCli("run-vk " + file + " --device 99", status);
   EXPECT_EQ(status, 1);
   EXPECT_NE(badDevice.find("--device 99 does not exist"), std::string::npos) << badDevice;

@@ -29,6 +29,20 @@
 namespace graft::cli {
 namespace {
 
+/// A memory type's property flags as words ("device-local host-visible ...").
+std::string memoryFlags(const vk::DeviceInfo::MemoryType &m) {
+  std::string out;
+  auto add = [&](bool on, const char *word) {
+    if (on)
+      out += (out.empty() ? "" : " ") + std::string(word);
+  };
+  add(m.deviceLocal, "device-local");
+  add(m.hostVisible, "host-visible");
+  add(m.hostCoherent, "host-coherent");
+  add(m.hostCached, "host-cached");
+  return out.empty() ? "none" : out;
+}
+
 nlohmann::json deviceJson(const vk::DeviceInfo &d) {
   nlohmann::json j;
   j["index"] = d.index;
@@ -57,6 +71,10 @@ nlohmann::json deviceJson(const vk::DeviceInfo &d) {
   j["max_loop_iterations"] = d.maxLoopIterations; // 0: no limit
   j["storage_texel_buffers"] = d.storageTexelBuffers;
   j["max_texel_buffer_elements"] = d.maxTexelBufferElements;
+  j["memory_types"] = nlohmann::json::array();
+  for (const vk::DeviceInfo::MemoryType &m : d.memoryTypes)
+    j["memory_types"].push_back(
+        {{"flags", memoryFlags(m)}, {"heap", m.heap}, {"heap_bytes", m.heapBytes}});
   return j;
 }
 
@@ -128,6 +146,11 @@ Command makeDevicesCommand() {
       if (d.maxLoopIterations)
         std::cout << "   at most " << d.maxLoopIterations
                   << " loop iterations per invocation (longer loops end silently)\n";
+      std::cout << "   memory types:";
+      for (std::size_t i = 0; i < d.memoryTypes.size(); ++i)
+        std::cout << (i ? ";" : "") << " " << i << " " << memoryFlags(d.memoryTypes[i]) << " (heap "
+                  << d.memoryTypes[i].heap << ", " << humanBytes(d.memoryTypes[i].heapBytes) << ")";
+      std::cout << "\n";
     }
     return int(kOk);
   };

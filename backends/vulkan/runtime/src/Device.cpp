@@ -281,6 +281,17 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
     if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       info.deviceLocalBytes = std::max<uint64_t>(info.deviceLocalBytes, mem.memoryHeaps[i].size);
+  for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
+    const VkMemoryType &t = mem.memoryTypes[i];
+    DeviceInfo::MemoryType m;
+    m.deviceLocal = (t.propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) != 0;
+    m.hostVisible = (t.propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0;
+    m.hostCoherent = (t.propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+    m.hostCached = (t.propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) != 0;
+    m.heap = t.heapIndex;
+    m.heapBytes = t.heapIndex < mem.memoryHeapCount ? mem.memoryHeaps[t.heapIndex].size : 0;
+    info.memoryTypes.push_back(m);
+  }
   return info;
 }
 

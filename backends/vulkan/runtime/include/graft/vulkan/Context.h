@@ -43,6 +43,15 @@ struct DeviceInfo {
   uint32_t maxImageDimension2D = 0;
   uint32_t maxImageDimension3D = 0;
   uint64_t deviceLocalBytes = 0; ///< largest device-local heap
+  /// The device's memory types in Vulkan's order: which the runtime can
+  /// keep buffers in (device-local), stage uploads through (host-visible
+  /// coherent) and read back through (host-cached where there is one).
+  struct MemoryType {
+    bool deviceLocal = false, hostVisible = false, hostCoherent = false, hostCached = false;
+    uint32_t heap = 0;
+    uint64_t heapBytes = 0;
+  };
+  std::vector<MemoryType> memoryTypes;
   bool storageBuffer16BitAccess = false;
   bool storageBuffer8BitAccess = false;
   bool shaderFloat16 = false;
@@ -70,16 +79,7 @@ struct DeviceInfo {
   bool storageTexelBuffers = false;
   /// The most texels one such view may hold (Vulkan guarantees 65536).
   uint32_t maxTexelBufferElements = 0;
-  /// Treats the device's memory as a discrete GPU's even where it is
-  /// host-visible (lavapipe, integrated GPUs): buffers are not mapped, and
-  /// uploads and downloads go through staging copies recorded with the
-  /// dispatches. Tests run the discrete-GPU data path this way; defaults to
-  /// on when GRAFT_VK_STAGED_TRANSFERS=1.
-  bool stagedTransfers = false;
 };
-
-/// Whether GRAFT_VK_STAGED_TRANSFERS=1 asks for ContextOptions::stagedTransfers.
-bool stagedTransfersRequestedByDefault();
 
 /// Lists the Vulkan devices. No loader or no driver gives an empty list;
 /// an instance that fails for another reason is an error.
@@ -90,7 +90,7 @@ struct ContextOptions {
   /// first integrated GPU, else the first device.
   int deviceIndex = -1;
   /// Enable VK_LAYER_KHRONOS_validation when it is installed. Defaults to on
-  /// in Debug builds and when GRAFT_VK_VALIDATION=1.
+  /// in Debug builds and when GRAFT_VK_VALIDATION=1 (or sync).
   bool validation = false;
   /// Validation plus the layer's synchronization validation: a missing or
   /// insufficient barrier between dispatches, copies and fills is a
@@ -252,7 +252,7 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-/// Whether GRAFT_VK_VALIDATION=1 (or a Debug build) asks for validation.
+/// Whether GRAFT_VK_VALIDATION=1 or sync (or a Debug build) asks for validation.
 bool validationRequestedByDefault();
 /// Whether GRAFT_VK_VALIDATION=sync asks for synchronization validation too.
 bool synchronizationValidationRequestedByDefault();
