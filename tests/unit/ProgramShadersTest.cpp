@@ -262,6 +262,48 @@ TEST_F(ProgramShadersTest, ProgramsWithoutSpirvCompileAtRunTime) {
       << other.diags()[0].message;
 }
 
+// SPIR-V from another graft's shader source is refused, not run: the kernels
+// of this graft may bind other operands (the dq8ca GEMVs once read int8
+// activations and now quantize floats themselves). A stored variant this
+// graft lacks is refused too. Both are user errors asking for a recompile.
+TEST_F(ProgramShadersTest, StaleSpirvIsRefused) {
+  GRAFT_REQUIRE_VULKAN();
+  auto lib = vk::ShaderLibrary::builtin();
+  ASSERT_TRUE(lib.ok());
+  Program fresh;
+  fresh.plan.push_back({"x", "aten.add.Tensor", "device", "binary_add", "", 0});
+  ASSERT_TRUE(vk::compileProgramShaders(fresh, **lib).ok());
+  ASSERT_FALSE(fresh.shaders.empty());
+  {
+    auto ctx = vk::Context::create();
+    ASSERT_TRUE(ctx.ok()) << render(ctx.diags());
+    EXPECT_TRUE(vk::usePrecompiledShaders(**ctx, fresh, "fresh.vkprog").ok());
+  }
+  Program &stale = fresh;
+  stale.shaders[0].sourceHash ^= 1;
+  auto ctx = vk::Context::create();
+  ASSERT_TRUE(ctx.ok()) << render(ctx.diags());
+  Status s = vk::usePrecompiledShaders(**ctx, stale, "stale.vkprog");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.diags()[0].kind, DiagKind::User);
+  EXPECT_NE(s.diags()[0].message.find("program 'stale.vkprog' was compiled with another version "
+                                      "of shader '" +
+                                      stale.shaders[0].variant + "'"),
+            std::string::npos)
+      << s.diags()[0].message;
+  EXPECT_NE(s.diags()[0].message.find("compile the model again"), std::string::npos);
+  EXPECT_FALSE((*ctx)->shaders().precompiledOnly()) << "nothing of the stale program is used";
+  Program &unknown = fresh;
+  unknown.shaders[0].sourceHash ^= 1; // the real hash back
+  unknown.shaders[0].variant = "binary_nonesuch_float";
+  s = vk::usePrecompiledShaders(**ctx, unknown, "unknown.vkprog");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.diags()[0].message.find("carries shader variant 'binary_nonesuch_float', which "
+                                      "this graft does not have"),
+            std::string::npos)
+      << s.diags()[0].message;
+}
+
 // Identical variants compile once per process; the on-disk cache, keyed by
 // each variant's source hash, serves a fresh process.
 TEST_F(ProgramShadersTest, VariantsCompileOnceAndTheDiskCacheServesNewProcesses) {

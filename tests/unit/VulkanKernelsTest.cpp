@@ -1376,6 +1376,75 @@ TEST(VulkanKernels, LinearDq8caQ4gswCpuKernelsAgreeBitForBit) {
   }
 }
 
+// The dq8ca GEMVs quantize x themselves as they load it (FUSED_QUANT, with
+// quant_affine.glsl's arithmetic in quantize_value.glslh); the GEMMs read the
+// int8 values a quantize_affine dispatch wrote. On the CPU tilings both then
+// compute each group's exact integer dot product and apply the same
+// per-group correction and scale in the same order, so a row through the
+// GEMV and the same row through the GEMM must be the same bits: any
+// difference in a quantized value would show. f32 activations with f32
+// scales, and f16 ones with f16 scales (the reciprocal and the product
+// rounded to f16, as torchao's f16 chain does).
+TEST(VulkanKernels, Dq8caGemvQuantizesLikeTheQuantizeKernel) {
+  GRAFT_REQUIRE_VULKAN();
+  for (const char *dt : {"f32", "f16"}) {
+    if (std::string(dt) == "f16" && !context()->info().storageBuffer16BitAccess)
+      continue;
+    for (const LinearCase &c : {LinearCase{1, 192, 45, 96}, LinearCase{1, 256, 70, 32}}) {
+      int64_t G = c.K / c.groupSize, sumsStride = (c.N + 3) / 4 * 4;
+      std::ostringstream g;
+      g << "graph @t {\n"
+        << "  param %w : u8[" << c.N << ", " << c.K / 2
+        << "] fqn=\"w\" = random(seed=60, min=0, max=255)\n"
+        << "  param %s : " << dt << "[" << G << ", " << sumsStride
+        << "] fqn=\"s\" = random(seed=61, min=0.002, max=0.02)\n"
+        << "  param %sums : i32[" << G << ", " << sumsStride
+        << "] fqn=\"sums\" = random(seed=62, min=-200, max=200)\n"
+        << "  input %x : " << dt << "[1, 1, " << c.K << "]\n"
+        << "  %x2 : " << dt << "[1, 2, " << c.K << "] = aten.cat.default([%x, %x], 1)\n"
+        << "  %xs : " << dt << "[1, 1], %xz : i8[1, 1] = torchao.choose_qparams_affine.default(%x, "
+        << "\"ASYMMETRIC\", [1, 1, " << c.K << "], i8, -128, 127, 1.1920928955078125e-07, " << dt
+        << ", i8)\n"
+        << "  %xs2 : " << dt << "[1, 2], %xz2 : i8[1, 2] = torchao.choose_qparams_affine.default("
+        << "%x2, \"ASYMMETRIC\", [1, 1, " << c.K << "], i8, -128, 127, 1.1920928955078125e-07, "
+        << dt << ", i8)\n"
+        << "  %gemv : " << dt << "[1, 1, " << c.N
+        << "] = et_vk.linear_dq8ca_q4gsw.default(%x, %xs, %xz, %w, %sums, %s, " << c.groupSize
+        << ")\n"
+        << "  %gemm : " << dt << "[1, 2, " << c.N
+        << "] = et_vk.linear_dq8ca_q4gsw.default(%x2, %xs2, %xz2, %w, %sums, %s, " << c.groupSize
+        << ")\n"
+        << "  output %gemv\n  output %gemm\n}\n";
+      SCOPED_TRACE(g.str());
+      auto graph = parseGraph(g.str(), "test.gir");
+      ASSERT_TRUE(graph.ok()) << render(graph.diags());
+      auto inputs = makeRandomInputs(**graph, 63);
+      ASSERT_TRUE(inputs.ok()) << render(inputs.diags());
+      for (bool wide : {true, false}) {
+        SCOPED_TRACE(wide ? "64-bit loads" : "no 64-bit loads");
+        std::optional<std::vector<RuntimeValue>> out;
+        auto run = [&] {
+          auto r = runOnDevice(**graph, *inputs);
+          ASSERT_TRUE(r.ok()) << render(r.diags());
+          out = std::move(*r);
+        };
+        withLinearTiling("cpu", [&] {
+          if (wide)
+            run();
+          else
+            withEnv("GRAFT_VK_NO_WIDE_LOADS", "1", run);
+        });
+        ASSERT_TRUE(out);
+        const Tensor &gemv = std::get<Tensor>((*out)[0]), &gemm = std::get<Tensor>((*out)[1]);
+        for (int64_t n = 0; n < c.N; ++n)
+          ASSERT_EQ(gemv.getDouble(n), gemm.getDouble(n)) << "column " << n;
+        for (int64_t n = 0; n < c.N; ++n)
+          ASSERT_EQ(gemm.getDouble(n), gemm.getDouble(c.N + n)) << "column " << n;
+      }
+    }
+  }
+}
+
 TEST(VulkanKernels, LinearQ8taFloatInput) {
   GRAFT_REQUIRE_VULKAN();
   // A float x is quantized per tensor on the device; the op's reference

@@ -149,6 +149,23 @@ Status usePrecompiledShaders(Context &ctx, const Program &program, const std::st
   std::vector<CompiledShader> shaders;
   shaders.reserve(program.shaders.size());
   for (const ProgramShader &ps : program.shaders) {
+    // SPIR-V from another graft's shader source would run against this
+    // graft's kernels, whose bindings and push constants may have changed
+    // since (a dq8ca GEMV that once read int8 activations now quantizes
+    // floats itself): refuse it rather than compute garbage.
+    Expected<uint64_t> current = ctx.shaders().sourceHash(ps.variant);
+    if (!current)
+      return Diagnostic::error("program '" + origin + "' carries shader variant '" + ps.variant +
+                               "', which this graft does not have: compile the model again "
+                               "with this graft");
+    if (*current != ps.sourceHash)
+      return Diagnostic::error("program '" + origin +
+                               "' was compiled with another version of "
+                               "shader '" +
+                               ps.variant + "' (template '" + ps.templateName +
+                               "') than this graft's, or with another shader compiler (" +
+                               program.shaderCompiler +
+                               "): compile the model again with this graft");
     CompiledShader s;
     s.spec.name = ps.variant;
     s.spec.templateName = ps.templateName;

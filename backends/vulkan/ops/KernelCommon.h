@@ -178,6 +178,10 @@ struct PerTokenInt8 {
   DeviceTensor xq;
   DeviceTensor scalesF32;
 };
+/// One scale and one integer zero point per token of M rows (errors name
+/// `kernel`). Defined in Linear.cpp.
+Status checkPerTokenQParams(const char *kernel, int64_t M, const DeviceTensor &inputScales,
+                            const DeviceTensor &inputZeroPoints);
 /// Checks one scale and one integer zero point per token of x's M = numel / K
 /// rows (errors name `kernel`) and quantizes x. Defined in Linear.cpp.
 Expected<PerTokenInt8> quantizePerTokenInt8(Context &ctx, const char *kernel, const DeviceTensor &x,

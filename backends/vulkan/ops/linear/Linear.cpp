@@ -170,6 +170,7 @@ Status checkPackedLoop(Context &ctx, const char *kernel, int64_t K, int64_t valu
 
 struct Q4Push {
   int32_t M, N, K, groupSize, scaleStride, hasBias, sumsStride, rowVec4;
+  int32_t inScaleHalf; ///< dq8ca GEMVs: the per-token scales are f16 (q4_linear.glslh)
 };
 
 /// The fast kernels' tiling for this device (linear_q4gsw_fast.yaml): on CPU
@@ -305,11 +306,16 @@ FastLinearTiling fastLinearTiling(const Context &ctx, int64_t M, int64_t N, bool
 
 constexpr int64_t kTileM = 4;
 
+/// The int4 linears. dq8ca (linear_dq8ca_q4gsw) when `sums` is given, with
+/// the per-token `inputScales` and `inputZeroPoints`: the GEMV tilings
+/// (M = 1) quantize x themselves as they load it (FUSED_QUANT in
+/// linear_q4gsw_fast.glsl, linear_q4gsw_splitk.glsl), the other kernels read
+/// the int8 values a quantize_affine dispatch writes first.
 Expected<DeviceTensor> q4Linear(Context &ctx, const char *kernel, const DeviceTensor &x,
                                 const PackedQ4Weight &w, const DeviceTensor &scales,
                                 int64_t groupSize, int64_t scaleStride, const DeviceTensor *bias,
-                                const DeviceTensor *xq, const DeviceTensor *inScales,
-                                const DeviceTensor *inZeros, const DeviceTensor *sums) {
+                                const DeviceTensor *inputScales,
+                                const DeviceTensor *inputZeroPoints, const DeviceTensor *sums) {
   if (!isDeviceFloat(x.dtype) || !isDeviceFloat(scales.dtype))
     return kernelError(kernel, "input and scales must be f32 or f16, got " +
                                    std::string(name(x.dtype)) + " and " +
@@ -329,28 +335,47 @@ Expected<DeviceTensor> q4Linear(Context &ctx, const char *kernel, const DeviceTe
             i32(scaleStride),
             bias ? 1 : 0,
             sums ? i32(sums->sizes.back()) : 0,
-            i32(w.rowWords / 4)};
-  std::vector<Buffer *> bindings = {out.buffer.get(), (xq ? xq : &x)->buffer.get(), w.words.get(),
-                                    scales.buffer.get(), (bias ? bias : &x)->buffer.get()};
-  if (xq) {
-    bindings.push_back(inScales->buffer.get());
-    bindings.push_back(inZeros->buffer.get());
-    bindings.push_back(sums->buffer.get());
-  }
+            i32(w.rowWords / 4),
+            0};
+  const bool dq8ca = sums != nullptr;
   std::string dtypes = shaderDType(x.dtype) + "_" + shaderDType(scales.dtype);
-  std::string op = xq ? "linear_dq8ca_q4gsw_" : "linear_q4gsw_";
+  std::string op = dq8ca ? "linear_dq8ca_q4gsw_" : "linear_q4gsw_";
   if (M == 0 || w.N == 0)
     return out;
   // The fast kernels read whole 32-value blocks, one quantization group at a
   // time: K and the group size must be multiples of 32.
-  FastLinearTiling tiling =
-      fastLinearTiling(ctx, M, w.N, xq != nullptr,
-                       std::max({w.words->size(), bindings[1]->size(), scales.buffer->size()}));
+  FastLinearTiling tiling = fastLinearTiling(
+      ctx, M, w.N, dq8ca, std::max({w.words->size(), x.buffer->size(), scales.buffer->size()}));
   uint64_t groupsX = uint64_t((w.N + tiling.columnsPerGroup - 1) / tiling.columnsPerGroup);
   uint64_t groupsY = uint64_t((M + tiling.tileM - 1) / tiling.tileM);
   bool fast = !ctx.exactKernels() && K % 32 == 0 && groupSize % 32 == 0 && K <= w.K &&
               groupsX <= ctx.info().maxComputeWorkGroupCount[0] &&
               groupsY <= ctx.info().maxComputeWorkGroupCount[1];
+  // dq8ca: x as the kernel reads it (the float activation for the GEMVs,
+  // else its int8 values) and the per-token scales in f32.
+  DeviceTensor xRead = x, inScalesF32;
+  if (dq8ca) {
+    if (fast && tiling.tileM == 1) {
+      GRAFT_CHECK_OK(checkPerTokenQParams(kernel, M, *inputScales, *inputZeroPoints));
+      inScalesF32 = *inputScales;
+      if (inScalesF32.dtype != DType::F32) {
+        GRAFT_TRY(inScalesF32, cast(ctx, *inputScales, DType::F32));
+      }
+      pc.inScaleHalf = inputScales->dtype == DType::F16 ? 1 : 0;
+    } else {
+      GRAFT_TRY(PerTokenInt8 a,
+                quantizePerTokenInt8(ctx, kernel, x, K, *inputScales, *inputZeroPoints));
+      xRead = a.xq;
+      inScalesF32 = a.scalesF32;
+    }
+  }
+  std::vector<Buffer *> bindings = {out.buffer.get(), xRead.buffer.get(), w.words.get(),
+                                    scales.buffer.get(), (bias ? bias : &x)->buffer.get()};
+  if (dq8ca) {
+    bindings.push_back(inScalesF32.buffer.get());
+    bindings.push_back(inputZeroPoints->buffer.get());
+    bindings.push_back(sums->buffer.get());
+  }
   if (fast) {
     GRAFT_CHECK_OK(
         ctx.dispatch(op + "fast_" + tiling.name + "_" + dtypes, bindings, &pc, sizeof(pc),
@@ -396,7 +421,7 @@ Expected<DeviceTensor> linearQ4gsw(Context &ctx, const DeviceTensor &x, const Pa
                                            "], got " + sizesStr(scales.sizes));
   GRAFT_CHECK_OK(checkGroups("linear_q4gsw", x.sizes.back(), groupSize, scales.sizes[0]));
   return q4Linear(ctx, "linear_q4gsw", x, w, scales, groupSize, scales.sizes[1], bias, nullptr,
-                  nullptr, nullptr, nullptr);
+                  nullptr, nullptr);
 }
 
 Expected<DeviceTensor> linearQcs4w(Context &ctx, const DeviceTensor &x, const PackedQ4Weight &w,
@@ -411,19 +436,25 @@ Expected<DeviceTensor> linearQcs4w(Context &ctx, const DeviceTensor &x, const Pa
                        "scales have fewer than " + std::to_string(w.N) + " entries");
   // One group spanning K; scales[0 * stride + n].
   return q4Linear(ctx, "linear_qcs4w", x, w, scales, std::max<int64_t>(w.K, 1), 0, nullptr, nullptr,
-                  nullptr, nullptr, nullptr);
+                  nullptr, nullptr);
 }
 
-Expected<PerTokenInt8> quantizePerTokenInt8(Context &ctx, const char *kernel, const DeviceTensor &x,
-                                            int64_t K, const DeviceTensor &inputScales,
-                                            const DeviceTensor &inputZeroPoints) {
-  int64_t M = K ? x.numel() / K : 0;
+Status checkPerTokenQParams(const char *kernel, int64_t M, const DeviceTensor &inputScales,
+                            const DeviceTensor &inputZeroPoints) {
   if (inputScales.numel() != M || inputZeroPoints.numel() != M)
     return kernelError(kernel, "input_scales and input_zp need one entry per token (" +
                                    std::to_string(M) + "), got " + sizesStr(inputScales.sizes) +
                                    " and " + sizesStr(inputZeroPoints.sizes));
   if (deviceElem(inputZeroPoints.dtype) != DeviceElem::I32)
     return kernelError(kernel, "input_zp must be an integer tensor");
+  return okStatus();
+}
+
+Expected<PerTokenInt8> quantizePerTokenInt8(Context &ctx, const char *kernel, const DeviceTensor &x,
+                                            int64_t K, const DeviceTensor &inputScales,
+                                            const DeviceTensor &inputZeroPoints) {
+  int64_t M = K ? x.numel() / K : 0;
+  GRAFT_CHECK_OK(checkPerTokenQParams(kernel, M, inputScales, inputZeroPoints));
   PerTokenInt8 r;
   r.scalesF32 = inputScales;
   if (r.scalesF32.dtype != DType::F32) {
@@ -453,10 +484,8 @@ Expected<DeviceTensor> linearDq8caQ4gsw(Context &ctx, const DeviceTensor &x,
     return kernelError("linear_dq8ca_q4gsw",
                        "weight_sums must be integer [" + std::to_string(scales.sizes[0]) +
                            ", >= " + std::to_string(w.N) + "], got " + sizesStr(weightSums.sizes));
-  GRAFT_TRY(PerTokenInt8 a,
-            quantizePerTokenInt8(ctx, "linear_dq8ca_q4gsw", x, K, inputScales, inputZeroPoints));
-  return q4Linear(ctx, "linear_dq8ca_q4gsw", x, w, scales, groupSize, scales.sizes[1], bias, &a.xq,
-                  &a.scalesF32, &inputZeroPoints, &weightSums);
+  return q4Linear(ctx, "linear_dq8ca_q4gsw", x, w, scales, groupSize, scales.sizes[1], bias,
+                  &inputScales, &inputZeroPoints, &weightSums);
 }
 
 Expected<PackedQ8Weight> prepackQ8(Context &ctx, const Tensor &weight) {

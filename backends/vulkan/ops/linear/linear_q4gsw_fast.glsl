@@ -57,9 +57,25 @@
 #endif
 #include "common.glslh"
 
+// FUSED_QUANT (the dq8ca GEMVs, TILE_M = 1): x is the float activation, and
+// the kernel quantizes the values it loads with the row's per-token scale
+// and zero point (quantize_value.glslh, quant_affine.glsl's arithmetic, so
+// the same int8 values), sparing a quantization dispatch per linear; the
+// dq8ca GEMMs read the int8 values a quantize_affine dispatch wrote.
+#if defined(MODE_dq8ca) && TILE_M == 1
+#define FUSED_QUANT 1
+#else
+#define FUSED_QUANT 0
+#endif
+#if defined(MODE_dq8ca) && !FUSED_QUANT
+#define INT_X 1
+#else
+#define INT_X 0
+#endif
+
 // TEXELS: the weights, x (f32 or dq8ca's int8 values, one texel = 4) and
 // f32 scales are rgba32ui texel buffers.
-#if TEXELS && (defined(MODE_dq8ca) || !DTYPE_IS_HALF)
+#if TEXELS && (INT_X || !DTYPE_IS_HALF)
 #define TEXEL_X 1
 #else
 #define TEXEL_X 0
@@ -70,7 +86,7 @@
 #endif
 #if TEXEL_X
 layout(set = 0, binding = 1, rgba32ui) readonly uniform uimageBuffer t_xTexels;
-#elif defined(MODE_dq8ca)
+#elif INT_X
 layout(set = 0, binding = 1) readonly buffer X { ivec4 t_x4[]; };
 #else
 layout(set = 0, binding = 1) readonly buffer X { VEC4_T t_x4[]; };
@@ -113,6 +129,22 @@ layout(set = 0, binding = 7) readonly buffer Sums256 { u64vec4 t_sums256[]; };
 #define TEAM K_SPLIT
 #define TEAM_VALUES TILE
 #include "q4_linear.glslh"
+#if FUSED_QUANT
+#include "quantize_value.glslh"
+
+// The row's quantization multiplier (the reciprocal of its scale, as
+// quant_affine.glsl rounds it) and zero point; main() sets them.
+float xInv, xZp;
+
+// Four float x values as the int8 values quantize_affine gives them.
+ivec4 quantize4(vec4 v) {
+  bool toHalf = DTYPE_IS_HALF != 0 && pc.inScaleHalf != 0;
+  return ivec4(quantizeValueWith(v.x, xInv, xZp, -128, 127, toHalf),
+               quantizeValueWith(v.y, xInv, xZp, -128, 127, toHalf),
+               quantizeValueWith(v.z, xInv, xZp, -128, 127, toHalf),
+               quantizeValueWith(v.w, xInv, xZp, -128, 127, toHalf));
+}
+#endif
 
 // The 4-bit values (nibble - 8) at nibbles `first` .. `first` + 3 of `word`
 // (converted from signed integers: one instruction on CPUs without an
@@ -138,23 +170,22 @@ uvec4 loadWeights(int index) {
 #endif
 }
 
-// Four x values at vec4 index `index`.
+// Four x values at vec4 index `index` (FUSED_QUANT: quantized).
 XV_T loadX(int index) {
 #if TEXEL_X
   uvec4 bits = imageLoad(t_xTexels, index);
-#if defined(MODE_dq8ca)
-  return ivec4(bits);
-#else
-  return uintBitsToFloat(bits);
-#endif
 #elif WIDE_X
   u64vec2 v = t_x64[index];
   uvec4 bits = uvec4(unpackUint2x32(v.x), unpackUint2x32(v.y));
-#if defined(MODE_dq8ca)
-  return ivec4(bits);
-#else
-  return uintBitsToFloat(bits);
 #endif
+#if (TEXEL_X || WIDE_X) && INT_X
+  return ivec4(bits);
+#elif (TEXEL_X || WIDE_X) && FUSED_QUANT
+  return quantize4(uintBitsToFloat(bits));
+#elif TEXEL_X || WIDE_X
+  return uintBitsToFloat(bits);
+#elif FUSED_QUANT
+  return quantize4(vec4(t_x4[index]));
 #else
   return XV_T(t_x4[index]);
 #endif
@@ -180,13 +211,17 @@ uvec4 hi4(u64vec4 v) {
 
 // Eight x values starting at vec4 index `index` (even), as two PV_Ts.
 void loadX8(int index, out PV_T a, out PV_T b) {
-#if TEXEL_X || DTYPE_IS_HALF && !defined(MODE_dq8ca)
+#if TEXEL_X || DTYPE_IS_HALF && !INT_X
   a = PV_T(loadX(index));
   b = PV_T(loadX(index + 1));
-#elif defined(MODE_dq8ca)
+#elif INT_X
   u64vec4 v = t_x256[index / 2];
   a = ivec4(lo4(v));
   b = ivec4(hi4(v));
+#elif FUSED_QUANT
+  u64vec4 v = t_x256[index / 2];
+  a = quantize4(uintBitsToFloat(lo4(v)));
+  b = quantize4(uintBitsToFloat(hi4(v)));
 #else
   u64vec4 v = t_x256[index / 2];
   a = uintBitsToFloat(lo4(v));
@@ -381,6 +416,14 @@ void main() {
   int groups = pc.K / pc.groupSize;
   int rows = min(TILE_M, pc.M - m0);
   int cols = clamp(pc.N - n0, 0, TILE_N);
+#if FUSED_QUANT
+  // Row m0's quantization parameters, as quant_affine.glsl's qparams()
+  // derives them from an f32 (or, inScaleHalf, f16) scale.
+  xInv = divRN(1.0, t_in_scales[m0]);
+  if (pc.inScaleHalf != 0)
+    xInv = roundToHalf(xInv);
+  xZp = float(t_in_zeros[m0]);
+#endif
 
   // Every loop over the tile is unrolled ([[unroll]]), so the arrays live in
   // registers (an array indexed at run time becomes per-lane memory on llvmpipe).

@@ -27,7 +27,9 @@
 //    SUBGROUP_REDUCE 2 (`_sg`), subgroupAdd within each subgroup and shared
 //    memory across the team's subgroups (devices with subgroup arithmetic
 //    and subgroups of at most TEAM lanes); 0, a shared-memory tree.
-//  * MODE dq8ca: x is the per-token int8 activation; a block's integer dot
+//  * MODE dq8ca: x is the float activation, quantized per token as it is
+//    loaded (quantize_value.glslh: quant_affine.glsl's arithmetic, so the
+//    same int8 values; no quantization dispatch); a block's integer dot
 //    product is exact, the group's zero-point correction
 //    (input_zp * weight_sums[g, n], ET-VK's formulation) is subtracted in the
 //    group's first block, and the block's term is scaled by
@@ -45,16 +47,26 @@
 // common.glslh also gives VEC4_T, four DTYPE values.
 #include "common.glslh"
 
-#if defined(MODE_dq8ca)
-layout(set = 0, binding = 1) readonly buffer X { ivec4 t_x4[]; };
-#else
 layout(set = 0, binding = 1) readonly buffer X { VEC4_T t_x4[]; };
-#endif
 layout(set = 0, binding = 2) readonly buffer W { uvec4 t_w4[]; };
 
 #define TEAMS (LOCAL_SIZE_X / TEAM)
 #define TEAM_VALUES TILE_N
 #include "q4_linear.glslh"
+#if defined(MODE_dq8ca)
+#include "quantize_value.glslh"
+
+// Row m's quantization multiplier and zero point (main() sets them), and
+// four x values quantized with them.
+float xInv, xZp;
+ivec4 quantize4(vec4 v) {
+  bool toHalf = DTYPE_IS_HALF != 0 && pc.inScaleHalf != 0;
+  return ivec4(quantizeValueWith(v.x, xInv, xZp, -128, 127, toHalf),
+               quantizeValueWith(v.y, xInv, xZp, -128, 127, toHalf),
+               quantizeValueWith(v.z, xInv, xZp, -128, 127, toHalf),
+               quantizeValueWith(v.w, xInv, xZp, -128, 127, toHalf));
+}
+#endif
 
 // Adds block kb's contribution (weights w[c] of the tile's columns) to acc.
 // `xBase` is row m's first vec4 of x; `ncol[c]` the column each weight word
@@ -65,7 +77,7 @@ void addBlock(inout float acc[TILE_N], uvec4 w[TILE_N], int kb, int xBase, int n
 #if defined(MODE_dq8ca)
   ivec4 xv[8];
   [[unroll]] for (int j = 0; j < 8; ++j)
-    xv[j] = t_x4[xBase + kb * 8 + j];
+    xv[j] = quantize4(vec4(t_x4[xBase + kb * 8 + j]));
   bool firstOfGroup = kb % (pc.groupSize / 32) == 0;
   float inScale = t_in_scales[m];
   int zp = t_in_zeros[m];
@@ -112,6 +124,12 @@ void main() {
   int cols = clamp(pc.N - n0, 0, TILE_N);
   int blocks = pc.K / 32;
   int xBase = m * (pc.K / 4);
+#if defined(MODE_dq8ca)
+  xInv = divRN(1.0, t_in_scales[m]);
+  if (pc.inScaleHalf != 0)
+    xInv = roundToHalf(xInv);
+  xZp = float(t_in_zeros[m]);
+#endif
 
   int ncol[TILE_N];
   int row[TILE_N];

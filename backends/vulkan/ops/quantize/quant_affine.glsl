@@ -148,6 +148,8 @@ void chooseQParams(uint id, float mn, float mx) {
 #endif
 
 #if defined(MODE_quantize)
+#include "quantize_value.glslh"
+
 // Group g's multiplier (the reciprocal of its scale, as the reference rounds
 // it) and zero point, or the push constants' (inlineQParams).
 void qparams(int g, out float inv, out float zp) {
@@ -165,24 +167,7 @@ void qparams(int g, out float inv, out float zp) {
 
 // quantize_affine of one value x with its group's qparams.
 int quantizeValue(float x, float inv, float zp) {
-  precise float prod = x * inv;
-#if DTYPE_IS_HALF && SCALE_DTYPE_IS_HALF
-  prod = roundToHalf(prod);
-#endif
-  // round(x * inv) + zp, with an infinite product kept as it is (the driver
-  // may assume roundEven and + see no infinities).
-  precise float v = selectBits(isInfOrNanBits(prod), prod, roundEven(prod) + zp);
-  // torch.clamp, then .to(int): std::min(std::max(v, qmin), qmax) on the
-  // bits (NaN stays NaN and qmin > qmax gives qmax, where GLSL's clamp is
-  // undefined), then NaN converts to 0 (the reference's Tensor::to). An
-  // int32 range's f32(qmax) is 2^31, which int() cannot hold: the
-  // reference's x86-style conversion wraps it to INT_MIN.
-  int q = 0;
-  if (!isNanBits(v)) {
-    float c = stdMin(stdMax(v, float(pc.qmin)), float(pc.qmax));
-    q = orderKey(c) >= orderKey(2147483648.0) ? int(0x80000000u) : int(c);
-  }
-  return q;
+  return quantizeValueWith(x, inv, zp, pc.qmin, pc.qmax, DTYPE_IS_HALF != 0 && SCALE_DTYPE_IS_HALF != 0);
 }
 
 // quantize_affine of value e.

@@ -329,6 +329,20 @@ Expected<std::string> ShaderLibrary::generate(std::string_view variant) const {
 }
 
 namespace {
+/// The cache key of generated source `glsl`: it under the compiler that turns
+/// it into SPIR-V.
+uint64_t sourceKey(const std::string &glsl) {
+  static const uint64_t compilerSeed = contentHash(ShaderLibrary::compilerIdentity());
+  return contentHash(glsl, compilerSeed);
+}
+} // namespace
+
+Expected<uint64_t> ShaderLibrary::sourceHash(std::string_view variant) const {
+  GRAFT_TRY(std::string glsl, generate(variant));
+  return sourceKey(glsl);
+}
+
+namespace {
 
 void configure(glslang::TShader &shader, const char *const *src) {
   shader.setStrings(src, 1);
@@ -449,8 +463,7 @@ Expected<const CompiledShader *> ShaderLibrary::get(std::string_view variant) {
     shader->glsl += l.text + "\n";
   // The cache key: the generated source (the template with every parameter
   // #defined) under the compiler that turns it into SPIR-V.
-  static const uint64_t compilerSeed = contentHash(compilerIdentity());
-  shader->hash = contentHash(shader->glsl, compilerSeed);
+  shader->hash = sourceKey(shader->glsl);
 
   // A glslang log with "0:LINE" positions, mapped back to template lines.
   auto glslangError = [&](const std::string &log) {

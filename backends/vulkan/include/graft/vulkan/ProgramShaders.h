@@ -59,8 +59,13 @@ struct ShaderCodegenStats {
 Expected<ShaderCodegenStats> compileProgramShaders(Program &program, ShaderLibrary &library);
 
 /// Makes `ctx` create its pipelines from the program's SPIR-V only: no GLSL
-/// is generated or compiled afterwards, and a variant the program lacks is
-/// an error naming it and `origin` (the program's path). A program without
+/// is compiled afterwards, and a variant the program lacks is an error
+/// naming it and `origin` (the program's path). A stored module whose source
+/// hash is not what this graft's shader library generates for its variant
+/// (a program compiled by another graft version, whose kernels may bind
+/// other operands) is a user error asking for the model to be compiled
+/// again; checking it generates each variant's source, without compiling it.
+/// A program without
 /// SPIR-V (a version-1 file, or one built through the API without
 /// compileProgramShaders) leaves `ctx` compiling shaders as it always did.
 Status usePrecompiledShaders(Context &ctx, const Program &program, const std::string &origin);

@@ -82,6 +82,10 @@ public:
 
   /// The generated GLSL of a variant (no compilation).
   Expected<std::string> generate(std::string_view variant) const;
+  /// The variant's cache key, as get() computes it: its generated source
+  /// under compilerIdentity() (no compilation). A program's stored SPIR-V is
+  /// current when its recorded hash equals this.
+  Expected<uint64_t> sourceHash(std::string_view variant) const;
   /// Generates and compiles a variant, or returns the cached module. A
   /// glslang error is an internal error naming the template, the variant and
   /// the template line. After usePrecompiled(), returns a precompiled module
