@@ -128,23 +128,10 @@ layout(set = 0, binding = 7) readonly buffer Sums256 { u64vec4 t_sums256[]; };
 #define TILE (TILE_M * TILE_N)
 #define TEAM K_SPLIT
 #define TEAM_VALUES TILE
-#include "q4_linear.glslh"
 #if FUSED_QUANT
 #include "quantize_value.glslh"
-
-// The row's quantization multiplier (the reciprocal of its scale, as
-// quant_affine.glsl rounds it) and zero point; main() sets them.
-float xInv, xZp;
-
-// Four float x values as the int8 values quantize_affine gives them.
-ivec4 quantize4(vec4 v) {
-  bool toHalf = DTYPE_IS_HALF != 0 && pc.inScaleHalf != 0;
-  return ivec4(quantizeValueWith(v.x, xInv, xZp, -128, 127, toHalf),
-               quantizeValueWith(v.y, xInv, xZp, -128, 127, toHalf),
-               quantizeValueWith(v.z, xInv, xZp, -128, 127, toHalf),
-               quantizeValueWith(v.w, xInv, xZp, -128, 127, toHalf));
-}
 #endif
+#include "q4_linear.glslh"
 
 // The 4-bit values (nibble - 8) at nibbles `first` .. `first` + 3 of `word`
 // (converted from signed integers: one instruction on CPUs without an
@@ -417,12 +404,7 @@ void main() {
   int rows = min(TILE_M, pc.M - m0);
   int cols = clamp(pc.N - n0, 0, TILE_N);
 #if FUSED_QUANT
-  // Row m0's quantization parameters, as quant_affine.glsl's qparams()
-  // derives them from an f32 (or, inScaleHalf, f16) scale.
-  xInv = divRN(1.0, t_in_scales[m0]);
-  if (pc.inScaleHalf != 0)
-    xInv = roundToHalf(xInv);
-  xZp = float(t_in_zeros[m0]);
+  setRowQuantization(m0);
 #endif
 
   // Every loop over the tile is unrolled ([[unroll]]), so the arrays live in

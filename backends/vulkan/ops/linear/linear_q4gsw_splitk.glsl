@@ -52,21 +52,14 @@ layout(set = 0, binding = 2) readonly buffer W { uvec4 t_w4[]; };
 
 #define TEAMS (LOCAL_SIZE_X / TEAM)
 #define TEAM_VALUES TILE_N
-#include "q4_linear.glslh"
+// MODE dq8ca: x is quantized as it is loaded (q4_linear.glslh's quantize4).
 #if defined(MODE_dq8ca)
+#define FUSED_QUANT 1
 #include "quantize_value.glslh"
-
-// Row m's quantization multiplier and zero point (main() sets them), and
-// four x values quantized with them.
-float xInv, xZp;
-ivec4 quantize4(vec4 v) {
-  bool toHalf = DTYPE_IS_HALF != 0 && pc.inScaleHalf != 0;
-  return ivec4(quantizeValueWith(v.x, xInv, xZp, -128, 127, toHalf),
-               quantizeValueWith(v.y, xInv, xZp, -128, 127, toHalf),
-               quantizeValueWith(v.z, xInv, xZp, -128, 127, toHalf),
-               quantizeValueWith(v.w, xInv, xZp, -128, 127, toHalf));
-}
+#else
+#define FUSED_QUANT 0
 #endif
+#include "q4_linear.glslh"
 
 // Adds block kb's contribution (weights w[c] of the tile's columns) to acc.
 // `xBase` is row m's first vec4 of x; `ncol[c]` the column each weight word
@@ -124,11 +117,8 @@ void main() {
   int cols = clamp(pc.N - n0, 0, TILE_N);
   int blocks = pc.K / 32;
   int xBase = m * (pc.K / 4);
-#if defined(MODE_dq8ca)
-  xInv = divRN(1.0, t_in_scales[m]);
-  if (pc.inScaleHalf != 0)
-    xInv = roundToHalf(xInv);
-  xZp = float(t_in_zeros[m]);
+#if FUSED_QUANT
+  setRowQuantization(m);
 #endif
 
   int ncol[TILE_N];
