@@ -283,8 +283,11 @@ ShaderLibrary::generateLines(const ShaderVariantSpec &spec) const {
     uint32_t n = 0;
     while (std::getline(in, line)) {
       ++n;
+      // The regexes only where they can match: graft run generates every
+      // stored variant's source to check the program's SPIR-V is current
+      // (usePrecompiledShaders), and std::regex on every line was most of it.
       std::smatch m;
-      if (std::regex_match(line, m, includeRe)) {
+      if (line.find("include") != std::string::npos && std::regex_match(line, m, includeRe)) {
         if (!allowInclude)
           return shaderError(file, "line " + std::to_string(n) + ": nested #include");
         auto h = files_.find(m[1].str());
@@ -292,6 +295,10 @@ ShaderLibrary::generateLines(const ShaderVariantSpec &spec) const {
           return shaderError(file,
                              "line " + std::to_string(n) + ": no header '" + m[1].str() + "'");
         GRAFT_CHECK_OK(self(h->first, h->second, false, self));
+        continue;
+      }
+      if (line.find("${") == std::string::npos) {
+        out.push_back({line, file, n});
         continue;
       }
       // ${PARAM} substitution.
