@@ -147,10 +147,29 @@ Expected<DeviceTensor> reshape(const DeviceTensor &src, std::vector<int64_t> siz
   return out;
 }
 
-std::vector<std::string> streamCopyVariants(Context &ctx, const DeviceTensor &in) {
+namespace {
+/// stream.glsl's copies and the vec4s each invocation copies (its PER).
+struct StreamCopyForm {
+  const char *variant;
+  uint64_t vec4sPerInvocation;
+};
+constexpr StreamCopyForm kGpuStreamCopies[] = {{"stream_copy_vec4", 1}, {"stream_copy_vec4x4", 4}};
+constexpr StreamCopyForm kTexelStreamCopy = {"stream_copy_vec4t", 8};
+constexpr StreamCopyForm kWideStreamCopy = {"stream_copy_vec4w", 8};
+
+/// The device's candidate copies for `in`, the default first.
+std::vector<StreamCopyForm> streamCopyForms(Context &ctx, const DeviceTensor &in) {
   if (!wideVec4(ctx, DType::F32))
-    return {"stream_copy_vec4", "stream_copy_vec4x4"};
-  return {texelReads(ctx, in.buffer->size()) ? "stream_copy_vec4t" : "stream_copy_vec4w"};
+    return {std::begin(kGpuStreamCopies), std::end(kGpuStreamCopies)};
+  return {texelReads(ctx, in.buffer->size()) ? kTexelStreamCopy : kWideStreamCopy};
+}
+} // namespace
+
+std::vector<std::string> streamCopyVariants(Context &ctx, const DeviceTensor &in) {
+  std::vector<std::string> names;
+  for (const StreamCopyForm &f : streamCopyForms(ctx, in))
+    names.push_back(f.variant);
+  return names;
 }
 
 Status streamCopy(Context &ctx, const DeviceTensor &in, const DeviceTensor &out,
@@ -160,22 +179,23 @@ Status streamCopy(Context &ctx, const DeviceTensor &in, const DeviceTensor &out,
     return kernelError("stream", "needs two f32 tensors of one size, a multiple of 4 (got " +
                                      sizesStr(in.sizes) + " and " + sizesStr(out.sizes) + ")");
   GRAFT_CHECK_OK(checkInt32("stream", in.numel()));
-  const std::vector<std::string> candidates = streamCopyVariants(ctx, in);
-  if (variant.empty())
-    variant = candidates.front();
-  else if (std::find(candidates.begin(), candidates.end(), variant) == candidates.end()) {
+  const std::vector<StreamCopyForm> candidates = streamCopyForms(ctx, in);
+  auto form = variant.empty()
+                  ? candidates.begin()
+                  : std::find_if(candidates.begin(), candidates.end(),
+                                 [&](const StreamCopyForm &f) { return variant == f.variant; });
+  if (form == candidates.end()) {
     std::string names;
-    for (const std::string &c : candidates)
-      names += (names.empty() ? "" : ", ") + c;
+    for (const StreamCopyForm &f : candidates)
+      names += (names.empty() ? "" : ", ") + std::string(f.variant);
     return kernelError("stream",
                        "'" + std::string(variant) +
                            "' is not a stream copy this device runs (candidates: " + names + ")");
   }
   const int32_t numVec4 = i32(in.numel() / 4);
-  // vec4s per invocation (stream.glsl's PER).
-  const uint64_t per = variant == "stream_copy_vec4" ? 1 : variant == "stream_copy_vec4x4" ? 4 : 8;
-  return ctx.dispatch1D(variant, {out.buffer.get(), in.buffer.get()}, &numVec4, sizeof(numVec4),
-                        (static_cast<uint64_t>(numVec4) + per - 1) / per);
+  const uint64_t per = form->vec4sPerInvocation;
+  return ctx.dispatch1D(form->variant, {out.buffer.get(), in.buffer.get()}, &numVec4,
+                        sizeof(numVec4), (static_cast<uint64_t>(numVec4) + per - 1) / per);
 }
 
 //===----------------------------------------------------------------------===//

@@ -77,8 +77,8 @@ void main() {
   for (uint i = first; i < uint(pc.numVec4); ++i)
     t_out[i] = t_in[i];
 #elif STRIDED
-  // T invocations cover ceil(numVec4 / STRIDED) each (the host dispatches
-  // that many); slice j is [j T, (j + 1) T).
+  // The host dispatches T = ceil(numVec4 / PER) invocations; invocation id
+  // copies id + j T of slice j = 0 .. PER - 1 (the last slice may be short).
   const uint T = (uint(pc.numVec4) + PER - 1u) / PER;
   vec4 v[PER];
   [[unroll]] for (uint j = 0u; j < PER; ++j)

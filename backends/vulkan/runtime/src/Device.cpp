@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace graft::vk {
 
@@ -103,23 +104,28 @@ bool instanceExtensionAvailable(const char *name, const char *layer = nullptr) {
 
 } // namespace
 
+namespace {
+/// Whether environment variable `name` is set to `value`.
+bool envIs(const char *name, std::string_view value) {
+  const char *env = std::getenv(name);
+  return env && env == value;
+}
+} // namespace
+
 bool validationRequestedByDefault() {
 #ifdef GRAFT_VK_DEBUG
   return true;
 #else
-  const char *env = std::getenv("GRAFT_VK_VALIDATION");
-  return env && (std::string(env) == "1" || std::string(env) == "sync");
+  return envIs("GRAFT_VK_VALIDATION", "1") || envIs("GRAFT_VK_VALIDATION", "sync");
 #endif
 }
 
 bool synchronizationValidationRequestedByDefault() {
-  const char *env = std::getenv("GRAFT_VK_VALIDATION");
-  return env && std::string(env) == "sync";
+  return envIs("GRAFT_VK_VALIDATION", "sync");
 }
 
 bool stagedTransfersRequestedByDefault() {
-  const char *env = std::getenv("GRAFT_VK_STAGED_TRANSFERS");
-  return env && std::string(env) == "1";
+  return envIs("GRAFT_VK_STAGED_TRANSFERS", "1");
 }
 
 DeviceCore::~DeviceCore() {
